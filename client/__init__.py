@@ -1,0 +1,1 @@
+"""The ``x400`` user client and the ``x400ctl`` operator tool."""

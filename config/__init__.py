@@ -1,0 +1,1 @@
+"""Configuration schema and loader (TOML), with errors naming file, key and value."""

@@ -1,0 +1,1 @@
+"""The asyncio daemon: listeners, peer channels, queue manager, routing and reports."""
