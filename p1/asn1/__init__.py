@@ -155,5 +155,6 @@ def decode_with_length(
     # asn1tools lets some malformed inputs escape as plain Python errors (bad time
     # strings, bad text encodings, truncated tags): they are decode errors too.
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError) as exc:
-        raise DecodeError(f"malformed input ({type(exc).__name__}: {exc})", where=type_name) from exc
+        why = f"malformed input ({type(exc).__name__}: {exc})"
+        raise DecodeError(why, where=type_name) from exc
     return value, int(end)

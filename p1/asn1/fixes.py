@@ -11,6 +11,10 @@ B2  X.680 8.6 / X.690 8.11: a SET may hold an untagged CHOICE (or ANY) member; i
     sorting such a SET (``'NoneType' object is not subscriptable``).
 B6  X.690 8.1.3.6: an open type may arrive with indefinite length (``28 80 a0 80 ...``);
     asn1tools' ANY decoder insists on a definite length.
+B7  X.690 8.1.3.6: a SEQUENCE or SET with an extension marker may arrive with indefinite
+    length.  After the root members asn1tools has consumed the end-of-contents octets and
+    then reads the extension additions from the bytes of the *enclosing* value, so
+    ``Outer{x Inner{a, ..., b [5]}, y [5]}`` decodes ``y`` into ``x.b``.
 P1  Encoding copies every nested value three times (contents, tag+length+contents,
     extend); with a 10 MB body nested eight deep that is the whole cost.  The fixed
     encoder writes each level once.
@@ -28,7 +32,7 @@ from asn1tools.codecs import ber
 from asn1tools.codecs import compiler as base_compiler
 
 ASN1TOOLS_VERSION = "0.169.0"
-FIXES_VERSION = "1"
+FIXES_VERSION = "2"
 
 _applied = False
 
@@ -46,6 +50,7 @@ def apply() -> None:
     _fix_b1_open_type_tags_explicit()
     _fix_b2_set_order_untagged_choice()
     _fix_b6_indefinite_any()
+    _fix_b7_indefinite_extensible_members()
     _fix_p1_single_copy_encode()
     _applied = True
 
@@ -122,6 +127,40 @@ def _fix_b6_indefinite_any() -> None:
     ber.Any.decode = _any_decode
 
 
+# --- B7 -------------------------------------------------------------------------------
+
+
+def _members_decode_content(self: Any, data: bytearray, offset: int, length: int | None) -> Any:
+    end = None if length is None else offset + length
+    values: dict[str, Any] = {}
+    offset, out_of_data = self.decode_members(self.root_members, data, values, offset, end)
+    if self.additions:
+        if out_of_data and end is None:
+            # The end-of-contents octets are behind us: what follows is not ours.
+            _fill_defaults(ber.flatten(self.additions), values)
+        else:
+            offset, out_of_data = self.decode_members(
+                ber.flatten(self.additions), data, values, offset, end, ignore_missing=True
+            )
+    if out_of_data:
+        return values, offset
+    if end is None:
+        raise ber.NoEndOfContentsTagError(
+            "Could not find end-of-contents tag for indefinite length field.", offset=offset
+        )
+    return values, end
+
+
+def _fill_defaults(members: Any, values: dict[str, Any]) -> None:
+    for member in members:
+        if member.has_default():
+            values[member.name] = member.get_default()
+
+
+def _fix_b7_indefinite_extensible_members() -> None:
+    ber.MembersType.decode_content = _members_decode_content
+
+
 # --- P1 -------------------------------------------------------------------------------
 
 
@@ -129,7 +168,7 @@ def _standard_encode(self: Any, data: Any, encoded: bytearray, values: Any = Non
     contents = self.encode_content(data, values=values)
     encoded += self.tag
     encoded += ber.encode_length_definite(len(contents))
-    encoded += contents
+    encoded.extend(contents)  # contents may be a list of ints (OBJECT IDENTIFIER)
 
 
 def _fix_p1_single_copy_encode() -> None:

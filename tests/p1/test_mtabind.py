@@ -1,0 +1,246 @@
+"""MTA bind values (X.411 clause 12.1.1) and their X.410 BIND-macro wrappers."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p1.errors import DecodeError, EncodeError
+from p1.mtabind import (
+    MTABindArgument,
+    MTABindError,
+    MTABindResult,
+    decode_bind_argument,
+    decode_bind_error,
+    decode_bind_result,
+    encode_bind_argument,
+    encode_bind_error,
+    encode_bind_result,
+    unwrap_bind_argument,
+    unwrap_bind_error,
+    unwrap_bind_result,
+    wrap_bind_argument,
+    wrap_bind_error,
+    wrap_bind_result,
+)
+
+# StrongCredentials { bind-token [0] Token { [0] 1.2.3.4, [1] INTEGER 5 } }, as a SET
+STRONG = bytes.fromhex("310ca00a80032a0304a103020105")
+# SecurityContext: SET OF SecurityLabel { classification confidential(3), policy 1.2.3 }
+CONTEXT = bytes.fromhex("3109310702010306022a03")
+
+ARGUMENTS = [
+    (MTABindArgument(), "0500"),
+    (
+        MTABindArgument(initiator_name="MTA1", password="secret"),
+        "a11080044d544131a1081606736563726574",
+    ),
+    (MTABindArgument(initiator_name="MTA1", password=b"\x00\xff"), "a10c80044d544131a104040200ff"),
+    (MTABindArgument(initiator_name="MTA1", password=""), "a10a80044d544131a1021600"),
+    (
+        MTABindArgument(initiator_name="MTA1", strong_credentials=STRONG),
+        "a11680044d544131a10ea00ca00a80032a0304a103020105",
+    ),
+    (
+        MTABindArgument(initiator_name="MTA1", password="secret", security_context=CONTEXT),
+        "a11b80044d544131a1081606736563726574a209310702010306022a03",
+    ),
+]
+RESULTS = [
+    (MTABindResult(), "0500"),
+    (
+        MTABindResult(responder_name="MTA2", password="secret"),
+        "a11080044d544132a1081606736563726574",
+    ),
+    (
+        MTABindResult(responder_name="MTA2", strong_credentials=STRONG),
+        "a11680044d544132a10ea00ca00a80032a0304a103020105",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argument", "hex_"), ARGUMENTS)
+def test_bind_argument_bytes(argument: MTABindArgument, hex_: str) -> None:
+    assert encode_bind_argument(argument).hex() == hex_
+    assert decode_bind_argument(bytes.fromhex(hex_)) == argument
+
+
+@pytest.mark.parametrize(("result", "hex_"), RESULTS)
+def test_bind_result_bytes(result: MTABindResult, hex_: str) -> None:
+    assert encode_bind_result(result).hex() == hex_
+    assert decode_bind_result(bytes.fromhex(hex_)) == result
+
+
+def test_the_documented_example() -> None:
+    argument = decode_bind_argument(bytes.fromhex("a11080044d544131a1081606736563726574"))
+    assert argument == MTABindArgument(initiator_name="MTA1", password="secret")
+    assert argument.authenticated
+    assert not MTABindArgument().authenticated
+
+
+def test_a_real_peers_bind_through_the_wrappers() -> None:
+    # reference/pcaps/x400-ping-success.pcap: RTORQ open [0] value and RTOAC [0] value
+    rtorq_open = bytes.fromhex(
+        "b024a1228013706572636976616c2e736d68732e636f2e756ba10b1609657863616c69627572"
+    )
+    rtoac_open = bytes.fromhex(
+        "b122a12080146775696e65766572652e736d68732e636f2e756ba10816066d65726c696e"
+    )
+    argument = decode_bind_argument(unwrap_bind_argument(rtorq_open))
+    result = decode_bind_result(unwrap_bind_result(rtoac_open))
+    assert argument == MTABindArgument(initiator_name="percival.smhs.co.uk", password="excalibur")
+    assert result == MTABindResult(responder_name="guinevere.smhs.co.uk", password="merlin")
+    assert wrap_bind_argument(encode_bind_argument(argument)) == rtorq_open
+    assert wrap_bind_result(encode_bind_result(result)) == rtoac_open
+
+
+@pytest.mark.parametrize(
+    ("error", "hex_"),
+    [
+        (MTABindError.BUSY, "020100"),
+        (MTABindError.AUTHENTICATION_ERROR, "020102"),
+        (MTABindError.UNACCEPTABLE_DIALOGUE_MODE, "020103"),
+        (MTABindError.UNACCEPTABLE_SECURITY_CONTEXT, "020104"),
+        (MTABindError.INADEQUATE_ASSOCIATION_CONFIDENTIALITY, "020105"),
+    ],
+)
+def test_bind_error_bytes(error: MTABindError, hex_: str) -> None:
+    assert encode_bind_error(error).hex() == hex_
+    assert decode_bind_error(bytes.fromhex(hex_)) is error
+    assert wrap_bind_error(bytes.fromhex(hex_)).hex() == "b203" + hex_
+    assert unwrap_bind_error(bytes.fromhex("b203" + hex_)).hex() == hex_
+
+
+def test_unknown_bind_error_codes() -> None:
+    with pytest.raises(DecodeError, match="unknown MTA-bind error 1"):
+        decode_bind_error(b"\x02\x01\x01")
+    with pytest.raises(EncodeError):
+        encode_bind_error(7)  # type: ignore[arg-type]
+
+
+def test_raw_parts_are_kept_byte_for_byte() -> None:
+    # A bind token sent with indefinite lengths, its token value a UTCTime without
+    # seconds, the credentials [1] with an indefinite length too: nothing may be
+    # normalised.
+    token = "a08080032a0304a10d170b323430353031313233305a0000"
+    received = bytes.fromhex("a10080044d544131a180a018" + token + "0000" + "a209310702010306022a03")
+    received = received[:1] + bytes([len(received) - 2]) + received[2:]
+    argument = decode_bind_argument(received)
+    assert argument.strong_credentials == bytes.fromhex("3118" + token)
+    assert argument.security_context == CONTEXT
+    again = encode_bind_argument(argument)
+    assert again.hex() == ("a12d80044d544131a11aa018" + token + "a209310702010306022a03")
+    assert decode_bind_argument(again) == argument
+
+
+def test_strong_credentials_with_indefinite_length() -> None:
+    token = "a08080032a0304a1030201050000"
+    received = bytes.fromhex("a11c80044d544131a180a080" + token + "00000000")
+    strong = decode_bind_argument(received).strong_credentials
+    assert strong == bytes.fromhex("3180" + token + "0000")
+
+
+def test_protected_credentials_are_refused() -> None:
+    # credentials [1] holding protected [1] ProtectedPassword { signature, ... }
+    protected = bytes.fromhex("a11a80044d544131a112a110300e300406022a0303060001020304ff")
+    with pytest.raises(DecodeError, match="protected credentials are not allowed"):
+        decode_bind_argument(protected)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"password": "x"}, ValueError),
+        ({"strong_credentials": STRONG}, ValueError),
+        ({"security_context": CONTEXT}, ValueError),
+        ({"initiator_name": "A"}, ValueError),
+        ({"initiator_name": "A", "password": "x", "strong_credentials": STRONG}, ValueError),
+        ({"initiator_name": "A", "password": 5}, TypeError),
+    ],
+)
+def test_inconsistent_arguments_are_refused(kwargs: dict[str, object], error: type) -> None:
+    with pytest.raises(error):
+        MTABindArgument(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        MTABindArgument(initiator_name="Zoë", password="x"),
+        MTABindArgument(initiator_name="A", password="pässword"),
+        MTABindArgument(initiator_name="A", strong_credentials=b"\x30\x00"),
+        MTABindArgument(initiator_name="A", strong_credentials=b"\x31\x05\x00"),
+        MTABindArgument(initiator_name="A", password="x", security_context=b""),
+    ],
+)
+def test_values_that_cannot_be_encoded(argument: MTABindArgument) -> None:
+    with pytest.raises(EncodeError):
+        encode_bind_argument(argument)
+
+
+@pytest.mark.parametrize(
+    ("unwrap", "data", "message"),
+    [
+        (unwrap_bind_argument, "", "found nothing"),
+        (unwrap_bind_argument, "b1020500", "expected identifier 0xb0"),
+        (unwrap_bind_argument, "b0020500ff", "1 trailing byte"),
+        (unwrap_bind_argument, "b00405000500", "expected one value, found 2"),
+        (unwrap_bind_argument, "b000", "expected one value, found 0"),
+        (unwrap_bind_argument, "b0030500", "runs past"),
+        (unwrap_bind_result, "b1800500", "truncated"),
+        (unwrap_bind_error, "b28402", "bad length"),
+        (unwrap_bind_error, "b2020280", "indefinite length on a primitive"),
+    ],
+)
+def test_bad_wrappers(unwrap: object, data: str, message: str) -> None:
+    with pytest.raises(DecodeError, match=message):
+        unwrap(bytes.fromhex(data))  # type: ignore[operator]
+
+
+def test_indefinite_length_wrapper() -> None:
+    inner = bytes.fromhex("a11080044d544131a1081606736563726574")
+    assert unwrap_bind_argument(b"\xb0\x80" + inner + b"\x00\x00") == inner
+
+
+DECODERS = [
+    decode_bind_argument,
+    decode_bind_result,
+    decode_bind_error,
+    unwrap_bind_argument,
+    unwrap_bind_result,
+    unwrap_bind_error,
+]
+VALID = [bytes.fromhex(h) for _, h in ARGUMENTS + RESULTS] + [
+    bytes.fromhex("b012a11080044d544131a1081606736563726574"),
+    bytes.fromhex("020102"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_random_bytes_raise_only_decode_error(data: bytes) -> None:
+    for decoder in DECODERS:
+        with contextlib.suppress(DecodeError):
+            decoder(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(VALID),
+    st.integers(min_value=0, max_value=200),
+    st.integers(min_value=0, max_value=255),
+    st.booleans(),
+)
+def test_mutated_bind_values_raise_only_decode_error(
+    valid: bytes, position: int, octet: int, truncate: bool
+) -> None:
+    position %= len(valid)
+    data = valid[:position]
+    if not truncate:
+        data += bytes([octet]) + valid[position + 1 :]
+    for decoder in DECODERS:
+        with contextlib.suppress(DecodeError):
+            decoder(data)
