@@ -15,6 +15,9 @@ B7  X.690 8.1.3.6: a SEQUENCE or SET with an extension marker may arrive with in
     length.  After the root members asn1tools has consumed the end-of-contents octets and
     then reads the extension additions from the bytes of the *enclosing* value, so
     ``Outer{x Inner{a, ..., b [5]}, y [5]}`` decodes ``y`` into ``x.b``.
+B8  An extension addition whose value cannot be encoded is silently left out of the
+    SEQUENCE or SET (asn1tools swallows the error, and every later addition with it).
+    Now only additions the value does not carry are left out; a bad one is an error.
 P1  Encoding copies every nested value three times (contents, tag+length+contents,
     extend); with a 10 MB body nested eight deep that is the whole cost.  The fixed
     encoder writes each level once.
@@ -32,7 +35,7 @@ from asn1tools.codecs import ber
 from asn1tools.codecs import compiler as base_compiler
 
 ASN1TOOLS_VERSION = "0.169.0"
-FIXES_VERSION = "2"
+FIXES_VERSION = "3"
 
 _applied = False
 
@@ -51,6 +54,7 @@ def apply() -> None:
     _fix_b2_set_order_untagged_choice()
     _fix_b6_indefinite_any()
     _fix_b7_indefinite_extensible_members()
+    _fix_b8_additions_fail_loudly()
     _fix_p1_single_copy_encode()
     _applied = True
 
@@ -159,6 +163,22 @@ def _fill_defaults(members: Any, values: dict[str, Any]) -> None:
 
 def _fix_b7_indefinite_extensible_members() -> None:
     ber.MembersType.decode_content = _members_decode_content
+
+
+# --- B8 -------------------------------------------------------------------------------
+
+
+def _encode_additions(self: Any, data: dict[str, Any], encoded: bytearray) -> None:
+    for addition in self.additions:
+        members = addition if isinstance(addition, list) else [addition]
+        if not any(member.name in data for member in members):
+            continue  # a value from an earlier version carries none of this addition
+        for member in members:
+            self.encode_member(member, data, encoded)
+
+
+def _fix_b8_additions_fail_loudly() -> None:
+    ber.MembersType.encode_additions = _encode_additions
 
 
 # --- P1 -------------------------------------------------------------------------------

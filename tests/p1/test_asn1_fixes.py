@@ -103,6 +103,27 @@ def test_b7_indefinite_extensible_sequence_keeps_to_its_own_members() -> None:
     assert "Ran out of data when trying to find End of Contents" in unfixed
 
 
+ADDITIONS = """
+B8 DEFINITIONS IMPLICIT TAGS ::= BEGIN
+Alt ::= CHOICE { n [0] INTEGER, s [1] IA5String }
+Grown ::= SEQUENCE { a [0] INTEGER, ..., b [5] Alt OPTIONAL }
+END
+"""
+
+
+def test_b8_a_bad_extension_addition_is_an_error_not_dropped() -> None:
+    spec = _fixed(ADDITIONS)
+    assert spec.encode("Grown", {"a": 1}).hex() == "3003800101"
+    assert spec.encode("Grown", {"a": 1, "b": ("n", 2)}).hex() == "3008800101a503800102"
+    with pytest.raises(asn1tools.EncodeError, match="Expected choice"):
+        spec.encode("Grown", {"a": 1, "b": ("no-such", 2)}, check_types=False)
+    unfixed = _unfixed(
+        ADDITIONS,
+        "print(spec.encode('Grown', {'a': 1, 'b': ('no-such', 2)}, check_types=False).hex())",
+    )
+    assert unfixed == "3003800101"  # unfixed: b vanishes without a word
+
+
 def test_single_copy_encode_gives_the_same_bytes() -> None:
     spec = _fixed(OPEN_TYPES)
     body = bytes(range(256)) * 600  # 153,600 bytes: three-byte lengths
