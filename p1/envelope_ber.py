@@ -1,0 +1,667 @@
+"""BER reading and writing for the X.411 envelope codec (X.690 clause 8).
+
+The envelope codec (:mod:`p1.envelope`, :mod:`p1.report`) walks the MTS-APDU's TLVs itself
+instead of handing whole PDUs to asn1tools, because a relaying MTA must re-encode what it
+received unchanged: asn1tools re-sorts SET members into tag order, drops members that
+were sent explicitly with their DEFAULT value, rewrites UTCTime text, and copies the
+content octets once per nesting level.  This module has the pieces: a bounds-checked TLV
+reader that accepts definite and indefinite lengths and constructed strings, minimal
+definite-length writers, the primitive value codecs (INTEGER, ENUMERATED, BIT STRING,
+OBJECT IDENTIFIER, the ASCII string types, UTCTime), and the SET helpers that keep the
+member order and the explicit DEFAULT members of a received SET.
+
+Every malformed input raises :class:`p1.errors.DecodeError` (with where/why); values
+that cannot be encoded raise :class:`p1.errors.EncodeError`.
+
+Public API::
+
+    Tlv, read_tlv(data, offset, limit), read_single(data, what), children(tlv)
+    universal(n), application(n), context(n), tag_name(tag)
+    identifier(tag, constructed) -> bytes, length_octets(n) -> bytes
+    tlv(tag, contents, constructed=False) -> bytes
+    read_int / int_contents, read_bits / bits_contents, read_oid / oid_contents,
+    read_text / text_contents, read_octets
+    WireTime, read_utctime(tlv) -> WireTime, utctime_text(datetime) -> str
+    SetReader: split a SET by member tag, keeping the received member order
+    encode_set(tag, members, wire_order) -> bytes
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, NamedTuple
+
+from p1.errors import DecodeError, EncodeError
+
+UNIVERSAL = 0x00
+APPLICATION = 0x40
+CONTEXT = 0x80
+PRIVATE = 0xC0
+_CONSTRUCTED = 0x20
+
+MAX_DEPTH = 64
+"""Deepest nesting walked in an indefinite-length value (a guard, not a protocol limit)."""
+
+_MAX_INT_OCTETS = 16
+_MAX_LENGTH_OCTETS = 8
+
+
+def universal(number: int) -> int:
+    """The tag key of ``[UNIVERSAL number]``."""
+    return (UNIVERSAL << 24) | number
+
+
+def application(number: int) -> int:
+    """The tag key of ``[APPLICATION number]``."""
+    return (APPLICATION << 24) | number
+
+
+def context(number: int) -> int:
+    """The tag key of a context-specific ``[number]``."""
+    return (CONTEXT << 24) | number
+
+
+_CLASS_NAMES = {
+    UNIVERSAL: "UNIVERSAL ",
+    APPLICATION: "APPLICATION ",
+    CONTEXT: "",
+    PRIVATE: "PRIVATE ",
+}
+
+
+def tag_name(tag: int) -> str:
+    """``[APPLICATION 4]``, ``[2]``, ``[UNIVERSAL 16]``: a tag key for error messages."""
+    return f"[{_CLASS_NAMES[tag >> 24]}{tag & 0xFFFFFF}]"
+
+
+# Universal tags used by the envelope.
+INTEGER = universal(2)
+BIT_STRING = universal(3)
+OCTET_STRING = universal(4)
+NULL = universal(5)
+OBJECT_IDENTIFIER = universal(6)
+ENUMERATED = universal(10)
+SEQUENCE = universal(16)
+SET = universal(17)
+NUMERIC_STRING = universal(18)
+PRINTABLE_STRING = universal(19)
+IA5_STRING = universal(22)
+UTC_TIME = universal(23)
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+class Tlv(NamedTuple):
+    """One BER value inside ``data``: identifier at ``start``, contents ``body:end``.
+
+    ``stop`` is just past the value (past the end-of-contents octets when the length was
+    indefinite).  (A NamedTuple: envelopes hold dozens of values and this is made for each.)
+    """
+
+    data: memoryview
+    start: int
+    body: int
+    end: int
+    stop: int
+    tag: int
+    constructed: bool
+
+    @property
+    def definite(self) -> bool:
+        """The length was given (not the indefinite form)."""
+        return self.stop == self.end
+
+    def contents(self) -> memoryview:
+        """The contents octets (without the end-of-contents octets)."""
+        return self.data[self.body : self.end]
+
+    def raw(self) -> bytes:
+        """The whole encoding, identifier to end, as received."""
+        return bytes(self.data[self.start : self.stop])
+
+    def raw_view(self) -> memoryview:
+        """The whole encoding, as a view (no copy)."""
+        return self.data[self.start : self.stop]
+
+
+def _read_tag(data: memoryview, offset: int, limit: int) -> tuple[int, bool, int]:
+    if offset >= limit:
+        raise DecodeError("truncated: a tag was expected", where=f"offset {offset}")
+    first = data[offset]
+    cls = first & 0xC0
+    constructed = bool(first & _CONSTRUCTED)
+    number = first & 0x1F
+    offset += 1
+    if number != 0x1F:
+        return (cls << 24) | number, constructed, offset
+    number = 0
+    for count in range(4):
+        if offset >= limit:
+            raise DecodeError("truncated tag number", where=f"offset {offset}")
+        octet = data[offset]
+        offset += 1
+        if count == 0 and octet == 0x80:
+            raise DecodeError("tag number with a leading zero septet", where=f"offset {offset - 1}")
+        number = (number << 7) | (octet & 0x7F)
+        if not octet & 0x80:
+            return (cls << 24) | number, constructed, offset
+    raise DecodeError("tag number longer than four octets", where=f"offset {offset}")
+
+
+def _read_length(data: memoryview, offset: int, limit: int) -> tuple[int | None, int]:
+    if offset >= limit:
+        raise DecodeError("truncated: a length was expected", where=f"offset {offset}")
+    first = data[offset]
+    offset += 1
+    if first < 0x80:
+        return first, offset
+    if first == 0x80:
+        return None, offset
+    count = first & 0x7F
+    if count > _MAX_LENGTH_OCTETS or first == 0xFF:
+        raise DecodeError(f"length of {count} octets", where=f"offset {offset - 1}")
+    if offset + count > limit:
+        raise DecodeError("truncated length", where=f"offset {offset - 1}")
+    return int.from_bytes(data[offset : offset + count], "big"), offset + count
+
+
+def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
+    """The TLV that starts at ``offset`` and must end by ``limit``."""
+    start = offset
+    if offset + 2 <= limit and data[offset] & 0x1F != 0x1F and data[offset + 1] < 0x80:
+        # The common case, inline: low tag number, short definite length.
+        first = data[offset]
+        end = offset + 2 + data[offset + 1]
+        if end <= limit:
+            return Tlv(
+                data,
+                start,
+                offset + 2,
+                end,
+                end,
+                ((first & 0xC0) << 24) | (first & 0x1F),
+                bool(first & _CONSTRUCTED),
+            )
+    tag, constructed, offset = _read_tag(data, offset, limit)
+    length, body = _read_length(data, offset, limit)
+    if length is not None:
+        end = body + length
+        if end > limit:
+            raise DecodeError(
+                f"truncated: {length} content octets announced, {limit - body} present",
+                where=f"{tag_name(tag)} at offset {start}",
+            )
+        return Tlv(data, start, body, end, end, tag, constructed)
+    if not constructed:
+        raise DecodeError("indefinite length on a primitive value", where=f"offset {start}")
+    if depth >= MAX_DEPTH:
+        raise DecodeError(f"nested deeper than {MAX_DEPTH} levels", where=f"offset {start}")
+    position = body
+    while True:
+        if position + 2 > limit:
+            raise DecodeError("missing end-of-contents", where=f"{tag_name(tag)} at offset {start}")
+        if data[position] == 0:
+            if data[position + 1] != 0:
+                raise DecodeError("malformed end-of-contents", where=f"offset {position}")
+            return Tlv(data, start, body, position, position + 2, tag, constructed)
+        position = read_tlv(data, position, limit, depth + 1).stop
+
+
+def as_view(data: bytes | bytearray | memoryview) -> memoryview:
+    """A flat byte view of ``data`` (no copy)."""
+    view = memoryview(data)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+def read_single(data: bytes | bytearray | memoryview, what: str) -> Tlv:
+    """The one TLV that ``data`` holds; trailing bytes are an error."""
+    view = as_view(data)
+    tlv = read_tlv(view, 0, len(view))
+    if tlv.stop != len(view):
+        raise DecodeError(f"{len(view) - tlv.stop} trailing byte(s) after the value", where=what)
+    return tlv
+
+
+def children(tlv: Tlv, what: str) -> list[Tlv]:
+    """The TLVs inside a constructed value."""
+    if not tlv.constructed:
+        raise DecodeError(f"{tag_name(tlv.tag)} must be constructed", where=what)
+    found: list[Tlv] = []
+    offset = tlv.body
+    while offset < tlv.end:
+        child = read_tlv(tlv.data, offset, tlv.end, 1)
+        found.append(child)
+        offset = child.stop
+    return found
+
+
+def expect(tlv: Tlv, tag: int, what: str) -> Tlv:
+    """``tlv`` if it has ``tag``, else a DecodeError naming both tags."""
+    if tlv.tag != tag:
+        raise DecodeError(f"expected {tag_name(tag)}, found {tag_name(tlv.tag)}", where=what)
+    return tlv
+
+
+def only_child(tlv: Tlv, what: str) -> Tlv:
+    """The single value inside an explicit tag."""
+    inner = children(tlv, what)
+    if len(inner) != 1:
+        raise DecodeError(f"explicit tag holds {len(inner)} values, not one", where=what)
+    return inner[0]
+
+
+def constructed_contents(tlv: Tlv, what: str) -> memoryview:
+    """The contents of a value that must be constructed (a SET kept as received)."""
+    if not tlv.constructed:
+        raise DecodeError(f"{tag_name(tlv.tag)} must be constructed", where=what)
+    children(tlv, what)  # validates the TLVs inside
+    return tlv.contents()
+
+
+def check_single_tlv(data: bytes | bytearray | memoryview, what: str) -> None:
+    """An EncodeError unless ``data`` is exactly one BER value."""
+    try:
+        read_single(data, what)
+    except DecodeError as exc:
+        raise EncodeError(f"not one BER value: {exc.why}", where=what) from None
+
+
+def read_octets(tlv: Tlv, what: str) -> bytes:
+    """The octets of an OCTET STRING (or string type) in primitive or constructed form."""
+    if not tlv.constructed:
+        return bytes(tlv.contents())
+    return b"".join(_segments(tlv, what, OCTET_STRING, 0))
+
+
+def _segments(tlv: Tlv, what: str, segment_tag: int, depth: int) -> list[memoryview]:
+    pieces: list[memoryview] = []
+    for child in children(tlv, what):
+        expect(child, segment_tag, what)
+        if child.constructed:
+            if depth >= MAX_DEPTH:
+                raise DecodeError("string segments nested too deep", where=what)
+            pieces.extend(_segments(child, what, segment_tag, depth + 1))
+        else:
+            pieces.append(child.contents())
+    return pieces
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def length_octets(length: int) -> bytes:
+    """The definite length in its shortest form (X.690 8.1.3)."""
+    if length < 0x80:
+        return bytes((length,))
+    body = length.to_bytes((length.bit_length() + 7) // 8, "big")
+    return bytes((0x80 | len(body),)) + body
+
+
+def identifier(tag: int, constructed: bool) -> bytes:
+    """The identifier octets of ``tag``."""
+    cls = tag >> 24
+    number = tag & 0xFFFFFF
+    first = cls | (_CONSTRUCTED if constructed else 0)
+    if number < 0x1F:
+        return bytes((first | number,))
+    septets = [number & 0x7F]
+    number >>= 7
+    while number:
+        septets.append(0x80 | (number & 0x7F))
+        number >>= 7
+    return bytes((first | 0x1F, *reversed(septets)))
+
+
+def tlv(tag: int, contents: bytes | bytearray | memoryview, constructed: bool = False) -> bytes:
+    """One definite-length TLV."""
+    return identifier(tag, constructed) + length_octets(len(contents)) + bytes(contents)
+
+
+def constructed(tag: int, parts: Iterable[bytes]) -> bytes:
+    """A constructed definite-length TLV holding ``parts`` in order."""
+    return tlv(tag, b"".join(parts), constructed=True)
+
+
+def retag(encoding: bytes, tag: int) -> bytes:
+    """``encoding`` with its outermost tag replaced by ``tag`` (an IMPLICIT tag)."""
+    view = as_view(encoding)
+    _, is_constructed, after = _read_tag(view, 0, len(view))
+    return identifier(tag, is_constructed) + encoding[after:]
+
+
+# --- INTEGER, ENUMERATED, NULL ---------------------------------------------------------
+
+
+def read_int(tlv: Tlv, what: str) -> int:
+    """The value of a primitive INTEGER or ENUMERATED (any tag)."""
+    if tlv.constructed:
+        raise DecodeError("an integer must be primitive", where=what)
+    body = tlv.contents()
+    if not body:
+        raise DecodeError("an integer needs at least one content octet", where=what)
+    if len(body) > _MAX_INT_OCTETS:
+        raise DecodeError(f"integer of {len(body)} octets is out of range", where=what)
+    return int.from_bytes(body, "big", signed=True)
+
+
+def int_contents(value: int) -> bytes:
+    """Two's complement contents octets of ``value``, shortest form (X.690 8.3)."""
+    return value.to_bytes((value + (value < 0)).bit_length() // 8 + 1, "big", signed=True)
+
+
+def read_bounded_int(tlv: Tlv, what: str, low: int, high: int) -> int:
+    """An integer that must lie in ``low..high``."""
+    value = read_int(tlv, what)
+    if not low <= value <= high:
+        raise DecodeError(f"{value} is outside {low}..{high}", where=what)
+    return value
+
+
+def check_int(value: int, what: str, low: int, high: int) -> int:
+    """``value`` if it lies in ``low..high``, else an EncodeError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise EncodeError(f"{value!r} is not an integer in {low}..{high}", where=what)
+    return value
+
+
+# --- BIT STRING ------------------------------------------------------------------------
+
+
+def read_bits(tlv: Tlv, what: str) -> tuple[bytes, int]:
+    """``(octets, number of bits)`` of a BIT STRING; unused trailing bits are cleared."""
+    if tlv.constructed:
+        pieces = [_bit_segment(child, what) for child in children(tlv, what)]
+        if any(length % 8 for _, length in pieces[:-1]):
+            raise DecodeError("only the last BIT STRING segment may have unused bits", where=what)
+        return b"".join(p[0] for p in pieces), sum(p[1] for p in pieces)
+    return _bit_segment_body(tlv.contents(), what)
+
+
+def _bit_segment(tlv: Tlv, what: str) -> tuple[bytes, int]:
+    expect(tlv, BIT_STRING, what)
+    if tlv.constructed:
+        raise DecodeError("nested constructed BIT STRING segments", where=what)
+    return _bit_segment_body(tlv.contents(), what)
+
+
+def _bit_segment_body(body: memoryview, what: str) -> tuple[bytes, int]:
+    if not body:
+        raise DecodeError("a BIT STRING needs its unused-bits octet", where=what)
+    unused = body[0]
+    if unused > 7 or (unused and len(body) == 1):
+        raise DecodeError(
+            f"{unused} unused bits in a BIT STRING of {len(body) - 1} octets", where=what
+        )
+    octets = bytearray(body[1:])
+    if unused:
+        octets[-1] &= (0xFF << unused) & 0xFF
+    return bytes(octets), (len(body) - 1) * 8 - unused
+
+
+def bits_contents(octets: bytes, length: int) -> bytes:
+    """Contents octets of a BIT STRING of ``length`` bits held in ``octets``."""
+    count = (length + 7) // 8
+    body = bytearray(octets[:count].ljust(count, b"\0"))
+    unused = count * 8 - length
+    if unused:
+        body[-1] &= (0xFF << unused) & 0xFF
+    return bytes((unused,)) + bytes(body)
+
+
+def bits_to_numbers(octets: bytes, length: int) -> frozenset[int]:
+    """The numbers of the bits that are one (bit 0 is the first, most significant)."""
+    return frozenset(n for n in range(length) if octets[n // 8] & (0x80 >> (n % 8)))
+
+
+def numbers_to_bits(numbers: Iterable[int], length: int) -> bytes:
+    """Octets holding ``length`` bits with the given bits set."""
+    body = bytearray((length + 7) // 8)
+    for n in numbers:
+        body[n // 8] |= 0x80 >> (n % 8)
+    return bytes(body)
+
+
+# --- OBJECT IDENTIFIER -----------------------------------------------------------------
+
+_OID_TEXT = re.compile(r"^(0|1|2)(\.(0|[1-9][0-9]*))+$")
+
+
+def read_oid(tlv: Tlv, what: str) -> str:
+    """Dotted text of a primitive OBJECT IDENTIFIER (X.690 8.19)."""
+    if tlv.constructed:
+        raise DecodeError("an OBJECT IDENTIFIER must be primitive", where=what)
+    body = tlv.contents()
+    if not body or body[-1] & 0x80:
+        raise DecodeError("truncated OBJECT IDENTIFIER", where=what)
+    arcs: list[int] = []
+    value = 0
+    fresh = True
+    for octet in body:
+        if fresh and octet == 0x80:
+            raise DecodeError("OBJECT IDENTIFIER arc with a leading zero septet", where=what)
+        value = (value << 7) | (octet & 0x7F)
+        fresh = not octet & 0x80
+        if fresh:
+            arcs.append(value)
+            value = 0
+    first = min(arcs[0] // 40, 2)
+    return ".".join(str(a) for a in (first, arcs[0] - 40 * first, *arcs[1:]))
+
+
+def oid_contents(text: str, what: str) -> bytes:
+    """Contents octets of the OBJECT IDENTIFIER ``text`` ("1.3.26.0.4406.0.8.0")."""
+    if not isinstance(text, str) or not _OID_TEXT.match(text):
+        raise EncodeError(f"{text!r} is not a dotted object identifier", where=what)
+    arcs = [int(a) for a in text.split(".")]
+    if arcs[0] < 2 and arcs[1] > 39:
+        raise EncodeError(f"{text!r}: second arc above 39 under arc {arcs[0]}", where=what)
+    out = bytearray()
+    for arc in (40 * arcs[0] + arcs[1], *arcs[2:]):
+        septets = [arc & 0x7F]
+        arc >>= 7
+        while arc:
+            septets.append(0x80 | (arc & 0x7F))
+            arc >>= 7
+        out.extend(reversed(septets))
+    return bytes(out)
+
+
+def is_oid(text: str) -> bool:
+    """``text`` is a dotted object identifier."""
+    return bool(_OID_TEXT.match(text))
+
+
+# --- character strings -----------------------------------------------------------------
+
+
+def read_text(tlv: Tlv, what: str) -> str:
+    """An IA5String, PrintableString or NumericString: ASCII, primitive or constructed.
+
+    The alphabet of Printable and Numeric strings is not checked: what a peer sent is
+    relayed as sent.
+    """
+    try:
+        return read_octets(tlv, what).decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"non-ASCII octet at {exc.start}", where=what) from None
+
+
+def text_contents(text: str, what: str) -> bytes:
+    """ASCII contents octets of ``text``."""
+    if not isinstance(text, str):
+        raise EncodeError(f"{text!r} is not text", where=what)
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"non-ASCII character at {exc.start} of {text!r}", where=what) from None
+
+
+# --- UTCTime ---------------------------------------------------------------------------
+
+_UTCTIME = re.compile(r"^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)?(Z|[+-]\d\d\d\d)$")
+UTCTIME_PIVOT = 50
+"""Two-digit years below 50 are 20YY, the others 19YY (as RFC 5280 4.1.2.5.1 reads UTCTime)."""
+
+
+class WireTime(datetime):
+    """A timezone-aware datetime that remembers the UTCTime text it was decoded from.
+
+    It compares, hashes and computes as a plain datetime; re-encoding writes the
+    remembered text (``YYMMDDhhmmZ``, ``+hhmm`` offsets...) so a relayed envelope keeps
+    its bytes.  Any derived datetime (``replace``, arithmetic) forgets the text.
+    """
+
+    __slots__ = ("utctime",)
+    utctime: str
+
+    def __reduce_ex__(self, protocol: object) -> tuple[Any, ...]:
+        # Pickle and copy keep the text (datetime's own reduction would drop it).
+        text = getattr(self, "utctime", None)
+        if text is None:
+            return (
+                datetime,
+                (
+                    self.year,
+                    self.month,
+                    self.day,
+                    self.hour,
+                    self.minute,
+                    self.second,
+                    self.microsecond,
+                    self.tzinfo,
+                ),
+            )
+        return (parse_utctime, (text,))
+
+
+def parse_utctime(text: str, what: str = "UTCTime") -> WireTime:
+    """``YYMMDDhhmm[ss](Z|+hhmm|-hhmm)`` as an aware datetime (X.680 clause 47)."""
+    match = _UTCTIME.match(text)
+    if match is None:
+        raise DecodeError(f"{text!r} is not YYMMDDhhmm[ss] followed by Z or +-hhmm", where=what)
+    yy, month, day, hour, minute, second, zone = match.groups()
+    year = int(yy) + (2000 if int(yy) < UTCTIME_PIVOT else 1900)
+    try:
+        tz = UTC if zone == "Z" else _offset(zone)
+        value = WireTime(
+            year, int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=tz
+        )
+    except ValueError as exc:
+        raise DecodeError(f"{text!r}: {exc}", where=what) from None
+    value.utctime = text
+    return value
+
+
+def _offset(zone: str) -> timezone:
+    hours, minutes = int(zone[1:3]), int(zone[3:5])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"offset {zone} out of range")
+    delta = timedelta(hours=hours, minutes=minutes)
+    return timezone(-delta if zone[0] == "-" else delta)
+
+
+def read_utctime(tlv: Tlv, what: str) -> WireTime:
+    """A UTCTime value (under any tag)."""
+    return parse_utctime(read_text(tlv, what), what)
+
+
+def utctime_text(value: datetime, what: str) -> str:
+    """The UTCTime text for ``value``: as received, else ``YYMMDDhhmmssZ`` in UTC.
+
+    Fractions of a second are dropped (UTCTime has none).  A naive datetime, or one
+    outside 1950..2049, is an EncodeError.
+    """
+    if not isinstance(value, datetime):
+        raise EncodeError(f"{value!r} is not a datetime", where=what)
+    remembered = getattr(value, "utctime", None)
+    if remembered is not None and _still_matches(value, remembered):
+        return str(remembered)
+    offset = value.utcoffset()
+    if offset is None:
+        raise EncodeError(f"{value.isoformat()} has no time zone", where=what)
+    utc = (value - offset).replace(tzinfo=None)
+    if not 1900 + UTCTIME_PIVOT <= utc.year < 2000 + UTCTIME_PIVOT:
+        raise EncodeError(f"{value.isoformat()} is outside UTCTime's 1950..2049", where=what)
+    return utc.strftime("%y%m%d%H%M%SZ")
+
+
+def _still_matches(value: datetime, text: str) -> bool:
+    try:
+        parsed = parse_utctime(text)
+    except DecodeError:
+        return False
+    return parsed == value and parsed.utcoffset() == value.utcoffset()
+
+
+def utctime_contents(value: datetime, what: str) -> bytes:
+    """Contents octets of a UTCTime."""
+    return utctime_text(value, what).encode("ascii")
+
+
+# --- SET members -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetMembers:
+    """The members of a received SET by name, and their order on the wire."""
+
+    found: Mapping[str, Tlv]
+    order: tuple[str, ...]
+
+    def get(self, name: str) -> Tlv | None:
+        """The member's TLV, or None when absent."""
+        return self.found.get(name)
+
+    def need(self, name: str, what: str) -> Tlv:
+        """The member's TLV; a DecodeError when it is absent."""
+        member = self.found.get(name)
+        if member is None:
+            raise DecodeError(f"missing {name.replace('_', '-')}", where=what)
+        return member
+
+
+def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
+    """Sort the children of a SET (or SEQUENCE read as a SET) into named members.
+
+    ``members`` maps each tag to a member name (an untagged CHOICE member appears once
+    per alternative).  An unknown tag or a repeated member is an error.
+    """
+    found: dict[str, Tlv] = {}
+    order: list[str] = []
+    for child in children(tlv, what):
+        name = members.get(child.tag)
+        if name is None:
+            raise DecodeError(f"unexpected {tag_name(child.tag)}", where=what)
+        if name in found:
+            raise DecodeError(f"{name.replace('_', '-')} appears twice", where=what)
+        found[name] = child
+        order.append(name)
+    return SetMembers(found, tuple(order))
+
+
+Member = tuple[str, bytes | None]
+"""A SET member to encode: its name and its TLV (None: absent)."""
+
+
+def encode_set(tag: int, members: Sequence[Member], wire_order: Sequence[str]) -> bytes:
+    """A SET with its present members: those in ``wire_order`` first, in that order,
+    then the others in the order given (the standard's definition order)."""
+    rank = {name: index for index, name in enumerate(wire_order)}
+    last = len(rank)
+    present = [
+        (rank.get(name, last), index, encoding)
+        for index, (name, encoding) in enumerate(members)
+        if encoding is not None
+    ]
+    present.sort(key=lambda item: (item[0], item[1]))
+    return constructed(tag, (item[2] for item in present))
+
+
+def keep(name: str, is_default: bool, wire_order: Sequence[str]) -> bool:
+    """Whether a DEFAULT (or empty OPTIONAL) member is encoded: when it is not the
+    default, or when it was received explicitly."""
+    return not is_default or name in wire_order
