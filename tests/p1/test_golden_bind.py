@@ -219,5 +219,16 @@ def test_missing_captures_skip_with_a_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("AIOX400_SHARED", str(tmp_path))
+    monkeypatch.delenv("AIOX400_REQUIRE_SHARED", raising=False)
     with pytest.raises(pytest.skip.Exception, match="AIOX400_SHARED"):
+        golden.load_tpkts(SUCCESS)
+
+
+def test_missing_captures_fail_when_required(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # CI sets AIOX400_REQUIRE_SHARED: a missing reference is a failure, not a skip.
+    monkeypatch.setenv("AIOX400_SHARED", str(tmp_path))
+    monkeypatch.setenv("AIOX400_REQUIRE_SHARED", "1")
+    with pytest.raises(pytest.fail.Exception, match="not found"):
         golden.load_tpkts(SUCCESS)
