@@ -416,7 +416,11 @@ _MESSAGE_MEMBERS = {
 def _decode_priority(tlv: Tlv | None, what: str) -> Priority:
     if tlv is None:
         return Priority.NORMAL
-    return Priority(ber.read_bounded_int(tlv, what, 0, 2))
+    return _PRIORITIES[ber.read_bounded_int(tlv, what, 0, 2)]
+
+
+_PRIORITIES = {int(priority): priority for priority in Priority}
+_NO_INDICATORS = PerMessageIndicators()  # the DEFAULT (models are immutable: one is enough)
 
 
 def _decode_bilateral(tlv: Tlv | None, what: str) -> tuple[bytes, ...]:
@@ -464,7 +468,7 @@ def _decode_common(members: ber.SetMembers, what: str) -> _Common:
         "content_identifier": _optional_text(
             members.get("content_identifier"), f"{what}.content-identifier"
         ),
-        "per_message_indicators": PerMessageIndicators()
+        "per_message_indicators": _NO_INDICATORS
         if indicators is None
         else decode_bits(PerMessageIndicators, indicators, f"{what}.per-message-indicators"),
         "per_domain_bilateral_information": _decode_bilateral(

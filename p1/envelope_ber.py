@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
@@ -63,6 +62,9 @@ def context(number: int) -> int:
     """The tag key of a context-specific ``[number]``."""
     return (CONTEXT << 24) | number
 
+
+_MAX_TAG_NUMBER = 0xFFFFFF
+"""Largest tag number read; no X.400 or OSI module comes near it."""
 
 _CLASS_NAMES = {
     UNIVERSAL: "UNIVERSAL ",
@@ -148,6 +150,8 @@ def _read_tag(data: memoryview, offset: int, limit: int) -> tuple[int, bool, int
             raise DecodeError("tag number with a leading zero septet", where=f"offset {offset - 1}")
         number = (number << 7) | (octet & 0x7F)
         if not octet & 0x80:
+            if number > _MAX_TAG_NUMBER:  # the class lives in the bits above
+                raise DecodeError("tag number too large", where=f"offset {offset - 1}")
             return (cls << 24) | number, constructed, offset
     raise DecodeError("tag number longer than four octets", where=f"offset {offset}")
 
@@ -169,23 +173,39 @@ def _read_length(data: memoryview, offset: int, limit: int) -> tuple[int | None,
     return int.from_bytes(data[offset : offset + count], "big"), offset + count
 
 
+_new_tlv = tuple.__new__  # Tlv(...) without the Python-level __new__ of a NamedTuple
+
+_LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
+    None if first & 0x1F == 0x1F else ((first & 0xC0) << 24 | first & 0x1F, first & 0x20 != 0)
+    for first in range(256)
+)
+"""(tag, constructed) of each identifier octet with a low tag number; None: a high one."""
+
+
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
     """The TLV that starts at ``offset`` and must end by ``limit``."""
+    body = offset + 2
+    if body <= limit:
+        low = _LOW_TAGS[data[offset]]
+        length = data[offset + 1]
+        if low is not None and length < 0x80 and body + length <= limit:
+            # The common case, inline: low tag number, short definite length.
+            end = body + length
+            return _new_tlv(Tlv, (data, offset, body, end, end, *low))
+    return _read_tlv(data, offset, limit, depth)
+
+
+def _read_tlv(data: memoryview, offset: int, limit: int, depth: int) -> Tlv:
+    if offset + 2 <= limit:
+        # Next most common: a low tag number and a long definite length.
+        low = _LOW_TAGS[data[offset]]
+        count = data[offset + 1] - 0x80
+        body = offset + 2 + count
+        if low is not None and 0 < count <= _MAX_LENGTH_OCTETS and body <= limit:
+            end = body + int.from_bytes(data[offset + 2 : body], "big")
+            if end <= limit:
+                return _new_tlv(Tlv, (data, offset, body, end, end, *low))
     start = offset
-    if offset + 2 <= limit and data[offset] & 0x1F != 0x1F and data[offset + 1] < 0x80:
-        # The common case, inline: low tag number, short definite length.
-        first = data[offset]
-        end = offset + 2 + data[offset + 1]
-        if end <= limit:
-            return Tlv(
-                data,
-                start,
-                offset + 2,
-                end,
-                end,
-                ((first & 0xC0) << 24) | (first & 0x1F),
-                bool(first & _CONSTRUCTED),
-            )
     tag, constructed, offset = _read_tag(data, offset, limit)
     length, body = _read_length(data, offset, limit)
     if length is not None:
@@ -228,13 +248,23 @@ def read_single(data: bytes | bytearray | memoryview, what: str) -> Tlv:
 
 def children(tlv: Tlv, what: str) -> list[Tlv]:
     """The TLVs inside a constructed value."""
-    if not tlv.constructed:
-        raise DecodeError(f"{tag_name(tlv.tag)} must be constructed", where=what)
+    data, _, offset, end, _, tag, is_constructed = tlv
+    if not is_constructed:
+        raise DecodeError(f"{tag_name(tag)} must be constructed", where=what)
     found: list[Tlv] = []
-    offset = tlv.body
-    while offset < tlv.end:
-        child = read_tlv(tlv.data, offset, tlv.end, 1)
-        found.append(child)
+    append = found.append
+    while offset < end:
+        # read_tlv's common case, inline: most of an envelope's decoding is spent here.
+        body = offset + 2
+        low = _LOW_TAGS[data[offset]]
+        if low is not None and body <= end:
+            length = data[offset + 1]
+            if length < 0x80 and body + length <= end:
+                offset = body + length
+                append(_new_tlv(Tlv, (data, body - 2, body, offset, offset, *low)))
+                continue
+        child = _read_tlv(data, offset, end, 1)
+        append(child)
         offset = child.stop
     return found
 
@@ -248,6 +278,12 @@ def expect(tlv: Tlv, tag: int, what: str) -> Tlv:
 
 def only_child(tlv: Tlv, what: str) -> Tlv:
     """The single value inside an explicit tag."""
+    data, _, body, end, _, _, is_constructed = tlv
+    if is_constructed and body + 2 <= end:
+        # The common case, inline: one value with a low tag and a short length.
+        low = _LOW_TAGS[data[body]]
+        if low is not None and data[body + 1] < 0x80 and body + 2 + data[body + 1] == end:
+            return _new_tlv(Tlv, (data, body, body + 2, end, end, *low))
     inner = children(tlv, what)
     if len(inner) != 1:
         raise DecodeError(f"explicit tag holds {len(inner)} values, not one", where=what)
@@ -273,7 +309,7 @@ def check_single_tlv(data: bytes | bytearray | memoryview, what: str) -> None:
 def read_octets(tlv: Tlv, what: str) -> bytes:
     """The octets of an OCTET STRING (or string type) in primitive or constructed form."""
     if not tlv.constructed:
-        return bytes(tlv.contents())
+        return bytes(tlv.data[tlv.body : tlv.end])
     return b"".join(_segments(tlv, what, OCTET_STRING, 0))
 
 
@@ -316,9 +352,26 @@ def identifier(tag: int, constructed: bool) -> bytes:
     return bytes((first | 0x1F, *reversed(septets)))
 
 
+_IDENTIFIERS: dict[int, bytes] = {
+    (cls << 24 | number) << 1 | form: identifier(cls << 24 | number, bool(form))
+    for cls in _CLASS_NAMES
+    for number in range(0x1F)
+    for form in (0, 1)
+}
+"""identifier() of every low tag number, by ``tag << 1 | constructed``."""
+
+
 def tlv(tag: int, contents: bytes | bytearray | memoryview, constructed: bool = False) -> bytes:
     """One definite-length TLV."""
-    return identifier(tag, constructed) + length_octets(len(contents)) + bytes(contents)
+    head = _IDENTIFIERS.get(tag << 1 | 1 if constructed else tag << 1)
+    if head is None:
+        head = identifier(tag, constructed)
+    if type(contents) is not bytes:
+        contents = bytes(contents)
+    length = len(contents)
+    if length < 0x80:
+        return b"%s%c%s" % (head, length, contents)  # one copy of the contents
+    return b"%s%s%s" % (head, length_octets(length), contents)
 
 
 def constructed(tag: int, parts: Iterable[bytes]) -> bytes:
@@ -414,7 +467,17 @@ def bits_contents(octets: bytes, length: int) -> bytes:
 
 def bits_to_numbers(octets: bytes, length: int) -> frozenset[int]:
     """The numbers of the bits that are one (bit 0 is the first, most significant)."""
-    return frozenset(n for n in range(length) if octets[n // 8] & (0x80 >> (n % 8)))
+    count = (length + 7) // 8
+    if length <= 0 or len(octets) < count:
+        return frozenset(n for n in range(length) if octets[n // 8] & (0x80 >> (n % 8)))
+    # The first ``length`` bits as one integer, then its one bits, lowest first.
+    value = int.from_bytes(octets[:count], "big") >> (count * 8 - length)
+    numbers = []
+    while value:
+        lowest = value & -value
+        numbers.append(length - lowest.bit_length())
+        value ^= lowest
+    return frozenset(numbers)
 
 
 def numbers_to_bits(numbers: Iterable[int], length: int) -> bytes:
@@ -438,35 +501,36 @@ def read_oid(tlv: Tlv, what: str) -> str:
     if not body or body[-1] & 0x80:
         raise DecodeError("truncated OBJECT IDENTIFIER", where=what)
     arcs: list[int] = []
-    value = 0
-    fresh = True
+    value = 0  # the arc so far, shifted; zero exactly at the start of an arc
     for octet in body:
-        if fresh and octet == 0x80:
-            raise DecodeError("OBJECT IDENTIFIER arc with a leading zero septet", where=what)
-        value = (value << 7) | (octet & 0x7F)
-        fresh = not octet & 0x80
-        if fresh:
-            arcs.append(value)
+        if octet < 0x80:
+            arcs.append(value | octet)
             value = 0
+        elif value or octet != 0x80:
+            value = (value | octet & 0x7F) << 7
+        else:
+            raise DecodeError("OBJECT IDENTIFIER arc with a leading zero septet", where=what)
     first = min(arcs[0] // 40, 2)
-    return ".".join(str(a) for a in (first, arcs[0] - 40 * first, *arcs[1:]))
+    arcs[0] -= 40 * first
+    return f"{first}." + ".".join(map(str, arcs))
 
 
 def oid_contents(text: str, what: str) -> bytes:
     """Contents octets of the OBJECT IDENTIFIER ``text`` ("1.3.26.0.4406.0.8.0")."""
     if not isinstance(text, str) or not _OID_TEXT.match(text):
         raise EncodeError(f"{text!r} is not a dotted object identifier", where=what)
-    arcs = [int(a) for a in text.split(".")]
+    arcs = list(map(int, text.split(".")))
     if arcs[0] < 2 and arcs[1] > 39:
         raise EncodeError(f"{text!r}: second arc above 39 under arc {arcs[0]}", where=what)
+    arcs[1] += 40 * arcs[0]
+    del arcs[0]
     out = bytearray()
-    for arc in (40 * arcs[0] + arcs[1], *arcs[2:]):
-        septets = [arc & 0x7F]
-        arc >>= 7
-        while arc:
-            septets.append(0x80 | (arc & 0x7F))
-            arc >>= 7
-        out.extend(reversed(septets))
+    for arc in arcs:
+        if arc >= 0x80:
+            # Base 128, most significant septet first, the high bit set on all but the last.
+            for shift in range((arc.bit_length() - 1) // 7 * 7, 0, -7):
+                out.append(0x80 | (arc >> shift) & 0x7F)
+        out.append(arc & 0x7F)
     return bytes(out)
 
 
@@ -485,6 +549,8 @@ def read_text(tlv: Tlv, what: str) -> str:
     relayed as sent.
     """
     try:
+        if not tlv.constructed:
+            return str(tlv.data[tlv.body : tlv.end], "ascii")
         return read_octets(tlv, what).decode("ascii")
     except UnicodeDecodeError as exc:
         raise DecodeError(f"non-ASCII octet at {exc.start}", where=what) from None
@@ -605,20 +671,27 @@ def utctime_contents(value: datetime, what: str) -> bytes:
 # --- SET members -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SetMembers:
-    """The members of a received SET by name, and their order on the wire."""
+class SetMembers(dict[str, Tlv]):
+    """The members of a received SET by name, and their order on the wire.
 
-    found: Mapping[str, Tlv]
+    A dict (name -> TLV) so that ``get`` costs no Python call: envelopes have dozens.
+    """
+
+    __slots__ = ("order",)
     order: tuple[str, ...]
 
-    def get(self, name: str) -> Tlv | None:
-        """The member's TLV, or None when absent."""
-        return self.found.get(name)
+    def __init__(self, found: Mapping[str, Tlv] | None = None, order: tuple[str, ...] = ()) -> None:
+        super().__init__(found or {})
+        self.order = order
+
+    @property
+    def found(self) -> Mapping[str, Tlv]:
+        """The members present, by name."""
+        return self
 
     def need(self, name: str, what: str) -> Tlv:
         """The member's TLV; a DecodeError when it is absent."""
-        member = self.found.get(name)
+        member = self.get(name)
         if member is None:
             raise DecodeError(f"missing {name.replace('_', '-')}", where=what)
         return member
@@ -630,7 +703,7 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
     ``members`` maps each tag to a member name (an untagged CHOICE member appears once
     per alternative).  An unknown tag or a repeated member is an error.
     """
-    found: dict[str, Tlv] = {}
+    found = SetMembers()
     order: list[str] = []
     for child in children(tlv, what):
         name = members.get(child.tag)
@@ -640,7 +713,8 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
             raise DecodeError(f"{name.replace('_', '-')} appears twice", where=what)
         found[name] = child
         order.append(name)
-    return SetMembers(found, tuple(order))
+    found.order = tuple(order)
+    return found
 
 
 Member = tuple[str, bytes | None]
@@ -650,6 +724,8 @@ Member = tuple[str, bytes | None]
 def encode_set(tag: int, members: Sequence[Member], wire_order: Sequence[str]) -> bytes:
     """A SET with its present members: those in ``wire_order`` first, in that order,
     then the others in the order given (the standard's definition order)."""
+    if not wire_order:  # a value built in code: the definition order
+        return constructed(tag, [encoding for _, encoding in members if encoding is not None])
     rank = {name: index for index, name in enumerate(wire_order)}
     last = len(rank)
     present = [

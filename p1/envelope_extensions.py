@@ -22,7 +22,8 @@ Public API::
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -155,10 +156,10 @@ def decode_extension(tlv: Tlv, what: str = "ExtensionField") -> ExtensionField:
 
 
 def _standard(number: int) -> int:
-    try:
-        return StandardExtension(number)
-    except ValueError:
-        return number
+    return _STANDARD_EXTENSIONS.get(number, number)
+
+
+_STANDARD_EXTENSIONS: dict[int, int] = {int(kind): kind for kind in StandardExtension}
 
 
 def encode_extension(value: ExtensionField) -> bytes:
@@ -440,10 +441,31 @@ INTERPRETED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
 """The extension types this package reads (the typed accessors above)."""
 
 
+_Key = tuple[bool, ExtensionType]
+
+
+def _key(ext_type: ExtensionType) -> _Key:
+    # Hashable and equal exactly when _same_type says so.
+    return isinstance(ext_type, str), ext_type
+
+
+_CHECKS: tuple[tuple[_Key, Callable[[Sequence[ExtensionField]], object]], ...] = (
+    (_key(StandardExtension.LATEST_DELIVERY_TIME), latest_delivery_time),
+    (_key(PRIORITY_LEVEL_QUALIFIER_OID), priority_level_qualifier),
+    (_key(StandardExtension.INTERNAL_TRACE_INFORMATION), internal_trace),
+    *(
+        (_key(ext_type), functools.partial(prohibited, ext_type=ext_type))
+        for ext_type in _PROHIBITIONS
+    ),
+)
+
+
 def check_known_extensions(extensions: Sequence[ExtensionField]) -> None:
     """Decode the extensions this package interprets, so malformed ones fail early."""
-    latest_delivery_time(extensions)
-    priority_level_qualifier(extensions)
-    internal_trace(extensions)
-    for ext_type in _PROHIBITIONS:
-        prohibited(extensions, ext_type)
+    try:
+        present = {_key(extension.type) for extension in extensions}
+    except TypeError:  # an unhashable type: look at every reading
+        present = {key for key, _ in _CHECKS}
+    for key, check in _CHECKS:
+        if key in present:  # (an absent extension reads as absent: nothing to check)
+            check(extensions)

@@ -89,6 +89,8 @@ class GlobalDomainIdentifier:
 
     def __post_init__(self) -> None:
         # A form flag is kept only where it departs from what the text implies.
+        if self.country_numeric is None and self.admd_numeric is None and self.prmd_numeric is None:
+            return  # nothing to normalise (the usual case, checked quickly)
         for name in ("country", "admd", "prmd"):
             value = getattr(self, name)
             flag = getattr(self, f"{name}_numeric")
@@ -119,6 +121,8 @@ class GlobalDomainIdentifier:
 
 
 def _looks_numeric(value: str) -> bool:
+    if type(value) is str:
+        return value.isascii() and value.isdigit()  # the same test, faster
     return bool(value) and set(value) <= _DIGITS
 
 
@@ -167,13 +171,16 @@ _ADMD_TAG = application(2)
 _NAME_FORMS = {ber.NUMERIC_STRING: True, ber.PRINTABLE_STRING: False}
 
 
-def _read_domain_name(tlv: Tlv, what: str) -> tuple[str, bool]:
+def _read_domain_name(tlv: Tlv, what: str) -> tuple[str, bool | None]:
+    """The text and its form flag, None where the text implies the form."""
     numeric = _NAME_FORMS.get(tlv.tag)
     if numeric is None:
         raise DecodeError(
             f"expected NumericString or PrintableString, found {ber.tag_name(tlv.tag)}", where=what
         )
-    return ber.read_text(tlv, what), numeric
+    text = ber.read_text(tlv, what)
+    # read_text gives ASCII, where isdigit() is _looks_numeric (and faster).
+    return text, None if numeric == text.isdigit() else numeric
 
 
 def decode_gdi(tlv: Tlv, what: str = "GlobalDomainIdentifier") -> GlobalDomainIdentifier:
@@ -181,13 +188,13 @@ def decode_gdi(tlv: Tlv, what: str = "GlobalDomainIdentifier") -> GlobalDomainId
     parts = ber.children(tlv, what)
     if len(parts) not in (2, 3):
         raise DecodeError(f"{len(parts)} components, expected 2 or 3", where=what)
-    country, country_numeric = _read_domain_name(
-        ber.only_child(ber.expect(parts[0], _COUNTRY_TAG, f"{what}.country-name"), what), what
-    )
-    admd, admd_numeric = _read_domain_name(
-        ber.only_child(ber.expect(parts[1], _ADMD_TAG, f"{what}.administration-domain-name"), what),
-        what,
-    )
+    # (The paths for errors are built only on error: this runs for every trace entry.)
+    if parts[0].tag != _COUNTRY_TAG:
+        ber.expect(parts[0], _COUNTRY_TAG, f"{what}.country-name")
+    country, country_numeric = _read_domain_name(ber.only_child(parts[0], what), what)
+    if parts[1].tag != _ADMD_TAG:
+        ber.expect(parts[1], _ADMD_TAG, f"{what}.administration-domain-name")
+    admd, admd_numeric = _read_domain_name(ber.only_child(parts[1], what), what)
     prmd, prmd_numeric = (
         _read_domain_name(parts[2], f"{what}.private-domain-identifier")
         if len(parts) == 3
@@ -203,7 +210,9 @@ def decode_gdi(tlv: Tlv, what: str = "GlobalDomainIdentifier") -> GlobalDomainId
     )
 
 
-def _domain_name(value: str, numeric: bool, what: str) -> bytes:
+def _domain_name(value: str, flag: bool | None, what: str) -> bytes:
+    # As GlobalDomainIdentifier.is_numeric, without the lookups by name.
+    numeric = flag if flag is not None else value is not None and _looks_numeric(value)
     tag = ber.NUMERIC_STRING if numeric else ber.PRINTABLE_STRING
     return ber.tlv(tag, ber.text_contents(value, what))
 
@@ -212,11 +221,11 @@ def encode_gdi(gdi: GlobalDomainIdentifier, tag: int = GDI_TAG) -> bytes:
     """GlobalDomainIdentifier under ``tag``."""
     what = "GlobalDomainIdentifier"
     parts = [
-        ber.constructed(_COUNTRY_TAG, [_domain_name(gdi.country, gdi.is_numeric("country"), what)]),
-        ber.constructed(_ADMD_TAG, [_domain_name(gdi.admd, gdi.is_numeric("admd"), what)]),
+        ber.tlv(_COUNTRY_TAG, _domain_name(gdi.country, gdi.country_numeric, what), True),
+        ber.tlv(_ADMD_TAG, _domain_name(gdi.admd, gdi.admd_numeric, what), True),
     ]
     if gdi.prmd is not None:
-        parts.append(_domain_name(gdi.prmd, gdi.is_numeric("prmd"), what))
+        parts.append(_domain_name(gdi.prmd, gdi.prmd_numeric, what))
     return ber.constructed(tag, parts)
 
 
@@ -259,6 +268,8 @@ class NamedBits:
 
     def __post_init__(self) -> None:
         # Normalise: ascending, no repeats, and a named bit given by number sets its flag.
+        if self.other_bits == () and isinstance(self.other_bits, tuple):
+            return  # the usual case: nothing to normalise
         other: list[int] = []
         for number in sorted(set(self.other_bits)):
             if not isinstance(number, int) or number < 0:
@@ -290,10 +301,27 @@ class NamedBits:
     @classmethod
     def from_bit_string(cls, octets: bytes, length: int) -> Self:
         """The flags of a received bit string."""
-        numbers = ber.bits_to_numbers(octets, length)
-        named: dict[str, Any] = {name: n in numbers for n, name in enumerate(cls.NAMES) if name}
-        other = tuple(n for n in sorted(numbers) if n >= len(cls.NAMES) or cls.NAMES[n] is None)
-        return cls(**named, other_bits=other, length=length)
+        named: dict[str, Any] = dict(_flags_off(cls))
+        other: list[int] = []
+        names = cls.NAMES
+        for number in sorted(ber.bits_to_numbers(octets, length)):
+            name = names[number] if number < len(names) else None
+            if name:
+                named[name] = True
+            else:
+                other.append(number)
+        return cls(**named, other_bits=tuple(other), length=length)
+
+
+_FLAGS_OFF: dict[type[NamedBits], dict[str, bool]] = {}
+
+
+def _flags_off(cls: type[NamedBits]) -> dict[str, bool]:
+    """Every named bit of ``cls`` off (copied, then the received ones set)."""
+    flags = _FLAGS_OFF.get(cls)
+    if flags is None:
+        flags = _FLAGS_OFF[cls] = {name: False for name in cls.NAMES if name}
+    return flags
 
 
 _Bits = TypeVar("_Bits", bound="NamedBits")
@@ -568,10 +596,10 @@ def decode_content_type(tlv: Tlv, what: str = "content-type") -> ContentType:
     value = ber.read_bounded_int(
         ber.expect(tlv, BUILT_IN_CONTENT_TYPE_TAG, what), what, 0, UB_BUILT_IN_CONTENT_TYPE
     )
-    try:
-        return BuiltInContentType(value)
-    except ValueError:
-        return value
+    return _BUILT_IN_CONTENT_TYPES.get(value, value)
+
+
+_BUILT_IN_CONTENT_TYPES: dict[int, int] = {int(kind): kind for kind in BuiltInContentType}
 
 
 def encode_content_type(value: ContentType, what: str = "content-type") -> bytes:

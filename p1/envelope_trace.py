@@ -104,6 +104,8 @@ class InternalTraceEntry:
 
 
 TRACE_TAG = application(9)
+_ROUTING_ACTIONS = {int(action): action for action in RoutingAction}
+_NO_OTHER_ACTIONS = OtherActions()  # the DEFAULT (models are immutable: one is enough)
 _SUPPLIED_MEMBERS = {
     context(0): "arrival_time",
     context(2): "routing_action",
@@ -118,9 +120,10 @@ _SUPPLIED_MEMBERS = {
 def _decode_supplied(tlv: Tlv, what: str) -> dict[str, Any]:
     """The fields of DomainSuppliedInformation / MTASuppliedInformation."""
     members = ber.split_set(ber.expect(tlv, ber.SET, what), _SUPPLIED_MEMBERS, what)
-    action = ber.read_int(members.need("routing_action", what), f"{what}.routing-action")
-    if action not in RoutingAction._value2member_map_:
-        raise DecodeError(f"routing-action {action} is not relayed(0) or rerouted(1)", where=what)
+    number = ber.read_int(members.need("routing_action", what), f"{what}.routing-action")
+    action = _ROUTING_ACTIONS.get(number)
+    if action is None:
+        raise DecodeError(f"routing-action {number} is not relayed(0) or rerouted(1)", where=what)
     deferred = members.get("deferred_time")
     eits = members.get("converted_encoded_information_types")
     other = members.get("other_actions")
@@ -128,13 +131,13 @@ def _decode_supplied(tlv: Tlv, what: str) -> dict[str, Any]:
         "arrival_time": ber.read_utctime(
             members.need("arrival_time", what), f"{what}.arrival-time"
         ),
-        "routing_action": RoutingAction(action),
+        "routing_action": action,
         "attempted": members.get("attempted"),
         "deferred_time": None
         if deferred is None
         else ber.read_utctime(deferred, f"{what}.deferred-time"),
         "converted_encoded_information_types": None if eits is None else decode_eits(eits, what),
-        "other_actions": OtherActions()
+        "other_actions": _NO_OTHER_ACTIONS
         if other is None
         else decode_bits(OtherActions, other, f"{what}.other-actions"),
         "wire_order": members.order,

@@ -969,3 +969,77 @@ def test_peek_envelope_of_each_kind() -> None:
 def test_encode_rejects_what_is_not_an_mts_apdu() -> None:
     with pytest.raises(EncodeError, match="not a Message, Report or Probe"):
         encode_mts_apdu(make_envelope())  # type: ignore[arg-type]
+
+
+# --- BER primitives against their definitions ------------------------------------------
+
+
+@given(st.binary(max_size=6), st.integers(-2, 56))
+def test_bits_to_numbers_reads_the_bits_that_are_one(octets: bytes, length: int) -> None:
+    # X.690 8.6.2: bit 0 is the most significant bit of the first octet.
+    try:
+        expected: object = {n for n in range(length) if octets[n // 8] >> (7 - n % 8) & 1}
+    except IndexError:
+        expected = IndexError
+    try:
+        found: object = ber.bits_to_numbers(octets, length)
+    except IndexError:
+        found = IndexError
+    assert found == expected
+
+
+@given(
+    st.sampled_from([0, 1, 2]),
+    st.lists(st.integers(0, 2**70), min_size=1, max_size=6),
+    st.integers(0, 39),
+)
+def test_object_identifiers_are_base_128_arcs(first: int, rest: list[int], second: int) -> None:
+    # X.690 8.19: the first two arcs share one subidentifier; each subidentifier is
+    # base 128, most significant septet first, bit 8 set on all but the last octet.
+    arcs = [first, second if first < 2 else rest[0], *rest[1:]]
+    text = ".".join(map(str, arcs))
+    expected = b""
+    for arc in [40 * arcs[0] + arcs[1], *arcs[2:]]:
+        septets = [arc & 0x7F]
+        while arc > 0x7F:
+            arc >>= 7
+            septets.insert(0, 0x80 | arc & 0x7F)
+        expected += bytes(septets)
+    assert ber.oid_contents(text, "oid") == expected
+    assert (
+        ber.read_oid(ber.read_single(ber.tlv(ber.OBJECT_IDENTIFIER, expected), "oid"), "oid")
+        == text
+    )
+
+
+@pytest.mark.parametrize(
+    ("contents", "why"),
+    [
+        ("2b068001", "arc with a leading zero septet"),
+        ("8001", "arc with a leading zero septet"),
+        ("2b0680", "truncated OBJECT IDENTIFIER"),
+    ],
+)
+def test_malformed_object_identifiers_are_decode_errors(contents: str, why: str) -> None:
+    tlv = ber.read_single(ber.tlv(ber.OBJECT_IDENTIFIER, bytes.fromhex(contents)), "oid")
+    with pytest.raises(DecodeError) as info:
+        ber.read_oid(tlv, "oid")
+    assert why in info.value.why
+
+
+@given(st.lists(st.binary(max_size=300), max_size=4), st.booleans())
+def test_children_read_short_and_long_lengths(values: list[bytes], indefinite: bool) -> None:
+    parts = [ber.tlv(ber.context(n), value) for n, value in enumerate(values)]
+    body = b"".join(parts)
+    outer = b"\x30\x80" + body + b"\x00\x00" if indefinite else ber.tlv(ber.SEQUENCE, body, True)
+    found = ber.children(ber.read_single(outer, "x"), "x")
+    assert [(child.tag, child.raw(), ber.read_octets(child, "x")) for child in found] == [
+        (ber.context(n), part, value)
+        for n, (part, value) in enumerate(zip(parts, values, strict=True))
+    ]
+
+
+def test_a_huge_tag_number_is_a_decode_error() -> None:
+    # Found by the random-bytes test: a four-septet tag number ran into the class bits.
+    with pytest.raises(DecodeError, match="tag number too large"):
+        decode_mts_apdu(b"\x1f\x88\x80\x80\x00\x00")

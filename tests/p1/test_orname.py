@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import string
+from collections.abc import Callable, Iterator
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from p1 import asn1, orname
 from p1.errors import DecodeError, EncodeError
 from p1.orname import (
     NUMERIC_CHARACTERS,
@@ -22,6 +26,8 @@ from p1.orname import (
     encode_oraddress,
     encode_orname,
     format_orname,
+    oraddress_from_asn1,
+    oraddress_to_asn1,
     orname_from_asn1,
     orname_to_asn1,
     parse_orname,
@@ -626,3 +632,163 @@ def test_mutated_encodings_give_an_orname_or_decode_error(
     except DecodeError:
         return
     assert isinstance(result, ORName)
+
+
+# --- the direct BER codec against asn1tools -------------------------------------------
+#
+# encode_orname / decode_orname read and write the BER themselves; the compiled module
+# (MTSAbstractService.ORName) is the reference they must agree with, both ways.
+
+
+def asn1_encode(name: ORName) -> bytes:
+    return asn1.encode(orname.MODULE, "ORName", orname_to_asn1(name))
+
+
+def asn1_decode(data: bytes) -> ORName:
+    return orname_from_asn1(asn1.decode(orname.MODULE, "ORName", data))
+
+
+@contextlib.contextmanager
+def asn1tools_forbidden() -> Iterator[None]:
+    """Fail if a name is handed to asn1tools instead of read directly."""
+    with mock.patch.object(asn1, "decode", side_effect=AssertionError("asn1tools")):
+        yield
+
+
+def outcome(action: Callable[[], object]) -> object:
+    """The value, or the codec error's class and text."""
+    try:
+        return action()
+    except (DecodeError, EncodeError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.booleans().flatmap(lambda dn: ornames(wire_forms=True, with_dn=dn)))
+def test_direct_codec_agrees_with_asn1tools(name: ORName) -> None:
+    data = encode_orname(name)
+    assert data == asn1_encode(name)
+    assert asn1.decode(orname.MODULE, "ORName", data) == orname_to_asn1(name)
+    with asn1tools_forbidden():
+        decoded = decode_orname(data)
+    assert decoded == asn1_decode(data) == name
+    address = name.address
+    address_data = encode_oraddress(address)
+    assert address_data == asn1.encode(orname.MODULE, "ORAddress", oraddress_to_asn1(address))
+    with asn1tools_forbidden():
+        assert decode_oraddress(address_data) == address
+
+
+ANY_TEXT = st.text(max_size=140)  # any characters; past 127 octets the length is long-form
+TEXT_FIELDS = (
+    "country",
+    "admd",
+    "prmd",
+    "organization",
+    "surname",
+    "given_name",
+    "initials",
+    "generation_qualifier",
+    "common_name",
+    "network_address",
+    "terminal_identifier",
+    "numeric_user_identifier",
+)
+
+
+@st.composite
+def any_ornames(draw: st.DrawFn) -> ORName:
+    """O/R names with any text, extension attributes and directory name (valid or not)."""
+    name = draw(st.booleans().flatmap(lambda dn: ornames(wire_forms=True, with_dn=dn)))
+    changes: dict[str, object] = {
+        field: draw(st.none() | ANY_TEXT)
+        for field in draw(st.sets(st.sampled_from(TEXT_FIELDS), max_size=4))
+    }
+    if draw(st.booleans()):
+        changes["organizational_units"] = tuple(draw(st.lists(ANY_TEXT, max_size=5)))
+    if draw(st.booleans()):
+        changes["domain_defined"] = tuple(draw(st.lists(st.tuples(ANY_TEXT, ANY_TEXT), max_size=5)))
+    if draw(st.booleans()):
+        extension = st.builds(
+            ExtensionAttribute, type=st.integers(-(2**70), 2**70), value=st.binary(max_size=200)
+        )
+        changes["extension_attributes"] = tuple(draw(st.lists(extension, max_size=3)))
+        changes["common_name_position"] = draw(st.integers(-3, 4))
+    if draw(st.booleans()):
+        changes["directory_name"] = draw(st.binary(max_size=200))
+    return dataclasses.replace(name, **changes)  # type: ignore[arg-type]
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(any_ornames())
+def test_direct_encoder_agrees_with_asn1tools_on_any_value(name: ORName) -> None:
+    assert outcome(lambda: encode_orname(name)) == outcome(lambda: asn1_encode(name))
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(any_ornames(), st.data())
+def test_direct_decoder_agrees_with_asn1tools_on_damaged_input(
+    name: ORName, data: st.DataObject
+) -> None:
+    try:
+        encoded = bytearray(asn1_encode(name))
+    except EncodeError:
+        return
+    for _ in range(data.draw(st.integers(0, 3))):
+        position = data.draw(st.integers(0, len(encoded)))
+        damage = data.draw(st.sampled_from(["flip", "cut", "insert", "delete"]))
+        if damage == "flip" and position < len(encoded):
+            encoded[position] ^= 1 << data.draw(st.integers(0, 7))
+        elif damage == "cut":
+            del encoded[position:]
+        elif damage == "insert":
+            encoded[position:position] = data.draw(st.binary(min_size=1, max_size=3))
+        else:
+            del encoded[position : position + 1]
+    damaged = bytes(encoded)
+    assert outcome(lambda: decode_orname(damaged)) == outcome(lambda: asn1_decode(damaged))
+    as_address = b"\x30" + damaged[1:]
+    assert outcome(lambda: decode_oraddress(as_address)) == outcome(
+        lambda: oraddress_from_asn1(asn1.decode(orname.MODULE, "ORAddress", as_address))
+    )
+
+
+SMITH = ORName(country="GB", surname="Smith")
+
+
+@pytest.mark.parametrize(
+    ("data", "name"),
+    [
+        # indefinite length
+        (b"\x60\x80" + EXAMPLE_BER[2:] + b"\0\0", EXAMPLE),
+        # surname as a segmented (constructed) string
+        (
+            der(
+                0x60,
+                der(
+                    0x30,
+                    der(0x61, der(0x13, b"GB"))
+                    + der(0xA5, der(0xA0, der(0x04, b"Sm") + der(0x04, b"ith"))),
+                ),
+            ),
+            SMITH,
+        ),
+        # personal-name before country-name: asn1tools takes SEQUENCE members in any order
+        (der(0x60, der(0x30, der(0xA5, der(0x80, b"Smith")) + der(0x61, der(0x13, b"GB")))), SMITH),
+    ],
+)
+def test_forms_left_to_asn1tools_decode_as_before(data: bytes, name: ORName) -> None:
+    with mock.patch.object(asn1, "decode", wraps=asn1.decode) as spy:
+        assert decode_orname(data) == name
+    assert spy.called
+
+
+def test_long_form_lengths_are_read_directly() -> None:
+    data = b"\x60\x81\x46" + EXAMPLE_BER[2:]  # not minimal, but the direct reader's form
+    with asn1tools_forbidden():
+        assert decode_orname(data) == EXAMPLE
+    long_name = dataclasses.replace(EXAMPLE, domain_defined=(("t", "v" * 128),))
+    encoded = encode_orname(long_name)
+    assert encoded[:2] == b"\x60\x81" and encoded == asn1_encode(long_name)
+    with asn1tools_forbidden():
+        assert decode_orname(encoded) == long_name
