@@ -41,16 +41,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypedDict
 
-from p1 import envelope_ber as ber
-from p1.envelope_ber import Tlv, application, context
+from p1 import ber
+from p1.ber import Tlv, application, context
 from p1.envelope_extensions import (
     ExtensionField,
     ExtensionType,
     ExtensionViews,
     StandardExtension,
     check_known_extensions,
-    decode_extensions,
-    encode_extensions,
+    decode_optional_extensions,
+    encode_kept_extensions,
     find_extension,
     internal_trace_extension,
     latest_delivery_time_extension,
@@ -65,7 +65,6 @@ from p1.envelope_fields import (
     EIT_TAG,
     MTS_IDENTIFIER_TAG,
     UB_INTEGER_OPTIONS,
-    UB_RECIPIENTS,
     BuiltInContentType,
     BuiltInEncodedInformationTypes,
     ContentType,
@@ -82,11 +81,13 @@ from p1.envelope_fields import (
     decode_eits,
     decode_mts_identifier,
     decode_name,
+    decode_recipient_number,
     encode_bits,
     encode_content_type,
     encode_eits,
     encode_mts_identifier,
     encode_name,
+    encode_recipient_number,
 )
 from p1.envelope_trace import (
     TRACE_TAG,
@@ -219,11 +220,8 @@ def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
     extensions = members.get("extensions")
     return RecipientField(
         recipient_name=decode_name(members.need("recipient_name", what), f"{what}.recipient-name"),
-        originally_specified_recipient_number=ber.read_bounded_int(
-            members.need("originally_specified_recipient_number", what),
-            f"{what}.originally-specified-recipient-number",
-            1,
-            UB_RECIPIENTS,
+        originally_specified_recipient_number=decode_recipient_number(
+            members.need("originally_specified_recipient_number", what), what
         ),
         per_recipient_indicators=decode_bits(
             PerRecipientIndicators,
@@ -233,9 +231,7 @@ def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
         explicit_conversion=None
         if conversion is None
         else ber.read_bounded_int(conversion, f"{what}.explicit-conversion", 0, UB_INTEGER_OPTIONS),
-        extensions=()
-        if extensions is None
-        else decode_extensions(extensions, f"{what}.extensions"),
+        extensions=decode_optional_extensions(extensions, what),
         wire_order=members.order,
     )
 
@@ -251,16 +247,8 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
             ("recipient_name", encode_name(recipient.recipient_name, application(0))),
             (
                 "originally_specified_recipient_number",
-                ber.tlv(
-                    context(0),
-                    ber.int_contents(
-                        ber.check_int(
-                            recipient.originally_specified_recipient_number,
-                            f"{what}.originally-specified-recipient-number",
-                            1,
-                            UB_RECIPIENTS,
-                        )
-                    ),
+                encode_recipient_number(
+                    recipient.originally_specified_recipient_number, context(0), what
                 ),
             ),
             (
@@ -286,9 +274,7 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
             ),
             (
                 "extensions",
-                encode_extensions(recipient.extensions, context(3))
-                if ber.keep("extensions", not recipient.extensions, order)
-                else None,
+                encode_kept_extensions(recipient.extensions, context(3), order),
             ),
         ],
         order,
@@ -478,9 +464,7 @@ def _decode_common(members: ber.SetMembers, what: str) -> _Common:
         "trace_information": decode_trace(
             members.need("trace_information", what), f"{what}.trace-information"
         ),
-        "extensions": ()
-        if extensions is None
-        else decode_extensions(extensions, f"{what}.extensions"),
+        "extensions": decode_optional_extensions(extensions, what),
         "recipients": _decode_recipients(
             members.need("recipients", what), f"{what}.per-recipient-fields"
         ),
@@ -536,9 +520,7 @@ def _encode_common(value: MessageEnvelope | Probe, what: str) -> dict[str, bytes
             f"{what}.per-domain-bilateral-information",
         ),
         "trace_information": encode_trace(value.trace_information),
-        "extensions": encode_extensions(value.extensions, context(3))
-        if ber.keep("extensions", not value.extensions, order)
-        else None,
+        "extensions": encode_kept_extensions(value.extensions, context(3), order),
         "recipients": _encode_recipients(value.recipients, f"{what}.per-recipient-fields"),
     }
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from p1 import envelope_ber as ber
-from p1.envelope_ber import Tlv, context
+from p1 import ber
+from p1.ber import Tlv, context
 from p1.envelope_fields import Criticality, decode_bits, encode_bits
 from p1.envelope_trace import (
     InternalTraceEntry,
@@ -193,6 +193,19 @@ def decode_extensions(tlv: Tlv, what: str) -> tuple[ExtensionField, ...]:
 def encode_extensions(values: Sequence[ExtensionField], tag: int) -> bytes:
     """``SET OF ExtensionField`` under ``tag``, in the order given."""
     return ber.constructed(tag, (encode_extension(v) for v in values))
+
+
+def decode_optional_extensions(tlv: Tlv | None, what: str) -> tuple[ExtensionField, ...]:
+    """The ``extensions`` member of ``what`` (``DEFAULT {}``): empty when absent."""
+    return () if tlv is None else decode_extensions(tlv, f"{what}.extensions")
+
+
+def encode_kept_extensions(
+    values: Sequence[ExtensionField], tag: int, order: Sequence[str]
+) -> bytes | None:
+    """The ``extensions`` member under ``tag``, or None where the SET leaves its empty
+    ``DEFAULT {}`` out (:func:`p1.ber.keep`)."""
+    return encode_extensions(values, tag) if ber.keep("extensions", not values, order) else None
 
 
 def _same_type(a: ExtensionType, b: ExtensionType) -> bool:

@@ -10,7 +10,7 @@ Conventions:
 * A model may carry encoding details that value equality ignores or normalises:
   ``wire_order`` (the member order of a received SET and which DEFAULT members were
   sent explicitly), ``length`` of a bit string, the string form (Numeric or Printable)
-  of domain names, and the UTCTime text of times (:class:`p1.envelope_ber.WireTime`).
+  of domain names, and the UTCTime text of times (:class:`p1.ber.WireTime`).
   They make a decoded value re-encode to the bytes received; a value built in code
   leaves them empty and is encoded in the standard's definition order with DEFAULT
   values omitted.
@@ -34,8 +34,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self, TypeVar
 
-from p1 import envelope_ber as ber
-from p1.envelope_ber import Tlv, application, context
+from p1 import ber
+from p1.ber import Tlv, application, context
 from p1.errors import DecodeError, EncodeError
 from p1.orname import ORName, decode_orname, encode_orname
 
@@ -632,3 +632,19 @@ def encode_name(name: ORName, tag: int = ORNAME_TAG) -> bytes:
         raise EncodeError(f"{name!r} is not an ORName", where="ORName")
     data = encode_orname(name)
     return data if tag == ORNAME_TAG else ber.retag(data, tag)
+
+
+# OriginallySpecifiedRecipientNumber ::= INTEGER (1..ub-recipients)
+def decode_recipient_number(tlv: Tlv, what: str) -> int:
+    """The originally-specified-recipient-number of a recipient (X.411 clause 12.2.1.1.1)."""
+    return ber.read_bounded_int(
+        tlv, f"{what}.originally-specified-recipient-number", 1, UB_RECIPIENTS
+    )
+
+
+def encode_recipient_number(number: int, tag: int, what: str) -> bytes:
+    """An originally-specified-recipient-number under ``tag``; EncodeError if out of range."""
+    checked = ber.check_int(
+        number, f"{what}.originally-specified-recipient-number", 1, UB_RECIPIENTS
+    )
+    return ber.tlv(tag, ber.int_contents(checked))

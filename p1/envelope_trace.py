@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from p1 import envelope_ber as ber
-from p1.envelope_ber import Tlv, application, context
+from p1 import ber
+from p1.ber import Tlv, application, context
 from p1.envelope_fields import (
     EIT_TAG,
     GDI_TAG,

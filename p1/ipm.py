@@ -28,7 +28,7 @@ None for the form its content kind prescribes and names the other form otherwise
 decoded IPM equals the one encoded.  General text exists only as an extended body part.
 
 Losslessness.  ``encode_ipm(decode_ipm(b, k), k) == b`` for every ``b`` this module
-produced.  Codecs are written by hand over :mod:`p1.envelope_ber` (heading and IPN in
+produced.  Codecs are written by hand over :mod:`p1.ber` (heading and IPN in
 :mod:`p1.ipm_heading`, body in :mod:`p1.ipm_body`), following the ASN.1 modules in
 ``p1/asn1`` (IPMSInformationObjects, MMSHeadingExtensions): asn1tools is too slow for
 per-message use and copies bodies several times.  A body part is typed only when its
@@ -48,10 +48,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from p1 import envelope_ber
-from p1 import ipm_ber as ber
+from p1 import ber
+from p1.ber import FlatTlv, tlv_bytes, wrap
 from p1.errors import DecodeError, EncodeError
-from p1.ipm_ber import Tlv, tlv_bytes, wrap
 from p1.ipm_body import decode_body, encode_body
 from p1.ipm_heading import (
     IPM_IDENTIFIER_OCTET,
@@ -244,7 +243,7 @@ _NON_RECEIPT: Final = {
 }
 
 
-def _receipt_from(view: memoryview, tlv: Tlv) -> ReceiptFields:
+def _receipt_from(view: memoryview, tlv: FlatTlv) -> ReceiptFields:
     found = ber.members(view, tlv, _RECEIPT, "ReceiptFields")
     if "receipt-time" not in found:
         raise DecodeError("receipt-time missing", where="ReceiptFields")
@@ -263,7 +262,7 @@ def _receipt_from(view: memoryview, tlv: Tlv) -> ReceiptFields:
     )
 
 
-def _non_receipt_from(view: memoryview, tlv: Tlv) -> NonReceiptFields:
+def _non_receipt_from(view: memoryview, tlv: FlatTlv) -> NonReceiptFields:
     found = ber.members(view, tlv, _NON_RECEIPT, "NonReceiptFields")
     if "non-receipt-reason" not in found:
         raise DecodeError("non-receipt-reason missing", where="NonReceiptFields")
@@ -286,25 +285,25 @@ def _non_receipt_from(view: memoryview, tlv: Tlv) -> NonReceiptFields:
     )
 
 
-def _returned_ipm(view: memoryview, tlv: Tlv) -> bytes:
+def _returned_ipm(view: memoryview, tlv: FlatTlv) -> bytes:
     # returned-ipm [3] IPM is implicit: the SEQUENCE tag comes back in place of [3].
     if not tlv[0] & ber.CONSTRUCTED:
         raise DecodeError("returned-ipm must be constructed", where="returned-ipm")
     return bytes((SEQUENCE_OCTET,)) + bytes(view[tlv[1] + 1 : tlv[4]])
 
 
-def _other_from(view: memoryview, tlv: Tlv) -> OtherNotificationFields:
+def _other_from(view: memoryview, tlv: FlatTlv) -> OtherNotificationFields:
     return OtherNotificationFields(extensions=decode_extensions(view, tlv))
 
 
-_FIELDS_FROM: Final[dict[int, Callable[[memoryview, Tlv], NotificationFields]]] = {
+_FIELDS_FROM: Final[dict[int, Callable[[memoryview, FlatTlv], NotificationFields]]] = {
     context(0): _non_receipt_from,
     context(1): _receipt_from,
     context(2): _other_from,
 }
 
 
-def _ipn_from(view: memoryview, tlv: Tlv) -> IPN:
+def _ipn_from(view: memoryview, tlv: FlatTlv) -> IPN:
     found = ber.members(view, tlv, _IPN, "IPN")
     for name in ("subject-ipm", "choice"):
         if name not in found:
@@ -331,7 +330,7 @@ def _receipt_to(fields: ReceiptFields) -> bytes:
     parts = [tlv_bytes(0x80, utctime_bytes(fields.receipt_time, "receipt-time"))]
     if fields.acknowledgment_mode != AcknowledgmentMode.MANUAL:
         mode = AcknowledgmentMode(fields.acknowledgment_mode)
-        parts.append(tlv_bytes(0x81, envelope_ber.int_contents(mode)))
+        parts.append(tlv_bytes(0x81, ber.int_contents(mode)))
     if fields.suppl_receipt_info is not None:
         info = printable(fields.suppl_receipt_info, "SupplementaryInformation", 1, 256)
         parts.append(tlv_bytes(0x82, info))
@@ -342,10 +341,10 @@ def _receipt_to(fields: ReceiptFields) -> bytes:
 
 def _non_receipt_to(fields: NonReceiptFields) -> bytes:
     reason = NonReceiptReason(fields.non_receipt_reason)
-    parts = [tlv_bytes(0x80, envelope_ber.int_contents(reason))]
+    parts = [tlv_bytes(0x80, ber.int_contents(reason))]
     if fields.discard_reason is not None:
         discard = DiscardReason(fields.discard_reason)
-        parts.append(tlv_bytes(0x81, envelope_ber.int_contents(discard)))
+        parts.append(tlv_bytes(0x81, ber.int_contents(discard)))
     if fields.auto_forward_comment is not None:
         comment = printable(fields.auto_forward_comment, "AutoForwardComment", 0, 256)
         parts.append(tlv_bytes(0x82, comment))
@@ -394,7 +393,7 @@ def encode_ipn(ipn: IPN) -> bytes:
     return _encoding(lambda: _ipn_to(ipn))
 
 
-def _single_value(data: bytes, octet: int, what: str) -> Tlv:
+def _single_value(data: bytes, octet: int, what: str) -> FlatTlv:
     """The one TLV of raw bytes to be sent, with identifier ``octet``; else EncodeError."""
     try:
         _, tlv = ber.single(data, what)

@@ -1,7 +1,7 @@
 """The IPM body codec (X.420 clauses 7.3, 7.4; STANAG 4406 Annex A), by hand over BER.
 
-``Body ::= SEQUENCE OF BodyPart`` is read with :mod:`p1.ipm_ber` over a memoryview of
-the content, never through asn1tools, for two reasons.  Size: a body
+``Body ::= SEQUENCE OF BodyPart`` is read with the flat reader of :mod:`p1.ber` over a
+memoryview of the content, never through asn1tools, for two reasons.  Size: a body
 part's octets are copied once on decode (into the ``bytes`` of the model) and once on
 encode (into the result, which is joined from a list of chunks that refer to the
 model's bytes).  Exactness: a body part becomes a typed model only when its bytes are
@@ -28,10 +28,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-from p1 import envelope_ber
-from p1 import ipm_ber as ber
+from p1 import ber
+from p1.ber import FlatTlv, tlv_bytes, wrap
 from p1.errors import DecodeError, EncodeError
-from p1.ipm_ber import Tlv, tlv_bytes, wrap
 from p1.ipm_models import (
     BinaryBodyPart,
     BodyPart,
@@ -114,13 +113,13 @@ def _form(form: ForwardedForm, kind: ContentKind) -> ForwardedForm | None:
 # --- reading --------------------------------------------------------------------------
 
 
-def _octet(view: memoryview, tlv: Tlv) -> int | None:
+def _octet(view: memoryview, tlv: FlatTlv) -> int | None:
     """The identifier octet when the header is the one this module writes (one-octet
     tag, shortest definite length), else None."""
     return tlv[0] if ber.exact(view, tlv) else None
 
 
-def _one(view: memoryview, start: int, end: int, octet: int, exact: bool) -> Tlv | None:
+def _one(view: memoryview, start: int, end: int, octet: int, exact: bool) -> FlatTlv | None:
     """The one TLV filling ``view[start:end]`` if its identifier octet is ``octet``;
     with ``exact``, also its header must be the one this module writes."""
     if start >= end:
@@ -136,7 +135,7 @@ def _string(view: memoryview, start: int, end: int, octet: int) -> bytes | None:
     return None if tlv is None else bytes(view[tlv[2] : tlv[3]])
 
 
-def _small_int(view: memoryview, tlv: Tlv) -> int | None:
+def _small_int(view: memoryview, tlv: FlatTlv) -> int | None:
     """A positive INTEGER of up to four octets in its shortest form, else None."""
     body = view[tlv[2] : tlv[3]]
     if _octet(view, tlv) != _INTEGER_OCTET or not 0 < len(body) <= 4 or body[0] & 0x80:
@@ -146,11 +145,11 @@ def _small_int(view: memoryview, tlv: Tlv) -> int | None:
     return int.from_bytes(body, "big")
 
 
-def _raw(view: memoryview, tlv: Tlv) -> bytes:
+def _raw(view: memoryview, tlv: FlatTlv) -> bytes:
     return bytes(view[tlv[1] : tlv[4]])
 
 
-def _basic_ia5(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None:
+def _basic_ia5(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "IA5TextBodyPart")
     if len(items) != 2:
         return None
@@ -161,11 +160,11 @@ def _basic_ia5(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None
     return TextBodyPart(data=data, repertoire=repertoire, extended=_flag(False, kind))
 
 
-def _basic_bilateral(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None:
+def _basic_bilateral(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     return BinaryBodyPart(data=bytes(view[tlv[2] : tlv[3]]), extended=_flag(False, kind))
 
 
-def _basic_message(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None:
+def _basic_message(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "MessageBodyPart")
     if [item[0] for item in items] != [SET_OCTET, SEQUENCE_OCTET]:
         return None
@@ -189,7 +188,7 @@ class _Instance:
         return bytes(self.view[self.start : self.end])
 
 
-def _instance(view: memoryview, tlv: Tlv) -> _Instance | None:
+def _instance(view: memoryview, tlv: FlatTlv) -> _Instance | None:
     """``SEQUENCE {type-id OBJECT IDENTIFIER, value [0] EXPLICIT ANY}`` with the
     headers this module writes, else None."""
     items = ber.items(view, tlv, "INSTANCE OF")
@@ -265,7 +264,7 @@ _EXTENDED_DECODERS: Final[dict[str, _ExtendedDecoder]] = {
 }
 
 
-def _extended(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None:
+def _extended(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "ExtendedBodyPart")
     octets = [_octet(view, item) for item in items]
     if octets not in ([_INSTANCE_OF_OCTET], [_CONTEXT_0_OCTET, _INSTANCE_OF_OCTET]):
@@ -286,7 +285,9 @@ def _extended(view: memoryview, tlv: Tlv, kind: ContentKind) -> BodyPart | None:
     )
 
 
-_BODY_PART_DECODERS: Final[dict[int, Callable[[memoryview, Tlv, ContentKind], BodyPart | None]]] = {
+_BODY_PART_DECODERS: Final[
+    dict[int, Callable[[memoryview, FlatTlv, ContentKind], BodyPart | None]]
+] = {
     _IA5_OCTET: _basic_ia5,
     _MESSAGE_OCTET: _basic_message,
     _BILATERAL_OCTET: _basic_bilateral,
@@ -294,7 +295,7 @@ _BODY_PART_DECODERS: Final[dict[int, Callable[[memoryview, Tlv, ContentKind], Bo
 }
 
 
-def decode_body(view: memoryview, body: Tlv, kind: ContentKind) -> tuple[BodyPart, ...]:
+def decode_body(view: memoryview, body: FlatTlv, kind: ContentKind) -> tuple[BodyPart, ...]:
     """The body parts in ``body`` (the Body SEQUENCE)."""
     parts: list[BodyPart] = []
     for index, tlv in enumerate(ber.items(view, body, "Body")):
@@ -335,12 +336,11 @@ def _encode_text(part: TextBodyPart, kind: ContentKind) -> list[bytes]:
         if part.extended is not None or part.repertoire != Repertoire.IA5:
             raise EncodeError("general text has one form and no repertoire", where="TextBodyPart")
         numbers = [
-            envelope_ber.check_int(n, "CharacterSetRegistration", 1, 32767)
-            for n in part.character_sets
+            ber.check_int(n, "CharacterSetRegistration", 1, 32767) for n in part.character_sets
         ]
         sets = wrap(
             SET_OCTET,
-            [tlv_bytes(_INTEGER_OCTET, c) for c in map(envelope_ber.int_contents, numbers)],
+            [tlv_bytes(_INTEGER_OCTET, c) for c in map(ber.int_contents, numbers)],
         )
         data = wrap(_GENERALSTRING_OCTET, [part.data])
         return _extended_chunks(ID_EP_GENERAL_TEXT, sets, ID_ET_GENERAL_TEXT, data)

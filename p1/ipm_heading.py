@@ -1,8 +1,8 @@
 """The IPM heading codec (X.420 clause 7.2; STANAG 4406 Annex A), by hand over BER.
 
 The heading and the field types it shares with the IPN (IPMIdentifier, ORDescriptor,
-IPMSExtension) are read with :mod:`p1.ipm_ber` and written directly, not through
-asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
+IPMSExtension) are read with the flat reader of :mod:`p1.ber` and written directly, not
+through asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
 (IPMSInformationObjects, MMSHeadingExtensions) remain the definition, and the tests
 check these bytes against them.  O/R names go through :mod:`p1.orname`, memoised: the
 same names recur in message after message.
@@ -13,7 +13,7 @@ strings).  A STANAG 4406 heading extension whose value does not read as its type
 kept as a :class:`RawExtension` in ``other_extensions``.  PrintableString values are
 checked on writing; TeletexString (subject, free-form name) is ISO 8859-1 here.
 
-API (``view`` and ``tlv`` as in :mod:`p1.ipm_ber`)::
+API (``view`` and ``tlv`` as in the flat reader of :mod:`p1.ber`)::
 
     decode_heading(view, tlv) -> Heading               encode_heading(heading) -> bytes
     decode_ipm_identifier(view, tlv) -> IPMIdentifier  encode_ipm_identifier(id, octet)
@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
-from p1 import envelope_ber
-from p1 import ipm_ber as ber
+from p1 import ber
+from p1.ber import FlatTlv, tlv_bytes
 from p1.errors import DecodeError, EncodeError
-from p1.ipm_ber import Tlv, tlv_bytes
 from p1.ipm_models import (
     NO_REQUESTS,
     DistributionCodes,
@@ -122,13 +121,13 @@ def _teletex(value: str, what: str) -> bytes:
 def _integer(value: int, what: str) -> bytes:
     if isinstance(value, bool) or not isinstance(value, int):
         raise EncodeError(f"{value!r} is not an integer", where=what)
-    return envelope_ber.int_contents(value)
+    return ber.int_contents(value)
 
 
 _E = TypeVar("_E")
 
 
-def read_enum(view: memoryview, tlv: Tlv, cls: Callable[[int], _E], what: str) -> _E:
+def read_enum(view: memoryview, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> _E:
     """An ENUMERATED (or INTEGER) as ``cls``; an unknown value is a DecodeError."""
     value = ber.integer(view, tlv, what)
     try:
@@ -141,13 +140,13 @@ def utctime_bytes(value: datetime, what: str) -> bytes:
     """UTCTime contents: the text received, else ``YYMMDDhhmmssZ``; naive is UTC."""
     if isinstance(value, datetime) and value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return envelope_ber.utctime_contents(value, what)
+    return ber.utctime_contents(value, what)
 
 
 # --- O/R names -------------------------------------------------------------------------
 
 
-def _read_orname(view: memoryview, tlv: Tlv) -> ORName:
+def _read_orname(view: memoryview, tlv: FlatTlv) -> ORName:
     return decode_orname(bytes(view[tlv[1] : tlv[4]]))
 
 
@@ -162,7 +161,7 @@ def _write_orname(name: ORName, what: str) -> bytes:
 _IPM_IDENTIFIER: Final = {_key(ORNAME_OCTET): "user", PRINTABLE_OCTET: "local"}
 
 
-def decode_ipm_identifier(view: memoryview, tlv: Tlv) -> IPMIdentifier:
+def decode_ipm_identifier(view: memoryview, tlv: FlatTlv) -> IPMIdentifier:
     """``IPMIdentifier ::= [APPLICATION 11] SET {user ORName OPTIONAL,
     user-relative-identifier LocalIPMIdentifier}`` (under any tag)."""
     found = ber.members(view, tlv, _IPM_IDENTIFIER, "IPMIdentifier")
@@ -191,7 +190,7 @@ _DESCRIPTOR: Final = {
 }
 
 
-def decode_descriptor(view: memoryview, tlv: Tlv) -> ORDescriptor:
+def decode_descriptor(view: memoryview, tlv: FlatTlv) -> ORDescriptor:
     """``ORDescriptor ::= SET {formal-name ORName OPTIONAL, free-form-name [0]
     FreeFormName OPTIONAL, telephone-number [1] TelephoneNumber OPTIONAL}``."""
     found = ber.members(view, tlv, _DESCRIPTOR, "ORDescriptor")
@@ -219,7 +218,7 @@ def encode_descriptor(descriptor: ORDescriptor, octet: int = SET_OCTET) -> bytes
     return _constructed(octet, parts)
 
 
-def _extension_parts(view: memoryview, tlv: Tlv) -> tuple[str, Tlv | None]:
+def _extension_parts(view: memoryview, tlv: FlatTlv) -> tuple[str, FlatTlv | None]:
     if tlv[0] != SEQUENCE_OCTET:
         raise DecodeError("an IPMSExtension is a SEQUENCE", where="IPMSExtension")
     found = ber.items(view, tlv, "IPMSExtension")
@@ -228,12 +227,12 @@ def _extension_parts(view: memoryview, tlv: Tlv) -> tuple[str, Tlv | None]:
     return ber.oid(view, found[0], "IPMSExtension.type"), found[1] if len(found) == 2 else None
 
 
-def _decode_extension(view: memoryview, tlv: Tlv) -> RawExtension:
+def _decode_extension(view: memoryview, tlv: FlatTlv) -> RawExtension:
     oid, value = _extension_parts(view, tlv)
     return RawExtension(type=oid, value=None if value is None else bytes(view[value[1] : value[4]]))
 
 
-def decode_extensions(view: memoryview, tlv: Tlv) -> tuple[RawExtension, ...]:
+def decode_extensions(view: memoryview, tlv: FlatTlv) -> tuple[RawExtension, ...]:
     """``SET OF IPMSExtension``, ``IPMSExtension ::= SEQUENCE {type OBJECT IDENTIFIER,
     value ANY DEFAULT NULL}`` (X.420 7.1.5)."""
     return tuple(_decode_extension(view, item) for item in ber.items(view, tlv, "extensions"))
@@ -262,7 +261,7 @@ _RECIPIENT: Final = {
 }
 
 
-def _decode_recipient(view: memoryview, tlv: Tlv) -> Recipient:
+def _decode_recipient(view: memoryview, tlv: FlatTlv) -> Recipient:
     found = ber.members(view, tlv, _RECIPIENT, "RecipientSpecifier")
     if "recipient" not in found:
         raise DecodeError("recipient missing", where="RecipientSpecifier")
@@ -290,8 +289,8 @@ def _encode_recipient(recipient: Recipient) -> bytes:
     flags = NotificationRequests(recipient.notification_requests)
     if flags:
         length = int(flags).bit_length()  # a named bit list ends at its last one bit
-        bits = envelope_ber.numbers_to_bits((n for n in range(length) if flags >> n & 1), length)
-        parts.append(tlv_bytes(context(1, False), envelope_ber.bits_contents(bits, length)))
+        bits = ber.numbers_to_bits((n for n in range(length) if flags >> n & 1), length)
+        parts.append(tlv_bytes(context(1, False), ber.bits_contents(bits, length)))
     if recipient.reply_requested:
         parts.append(tlv_bytes(context(2, False), b"\xff"))
     if recipient.extensions:
@@ -303,12 +302,12 @@ def _encode_recipient(recipient: Recipient) -> bytes:
 # Each _load_* reads a value in place and raises DecodeError when it is not of its type.
 
 
-def _expect(tlv: Tlv, octet: int, what: str) -> None:
+def _expect(tlv: FlatTlv, octet: int, what: str) -> None:
     if tlv[0] != octet:
         raise DecodeError(f"expected tag 0x{octet:02x}", where=what)
 
 
-def _load_precedence(view: memoryview, tlv: Tlv) -> Precedence:
+def _load_precedence(view: memoryview, tlv: FlatTlv) -> Precedence:
     _expect(tlv, INTEGER_OCTET, "MMHSPrecedence")
     return read_enum(view, tlv, Precedence, "MMHSPrecedence")
 
@@ -317,7 +316,7 @@ def _dump_precedence(value: Precedence) -> bytes:
     return tlv_bytes(INTEGER_OCTET, _integer(Precedence(value), "MMHSPrecedence"))
 
 
-def _load_string(view: memoryview, tlv: Tlv) -> str:
+def _load_string(view: memoryview, tlv: FlatTlv) -> str:
     if tlv[0] & ~ber.CONSTRUCTED != PRINTABLE_OCTET:
         raise DecodeError("expected a PrintableString", where="MilitaryString")
     return ber.text(view, tlv, "MilitaryString")
@@ -327,11 +326,11 @@ def _dump_string(value: str) -> bytes:
     return tlv_bytes(PRINTABLE_OCTET, _military(value, "MilitaryString"))
 
 
-def _strings(view: memoryview, tlv: Tlv, what: str) -> tuple[str, ...]:
+def _strings(view: memoryview, tlv: FlatTlv, what: str) -> tuple[str, ...]:
     return tuple(_load_string(view, item) for item in ber.items(view, tlv, what))
 
 
-def _load_strings(view: memoryview, tlv: Tlv) -> tuple[str, ...]:
+def _load_strings(view: memoryview, tlv: FlatTlv) -> tuple[str, ...]:
     _expect(tlv, SEQUENCE_OCTET, "SEQUENCE OF MilitaryString")
     return _strings(view, tlv, "SEQUENCE OF MilitaryString")
 
@@ -343,7 +342,7 @@ def _dump_strings(values: tuple[str, ...]) -> bytes:
 _MESSAGE_TYPE: Final = {context(0, False): "type", context(1, False): "identifier"}
 
 
-def _load_message_type(view: memoryview, tlv: Tlv) -> MessageType:
+def _load_message_type(view: memoryview, tlv: FlatTlv) -> MessageType:
     _expect(tlv, SET_OCTET, "MessageType")
     found = ber.members(view, tlv, _MESSAGE_TYPE, "MessageType")
     if "type" not in found:
@@ -363,7 +362,7 @@ def _dump_message_type(value: MessageType) -> bytes:
     return _constructed(SET_OCTET, parts)
 
 
-def _load_descriptors(view: memoryview, tlv: Tlv) -> tuple[ORDescriptor, ...]:
+def _load_descriptors(view: memoryview, tlv: FlatTlv) -> tuple[ORDescriptor, ...]:
     _expect(tlv, SEQUENCE_OCTET, "ExemptedAddressSeq")
     found = ber.items(view, tlv, "ExemptedAddressSeq")
     if any(item[0] != SET_OCTET for item in found):
@@ -375,7 +374,7 @@ def _dump_descriptors(values: tuple[ORDescriptor, ...]) -> bytes:
     return _constructed(SEQUENCE_OCTET, map(encode_descriptor, values))
 
 
-def _load_time(view: memoryview, tlv: Tlv) -> datetime:
+def _load_time(view: memoryview, tlv: FlatTlv) -> datetime:
     if tlv[0] & ~ber.CONSTRUCTED != UTCTIME_OCTET:
         raise DecodeError("expected a UTCTime", where="ExtendedAuthorisationInfo")
     return ber.utctime(view, tlv, "ExtendedAuthorisationInfo")
@@ -388,7 +387,7 @@ def _dump_time(value: datetime) -> bytes:
 _DISTRIBUTION: Final = {context(0, False): "sics", context(1, False): "dist-Extensions"}
 
 
-def _load_dist_extension(view: memoryview, tlv: Tlv) -> DistributionExtension:
+def _load_dist_extension(view: memoryview, tlv: FlatTlv) -> DistributionExtension:
     what = "DistributionExtensionField"
     found = ber.items(view, tlv, what) if tlv[0] == INSTANCE_OF_OCTET else []
     if len(found) != 2 or found[1][0] != context(0):
@@ -401,7 +400,7 @@ def _load_dist_extension(view: memoryview, tlv: Tlv) -> DistributionExtension:
     )
 
 
-def _load_distribution(view: memoryview, tlv: Tlv) -> DistributionCodes:
+def _load_distribution(view: memoryview, tlv: FlatTlv) -> DistributionCodes:
     _expect(tlv, SET_OCTET, "DistributionCodes")
     found = ber.members(view, tlv, _DISTRIBUTION, "DistributionCodes")
     sics = found.get("sics")
@@ -447,7 +446,7 @@ class _Extension:
 
     field: str
     oid: str
-    load: Callable[[memoryview, Tlv], Any]
+    load: Callable[[memoryview, FlatTlv], Any]
     dump: Callable[[Any], bytes]
 
 
@@ -472,7 +471,7 @@ _EXTENSIONS: Final = (
 _EXTENSIONS_BY_OID: Final = {extension.oid: extension for extension in _EXTENSIONS}
 
 
-def _load(extension: _Extension, view: memoryview, tlv: Tlv) -> Any:
+def _load(extension: _Extension, view: memoryview, tlv: FlatTlv) -> Any:
     """The modelled value, or None when it is not a value of the extension's type."""
     try:
         return extension.load(view, tlv)
@@ -480,7 +479,7 @@ def _load(extension: _Extension, view: memoryview, tlv: Tlv) -> Any:
         return None
 
 
-def _heading_extensions(view: memoryview, tlv: Tlv) -> dict[str, Any]:
+def _heading_extensions(view: memoryview, tlv: FlatTlv) -> dict[str, Any]:
     """Heading keyword arguments from ``extensions [15]``: the modelled extensions,
     each read in place, and ``other_extensions``."""
     fields: dict[str, Any] = {}
@@ -525,25 +524,25 @@ _HEADING: Final = {
 }
 
 
-def _subject(view: memoryview, tlv: Tlv) -> str:
+def _subject(view: memoryview, tlv: FlatTlv) -> str:
     inner = ber.items(view, tlv, "subject")
     if len(inner) != 1:
         raise DecodeError("[8] holds one TeletexString", where="subject")
     return ber.text(view, inner[0], "subject", "latin-1")
 
 
-def decode_heading(view: memoryview, tlv: Tlv) -> Heading:
+def decode_heading(view: memoryview, tlv: FlatTlv) -> Heading:
     """``Heading ::= SET {this-IPM ThisIPMField, originator [0] ..., ...,
     extensions [15] ExtensionsField DEFAULT {}}``."""
     found = ber.members(view, tlv, _HEADING, "Heading")
     if "this-IPM" not in found:
         raise DecodeError("this-IPM missing", where="Heading")
 
-    def one(name: str, read: Callable[[memoryview, Tlv], Any], default: Any = None) -> Any:
+    def one(name: str, read: Callable[[memoryview, FlatTlv], Any], default: Any = None) -> Any:
         member = found.get(name)
         return default if member is None else read(view, member)
 
-    def many(name: str, read: Callable[[memoryview, Tlv], Any]) -> tuple[Any, ...]:
+    def many(name: str, read: Callable[[memoryview, FlatTlv], Any]) -> tuple[Any, ...]:
         member = found.get(name)
         if member is None:
             return ()

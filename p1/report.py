@@ -21,21 +21,20 @@ import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from p1 import envelope_ber as ber
-from p1.envelope_ber import Tlv, application, context
+from p1 import ber
+from p1.ber import Tlv, application, context
 from p1.envelope_extensions import (
     ExtensionField,
     ExtensionViews,
     check_known_extensions,
-    decode_extensions,
-    encode_extensions,
+    decode_optional_extensions,
+    encode_kept_extensions,
     with_internal_trace_entry,
 )
 from p1.envelope_fields import (
     CONTENT_TYPE_TAGS,
     EIT_TAG,
     MTS_IDENTIFIER_TAG,
-    UB_RECIPIENTS,
     ContentType,
     EncodedInformationTypes,
     MTSIdentifier,
@@ -45,11 +44,13 @@ from p1.envelope_fields import (
     decode_eits,
     decode_mts_identifier,
     decode_name,
+    decode_recipient_number,
     encode_bits,
     encode_content_type,
     encode_eits,
     encode_mts_identifier,
     encode_name,
+    encode_recipient_number,
 )
 from p1.envelope_trace import (
     TRACE_TAG,
@@ -448,11 +449,8 @@ def _recipient(tlv: Tlv, what: str) -> ReportRecipientField:
         actual_recipient_name=decode_name(
             members.need("actual_recipient_name", what), f"{what}.actual-recipient-name"
         ),
-        originally_specified_recipient_number=ber.read_bounded_int(
-            members.need("originally_specified_recipient_number", what),
-            f"{what}.originally-specified-recipient-number",
-            1,
-            UB_RECIPIENTS,
+        originally_specified_recipient_number=decode_recipient_number(
+            members.need("originally_specified_recipient_number", what), what
         ),
         per_recipient_indicators=decode_bits(
             PerRecipientIndicators,
@@ -468,9 +466,7 @@ def _recipient(tlv: Tlv, what: str) -> ReportRecipientField:
         supplementary_information=None
         if supplementary is None
         else ber.read_text(supplementary, f"{what}.supplementary-information"),
-        extensions=()
-        if extensions is None
-        else decode_extensions(extensions, f"{what}.extensions"),
+        extensions=decode_optional_extensions(extensions, what),
         wire_order=members.order,
     )
 
@@ -487,16 +483,8 @@ def _encode_recipient(value: ReportRecipientField, what: str) -> bytes:
             ("actual_recipient_name", encode_name(value.actual_recipient_name, context(0))),
             (
                 "originally_specified_recipient_number",
-                ber.tlv(
-                    context(1),
-                    ber.int_contents(
-                        ber.check_int(
-                            value.originally_specified_recipient_number,
-                            f"{what}.originally-specified-recipient-number",
-                            1,
-                            UB_RECIPIENTS,
-                        )
-                    ),
+                encode_recipient_number(
+                    value.originally_specified_recipient_number, context(1), what
                 ),
             ),
             (
@@ -524,9 +512,7 @@ def _encode_recipient(value: ReportRecipientField, what: str) -> bytes:
             ),
             (
                 "extensions",
-                encode_extensions(value.extensions, context(6))
-                if ber.keep("extensions", not value.extensions, order)
-                else None,
+                encode_kept_extensions(value.extensions, context(6), order),
             ),
         ],
         order,
@@ -564,7 +550,7 @@ _ENVELOPE_MEMBERS = {
 def _envelope(tlv: Tlv, what: str = "ReportTransferEnvelope") -> ReportEnvelope:
     members = ber.split_set(ber.expect(tlv, ber.SET, what), _ENVELOPE_MEMBERS, what)
     extensions = members.get("extensions")
-    decoded = () if extensions is None else decode_extensions(extensions, f"{what}.extensions")
+    decoded = decode_optional_extensions(extensions, what)
     check_known_extensions(decoded)
     return ReportEnvelope(
         report_identifier=decode_mts_identifier(
@@ -594,9 +580,7 @@ def _encode_envelope(value: ReportEnvelope) -> bytes:
             ("trace_information", encode_trace(value.trace_information)),
             (
                 "extensions",
-                encode_extensions(value.extensions, context(1))
-                if ber.keep("extensions", not value.extensions, order)
-                else None,
+                encode_kept_extensions(value.extensions, context(1), order),
             ),
         ],
         order,
@@ -665,7 +649,7 @@ def _content(tlv: Tlv, what: str = "ReportTransferContent") -> ReportContent:
             "extensions",
         )
     )
-    decoded = () if extensions is None else decode_extensions(extensions, f"{what}.extensions")
+    decoded = decode_optional_extensions(extensions, what)
     check_known_extensions(decoded)
     return ReportContent(
         subject_identifier=decode_mts_identifier(
@@ -731,9 +715,7 @@ def _encode_content(value: ReportContent) -> bytes:
             ("additional_information", _additional(value.additional_information, what)),
             (
                 "extensions",
-                encode_extensions(value.extensions, context(3))
-                if ber.keep("extensions", not value.extensions, order)
-                else None,
+                encode_kept_extensions(value.extensions, context(3), order),
             ),
             (
                 "recipients",

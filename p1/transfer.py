@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p1 import envelope_ber as ber
+from p1 import ber
 from p1.errors import DecodeError
 
 MTSE_CONTEXT = 5

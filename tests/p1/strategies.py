@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from p1 import envelope_ber as ber
+from p1 import ber
 from p1.envelope import (
     Criticality,
     DeliveryReport,

@@ -47,6 +47,7 @@ def test_json_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert doc["kind"] == "mts-apdu"
     envelope = doc["value"]["envelope"]
     assert envelope["precedence"] == "immediate"
+    assert envelope["mts-identifier"] == "[GB; ;NATO;bench-1]"
     assert "priority" not in envelope  # normal is the DEFAULT, left out as on the wire
     assert [r["recipient-name"] for r in envelope["recipients"]] == [
         "C=GB;ADMD= ;PRMD=NATO;O=JFC;OU=J3;S=Jones;G=Anne",

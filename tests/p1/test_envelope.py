@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1
-from p1 import envelope_ber as ber
+from p1 import asn1, ber
 from p1.envelope import (
     Criticality,
     DeliveryReport,

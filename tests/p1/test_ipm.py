@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1, ipm_ber
+from p1 import asn1, ber
 from p1.errors import DecodeError, EncodeError
 from p1.ipm import (
     IPM,
@@ -445,9 +445,9 @@ def wrap(octet: int, contents: bytes) -> bytes:
 
 def body_octets(encoded: bytes) -> list[int]:
     """The identifier octet of each body part in IPM content octets."""
-    view, outer = ipm_ber.single(encoded, "test")
-    _, body = ipm_ber.items(view, outer, "test")
-    return [item[0] for item in ipm_ber.items(view, body, "test")]
+    view, outer = ber.single(encoded, "test")
+    _, body = ber.items(view, outer, "test")
+    return [item[0] for item in ber.items(view, body, "test")]
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import samples
-from p1 import asn1
-from p1 import envelope_ber as ber
+from p1 import asn1, ber
 from p1.envelope import Message, decode_mts_apdu
 from p1.errors import DecodeError
 from p1.transfer import MTSE_CONTEXT, Transfer, decode_transfer, encode_transfer
