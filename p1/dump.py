@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import string
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ from p1.errors import DecodeError
 from p1.render import Plain, to_plain, to_text
 
 KINDS = ("auto", "mts-apdu", "ipm", "bind")
+_HEX_TEXT = re.compile(rb"\s*[0-9A-Fa-f][0-9A-Fa-f\s]*")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,11 +135,10 @@ def decode_any(data: bytes, kind: str = "auto", options: Options | None = None) 
 def read_input(source: str) -> bytes:
     """The bytes of ``source`` (a path or ``-``); hex text is turned into its bytes."""
     raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    text = raw.strip()
-    if text and all(chr(b) in string.hexdigits or chr(b).isspace() for b in text):
-        compact = "".join(text.decode("ascii").split())
+    if _HEX_TEXT.fullmatch(raw):
+        compact = b"".join(raw.split())
         if len(compact) % 2 == 0:
-            return bytes.fromhex(compact)
+            return bytes.fromhex(compact.decode("ascii"))
     return raw
 
 
