@@ -190,6 +190,10 @@ _LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
     for first in range(256)
 )
 """(tag, constructed) of each identifier octet with a low tag number; None: a high one."""
+_LOW_TAG_FORM: tuple[bool, ...] = tuple(low is not None for low in _LOW_TAGS)
+"""Whether each identifier octet has a low tag number."""
+_LOW_TAG: tuple[int, ...] = tuple(-1 if low is None else low[0] for low in _LOW_TAGS)
+_LOW_FORM: tuple[bool, ...] = tuple(low is not None and low[1] for low in _LOW_TAGS)
 
 
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
@@ -265,13 +269,18 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
     append = found.append
     while offset < end:
         # read_tlv's common case, inline: most of an envelope's decoding is spent here.
+        first = data[offset]
         body = offset + 2
-        low = _LOW_TAGS[data[offset]]
-        if low is not None and body <= end:
+        if body <= end and _LOW_TAG_FORM[first]:
             length = data[offset + 1]
             if length < 0x80 and body + length <= end:
-                offset = body + length
-                append(_new_tlv(Tlv, (data, body - 2, body, offset, offset, *low)))
+                stop = body + length
+                append(
+                    _new_tlv(
+                        Tlv, (data, offset, body, stop, stop, _LOW_TAG[first], _LOW_FORM[first])
+                    )
+                )
+                offset = stop
                 continue
         child = _read_tlv(data, offset, end, 1)
         append(child)
@@ -503,11 +512,31 @@ def numbers_to_bits(numbers: Iterable[int], length: int) -> bytes:
 _OID_TEXT = re.compile(r"^(0|1|2)(\.(0|[1-9][0-9]*))+$")
 
 
+_OID_TEXTS: dict[bytes, str] = {}
+"""read_oid() results by contents octets (a handful of OIDs recur in every envelope)."""
+_OID_CONTENTS: dict[str, bytes] = {}
+"""oid_contents() results by dotted text."""
+_OID_CACHE_SIZE = 1024
+_OID_CACHE_OCTETS = 64
+"""Longer OIDs (rare, and a peer could send huge ones) are not cached."""
+
+
 def read_oid(tlv: Tlv, what: str) -> str:
     """Dotted text of a primitive OBJECT IDENTIFIER (X.690 8.19)."""
     if tlv.constructed:
         raise DecodeError("an OBJECT IDENTIFIER must be primitive", where=what)
-    body = tlv.contents()
+    key = bytes(tlv.data[tlv.body : tlv.end])
+    dotted = _OID_TEXTS.get(key)
+    if dotted is None:
+        dotted = _read_oid_contents(key, what)
+        if len(key) <= _OID_CACHE_OCTETS:
+            if len(_OID_TEXTS) >= _OID_CACHE_SIZE:
+                _OID_TEXTS.clear()
+            _OID_TEXTS[key] = dotted
+    return dotted
+
+
+def _read_oid_contents(body: bytes, what: str) -> str:
     if not body or body[-1] & 0x80:
         raise DecodeError("truncated OBJECT IDENTIFIER", where=what)
     arcs: list[int] = []
@@ -527,6 +556,20 @@ def read_oid(tlv: Tlv, what: str) -> str:
 
 def oid_contents(text: str, what: str) -> bytes:
     """Contents octets of the OBJECT IDENTIFIER ``text`` ("1.3.26.0.4406.0.8.0")."""
+    if type(text) is not str:
+        return _oid_contents(text, what)
+    found = _OID_CONTENTS.get(text)
+    if found is not None:
+        return found
+    contents = _oid_contents(text, what)
+    if len(contents) <= _OID_CACHE_OCTETS:
+        if len(_OID_CONTENTS) >= _OID_CACHE_SIZE:
+            _OID_CONTENTS.clear()
+        _OID_CONTENTS[text] = contents
+    return contents
+
+
+def _oid_contents(text: str, what: str) -> bytes:
     if not isinstance(text, str) or not _OID_TEXT.match(text):
         raise EncodeError(f"{text!r} is not a dotted object identifier", where=what)
     arcs = list(map(int, text.split(".")))
@@ -713,18 +756,20 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
     ``members`` maps each tag to a member name (an untagged CHOICE member appears once
     per alternative).  An unknown tag or a repeated member is an error.
     """
-    found = SetMembers()
-    order: list[str] = []
+    found = _new_members(SetMembers)  # (no Python-level __init__)
+    get = members.get
     for child in children(tlv, what):
-        name = members.get(child.tag)
+        name = get(child[5])
         if name is None:
             raise DecodeError(f"unexpected {tag_name(child.tag)}", where=what)
         if name in found:
             raise DecodeError(f"{name.replace('_', '-')} appears twice", where=what)
         found[name] = child
-        order.append(name)
-    found.order = tuple(order)
+    found.order = tuple(found)  # a dict keeps the order of insertion: the wire order
     return found
+
+
+_new_members = dict.__new__
 
 
 Member = tuple[str, bytes | None]

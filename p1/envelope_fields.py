@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Self, TypeVar, cast
 
 from p1 import ber
 from p1.ber import Tlv, application, context
@@ -183,8 +183,29 @@ def _read_domain_name(tlv: Tlv, what: str) -> tuple[str, bool | None]:
     return text, None if numeric == text.isdigit() else numeric
 
 
+_DECODED_GDIS: dict[bytes, GlobalDomainIdentifier] = {}
+"""Identifiers already decoded, by contents octets (immutable; a few domains recur in
+every envelope: the MTS identifier's and each trace entry's)."""
+_DECODED_GDIS_SIZE = 256
+_DECODED_GDI_OCTETS = 128
+
+
 def decode_gdi(tlv: Tlv, what: str = "GlobalDomainIdentifier") -> GlobalDomainIdentifier:
     """GlobalDomainIdentifier (the TLV's own tag is not checked: it may be implicit)."""
+    if not tlv.constructed:
+        return _decode_gdi(tlv, what)  # (an error)
+    key = bytes(tlv.data[tlv.body : tlv.end])
+    value = _DECODED_GDIS.get(key)
+    if value is None:
+        value = _decode_gdi(tlv, what)
+        if len(key) <= _DECODED_GDI_OCTETS:
+            if len(_DECODED_GDIS) >= _DECODED_GDIS_SIZE:
+                _DECODED_GDIS.clear()
+            _DECODED_GDIS[key] = value
+    return value
+
+
+def _decode_gdi(tlv: Tlv, what: str) -> GlobalDomainIdentifier:
     parts = ber.children(tlv, what)
     if len(parts) not in (2, 3):
         raise DecodeError(f"{len(parts)} components, expected 2 or 3", where=what)
@@ -327,12 +348,24 @@ def _flags_off(cls: type[NamedBits]) -> dict[str, bool]:
 _Bits = TypeVar("_Bits", bound="NamedBits")
 
 
+_DECODED_BITS: dict[tuple[type[NamedBits], bytes, int], NamedBits] = {}
+"""Values already decoded (they are immutable, and the same few recur in every envelope)."""
+_DECODED_BITS_SIZE = 256
+
+
 def decode_bits(cls: type[_Bits], tlv: Tlv, what: str) -> _Bits:
     """A :class:`NamedBits` subclass from a BIT STRING TLV (any tag)."""
     octets, length = ber.read_bits(tlv, what)
     if length > MAX_BITS:
         raise DecodeError(f"{length} bits is too long", where=what)
-    return cls.from_bit_string(octets, length)
+    key = (cls, octets, length)
+    value = _DECODED_BITS.get(key)
+    if value is None:
+        value = cls.from_bit_string(octets, length)
+        if len(_DECODED_BITS) >= _DECODED_BITS_SIZE:
+            _DECODED_BITS.clear()
+        _DECODED_BITS[key] = value
+    return cast(_Bits, value)
 
 
 def encode_bits(value: NamedBits, tag: int, what: str) -> bytes:

@@ -496,20 +496,31 @@ def _form(flag: bool | None, value: str) -> int:
     return _NUMERIC_OCTET if numeric else _PRINTABLE_OCTET
 
 
+def _choice(octet: int, flag: bool | None, value: str) -> bytes:
+    """``_tlv(octet, _string(_form(flag, value), value))``, in one call: CountryName,
+    AdministrationDomainName and PrivateDomainName (every name has two or three)."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    numeric = flag if flag is not None else contents.isdigit()  # ASCII: as _looks_numeric
+    length = len(contents)
+    if length < 0x7E:  # both lengths short
+        inner = _NUMERIC_OCTET if numeric else _PRINTABLE_OCTET
+        return b"%c%c%c%c%s" % (octet, length + 2, inner, length, contents)
+    return _tlv(octet, _string(_form(flag, value), value))
+
+
 def _write_standard(address: ORAddress) -> bytes:
     # BuiltInStandardAttributes, member by member in the standard's order.
     parts = []
     if address.country is not None:
-        value = _string(_form(address.country_numeric, address.country), address.country)
-        parts.append(_tlv(0x61, value))
+        parts.append(_choice(0x61, address.country_numeric, address.country))
     if address.admd is not None:
-        parts.append(_tlv(0x62, _string(_form(address.admd_numeric, address.admd), address.admd)))
+        parts.append(_choice(0x62, address.admd_numeric, address.admd))
     if address.network_address is not None:
         parts.append(_string(0x80, address.network_address))
     if address.terminal_identifier is not None:
         parts.append(_string(0x81, address.terminal_identifier))
     if address.prmd is not None:
-        parts.append(_tlv(0xA2, _string(_form(address.prmd_numeric, address.prmd), address.prmd)))
+        parts.append(_choice(0xA2, address.prmd_numeric, address.prmd))
     if address.organization is not None:
         parts.append(_string(0x83, address.organization))
     if address.numeric_user_identifier is not None:
