@@ -11,7 +11,7 @@ from typing import Any
 
 from p1 import asn1, ber
 from p1.errors import CodecError, DecodeError, EncodeError
-from p1.orname import (
+from p1.orname_model import (
     MODULE,
     NAME_MODULE,
     ExtensionAttribute,

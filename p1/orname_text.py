@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from p1.errors import DecodeError
-from p1.orname import (
+from p1.orname_model import (
     _SIMPLE,
     UB_ORGANIZATIONAL_UNITS,
     ExtensionAttribute,
