@@ -40,7 +40,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any, Final, NamedTuple, TypeAlias
+from typing import Any, Final, NamedTuple, TypeAlias, TypeVar
 
 from p1.errors import DecodeError, EncodeError
 
@@ -512,11 +512,31 @@ def numbers_to_bits(numbers: Iterable[int], length: int) -> bytes:
 _OID_TEXT = re.compile(r"^(0|1|2)(\.(0|[1-9][0-9]*))+$")
 
 
-_OID_TEXTS: dict[bytes, str] = {}
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Memo(dict[_K, _V]):
+    """Decoded values from a small vocabulary (OIDs, domain identifiers, flag sets) by
+    their encoding, emptied when full so a peer cannot make it grow.  Only immutable
+    values are kept; reads are plain ``dict.get`` on the hot path."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def remember(self, key: _K, value: _V) -> _V:
+        """Keep ``value`` under ``key`` and return it."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = value
+        return value
+
+
+_OID_TEXTS: Memo[bytes, str] = Memo(1024)
 """read_oid() results by contents octets (a handful of OIDs recur in every envelope)."""
-_OID_CONTENTS: dict[str, bytes] = {}
+_OID_CONTENTS: Memo[str, bytes] = Memo(1024)
 """oid_contents() results by dotted text."""
-_OID_CACHE_SIZE = 1024
 _OID_CACHE_OCTETS = 64
 """Longer OIDs (rare, and a peer could send huge ones) are not cached."""
 
@@ -530,9 +550,7 @@ def read_oid(tlv: Tlv, what: str) -> str:
     if dotted is None:
         dotted = _read_oid_contents(key, what)
         if len(key) <= _OID_CACHE_OCTETS:
-            if len(_OID_TEXTS) >= _OID_CACHE_SIZE:
-                _OID_TEXTS.clear()
-            _OID_TEXTS[key] = dotted
+            _OID_TEXTS.remember(key, dotted)
     return dotted
 
 
@@ -563,9 +581,7 @@ def oid_contents(text: str, what: str) -> bytes:
         return found
     contents = _oid_contents(text, what)
     if len(contents) <= _OID_CACHE_OCTETS:
-        if len(_OID_CONTENTS) >= _OID_CACHE_SIZE:
-            _OID_CONTENTS.clear()
-        _OID_CONTENTS[text] = contents
+        _OID_CONTENTS.remember(text, contents)
     return contents
 
 

@@ -183,10 +183,9 @@ def _read_domain_name(tlv: Tlv, what: str) -> tuple[str, bool | None]:
     return text, None if numeric == text.isdigit() else numeric
 
 
-_DECODED_GDIS: dict[bytes, GlobalDomainIdentifier] = {}
+_DECODED_GDIS: ber.Memo[bytes, GlobalDomainIdentifier] = ber.Memo(256)
 """Identifiers already decoded, by contents octets (immutable; a few domains recur in
 every envelope: the MTS identifier's and each trace entry's)."""
-_DECODED_GDIS_SIZE = 256
 _DECODED_GDI_OCTETS = 128
 
 
@@ -199,9 +198,7 @@ def decode_gdi(tlv: Tlv, what: str = "GlobalDomainIdentifier") -> GlobalDomainId
     if value is None:
         value = _decode_gdi(tlv, what)
         if len(key) <= _DECODED_GDI_OCTETS:
-            if len(_DECODED_GDIS) >= _DECODED_GDIS_SIZE:
-                _DECODED_GDIS.clear()
-            _DECODED_GDIS[key] = value
+            _DECODED_GDIS.remember(key, value)
     return value
 
 
@@ -348,9 +345,8 @@ def _flags_off(cls: type[NamedBits]) -> dict[str, bool]:
 _Bits = TypeVar("_Bits", bound="NamedBits")
 
 
-_DECODED_BITS: dict[tuple[type[NamedBits], bytes, int], NamedBits] = {}
+_DECODED_BITS: ber.Memo[tuple[type[NamedBits], bytes, int], NamedBits] = ber.Memo(256)
 """Values already decoded (they are immutable, and the same few recur in every envelope)."""
-_DECODED_BITS_SIZE = 256
 
 
 def decode_bits(cls: type[_Bits], tlv: Tlv, what: str) -> _Bits:
@@ -361,10 +357,7 @@ def decode_bits(cls: type[_Bits], tlv: Tlv, what: str) -> _Bits:
     key = (cls, octets, length)
     value = _DECODED_BITS.get(key)
     if value is None:
-        value = cls.from_bit_string(octets, length)
-        if len(_DECODED_BITS) >= _DECODED_BITS_SIZE:
-            _DECODED_BITS.clear()
-        _DECODED_BITS[key] = value
+        value = _DECODED_BITS.remember(key, cls.from_bit_string(octets, length))
     return cast(_Bits, value)
 
 
