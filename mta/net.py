@@ -1,0 +1,127 @@
+"""TCP sockets marked with a DiffServ code point (RFC 2474) for P1 connections.
+
+The mark must be on the socket before the first packet: a client socket is marked before
+``connect()`` so its SYN carries the mark; a listening socket is marked before it accepts, so
+the sockets it accepts inherit the mark and the return direction (SYN-ACK included) carries it
+too.  IPv4 uses ``IP_TOS`` and IPv6 ``IPV6_TCLASS``, both holding ``dscp << 2`` (the two ECN
+bits stay clear).  Sockets we create ourselves do not get asyncio's automatic TCP_NODELAY, so
+it is set here: without it every small PDU waits for Nagle and the delayed ACK.
+
+Public API::
+
+    mark_socket(sock, dscp)                     IP_TOS or IPV6_TCLASS, by the socket's family
+    socket_dscp(sock) -> int                    the code point a socket carries
+    async open_marked_connection(host, port, *, dscp, timeout) -> (reader, writer)
+    async start_marked_server(handler, host, port, *, dscp, backlog) -> asyncio.Server
+    bound_port(server) -> int
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+
+class MarkableSocket(Protocol):
+    """What marking needs of a socket: ``socket.socket`` and asyncio's ``TransportSocket``."""
+
+    @property
+    def family(self) -> int: ...
+
+    def setsockopt(self, level: int, option: int, value: int, /) -> None: ...
+
+    def getsockopt(self, level: int, option: int, /) -> int: ...
+
+
+StreamHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+STREAM_LIMIT = 1 << 20
+"""Read buffer of the streams we create (bytes); reads take up to this much at a time."""
+
+
+def mark_socket(sock: MarkableSocket, dscp: int) -> None:
+    """Set the DiffServ code point ``dscp`` (0..63) on ``sock`` (IPv4 or IPv6)."""
+    if not 0 <= dscp <= 63:
+        raise ValueError(f"DSCP {dscp} is outside 0..63")
+    if sock.family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, dscp << 2)
+        # An IPv6 socket may also carry IPv4-mapped traffic; mark that path too.
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
+    else:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, dscp << 2)
+
+
+def socket_dscp(sock: MarkableSocket) -> int:
+    """The code point ``sock`` marks its packets with."""
+    if sock.family == socket.AF_INET6:
+        return sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS) >> 2
+    return sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
+
+
+async def open_marked_connection(
+    host: str, port: int, *, dscp: int, timeout: float
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to ``host:port`` with every packet, the SYN included, marked ``dscp``.
+
+    Tries each address ``host`` resolves to in turn; raises ``TimeoutError`` when the whole
+    attempt takes longer than ``timeout`` seconds and ``OSError`` when no address answers.
+    """
+    async with asyncio.timeout(timeout):
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        errors: list[OSError] = []
+        for family, kind, proto, _name, address in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                mark_socket(sock, dscp)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await loop.sock_connect(sock, address)
+            except OSError as error:
+                sock.close()
+                errors.append(error)
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            return await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+        raise OSError(f"cannot connect to {host} port {port}: {_reasons(errors)}")
+
+
+def _reasons(errors: list[OSError]) -> str:
+    return "; ".join(str(error) for error in errors) or "no address"
+
+
+async def start_marked_server(
+    handler: StreamHandler, host: str, port: int, *, dscp: int, backlog: int = 100
+) -> asyncio.Server:
+    """Listen on ``host:port`` with the listening sockets marked ``dscp`` before any accept.
+
+    Accepted sockets inherit the mark; ``handler`` also gets TCP_NODELAY on its socket.
+    The server is created without serving, marked, then started.
+    """
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await handler(reader, writer)
+
+    server = await asyncio.start_server(
+        accepted, host, port, backlog=backlog, limit=STREAM_LIMIT, start_serving=False
+    )
+    try:
+        for sock in server.sockets:
+            mark_socket(sock, dscp)
+    except BaseException:
+        server.close()
+        raise
+    await server.start_serving()
+    return server
+
+
+def bound_port(server: asyncio.Server) -> int:
+    """The TCP port ``server`` listens on (useful after binding port 0)."""
+    return int(server.sockets[0].getsockname()[1])
