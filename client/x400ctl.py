@@ -1,0 +1,148 @@
+"""``x400ctl``: the operator's tool.
+
+``x400ctl ping HOST [PORT]`` binds to an MTA over P1 (X.411 MTA-bind on RFC 1006), reports
+the responder's name and the bind round-trip time, and releases.
+
+Exit codes: 0 bound and released; 1 the peer refused the bind (the MTABindError is printed);
+2 bad arguments; 3 timed out; 4 connection or protocol error, or the responder's name is
+not the one expected with ``--peer-name``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mta.link import BindRefusedError, LinkError, Timeouts, open_link
+from p1.mtabind import MTABindArgument
+from p1.precedence import InvalidDscpError, dscp_name, parse_dscp
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 3
+EXIT_FAILED = 4
+
+DEFAULT_PORT = 102
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PingResult:
+    """What a ping found out."""
+
+    responder_name: str | None
+    bind_seconds: float
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="x400ctl",
+        description="Operator's tool for aiox400 MTAs.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ping = commands.add_parser(
+        "ping",
+        help="bind to an MTA over P1, report its name and the bind time, release",
+        description=(
+            "Open a P1 association to HOST:PORT (RFC 1006, X.224 class 0, session, "
+            "presentation, ACSE, RTSE), bind as --mta-name with --password, print the "
+            "responder's MTA name and the bind round-trip time, then release."
+        ),
+    )
+    ping.add_argument("host", metavar="HOST", help="the MTA's host name or address")
+    ping.add_argument(
+        "port",
+        metavar="PORT",
+        type=int,
+        nargs="?",
+        default=DEFAULT_PORT,
+        help=f"its P1 port (default {DEFAULT_PORT})",
+    )
+    ping.add_argument("--mta-name", required=True, help="our MTA name in the bind")
+    ping.add_argument("--password", required=True, help="our bind password (IA5String)")
+    ping.add_argument("--peer-name", help="fail (exit 4) unless the responder names itself so")
+    ping.add_argument(
+        "--dscp", default="CS0", help="DiffServ mark of the connection: CS0..CS7, EF, AFxy, 0..63"
+    )
+    ping.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds for the connect and, separately, for the bind (default 10)",
+    )
+    return parser
+
+
+async def ping(
+    host: str, port: int, *, mta_name: str, password: str, dscp: int, timeout: float
+) -> PingResult:
+    """Bind to ``host:port``, release, and say who answered and how long the bind took."""
+    argument = MTABindArgument(initiator_name=mta_name, password=password)
+    timeouts = Timeouts(connect=timeout, bind=timeout, release=timeout)
+    started = time.perf_counter()
+    link, accepted = await open_link(host, port, argument, dscp=dscp, timeouts=timeouts)
+    elapsed = time.perf_counter() - started
+    await link.release(timeout=timeouts.release)
+    return PingResult(responder_name=accepted.result.responder_name, bind_seconds=elapsed)
+
+
+def _ping_command(args: argparse.Namespace) -> int:
+    try:
+        dscp = parse_dscp(args.dscp)
+    except InvalidDscpError as error:
+        print(f"x400ctl ping: --dscp: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    where = f"{args.host} port {args.port}"
+    try:
+        result = asyncio.run(
+            ping(
+                args.host,
+                args.port,
+                mta_name=args.mta_name,
+                password=args.password,
+                dscp=dscp,
+                timeout=args.timeout,
+            )
+        )
+    except BindRefusedError as error:
+        print(f"x400ctl ping: {where} refused the bind: {error}", file=sys.stderr)
+        return EXIT_REFUSED
+    except TimeoutError:
+        print(f"x400ctl ping: {where} did not answer within {args.timeout:g} s", file=sys.stderr)
+        return EXIT_TIMEOUT
+    except (OSError, LinkError) as error:
+        print(f"x400ctl ping: {where}: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    name = result.responder_name or "(unauthenticated)"
+    print(
+        f"{where}: bound to {name} in {result.bind_seconds * 1000:.1f} ms "
+        f"(DSCP {dscp_name(dscp)}), released"
+    )
+    if args.peer_name is not None and result.responder_name != args.peer_name:
+        print(
+            f"x400ctl ping: expected the responder {args.peer_name!r}, it named itself {name!r}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run x400ctl with ``argv`` (default: the command line); returns the exit code."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    if args.command == "ping":
+        return _ping_command(args)
+    parser.error(f"unknown command {args.command}")
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

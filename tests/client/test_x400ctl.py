@@ -1,0 +1,98 @@
+"""x400ctl ping against a real responder in another process, over loopback TCP."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from client import x400ctl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(*extra: str) -> tuple[subprocess.Popen[str], int]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.responder", *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if not line.strip().isdigit():
+        process.kill()
+        pytest.fail(f"the test responder did not start: {line!r}")
+    return process, int(line)
+
+
+@pytest.fixture
+def responder() -> Iterator[int]:
+    process, port = _start("--name", "mta-b", "--password", "b-pw", "--accept", "mta-a:a-pw")
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def silent() -> Iterator[int]:
+    process, port = _start("--silent")
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _ping(port: int, *extra: str) -> int:
+    argv = ["ping", "127.0.0.1", str(port), "--mta-name", "mta-a", *extra]
+    return x400ctl.main(argv)
+
+
+def test_ping_reports_the_responder_and_the_bind_time(
+    responder: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _ping(responder, "--password", "a-pw", "--peer-name", "mta-b", "--dscp", "CS3") == 0
+    out = capsys.readouterr().out
+    assert f"127.0.0.1 port {responder}: bound to mta-b in " in out
+    assert "ms (DSCP CS3), released" in out
+
+
+def test_ping_with_a_wrong_password_prints_the_bind_error(
+    responder: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _ping(responder, "--password", "wrong") == x400ctl.EXIT_REFUSED
+    assert "refused the bind: authentication-error" in capsys.readouterr().err
+
+
+def test_ping_notices_an_unexpected_responder_name(
+    responder: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _ping(responder, "--password", "a-pw", "--peer-name", "other") == x400ctl.EXIT_FAILED
+    assert "expected the responder 'other', it named itself 'mta-b'" in capsys.readouterr().err
+
+
+def test_ping_times_out_on_a_silent_peer(silent: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _ping(silent, "--password", "a-pw", "--timeout", "0.5") == x400ctl.EXIT_TIMEOUT
+    assert "did not answer within 0.5 s" in capsys.readouterr().err
+
+
+def test_ping_of_a_closed_port_is_a_connection_error(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert _ping(port, "--password", "a-pw") == x400ctl.EXIT_FAILED
+    assert f"127.0.0.1 port {port}:" in capsys.readouterr().err
+
+
+def test_ping_refuses_a_bad_dscp(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _ping(1, "--password", "x", "--dscp", "CS9") == x400ctl.EXIT_USAGE
+    assert "--dscp" in capsys.readouterr().err
+
+
+def test_ping_needs_its_credentials(capsys: pytest.CaptureFixture[str]) -> None:
+    assert x400ctl.main(["ping", "127.0.0.1"]) == x400ctl.EXIT_USAGE
+    assert "--mta-name" in capsys.readouterr().err

@@ -1,0 +1,165 @@
+"""P1 associations over real loopback TCP: bind, transfers, refusal, timeouts, aborts."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from benchmarks import samples
+from mta import link as links
+from mta import net
+from p1.association import AssociationSettings, BindRequested
+from p1.envelope import Message, decode_mts_apdu
+from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.precedence import Precedence
+
+ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
+RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
+
+
+@dataclass
+class Store:
+    """Accepts mta-a/a-pw; keeps what it is given, in order."""
+
+    binds: list[BindRequested] = field(default_factory=list)
+    stored: list[bytes] = field(default_factory=list)
+    gate: asyncio.Event | None = None
+
+    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
+        self.binds.append(event)
+        if (event.argument.initiator_name, event.argument.password) != ("mta-a", "a-pw"):
+            return MTABindError.AUTHENTICATION_ERROR
+        return RESULT
+
+    async def on_transfer(self, apdu: bytes) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.stored.append(apdu)
+
+
+@dataclass
+class Peer:
+    store: Store
+    port: int
+    served: list[asyncio.Task[None]]
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[Peer]:
+    store = Store()
+    served: list[asyncio.Task[None]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        served.append(task)
+        await links.serve_link(reader, writer, store)
+
+    server = await net.start_marked_server(handle, "127.0.0.1", 0, dscp=24)
+    async with server:
+        yield Peer(store, net.bound_port(server), served)
+
+
+async def test_bind_transfer_three_messages_and_release(peer: Peer) -> None:
+    settings = AssociationSettings(checkpoint_size=16, window_size=2)
+    link, accepted = await links.open_link(
+        "127.0.0.1", peer.port, ARGUMENT, settings=settings, dscp=24
+    )
+    assert accepted.result == RESULT
+    assert (accepted.checkpoint_size, accepted.window_size) == (16, 2)
+    messages = [
+        samples.message_bytes(1024, Precedence.FLASH),
+        samples.message_bytes(2048, Precedence.ROUTINE),
+        samples.message_bytes(1024**2, Precedence.PRIORITY),
+    ]
+    ids = [await link.transfer(m, timeout=30) for m in messages]
+    await link.release(timeout=10)
+    assert ids == [1, 2, 3]
+    assert peer.store.stored == messages  # byte for byte, in order, each once
+    decoded = [decode_mts_apdu(m) for m in peer.store.stored]
+    precedences = [m.envelope.precedence for m in decoded if isinstance(m, Message)]
+    assert precedences == [Precedence.FLASH, Precedence.ROUTINE, Precedence.PRIORITY]
+
+
+async def test_transfer_is_confirmed_only_after_the_store_returns(peer: Peer) -> None:
+    peer.store.gate = asyncio.Event()
+    link, _ = await links.open_link("127.0.0.1", peer.port, ARGUMENT)
+    transfer = asyncio.create_task(link.transfer(samples.message_bytes(1024), timeout=30))
+    try:
+        await asyncio.sleep(0)  # let the transfer start; it cannot complete while gated
+        done, _ = await asyncio.wait({transfer}, timeout=0.2)
+        assert not done and peer.store.stored == []
+        peer.store.gate.set()
+        assert await transfer == 1
+        assert len(peer.store.stored) == 1
+    finally:
+        transfer.cancel()
+    await link.release(timeout=10)
+
+
+async def test_wrong_password_is_refused_with_authentication_error(peer: Peer) -> None:
+    wrong = MTABindArgument(initiator_name="mta-a", password="nope")
+    with pytest.raises(links.BindRefusedError) as refused:
+        await links.open_link("127.0.0.1", peer.port, wrong)
+    assert refused.value.error is MTABindError.AUTHENTICATION_ERROR
+    assert peer.store.binds[0].argument.password == "nope"
+
+
+async def test_bind_times_out_on_a_silent_peer() -> None:
+    ended = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # says nothing; returns when the client gives up and closes
+        writer.close()
+        ended.set()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(TimeoutError):
+            await links.open_link("127.0.0.1", port, ARGUMENT, timeouts=links.Timeouts(bind=0.3))
+        await ended.wait()  # the client closed its connection after the timeout
+
+
+async def test_garbage_from_the_peer_closes_the_link_without_a_crash() -> None:
+    ended = asyncio.Event()
+
+    async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(4096)
+        writer.write(b"\x03\x00\x00\x08\xff\xff\xff\xff")  # a TPKT holding no valid TPDU
+        await writer.drain()
+        await reader.read()
+        writer.close()
+        ended.set()
+
+    server = await asyncio.start_server(garbage, "127.0.0.1", 0)
+    async with server:
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(links.LinkError):
+            await links.open_link("127.0.0.1", port, ARGUMENT)
+        await ended.wait()
+
+
+async def test_responder_survives_garbage_and_serves_the_next_peer(peer: Peer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", peer.port)
+    writer.write(b"GET / HTTP/1.0\r\n\r\n")
+    await writer.drain()
+    assert await reader.read() is not None  # the responder closes the connection
+    writer.close()
+    link, accepted = await links.open_link("127.0.0.1", peer.port, ARGUMENT)
+    assert accepted.result == RESULT
+    await link.release(timeout=10)
+    await asyncio.gather(*peer.served)  # every served connection ended without an exception
+
+
+async def test_transfer_on_a_link_the_peer_dropped_raises(peer: Peer) -> None:
+    link, _ = await links.open_link("127.0.0.1", peer.port, ARGUMENT)
+    for task in peer.served:
+        task.cancel()
+    await asyncio.gather(*peer.served, return_exceptions=True)
+    with pytest.raises(links.LinkClosedError):
+        await link.transfer(samples.message_bytes(1024), timeout=10)
+    await link.close()

@@ -1,0 +1,64 @@
+"""A minimal P1 responder for tests that need a real peer in another process.
+
+    python -m tests.support.responder --name NAME --password PW --accept NAME:PW [...]
+
+Listens on 127.0.0.1, port 0 unless ``--port``; prints the bound port on the first line of
+stdout, then serves associations: binds from an ``--accept`` pair are accepted with our name
+and password, others refused with authentication-error; transfers are confirmed at once.
+``--silent`` accepts TCP connections and never answers (for timeout tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from mta import link as links
+from mta import net
+from p1.association import BindRequested
+from p1.mtabind import MTABindError, MTABindResult
+
+
+class _Responder:
+    def __init__(self, name: str, password: str, accepted: set[tuple[str, str]]) -> None:
+        self.result = MTABindResult(responder_name=name, password=password)
+        self.accepted = accepted
+
+    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
+        pair = (event.argument.initiator_name or "", str(event.argument.password or ""))
+        return self.result if pair in self.accepted else MTABindError.AUTHENTICATION_ERROR
+
+    async def on_transfer(self, apdu: bytes) -> None:
+        return None
+
+
+async def _main(args: argparse.Namespace) -> None:
+    pairs = {tuple(p.split(":", 1)) for p in args.accept}
+    responder = _Responder(args.name, args.password, {(a, b) for a, b in pairs})
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if args.silent:
+            await reader.read()  # hold the connection, say nothing
+            writer.close()
+            return
+        await links.serve_link(reader, writer, responder)
+
+    server = await net.start_marked_server(handle, "127.0.0.1", args.port, dscp=args.dscp)
+    print(net.bound_port(server), flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="responder")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--dscp", type=int, default=0)
+    parser.add_argument("--name", default="responder")
+    parser.add_argument("--password", default="secret")
+    parser.add_argument("--accept", action="append", default=[])
+    parser.add_argument("--silent", action="store_true")
+    asyncio.run(_main(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
