@@ -1,1 +1,68 @@
-"""Configuration schema and loader (TOML), with errors naming file, key and value."""
+"""Configuration of one MTA: a TOML file validated at start into frozen typed objects.
+
+The same file drives the daemon, ``x400ctl`` and the client.  Every error names the file,
+the key, the value and what was expected; unknown keys are errors; passwords may live in
+files only their owner can read and never appear in a ``repr`` or an error.  The keys and
+their defaults are listed in :mod:`config.loader`; ``config/examples/`` holds the two-site
+lab (one connection slot per precedence group, each with its own DSCP).
+
+Public API::
+
+    load_config(path) -> MtaConfig                        config.loader
+    ConfigError(file, key, value, expected)               .file .key .value .expected .missing
+
+    MtaConfig(source, name, global_domain, password, state_dir, database, control_socket,
+              listeners, local_domains, peers, default_route, max_age, retry,
+              precedence_table, log_level, limits)        .peer(name) -> Peer
+    Listener(address, port, dscp)
+    Peer(name, host, routes, our_credentials, their_credentials, slots)
+                                                          .slot_for(precedence) -> Slot
+    Slot(precedences, port, dscp, mode, max_connections, backlog_threshold, idle_timeout)
+                                                          .admits(precedence) -> bool
+    SlotMode.PERMANENT | SlotMode.ON_DEMAND
+    AddressPrefix(text, key)                              .matches(address), .length
+    Credentials(name, password)
+    Secret(value, source)                                 .reveal(), .matches(candidate)
+    RetryPolicy(initial, maximum, factor, jitter)         .delay(attempt, draw)
+    MaxAge(override, flash, immediate, priority, routine, deferred)   .of(precedence)
+    LogLevel.DEBUG ... LogLevel.CRITICAL
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY
+"""
+
+from __future__ import annotations
+
+from config.loader import ConfigError as ConfigError
+from config.loader import load_config as load_config
+from config.schema import DEFAULT_MAX_AGE as DEFAULT_MAX_AGE
+from config.schema import DEFAULT_RETRY as DEFAULT_RETRY
+from config.schema import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
+from config.schema import AddressPrefix as AddressPrefix
+from config.schema import Credentials as Credentials
+from config.schema import Listener as Listener
+from config.schema import LogLevel as LogLevel
+from config.schema import MaxAge as MaxAge
+from config.schema import MtaConfig as MtaConfig
+from config.schema import Peer as Peer
+from config.schema import RetryPolicy as RetryPolicy
+from config.schema import Secret as Secret
+from config.schema import Slot as Slot
+from config.schema import SlotMode as SlotMode
+
+__all__ = [
+    "DEFAULT_MAX_AGE",
+    "DEFAULT_RETRY",
+    "DEFAULT_STATE_DIR",
+    "AddressPrefix",
+    "ConfigError",
+    "Credentials",
+    "Listener",
+    "LogLevel",
+    "MaxAge",
+    "MtaConfig",
+    "Peer",
+    "RetryPolicy",
+    "Secret",
+    "Slot",
+    "SlotMode",
+    "load_config",
+]

@@ -1,0 +1,619 @@
+"""Read one MTA's TOML configuration and validate it into :class:`config.schema.MtaConfig`.
+
+Every problem raises :class:`ConfigError`, naming the file, the key (``peers[0].slots[1]
+.dscp``), the value as written and what was expected::
+
+    site-a.toml: peers[0].slots[1].dscp = "CS9": expected CS0..CS7, EF, AFxy or 0..63
+
+Unknown keys are errors, so a misspelt key never silently leaves a default in place.
+Passwords never appear in messages.  Relative paths (``state_dir``, ``database`` for
+SQLite, ``control_socket``, ``password_file``) are resolved against the directory of the
+configuration file.  Apart from reading the file and the password files it names, the
+loader does no I/O: it creates no directory and opens no socket.
+
+The file (``*`` marks a required key; durations are seconds or text such as ``90s``,
+``15m``, ``4h``, ``3d``; sizes are octets or text such as ``512KiB``, ``64MiB``)::
+
+    name*            MTAName of this MTA (1..32 IA5 characters)
+    global_domain*   C, ADMD and optional PRMD, e.g. "C=GB;ADMD= ;PRMD=SITEA"
+    password | password_file   what this MTA presents in MTA-binds (default: nothing)
+    state_dir        "/var/lib/aiox400"
+    database         "sqlite:///<state_dir>/aiox400.db"
+    control_socket   "<state_dir>/control.sock"
+    local_domains    [global_domain]    O/R address prefixes delivered locally
+    default_route    none               a peer name
+    log_level        "info"             debug, info, warning, error, critical
+    [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0")
+    [retry]          initial ("1m"), maximum ("1h"), factor (2.0), jitter (0.2)
+    [max_age]        override, flash ("1h"), immediate ("4h"), priority ("12h"),
+                     routine ("24h"), deferred ("72h")
+    [dscp]           per-precedence code point overrides, e.g. flash = "EF"
+    [limits]         max_message_size, max_tsdu_size, max_spdu_size ("64MiB" each),
+                     max_tpdu_size (2048), max_connect_data_size ("64KiB")
+    [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
+                     peer_password | peer_password_file (none: not checked)
+    [[peers.slots]]  precedences*, port*, dscp (the table's, for the most urgent
+                     precedence), mode ("on-demand" | "permanent"), max_connections (1),
+                     backlog_threshold (10), idle_timeout ("5m")
+
+Cross-checks: a peer's slots admit each of the six precedences exactly once (an error
+names the unrouted ones); listener address and port pairs (a wildcard address takes the
+port on every address), peer names and routed prefixes (local domains included) are
+unique; ``default_route`` names a peer; ``retry.maximum >= retry.initial``; counts are
+>= 1 and durations > 0.  A password file must exist and give group and others no access
+(``mode & 0o077 == 0``); one trailing newline is dropped.
+
+How each kind of value is read and described lives in :mod:`config.kinds`.
+
+Public API::
+
+    load_config(path) -> MtaConfig
+    ConfigError(file, key, value, expected)      .file .key .value .expected .missing
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TypeVar
+
+from config.kinds import (
+    ADDRESS_PREFIX,
+    COUNT,
+    DATABASE_URL,
+    DSCP,
+    DURATION,
+    FACTOR,
+    FILE_NAME,
+    FRACTION,
+    GLOBAL_DOMAIN,
+    HOST,
+    LOG_LEVEL,
+    MTA_NAME,
+    PASSWORD,
+    PATH,
+    PEER_NAME,
+    PORT,
+    PRECEDENCES,
+    SIZE,
+    SLOT_MODE,
+    TPDU_SIZE,
+    Invalid,
+    Kind,
+)
+from config.schema import (
+    DEFAULT_STATE_DIR,
+    AddressPrefix,
+    Credentials,
+    Listener,
+    LogLevel,
+    MaxAge,
+    MtaConfig,
+    Peer,
+    RetryPolicy,
+    Secret,
+    Slot,
+)
+from p1.orname import ORName
+from p1.osi import StackLimits
+from p1.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
+
+__all__ = ["ConfigError", "load_config"]
+
+T = TypeVar("T")
+
+
+# --- the error ------------------------------------------------------------------------
+
+
+class _Missing(enum.Enum):
+    MISSING = "missing"
+
+
+MISSING: Final = _Missing.MISSING
+"""``ConfigError.value`` of a required key that is absent."""
+
+
+class _Hidden:
+    """Stands in for a secret in an error, so the error never holds the secret."""
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+
+HIDDEN: Final = _Hidden()
+
+_SHOW_LIMIT = 120
+
+
+def _show(value: object) -> str:
+    """A value as TOML would write it (strings quoted), cut short when long."""
+    text = _render(value)
+    return text if len(text) <= _SHOW_LIMIT else text[: _SHOW_LIMIT - 3] + "..."
+
+
+def _render(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_render(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_render(v)}" for k, v in value.items()) + " }"
+    return str(value)  # numbers, TOML dates and times, <hidden>
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used: the file, the key, its value, what was expected.
+
+    ``key`` is empty for a problem with the file as a whole; ``value`` is :data:`MISSING`
+    for an absent required key and ``None`` when the problem is not one value's (a peer
+    whose slots leave a precedence unrouted).  Secrets are replaced by ``<hidden>``.
+    """
+
+    def __init__(self, file: Path | str, key: str, value: object, expected: str) -> None:
+        self.file = Path(file)
+        self.key = key
+        self.value = value
+        self.expected = expected
+        super().__init__(self._message())
+
+    @property
+    def missing(self) -> bool:
+        """Whether a required key is absent."""
+        return self.value is MISSING
+
+    def _message(self) -> str:
+        if not self.key:
+            return f"{self.file}: expected {self.expected}"
+        if self.value is MISSING:
+            return f"{self.file}: {self.key} is missing: expected {self.expected}"
+        if self.value is None:
+            return f"{self.file}: {self.key}: expected {self.expected}"
+        return f"{self.file}: {self.key} = {_show(self.value)}: expected {self.expected}"
+
+
+# --- tables ---------------------------------------------------------------------------
+
+
+_SECRET_KEYS = ("password", "peer_password")
+_SECRET_WORDS = ("pass", "pw", "secret", "cred")
+
+
+def _looks_secret(name: str) -> bool:
+    """Whether a key, known or misspelt, may hold a password: its value is never shown."""
+    word = name.lower()
+    if word.endswith("_file"):
+        return False
+    close = difflib.get_close_matches(word, _SECRET_KEYS, n=1, cutoff=0.7)
+    return bool(close) or any(part in word for part in _SECRET_WORDS)
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """One TOML table and where it sits (``peers[0].slots[1]``)."""
+
+    file: Path
+    path: str
+    data: Mapping[str, object]
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def error(self, name: str, value: object, expected: str) -> ConfigError:
+        shown = HIDDEN if _looks_secret(name) and value is not MISSING else value
+        return ConfigError(self.file, self.key(name), shown, expected)
+
+    def has(self, name: str) -> bool:
+        return name in self.data
+
+    def get(self, name: str, kind: Kind[T], default: T | _Missing = MISSING) -> T:
+        """The converted value of ``name``, or ``default``; an error if neither."""
+        if name not in self.data:
+            if isinstance(default, _Missing):
+                raise self.error(name, MISSING, kind.expected)
+            return default
+        raw = self.data[name]
+        try:
+            return kind.convert(raw)
+        except Invalid as bad:
+            raise self.error(name, raw, bad.expected or kind.expected) from None
+
+    def table(self, name: str, known: Sequence[str]) -> _Table:
+        """The sub-table ``[name]`` (empty when absent)."""
+        raw = self.data.get(name, {})
+        if not isinstance(raw, dict):
+            raise self.error(name, raw, f"a [{_header(self.key(name))}] table")
+        return _checked_table(self.file, self.key(name), raw, known)
+
+    def tables(self, name: str, known: Sequence[str]) -> Iterator[_Table]:
+        """The array of tables ``[[name]]`` (none when absent)."""
+        raw = self.data.get(name, [])
+        if not (isinstance(raw, list) and all(isinstance(item, dict) for item in raw)):
+            raise self.error(name, raw, f"[[{_header(self.key(name))}]] tables")
+        for index, item in enumerate(raw):
+            yield _checked_table(self.file, f"{self.key(name)}[{index}]", item, known)
+
+    def items(self, name: str, kind: Kind[T], what: str) -> list[T]:
+        """The list ``name`` of values of ``kind`` (empty when absent)."""
+        raw = self.data.get(name, [])
+        if not isinstance(raw, list):
+            raise self.error(name, raw, f"a list of {what}")
+        elements = _Table(self.file, self.path, {f"{name}[{i}]": v for i, v in enumerate(raw)})
+        return [elements.get(f"{name}[{index}]", kind) for index in range(len(raw))]
+
+
+def _header(key: str) -> str:
+    """The TOML table header of a key: ``peers[0].slots`` is ``peers.slots``."""
+    return re.sub(r"\[\d+\]", "", key)
+
+
+def _checked_table(
+    file: Path, path: str, data: Mapping[str, object], known: Sequence[str]
+) -> _Table:
+    """A table whose keys are all known: a typo must not leave a default in place."""
+    table = _Table(file, path, data)
+    for name, value in data.items():
+        if name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = f' (did you mean "{guess[0]}"?)' if guess else ""
+            raise table.error(name, value, f"one of the keys {', '.join(known)}{hint}")
+    return table
+
+
+# --- keys -----------------------------------------------------------------------------
+
+_TOP_KEYS = (
+    "name",
+    "global_domain",
+    "password",
+    "password_file",
+    "state_dir",
+    "database",
+    "control_socket",
+    "local_domains",
+    "default_route",
+    "log_level",
+    "listeners",
+    "retry",
+    "max_age",
+    "dscp",
+    "limits",
+    "peers",
+)
+_LISTENER_KEYS = ("address", "port", "dscp")
+_PEER_KEYS = (
+    "name",
+    "host",
+    "routes",
+    "password",
+    "password_file",
+    "peer_password",
+    "peer_password_file",
+    "slots",
+)
+_SLOT_KEYS = tuple(
+    ["precedences", "port", "dscp", "mode", "max_connections", "backlog_threshold", "idle_timeout"]
+)
+_RETRY_KEYS = tuple(f.name for f in dataclasses.fields(RetryPolicy))
+_PRECEDENCE_KEYS = tuple(p.label for p in Precedence.most_urgent_first())
+_LIMIT_KEYS = tuple(f.name for f in dataclasses.fields(StackLimits))
+
+# A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
+_MAX_SOCKET_PATH = 107
+_SLOT_DEFAULTS = Slot(precedences=(), port=1, dscp=0)
+_WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+
+
+def _same_endpoint(one: Listener, other: Listener) -> bool:
+    """Whether two listeners would bind the same port (a wildcard address takes them all)."""
+    addresses = {one.address, other.address}
+    return one.port == other.port and (len(addresses) == 1 or bool(addresses & _WILDCARDS))
+
+
+# --- the loader -----------------------------------------------------------------------
+
+
+def load_config(path: str | os.PathLike[str]) -> MtaConfig:
+    """Read and validate the configuration file at ``path``; :class:`ConfigError` if bad."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as error:
+        raise ConfigError(file, "", None, f"a readable file ({error.strerror})") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ConfigError(file, "", None, f"UTF-8 text ({error.reason})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(file, "", None, f"valid TOML: {error}") from None
+    return _Loader(file).load(_checked_table(file, "", data, _TOP_KEYS))
+
+
+class _Loader:
+    """Builds the schema objects from the checked tables of one file."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.base = file.absolute().parent
+
+    def resolve(self, text: str) -> Path:
+        """``text`` as a path, relative ones taken from the configuration's directory."""
+        return Path(os.path.normpath(self.base / text))
+
+    def load(self, top: _Table) -> MtaConfig:
+        # Keys are read in the order the file's reference lists them, so the first error
+        # reported is the first a reader of the file would meet.
+        name = top.get("name", MTA_NAME)
+        global_domain = top.get("global_domain", GLOBAL_DOMAIN)
+        password = self.secret(top, "password", "password_file")
+        state_dir = self.resolve(top.get("state_dir", PATH, str(DEFAULT_STATE_DIR)))
+        database = self.database(top, state_dir)
+        control_socket = self.control_socket(top, state_dir)
+        local_domains = self.local_domains(top, global_domain)
+        log_level = top.get("log_level", LOG_LEVEL, LogLevel.INFO)
+        listeners = self.listeners(top)
+        retry = self.retry(top.table("retry", _RETRY_KEYS))
+        max_age = self.max_age(top.table("max_age", _PRECEDENCE_KEYS))
+        table = self.precedence_table(top.table("dscp", _PRECEDENCE_KEYS))
+        limits = self.limits(top.table("limits", _LIMIT_KEYS))
+        peers = self.peers(top, name, password, table)
+        self.check_routes(top, local_domains, peers)
+        return MtaConfig(
+            source=self.file.absolute(),
+            name=name,
+            global_domain=global_domain,
+            password=password,
+            state_dir=state_dir,
+            database=database,
+            control_socket=control_socket,
+            listeners=listeners,
+            local_domains=local_domains,
+            peers=peers,
+            default_route=self.default_route(top, peers),
+            max_age=max_age,
+            retry=retry,
+            precedence_table=table,
+            log_level=log_level,
+            limits=limits,
+        )
+
+    # --- secrets ----------------------------------------------------------------------
+
+    def secret(self, table: _Table, inline: str, file_key: str) -> Secret | None:
+        """A password given inline or in a file only its owner may read."""
+        if table.has(inline) and table.has(file_key):
+            raise table.error(
+                file_key, table.data[file_key], f"either {inline} or {file_key}, not both"
+            )
+        if table.has(file_key):
+            return self.read_secret(table, file_key, table.get(file_key, FILE_NAME))
+        if table.has(inline):
+            return table.get(inline, PASSWORD)
+        return None
+
+    def read_secret(self, table: _Table, key: str, name: str) -> Secret:
+        path = self.resolve(name)
+        try:
+            with path.open("rb") as stream:
+                mode = os.fstat(stream.fileno()).st_mode
+                if mode & 0o077:
+                    raise table.error(
+                        key,
+                        name,
+                        f"a file only its owner can access ({path} has mode "
+                        f"{mode & 0o777:04o}; chmod 600 it)",
+                    )
+                data = stream.read()
+        except FileNotFoundError:
+            raise table.error(key, name, f"an existing file ({path} does not exist)") from None
+        except OSError as error:
+            raise table.error(key, name, f"a readable file ({path}: {error.strerror})") from None
+        text = data.decode("latin-1").removesuffix("\n").removesuffix("\r")
+        if not text:
+            raise table.error(key, name, f"a file holding a password ({path} is empty)")
+        if not text.isascii():
+            raise table.error(
+                key, name, f"an ASCII password in {path} (X.411 simple credentials are IA5)"
+            )
+        return Secret(text, source=path)
+
+    # --- paths ------------------------------------------------------------------------
+
+    def database(self, top: _Table, state_dir: Path) -> str:
+        url = top.get("database", DATABASE_URL, f"sqlite:///{state_dir / 'aiox400.db'}")
+        scheme, _, rest = url.partition("://")
+        if scheme.split("+")[0].lower() != "sqlite" or not rest.startswith("/"):
+            return url
+        # SQLAlchemy: sqlite:///relative.db is relative, sqlite:////absolute.db is not.
+        path, mark, query = rest[1:].partition("?")
+        if path and path != ":memory:" and not path.startswith(("/", "file:")):
+            path = str(self.resolve(path))
+        return f"{scheme}:///{path}{mark}{query}"
+
+    def control_socket(self, top: _Table, state_dir: Path) -> Path:
+        if not top.has("control_socket"):
+            path = state_dir / "control.sock"
+        else:
+            path = self.resolve(top.get("control_socket", PATH))
+        if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+            shown = top.data.get("control_socket", str(path))
+            raise top.error(
+                "control_socket",
+                shown,
+                f"a socket path of at most {_MAX_SOCKET_PATH} octets ({path} is longer; "
+                "set control_socket or a shorter state_dir)",
+            )
+        return path
+
+    # --- tables -----------------------------------------------------------------------
+
+    def precedence_table(self, dscp: _Table) -> PrecedenceTable:
+        overrides = {
+            p: dscp.get(p.label, DSCP) for p in Precedence.most_urgent_first() if dscp.has(p.label)
+        }
+        return DEFAULT_TABLE.with_dscp(overrides) if overrides else DEFAULT_TABLE
+
+    def max_age(self, table: _Table) -> MaxAge:
+        defaults = MaxAge()
+        return MaxAge(**{k: table.get(k, DURATION, getattr(defaults, k)) for k in table.data})
+
+    def retry(self, table: _Table) -> RetryPolicy:
+        defaults = RetryPolicy()
+        policy = RetryPolicy(
+            initial=table.get("initial", DURATION, defaults.initial),
+            maximum=table.get("maximum", DURATION, defaults.maximum),
+            factor=table.get("factor", FACTOR, defaults.factor),
+            jitter=table.get("jitter", FRACTION, defaults.jitter),
+        )
+        if policy.maximum < policy.initial:
+            raise table.error(
+                "maximum",
+                table.data.get("maximum", policy.maximum),
+                f"a duration no shorter than {table.key('initial')} ({policy.initial:g} s)",
+            )
+        return policy
+
+    def limits(self, table: _Table) -> StackLimits:
+        values = {
+            name: table.get(name, TPDU_SIZE if name == "max_tpdu_size" else SIZE)
+            for name in table.data
+        }
+        return StackLimits(**values)
+
+    def local_domains(self, top: _Table, global_domain: ORName) -> tuple[AddressPrefix, ...]:
+        if not top.has("local_domains"):
+            text = str(top.data["global_domain"])
+            return (AddressPrefix(text=text, key=global_domain.route_key()),)
+        return tuple(top.items("local_domains", ADDRESS_PREFIX, "O/R address prefixes"))
+
+    def listeners(self, top: _Table) -> tuple[Listener, ...]:
+        result: list[tuple[_Table, Listener]] = []
+        for table in top.tables("listeners", _LISTENER_KEYS):
+            listener = Listener(
+                address=table.get("address", HOST, "0.0.0.0"),
+                port=table.get("port", PORT),
+                dscp=table.get("dscp", DSCP, 0),
+            )
+            for other_table, other in result:
+                if _same_endpoint(other, listener):
+                    raise table.error(
+                        "port",
+                        table.data["port"],
+                        f"a port no other listener uses on {listener.address} "
+                        f"({other_table.path} listens on {other.address} port {other.port})",
+                    )
+            result.append((table, listener))
+        return tuple(listener for _, listener in result)
+
+    # --- peers ------------------------------------------------------------------------
+
+    def peers(
+        self, top: _Table, own_name: str, mta_password: Secret | None, table: PrecedenceTable
+    ) -> tuple[Peer, ...]:
+        peers: list[Peer] = []
+        for peer_table in top.tables("peers", _PEER_KEYS):
+            peer = self.peer(peer_table, own_name, mta_password, table)
+            if peer.name == own_name:
+                raise peer_table.error("name", peer.name, "a name other than this MTA's own")
+            for index, other in enumerate(peers):
+                if other.name == peer.name:
+                    raise peer_table.error(
+                        "name", peer.name, f"a name no other peer has (peers[{index}])"
+                    )
+            peers.append(peer)
+        return tuple(peers)
+
+    def peer(
+        self, peer: _Table, own_name: str, mta_password: Secret | None, table: PrecedenceTable
+    ) -> Peer:
+        name = peer.get("name", MTA_NAME)
+        host = peer.get("host", HOST)
+        routes = tuple(peer.items("routes", ADDRESS_PREFIX, "O/R address prefixes"))
+        ours = self.secret(peer, "password", "password_file") or mta_password
+        theirs = self.secret(peer, "peer_password", "peer_password_file")
+        return Peer(
+            name=name,
+            host=host,
+            routes=routes,
+            our_credentials=Credentials(name=own_name, password=ours),
+            their_credentials=Credentials(name=name, password=theirs),
+            slots=self.slots(peer, table),
+        )
+
+    def slots(self, peer: _Table, table: PrecedenceTable) -> tuple[Slot, ...]:
+        expected = "[[peers.slots]] tables admitting all six precedences"
+        if not peer.has("slots"):
+            raise peer.error("slots", MISSING, expected)
+        slots: list[Slot] = []
+        owner: dict[Precedence, str] = {}
+        for slot_table in peer.tables("slots", _SLOT_KEYS):
+            slot = self.slot(slot_table, table)
+            taken = [p for p in slot.precedences if p in owner]
+            if taken:
+                raise slot_table.error(
+                    "precedences",
+                    slot_table.data["precedences"],
+                    f"precedences no other slot admits ({taken[0].label} is in {owner[taken[0]]})",
+                )
+            owner.update(dict.fromkeys(slot.precedences, slot_table.path))
+            slots.append(slot)
+        unrouted = [p.label for p in Precedence.most_urgent_first() if p not in owner]
+        if unrouted:
+            raise peer.error("slots", None, f"{expected} (unrouted: {', '.join(unrouted)})")
+        return tuple(slots)
+
+    def slot(self, slot: _Table, table: PrecedenceTable) -> Slot:
+        precedences = slot.get("precedences", PRECEDENCES)
+        return Slot(
+            precedences=precedences,
+            port=slot.get("port", PORT),
+            dscp=slot.get("dscp", DSCP, table.dscp(precedences[0])),
+            mode=slot.get("mode", SLOT_MODE, _SLOT_DEFAULTS.mode),
+            max_connections=slot.get("max_connections", COUNT, _SLOT_DEFAULTS.max_connections),
+            backlog_threshold=slot.get(
+                "backlog_threshold", COUNT, _SLOT_DEFAULTS.backlog_threshold
+            ),
+            idle_timeout=slot.get("idle_timeout", DURATION, _SLOT_DEFAULTS.idle_timeout),
+        )
+
+    # --- routing ----------------------------------------------------------------------
+
+    def check_routes(
+        self, top: _Table, local_domains: tuple[AddressPrefix, ...], peers: tuple[Peer, ...]
+    ) -> None:
+        """Each prefix is routed once: to the local store or to one peer."""
+        claims = [(f"local_domains[{index}]", prefix) for index, prefix in enumerate(local_domains)]
+        if not top.has("local_domains"):
+            claims = [("global_domain", local_domains[0])]
+        for number, peer in enumerate(peers):
+            claims += [
+                (f"peers[{number}].routes[{index}]", prefix)
+                for index, prefix in enumerate(peer.routes)
+            ]
+        seen: dict[tuple[str, ...], str] = {}
+        for key, prefix in claims:
+            if prefix.key in seen:
+                raise ConfigError(
+                    top.file, key, prefix.text, f"a prefix not already routed by {seen[prefix.key]}"
+                )
+            seen[prefix.key] = key
+
+    def default_route(self, top: _Table, peers: tuple[Peer, ...]) -> str | None:
+        if not top.has("default_route"):
+            return None
+        name = top.get("default_route", PEER_NAME)
+        names = [peer.name for peer in peers]
+        if name not in names:
+            known = ", ".join(names) or "none are configured"
+            raise top.error("default_route", name, f"the name of a peer ({known})")
+        return name

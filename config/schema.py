@@ -1,0 +1,305 @@
+"""Typed configuration of one MTA: what :func:`config.loader.load_config` returns.
+
+Every value here has been checked by the loader (ranges, cross-references, coverage of
+the six STANAG 4406 precedences by each peer's connection slots), so the daemon, the
+operator tool and the client take them as they are.  Objects built directly in code
+are not checked: build them through the loader, or keep to the rules the loader states.
+
+Times are seconds (float); sizes are octets; relative paths have already been resolved
+against the directory of the configuration file.
+
+Public API::
+
+    MtaConfig            the whole file
+    Listener             one local listening address, port and DSCP
+    Peer, Slot, SlotMode a neighbouring MTA and the connection slots of its channel
+    AddressPrefix        an O/R address prefix (route or local domain) and its route key
+    Credentials, Secret  MTA-bind name and password; a Secret never shows its value
+    RetryPolicy          backoff between attempts to reach a peer
+    MaxAge               per-precedence age after which a message is non-delivered
+    LogLevel             the daemon's log threshold
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY
+"""
+
+from __future__ import annotations
+
+import enum
+import hmac
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from p1.orname import ORAddress
+from p1.osi import DEFAULT_LIMITS, StackLimits
+from p1.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
+
+__all__ = [
+    "DEFAULT_MAX_AGE",
+    "DEFAULT_RETRY",
+    "DEFAULT_STATE_DIR",
+    "AddressPrefix",
+    "Credentials",
+    "Listener",
+    "LogLevel",
+    "MaxAge",
+    "MtaConfig",
+    "Peer",
+    "RetryPolicy",
+    "Secret",
+    "Slot",
+    "SlotMode",
+]
+
+DEFAULT_STATE_DIR = Path("/var/lib/aiox400")
+"""Where the queue database and the control socket live unless configured otherwise."""
+
+_HOUR = 3600.0
+
+
+class SlotMode(enum.Enum):
+    """How a connection slot keeps its connections."""
+
+    PERMANENT = "permanent"
+    """Opened at start and re-opened with backoff whenever it drops."""
+    ON_DEMAND = "on-demand"
+    """Opened when a message is waiting; closed after the slot's idle timeout."""
+
+
+class LogLevel(enum.StrEnum):
+    """The daemon's log threshold; ``level.name`` is the :mod:`logging` level name."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class Secret:
+    """A password.  ``repr`` and ``str`` never show it; :meth:`reveal` does.
+
+    X.411 simple credentials travel as an IA5String, so the loader only admits ASCII.
+    """
+
+    value: str
+    """The password itself: read it with :meth:`reveal`, which says why at the call."""
+    source: Path | None = None
+    """The file it was read from; None: written inline in the configuration."""
+
+    def reveal(self) -> str:
+        """The password, for the MTA-bind that sends it."""
+        return self.value
+
+    def matches(self, candidate: str | bytes) -> bool:
+        """Whether a password a peer presented is this one (constant-time comparison)."""
+        if isinstance(candidate, str):
+            candidate = candidate.encode("utf-8", "surrogatepass")
+        return hmac.compare_digest(candidate, self.value.encode("utf-8", "surrogatepass"))
+
+    def __repr__(self) -> str:
+        where = "inline" if self.source is None else f"from {str(self.source)!r}"
+        return f"Secret(<hidden>, {where})"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    """One side of an MTA-bind (X.411 clause 12.1.1): MTAName and simple credentials."""
+
+    name: str
+    """The MTAName (IA5String, 1..32 characters)."""
+    password: Secret | None = None
+    """The password; None: no password (an unauthenticated bind, or none checked)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddressPrefix:
+    """An O/R address prefix: C, then ADMD, PRMD, O and OUs, none skipped.
+
+    Matching compares route keys (X.411 comparison form: case folded, spaces collapsed),
+    so ``C=GB;ADMD= ;PRMD=SiteB`` matches every address in that PRMD.
+    """
+
+    text: str
+    """The prefix as written in the configuration."""
+    key: tuple[str, ...]
+    """:meth:`p1.orname.ORAddress.route_key` of the prefix: (c, admd, prmd, o, ou1, ...)."""
+
+    def matches(self, address: ORAddress) -> bool:
+        """Whether ``address`` lies under this prefix."""
+        return address.route_key()[: len(self.key)] == self.key
+
+    @property
+    def length(self) -> int:
+        """Number of components: the longest matching prefix is the most specific route."""
+        return len(self.key)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Listener:
+    """A local address the MTA accepts P1 connections on (RFC 1006 over TCP)."""
+
+    address: str
+    """IP address or host name to bind; ``0.0.0.0`` or ``::`` for every interface."""
+    port: int
+    """TCP port, 1..65535."""
+    dscp: int = 0
+    """Code point (0..63) set on the listening socket before the first accept, so the
+    connections it accepts answer with the same mark (one listener port per DSCP)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slot:
+    """A connection slot of a peer channel: which precedences it carries and how."""
+
+    precedences: tuple[Precedence, ...]
+    """The precedences this slot admits (its schedule), most urgent first."""
+    port: int
+    """The peer's TCP port for this slot, 1..65535."""
+    dscp: int
+    """Code point (0..63) of this slot's connections; by default the precedence table's
+    code point of the slot's most urgent precedence."""
+    mode: SlotMode = SlotMode.ON_DEMAND
+    """Permanent (kept open) or on demand (opened for waiting messages)."""
+    max_connections: int = 1
+    """Parallel connections this slot may hold (>= 1)."""
+    backlog_threshold: int = 10
+    """Messages waiting for this slot, per open connection, before one more connection
+    opens (>= 1): a second connection is never opened for a single waiting message."""
+    idle_timeout: float = 300.0
+    """Seconds without traffic after which an on-demand connection is closed, and after
+    which a permanent slot closes the connections it opened beyond its first (> 0)."""
+
+    def admits(self, precedence: Precedence) -> bool:
+        """Whether messages of ``precedence`` travel on this slot."""
+        return precedence in self.precedences
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Peer:
+    """A neighbouring MTA, the addresses routed to it, and its connection slots."""
+
+    name: str
+    """The peer's MTAName: what it presents when it binds to us, and how
+    ``default_route`` and the operator tool refer to it."""
+    host: str
+    """Host name or IP address to connect to."""
+    routes: tuple[AddressPrefix, ...] = ()
+    """O/R address prefixes routed to this peer."""
+    our_credentials: Credentials
+    """What we present in MTA-binds with this peer (our name; the peer's ``password``,
+    else the MTA's)."""
+    their_credentials: Credentials
+    """What the peer must present: its name and, when set, its ``peer_password``."""
+    slots: tuple[Slot, ...]
+    """Connection slots; together they admit each precedence exactly once."""
+
+    def slot_for(self, precedence: Precedence) -> Slot:
+        """The slot that carries ``precedence`` (the loader guarantees there is one)."""
+        for slot in self.slots:
+            if slot.admits(precedence):
+                return slot
+        raise LookupError(f"peer {self.name} has no slot for {precedence.label}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MaxAge:
+    """Seconds a message may wait before the MTA gives up and reports non-delivery.
+
+    The defaults follow the spirit of ACP 121 handling targets, with room for outages:
+    override and flash 1 h, immediate 4 h, priority 12 h, routine 24 h, deferred 72 h.
+    """
+
+    override: float = 1 * _HOUR
+    flash: float = 1 * _HOUR
+    immediate: float = 4 * _HOUR
+    priority: float = 12 * _HOUR
+    routine: float = 24 * _HOUR
+    deferred: float = 72 * _HOUR
+
+    def of(self, precedence: Precedence) -> float:
+        """The maximum age of a message of ``precedence``."""
+        value: float = getattr(self, precedence.label)
+        return value
+
+
+DEFAULT_MAX_AGE = MaxAge()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """Backoff between attempts to reach a peer: grows by ``factor`` up to ``maximum``,
+    spread by ``jitter`` so that a whole deferred queue does not come due at once."""
+
+    initial: float = 60.0
+    """Seconds before the first retry (> 0)."""
+    maximum: float = _HOUR
+    """Longest wait between attempts (>= initial)."""
+    factor: float = 2.0
+    """Growth of the wait from one attempt to the next (>= 1)."""
+    jitter: float = 0.2
+    """Fraction (0 <= jitter < 1) by which a wait is randomly lengthened or shortened."""
+
+    def delay(self, attempt: int, draw: float) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1, 2, ...).
+
+        ``draw`` is a random number in [0, 1) supplied by the caller, so the policy stays
+        a pure function: 0.5 gives the nominal wait, 0 and 1 its ends.
+        """
+        nominal = min(self.maximum, self.initial * self.factor ** max(0, attempt - 1))
+        return nominal * (1.0 + self.jitter * (2.0 * draw - 1.0))
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MtaConfig:
+    """One MTA's configuration file, validated."""
+
+    source: Path
+    """The configuration file (absolute); relative paths in it were resolved against its
+    directory."""
+    name: str
+    """This MTA's MTAName (X.411 clause 12.1.1), 1..32 IA5 characters."""
+    global_domain: ORAddress
+    """The global domain identifier put in trace information: country, ADMD, optional
+    PRMD (X.411 clause 12.2.1.1.1.10)."""
+    password: Secret | None = None
+    """The password this MTA presents in MTA-binds unless a peer sets its own."""
+    state_dir: Path = DEFAULT_STATE_DIR
+    """Directory for the queue database, the control socket and other state."""
+    database: str = field(repr=False)
+    """SQLAlchemy URL of the queue and store; default a SQLite file in ``state_dir``.
+    A relative SQLite path is resolved against the configuration file's directory.  Left
+    out of ``repr``: a server database URL may carry a password."""
+    control_socket: Path
+    """Unix socket of the local control API; default ``state_dir/control.sock``."""
+    listeners: tuple[Listener, ...] = ()
+    """Where peers connect to us; none: this MTA only sends."""
+    local_domains: tuple[AddressPrefix, ...]
+    """Address prefixes delivered into the local message store; default the global
+    domain."""
+    peers: tuple[Peer, ...] = ()
+    """Neighbouring MTAs."""
+    default_route: str | None = None
+    """Name of the peer that gets addresses no route and no local domain matches;
+    None: such addresses are non-delivered (unable to transfer)."""
+    max_age: MaxAge = DEFAULT_MAX_AGE
+    """Per-precedence age at which a waiting message is non-delivered."""
+    retry: RetryPolicy = DEFAULT_RETRY
+    """Backoff between attempts to reach a peer."""
+    precedence_table: PrecedenceTable = DEFAULT_TABLE
+    """Precedence to P1 priority and DSCP mapping, with the configured DSCP overrides."""
+    log_level: LogLevel = LogLevel.INFO
+    """The daemon's log threshold."""
+    limits: StackLimits = field(default=DEFAULT_LIMITS)
+    """Sizes the protocol stack accepts from a peer (largest message and so on)."""
+
+    def peer(self, name: str) -> Peer:
+        """The peer called ``name``; :class:`KeyError` if there is none."""
+        for peer in self.peers:
+            if peer.name == name:
+                return peer
+        raise KeyError(name)
