@@ -1,0 +1,76 @@
+"""Routing by O/R address prefix over the example two-site configuration."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from config.loader import load_config
+from config.schema import MtaConfig
+from mta.routing import LocalRoute, NoRoute, PeerRoute, Router
+from p1.orname import parse_orname
+from p1.report import NonDeliveryDiagnostic, NonDeliveryReason
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+
+
+@pytest.fixture(scope="module")
+def site_a() -> MtaConfig:
+    return load_config(EXAMPLES / "site-a.toml")
+
+
+@pytest.mark.parametrize(
+    ("recipient", "expected"),
+    [
+        ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith", LocalRoute()),
+        ("C=GB;ADMD= ;PRMD=SiteA;O=HQ;S=Smith", LocalRoute()),  # compared case-folded
+        ("C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones", PeerRoute("MTA-B")),
+        ("C=GB;ADMD= ;PRMD=SITEC;O=HQ;S=Brown", NoRoute()),
+        ("C=FR;ADMD= ;PRMD=SITEA;S=Martin", NoRoute()),
+    ],
+)
+def test_route_by_prefix(site_a: MtaConfig, recipient: str, expected: object) -> None:
+    assert Router(site_a).route(parse_orname(recipient)) == expected
+
+
+def test_no_route_carries_the_non_delivery_codes() -> None:
+    assert NoRoute().reason is NonDeliveryReason.UNABLE_TO_TRANSFER
+    assert NoRoute().diagnostic is NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME
+
+
+def test_default_route_takes_what_no_prefix_matches(site_a: MtaConfig) -> None:
+    router = Router(replace(site_a, default_route="MTA-B"))
+    assert router.route(parse_orname("C=US;ADMD= ;PRMD=X;S=Doe")) == PeerRoute("MTA-B")
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;S=Smith")) == LocalRoute()
+
+
+def test_longest_prefix_wins(site_a: MtaConfig) -> None:
+    # A more specific local prefix inside the peer's PRMD keeps that O local.
+    (local,) = site_a.local_domains
+    peer_prefix = site_a.peers[0].routes[0]
+    specific = replace(
+        peer_prefix, text=peer_prefix.text + ";O=LOCALHQ", key=(*peer_prefix.key, "localhq")
+    )
+    router = Router(replace(site_a, local_domains=(local, specific)))
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEB;O=LocalHQ;S=X")) == LocalRoute()
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEB;O=Other;S=X")) == PeerRoute("MTA-B")
+
+
+def test_split_groups_recipients_by_route_in_order(site_a: MtaConfig) -> None:
+    names = [
+        "C=GB;ADMD= ;PRMD=SITEB;S=B1",
+        "C=GB;ADMD= ;PRMD=SITEA;S=A1",
+        "C=GB;ADMD= ;PRMD=SITEB;S=B2",
+        "C=GB;ADMD= ;PRMD=NOWHERE;S=N1",
+    ]
+    groups = Router(site_a).split(parse_orname(n) for n in names)
+    assert {route: [r.canonical for r in rs] for route, rs in groups.items()} == {
+        PeerRoute("MTA-B"): [
+            parse_orname(names[0]).canonical,
+            parse_orname(names[2]).canonical,
+        ],
+        LocalRoute(): [parse_orname(names[1]).canonical],
+        NoRoute(): [parse_orname(names[3]).canonical],
+    }
