@@ -1,0 +1,66 @@
+"""The queue manager's decisions as pure functions of state and an injected clock.
+
+Postfix's queue manager is the model (style guide, section 6): what to send next, how many
+connections a slot should hold open, when a failed attempt is retried and when a recipient
+expires are decided here without sockets or a database, so they are tested with plain
+values.  The asyncio code in :mod:`mta` applies them.
+
+Rules:
+
+1. Within a peer, the next message for a slot is the most urgent precedence the slot
+   admits, then the oldest (the store orders its claims so).
+2. A permanent slot holds one connection open at all times; an on-demand slot opens one
+   only while messages wait for it and closes it after ``idle_timeout`` without traffic.
+3. A second (third, ...) connection in a slot opens only when the slot's backlog reaches
+   ``backlog_threshold`` per open connection, never merely because a message waits, and
+   never beyond ``max_connections``.  Extra connections close after ``idle_timeout``.
+4. Temporary failures retry after ``RetryPolicy.delay``: growing, capped, jittered.
+5. A recipient expires at its envelope's latest-delivery-time, or at arrival plus the
+   maximum age configured for its precedence, whichever comes first.
+
+Public API::
+
+    connections_wanted(slot, backlog) -> int
+    should_close(slot, index, idle_for, backlog) -> bool
+    retry_at(now, attempt, policy, draw) -> float
+    expires_at(arrival, precedence, max_age, latest_delivery) -> float
+"""
+
+from __future__ import annotations
+
+from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
+from p1.precedence import Precedence
+
+
+def connections_wanted(slot: Slot, backlog: int) -> int:
+    """How many connections ``slot`` should have open with ``backlog`` messages waiting.
+
+    ``backlog`` counts messages due for the slot and not yet being transferred.
+    """
+    if backlog <= 0:
+        return 1 if slot.mode is SlotMode.PERMANENT else 0
+    return min(slot.max_connections, 1 + backlog // slot.backlog_threshold)
+
+
+def should_close(slot: Slot, index: int, idle_for: float, backlog: int) -> bool:
+    """Whether connection number ``index`` (0 = the first) of ``slot`` should close now.
+
+    A connection closes once it has been idle for ``idle_timeout`` and the slot no longer
+    wants it: the first connection of a permanent slot never closes for idleness.
+    """
+    if idle_for < slot.idle_timeout:
+        return False
+    return index >= connections_wanted(slot, backlog)
+
+
+def retry_at(now: float, attempt: int, policy: RetryPolicy, draw: float) -> float:
+    """When to try again after failed attempt number ``attempt`` (1, 2, ...) at ``now``."""
+    return now + policy.delay(attempt, draw)
+
+
+def expires_at(
+    arrival: float, precedence: Precedence, max_age: MaxAge, latest_delivery: float | None
+) -> float:
+    """The time after which an undelivered recipient gets a non-delivery report."""
+    limit = arrival + max_age.of(precedence)
+    return limit if latest_delivery is None else min(limit, latest_delivery)

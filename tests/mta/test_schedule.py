@@ -1,0 +1,86 @@
+"""The queue manager's pure decisions: connections per slot, idle close, retry, expiry."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
+from mta.schedule import connections_wanted, expires_at, retry_at, should_close
+from p1.precedence import Precedence
+
+PERMANENT = Slot(
+    precedences=(Precedence.FLASH,),
+    port=5003,
+    dscp=24,
+    mode=SlotMode.PERMANENT,
+    max_connections=1,
+    backlog_threshold=10,
+    idle_timeout=60,
+)
+ON_DEMAND = Slot(
+    precedences=(Precedence.ROUTINE,),
+    port=5000,
+    dscp=0,
+    mode=SlotMode.ON_DEMAND,
+    max_connections=3,
+    backlog_threshold=20,
+    idle_timeout=120,
+)
+
+
+@pytest.mark.parametrize(
+    ("slot", "backlog", "wanted"),
+    [
+        (PERMANENT, 0, 1),
+        (PERMANENT, 1000, 1),  # max_connections caps it
+        (ON_DEMAND, 0, 0),
+        (ON_DEMAND, 1, 1),
+        (ON_DEMAND, 19, 1),  # below the threshold: one connection, however long it takes
+        (ON_DEMAND, 20, 2),  # the threshold reached: a second connection
+        (ON_DEMAND, 39, 2),
+        (ON_DEMAND, 40, 3),
+        (ON_DEMAND, 10_000, 3),
+    ],
+)
+def test_connections_wanted(slot: Slot, backlog: int, wanted: int) -> None:
+    assert connections_wanted(slot, backlog) == wanted
+
+
+@given(backlog=st.integers(min_value=0, max_value=10**6))
+def test_connections_wanted_stays_within_bounds(backlog: int) -> None:
+    wanted = connections_wanted(ON_DEMAND, backlog)
+    assert 0 <= wanted <= ON_DEMAND.max_connections
+    assert (wanted > 1) == (backlog >= ON_DEMAND.backlog_threshold)
+
+
+def test_permanent_first_connection_never_closes_for_idleness() -> None:
+    assert not should_close(PERMANENT, 0, idle_for=10**9, backlog=0)
+
+
+def test_on_demand_connection_closes_after_idle_timeout_only() -> None:
+    assert not should_close(ON_DEMAND, 0, idle_for=119.9, backlog=0)
+    assert should_close(ON_DEMAND, 0, idle_for=120, backlog=0)
+    assert not should_close(ON_DEMAND, 0, idle_for=500, backlog=1)  # still wanted
+
+
+def test_extra_connection_closes_when_backlog_falls() -> None:
+    assert not should_close(ON_DEMAND, 1, idle_for=500, backlog=25)
+    assert should_close(ON_DEMAND, 1, idle_for=500, backlog=5)
+
+
+def test_retry_grows_and_is_capped() -> None:
+    policy = RetryPolicy(initial=30, maximum=600, factor=2, jitter=0.2)
+    nominal = [retry_at(1000, attempt, policy, 0.5) - 1000 for attempt in range(1, 8)]
+    assert nominal == [30, 60, 120, 240, 480, 600, 600]
+    assert retry_at(1000, 1, policy, 0.0) == pytest.approx(1000 + 24)
+    assert retry_at(1000, 1, policy, 0.999999) == pytest.approx(1000 + 36, abs=1e-3)
+
+
+def test_expiry_by_precedence_or_latest_delivery_whichever_first() -> None:
+    ages = MaxAge()
+    assert expires_at(0, Precedence.FLASH, ages, None) == ages.flash
+    assert expires_at(0, Precedence.ROUTINE, ages, None) == ages.routine
+    assert expires_at(0, Precedence.ROUTINE, ages, 600.0) == 600.0
+    assert expires_at(0, Precedence.FLASH, ages, 10**9) == ages.flash
