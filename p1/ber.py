@@ -27,7 +27,8 @@ Public API::
 
 Flat reader (the IPM codecs; a TLV is a plain tuple, see the section below)::
 
-    FlatTlv, read(view, pos, end), single(data, what) -> (view, tlv), items(view, tlv, what)
+    FlatTlv, View (bytes or memoryview), read(view, pos, end), single(data, what) -> (view, tlv),
+    items(view, tlv, what)
     members(view, tlv, names, what) -> {name: tlv}      a SET by member tag
     exact(view, tlv) -> bool                            the header is the one we write
     octets / text / integer / boolean / oid / utctime / bits   primitive values
@@ -192,8 +193,6 @@ _LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
 """(tag, constructed) of each identifier octet with a low tag number; None: a high one."""
 _LOW_TAG_FORM: tuple[bool, ...] = tuple(low is not None for low in _LOW_TAGS)
 """Whether each identifier octet has a low tag number."""
-_LOW_TAG: tuple[int, ...] = tuple(-1 if low is None else low[0] for low in _LOW_TAGS)
-_LOW_FORM: tuple[bool, ...] = tuple(low is not None and low[1] for low in _LOW_TAGS)
 
 
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
@@ -270,16 +269,16 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
     while offset < end:
         # read_tlv's common case, inline: most of an envelope's decoding is spent here.
         first = data[offset]
-        body = offset + 2
-        if body <= end and _LOW_TAG_FORM[first]:
+        try:
             length = data[offset + 1]
-            if length < 0x80 and body + length <= end:
-                stop = body + length
-                append(
-                    _new_tlv(
-                        Tlv, (data, offset, body, stop, stop, _LOW_TAG[first], _LOW_FORM[first])
-                    )
-                )
+        except IndexError:
+            length = 0x80  # (truncated: _read_tlv says so)
+        low = _LOW_TAGS[first]
+        if length < 0x80 and low is not None:
+            body = offset + 2
+            stop = body + length
+            if stop <= end:  # (past ``end``, _read_tlv says what is wrong)
+                append(_new_tlv(Tlv, (data, offset, body, stop, stop, *low)))
                 offset = stop
                 continue
         child = _read_tlv(data, offset, end, 1)
@@ -422,7 +421,12 @@ def read_int(tlv: Tlv, what: str) -> int:
 
 def int_contents(value: int) -> bytes:
     """Two's complement contents octets of ``value``, shortest form (X.690 8.3)."""
+    if isinstance(value, int) and 0 <= value < 0x80:
+        return _ONE_OCTET[value]  # (numbers, enumerations and flags are mostly small)
     return value.to_bytes((value + (value < 0)).bit_length() // 8 + 1, "big", signed=True)
+
+
+_ONE_OCTET = tuple(bytes((n,)) for n in range(0x80))
 
 
 def read_bounded_int(tlv: Tlv, what: str, low: int, high: int) -> int:
@@ -772,15 +776,39 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
     ``members`` maps each tag to a member name (an untagged CHOICE member appears once
     per alternative).  An unknown tag or a repeated member is an error.
     """
+    data, _, offset, end, _, tag, is_constructed = tlv
+    if not is_constructed:
+        raise DecodeError(f"{tag_name(tag)} must be constructed", where=what)
     found = _new_members(SetMembers)  # (no Python-level __init__)
     get = members.get
-    for child in children(tlv, what):
+    problem = ""
+    while offset < end:
+        # children(), inline: an envelope has a SET per recipient and per trace entry.
+        first = data[offset]
+        try:
+            length = data[offset + 1]
+        except IndexError:
+            length = 0x80  # (truncated: _read_tlv says so)
+        low = _LOW_TAGS[first]
+        stop = offset + 2 + length
+        if length < 0x80 and low is not None and stop <= end:
+            child = _new_tlv(Tlv, (data, offset, offset + 2, stop, stop, *low))
+        else:
+            child = _read_tlv(data, offset, end, 1)
+            stop = child.stop
         name = get(child[5])
-        if name is None:
-            raise DecodeError(f"unexpected {tag_name(child.tag)}", where=what)
-        if name in found:
-            raise DecodeError(f"{name.replace('_', '-')} appears twice", where=what)
-        found[name] = child
+        if name is None or name in found:
+            # (Reported once every member has been read, as children() then the check would.)
+            problem = problem or (
+                f"unexpected {tag_name(child.tag)}"
+                if name is None
+                else f"{name.replace('_', '-')} appears twice"
+            )
+        else:
+            found[name] = child
+        offset = stop
+    if problem:
+        raise DecodeError(problem, where=what)
     found.order = tuple(found)  # a dict keeps the order of insertion: the wire order
     return found
 
@@ -826,6 +854,9 @@ def keep(name: str, is_default: bool, wire_order: Sequence[str]) -> bool:
 
 FlatTlv: TypeAlias = tuple[int, int, int, int, int]
 """(key, start, body, end, stop)."""
+View: TypeAlias = bytes | memoryview
+"""What the flat reader reads: a view, or the bytes themselves (cheaper to slice: a
+decoder given ``bytes`` reads those, with the offsets of the view :func:`single` made)."""
 _OID_OCTET: Final = 0x06
 
 
@@ -833,7 +864,7 @@ def _error(why: str, pos: int) -> DecodeError:
     return DecodeError(why, where=f"offset {pos}")
 
 
-def _high_tag(view: memoryview, pos: int, end: int) -> tuple[int, int]:
+def _high_tag(view: View, pos: int, end: int) -> tuple[int, int]:
     number = 0
     p = pos + 1
     for _ in range(4):
@@ -847,7 +878,7 @@ def _high_tag(view: memoryview, pos: int, end: int) -> tuple[int, int]:
     raise _error("truncated or over-long tag number", pos)
 
 
-def read(view: memoryview, pos: int, end: int, depth: int = 0) -> FlatTlv:
+def read(view: View, pos: int, end: int, depth: int = 0) -> FlatTlv:
     """The TLV at ``pos``, which must end by ``end`` (X.690 8.1.2 to 8.1.5)."""
     if pos + 2 > end:
         raise _error("truncated: a tag and length were expected", pos)
@@ -874,7 +905,7 @@ def read(view: memoryview, pos: int, end: int, depth: int = 0) -> FlatTlv:
     return key, pos, p, stop, stop
 
 
-def _indefinite(view: memoryview, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:
+def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:
     if not key & CONSTRUCTED:
         raise _error("indefinite length on a primitive value", pos)
     if depth >= MAX_DEPTH:
@@ -897,7 +928,7 @@ def single(data: bytes | bytearray | memoryview, what: str) -> tuple[memoryview,
     return view, tlv
 
 
-def items(view: memoryview, tlv: FlatTlv, what: str) -> list[FlatTlv]:
+def items(view: View, tlv: FlatTlv, what: str) -> list[FlatTlv]:
     """The TLVs inside a constructed value."""
     key, _, pos, end, _ = tlv
     if not key & CONSTRUCTED:
@@ -907,11 +938,15 @@ def items(view: memoryview, tlv: FlatTlv, what: str) -> list[FlatTlv]:
     while pos < end:
         # Inline the common case (low tag number, short definite length) of read().
         key = view[pos]
-        if key & 0x1F != 0x1F and pos + 1 < end:
+        try:
             first = view[pos + 1]
-            stop = pos + 2 + first
-            if first < 0x80 and stop <= end:
-                append((key, pos, pos + 2, stop, stop))
+        except IndexError:
+            first = 0x80  # (truncated: read() says so)
+        if first < 0x80 and _LOW_TAG_FORM[key]:
+            body = pos + 2
+            stop = body + first
+            if stop <= end:  # (past ``end``, read() says what is wrong)
+                append((key, pos, body, stop, stop))
                 pos = stop
                 continue
         item = read(view, pos, end, 1)
@@ -920,23 +955,45 @@ def items(view: memoryview, tlv: FlatTlv, what: str) -> list[FlatTlv]:
     return found
 
 
-def members(
-    view: memoryview, tlv: FlatTlv, names: Mapping[int, str], what: str
-) -> dict[str, FlatTlv]:
+def members(view: View, tlv: FlatTlv, names: Mapping[int, str], what: str) -> dict[str, FlatTlv]:
     """The members of a SET by name; ``names`` maps identifier octets (constructed bit
     clear) to names.  An unknown or repeated member is an error."""
+    key, _, pos, end, _ = tlv
+    if not key & CONSTRUCTED:
+        raise DecodeError("a constructed value was expected", where=what)
     found: dict[str, FlatTlv] = {}
-    for item in items(view, tlv, what):
-        name = names.get(item[0] & ~CONSTRUCTED)
-        if name is None:
-            raise DecodeError(f"unexpected member with tag 0x{view[item[1]]:02x}", where=what)
-        if name in found:
-            raise DecodeError(f"{name} appears twice", where=what)
-        found[name] = item
+    get = names.get
+    problem = ""
+    while pos < end:
+        # items(), inline: a heading and each of its descriptors is a SET.
+        key = view[pos]
+        try:
+            first = view[pos + 1]
+        except IndexError:
+            first = 0x80  # (truncated: read() says so)
+        stop = pos + 2 + first
+        if first < 0x80 and _LOW_TAG_FORM[key] and stop <= end:
+            item = (key, pos, pos + 2, stop, stop)
+        else:
+            item = read(view, pos, end, 1)
+            key = item[0]
+        name = get(key & ~CONSTRUCTED)
+        if name is None or name in found:
+            # (Reported once every member has been read, as items() then the check would.)
+            problem = problem or (
+                f"unexpected member with tag 0x{view[pos]:02x}"
+                if name is None
+                else f"{name} appears twice"
+            )
+        else:
+            found[name] = item
+        pos = item[4]
+    if problem:
+        raise DecodeError(problem, where=what)
     return found
 
 
-def exact(view: memoryview, tlv: FlatTlv) -> bool:
+def exact(view: View, tlv: FlatTlv) -> bool:
     """The header is the one this package writes: one identifier octet and the
     shortest definite length."""
     key, start, body, end, stop = tlv
@@ -950,14 +1007,14 @@ def _header_size(length: int) -> int:
 # --- flat reader: primitive values -----------------------------------------------------
 
 
-def octets(view: memoryview, tlv: FlatTlv, what: str) -> bytes:
+def octets(view: View, tlv: FlatTlv, what: str) -> bytes:
     """The octets of a string type, primitive or segmented (X.690 8.7.3, 8.23.6)."""
     if not tlv[0] & CONSTRUCTED:
         return bytes(view[tlv[2] : tlv[3]])
     return b"".join(_flat_segments(view, tlv, what, 0))
 
 
-def _flat_segments(view: memoryview, tlv: FlatTlv, what: str, depth: int) -> list[memoryview]:
+def _flat_segments(view: View, tlv: FlatTlv, what: str, depth: int) -> list[View]:
     pieces = []
     for item in items(view, tlv, what):
         if not item[0] & CONSTRUCTED:
@@ -969,7 +1026,7 @@ def _flat_segments(view: memoryview, tlv: FlatTlv, what: str, depth: int) -> lis
     return pieces
 
 
-def text(view: memoryview, tlv: FlatTlv, what: str, encoding: str = "ascii") -> str:
+def text(view: View, tlv: FlatTlv, what: str, encoding: str = "ascii") -> str:
     """A character string (PrintableString, IA5String: ASCII; Teletex: ``latin-1``)."""
     try:
         return octets(view, tlv, what).decode(encoding)
@@ -979,13 +1036,13 @@ def text(view: memoryview, tlv: FlatTlv, what: str, encoding: str = "ascii") -> 
         ) from None
 
 
-def _primitive(view: memoryview, tlv: FlatTlv, what: str) -> memoryview:
+def _primitive(view: View, tlv: FlatTlv, what: str) -> View:
     if tlv[0] & CONSTRUCTED:
         raise DecodeError("a primitive value was expected", where=what)
     return view[tlv[2] : tlv[3]]
 
 
-def integer(view: memoryview, tlv: FlatTlv, what: str) -> int:
+def integer(view: View, tlv: FlatTlv, what: str) -> int:
     """An INTEGER or ENUMERATED (X.690 8.3, 8.4)."""
     contents = _primitive(view, tlv, what)
     if not 0 < len(contents) <= _MAX_INT_OCTETS:
@@ -993,7 +1050,7 @@ def integer(view: memoryview, tlv: FlatTlv, what: str) -> int:
     return int.from_bytes(contents, "big", signed=True)
 
 
-def boolean(view: memoryview, tlv: FlatTlv, what: str) -> bool:
+def boolean(view: View, tlv: FlatTlv, what: str) -> bool:
     """A BOOLEAN: any non-zero octet is TRUE (X.690 8.2)."""
     contents = _primitive(view, tlv, what)
     if len(contents) != 1:
@@ -1010,7 +1067,7 @@ def _oid_tlv(contents: bytes) -> bytes:
     return bytes((_OID_OCTET,)) + length_octets(len(contents)) + contents
 
 
-def oid(view: memoryview, tlv: FlatTlv, what: str) -> str:
+def oid(view: View, tlv: FlatTlv, what: str) -> str:
     """An OBJECT IDENTIFIER as dotted text (X.690 8.19)."""
     if tlv[0] != _OID_OCTET:
         raise DecodeError(f"expected an OBJECT IDENTIFIER, found tag 0x{tlv[0]:02x}", where=what)
@@ -1020,12 +1077,12 @@ def oid(view: memoryview, tlv: FlatTlv, what: str) -> str:
         raise DecodeError(exc.why, where=what) from None
 
 
-def utctime(view: memoryview, tlv: FlatTlv, what: str) -> datetime:
+def utctime(view: View, tlv: FlatTlv, what: str) -> datetime:
     """A UTCTime; the datetime remembers its text (:class:`p1.WireTime`)."""
     return parse_utctime(text(view, tlv, what), what)
 
 
-def bits(view: memoryview, tlv: FlatTlv, what: str) -> frozenset[int]:
+def bits(view: View, tlv: FlatTlv, what: str) -> frozenset[int]:
     """The numbers of the one bits of a primitive BIT STRING (X.690 8.6)."""
     contents = _primitive(view, tlv, what)
     if not contents or contents[0] > 7 or (contents[0] and len(contents) == 1):
@@ -1047,7 +1104,10 @@ def header(octet: int, length: int) -> bytes:
 
 def tlv_bytes(octet: int, contents: bytes) -> bytes:
     """One TLV."""
-    return header(octet, len(contents)) + contents
+    length = len(contents)
+    if length < 0x80:
+        return b"%c%c%s" % (octet, length, contents)  # (the quickest way to join the three)
+    return header(octet, length) + contents
 
 
 def wrap(octet: int, chunks: list[bytes]) -> list[bytes]:

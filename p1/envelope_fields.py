@@ -237,6 +237,23 @@ def _domain_name(value: str, flag: bool | None, what: str) -> bytes:
 
 def encode_gdi(gdi: GlobalDomainIdentifier, tag: int = GDI_TAG) -> bytes:
     """GlobalDomainIdentifier under ``tag``."""
+    key = (gdi, tag)
+    try:
+        encoded = _ENCODED_GDIS.get(key)
+    except TypeError:  # not hashable: not a GlobalDomainIdentifier either
+        encoded = None
+    if encoded is None:
+        encoded = _encode_gdi(gdi, tag)
+        if type(gdi) is GlobalDomainIdentifier:  # (immutable, its fields plain text)
+            _ENCODED_GDIS.remember(key, encoded)
+    return encoded
+
+
+_ENCODED_GDIS: ber.Memo[tuple[GlobalDomainIdentifier, int], bytes] = ber.Memo(256)
+"""encode_gdi() results by value and tag (the same few domains in every envelope)."""
+
+
+def _encode_gdi(gdi: GlobalDomainIdentifier, tag: int) -> bytes:
     what = "GlobalDomainIdentifier"
     parts = [
         ber.tlv(_COUNTRY_TAG, _domain_name(gdi.country, gdi.country_numeric, what), True),
@@ -314,7 +331,11 @@ class NamedBits:
     @property
     def is_empty(self) -> bool:
         """No bit is one (the value of ``DEFAULT {}``)."""
-        return not self.numbers()
+        cls = type(self)
+        empty = _EMPTY_BITS.get(cls)
+        if empty is None:
+            empty = _EMPTY_BITS[cls] = cls()
+        return self == empty or not self.numbers()  # (equality: the usual case, quickly)
 
     @classmethod
     def from_bit_string(cls, octets: bytes, length: int) -> Self:
@@ -331,6 +352,8 @@ class NamedBits:
         return cls(**named, other_bits=tuple(other), length=length)
 
 
+_EMPTY_BITS: dict[type[NamedBits], NamedBits] = {}
+"""The empty value of each NamedBits class."""
 _FLAGS_OFF: dict[type[NamedBits], dict[str, bool]] = {}
 
 
@@ -365,8 +388,20 @@ def encode_bits(value: NamedBits, tag: int, what: str) -> bytes:
     """A BIT STRING TLV under ``tag``."""
     if not isinstance(value, NamedBits):
         raise EncodeError(f"{value!r} is not a bit string model", where=what)
-    octets, length = value.bit_string()
-    return ber.tlv(tag, ber.bits_contents(octets, length))
+    key = (value, value.length, tag)  # (``length`` takes no part in equality)
+    try:
+        encoded = _ENCODED_BITS.get(key)
+    except TypeError:  # a field holds something unhashable: encode it, do not keep it
+        octets, length = value.bit_string()
+        return ber.tlv(tag, ber.bits_contents(octets, length))
+    if encoded is None:
+        octets, length = value.bit_string()
+        encoded = _ENCODED_BITS.remember(key, ber.tlv(tag, ber.bits_contents(octets, length)))
+    return encoded
+
+
+_ENCODED_BITS: ber.Memo[tuple[NamedBits, int | None, int], bytes] = ber.Memo(256)
+"""encode_bits() results by value, length and tag (a few flag sets recur everywhere)."""
 
 
 # PerMessageIndicators ::= [APPLICATION 8] BIT STRING {

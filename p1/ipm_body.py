@@ -1,7 +1,7 @@
 """The IPM body codec (X.420 clauses 7.3, 7.4; STANAG 4406 Annex A), by hand over BER.
 
-``Body ::= SEQUENCE OF BodyPart`` is read with the flat reader of :mod:`p1.ber` over a
-memoryview of the content, never through asn1tools, for two reasons.  Size: a body
+``Body ::= SEQUENCE OF BodyPart`` is read with the flat reader of :mod:`p1.ber` over the
+content's bytes (or a view of them), never through asn1tools, for two reasons.  Size: a body
 part's octets are copied once on decode (into the ``bytes`` of the model) and once on
 encode (into the result, which is joined from a list of chunks that refer to the
 model's bytes).  Exactness: a body part becomes a typed model only when its bytes are
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from p1 import ber
-from p1.ber import FlatTlv, tlv_bytes, wrap
+from p1.ber import FlatTlv, View, tlv_bytes, wrap
 from p1.errors import DecodeError, EncodeError
 from p1.ipm_models import (
     BinaryBodyPart,
@@ -113,13 +113,13 @@ def _form(form: ForwardedForm, kind: ContentKind) -> ForwardedForm | None:
 # --- reading --------------------------------------------------------------------------
 
 
-def _octet(view: memoryview, tlv: FlatTlv) -> int | None:
+def _octet(view: View, tlv: FlatTlv) -> int | None:
     """The identifier octet when the header is the one this module writes (one-octet
     tag, shortest definite length), else None."""
     return tlv[0] if ber.exact(view, tlv) else None
 
 
-def _one(view: memoryview, start: int, end: int, octet: int, exact: bool) -> FlatTlv | None:
+def _one(view: View, start: int, end: int, octet: int, exact: bool) -> FlatTlv | None:
     """The one TLV filling ``view[start:end]`` if its identifier octet is ``octet``;
     with ``exact``, also its header must be the one this module writes."""
     if start >= end:
@@ -130,12 +130,12 @@ def _one(view: memoryview, start: int, end: int, octet: int, exact: bool) -> Fla
     return tlv
 
 
-def _string(view: memoryview, start: int, end: int, octet: int) -> bytes | None:
+def _string(view: View, start: int, end: int, octet: int) -> bytes | None:
     tlv = _one(view, start, end, octet, exact=True)
     return None if tlv is None else bytes(view[tlv[2] : tlv[3]])
 
 
-def _small_int(view: memoryview, tlv: FlatTlv) -> int | None:
+def _small_int(view: View, tlv: FlatTlv) -> int | None:
     """A positive INTEGER of up to four octets in its shortest form, else None."""
     body = view[tlv[2] : tlv[3]]
     if _octet(view, tlv) != _INTEGER_OCTET or not 0 < len(body) <= 4 or body[0] & 0x80:
@@ -145,11 +145,11 @@ def _small_int(view: memoryview, tlv: FlatTlv) -> int | None:
     return int.from_bytes(body, "big")
 
 
-def _raw(view: memoryview, tlv: FlatTlv) -> bytes:
+def _raw(view: View, tlv: FlatTlv) -> bytes:
     return bytes(view[tlv[1] : tlv[4]])
 
 
-def _basic_ia5(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
+def _basic_ia5(view: View, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "IA5TextBodyPart")
     if len(items) != 2:
         return None
@@ -160,11 +160,11 @@ def _basic_ia5(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | 
     return TextBodyPart(data=data, repertoire=repertoire, extended=_flag(False, kind))
 
 
-def _basic_bilateral(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
+def _basic_bilateral(view: View, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     return BinaryBodyPart(data=bytes(view[tlv[2] : tlv[3]]), extended=_flag(False, kind))
 
 
-def _basic_message(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
+def _basic_message(view: View, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "MessageBodyPart")
     if [item[0] for item in items] != [SET_OCTET, SEQUENCE_OCTET]:
         return None
@@ -180,7 +180,7 @@ class _Instance:
     """An INSTANCE OF TYPE-IDENTIFIER value: type-id, and the contents of its [0]."""
 
     type_id: str
-    view: memoryview
+    view: View
     start: int
     end: int
 
@@ -188,7 +188,7 @@ class _Instance:
         return bytes(self.view[self.start : self.end])
 
 
-def _instance(view: memoryview, tlv: FlatTlv) -> _Instance | None:
+def _instance(view: View, tlv: FlatTlv) -> _Instance | None:
     """``SEQUENCE {type-id OBJECT IDENTIFIER, value [0] EXPLICIT ANY}`` with the
     headers this module writes, else None."""
     items = ber.items(view, tlv, "INSTANCE OF")
@@ -264,7 +264,7 @@ _EXTENDED_DECODERS: Final[dict[str, _ExtendedDecoder]] = {
 }
 
 
-def _extended(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
+def _extended(view: View, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
     items = ber.items(view, tlv, "ExtendedBodyPart")
     octets = [_octet(view, item) for item in items]
     if octets not in ([_INSTANCE_OF_OCTET], [_CONTEXT_0_OCTET, _INSTANCE_OF_OCTET]):
@@ -285,9 +285,47 @@ def _extended(view: memoryview, tlv: FlatTlv, kind: ContentKind) -> BodyPart | N
     )
 
 
-_BODY_PART_DECODERS: Final[
-    dict[int, Callable[[memoryview, FlatTlv, ContentKind], BodyPart | None]]
-] = {
+# The usual P772 text body part, as encode_body writes it: ``extended [15]`` holding
+# parameters [0] INSTANCE OF {id-ep-ia5-text, [0] IA5TextParameters {}} (the repertoire
+# left at its default) and data INSTANCE OF {id-et-ia5-text, [0] IA5String}.
+_IA5_TEXT_PARAMETERS: Final = bytes.fromhex("a00a060456010b00a0023100")
+_IA5_TEXT_TYPE: Final = bytes.fromhex("060456010400")
+
+
+def _extended_ia5_text(view: View, tlv: FlatTlv, kind: ContentKind) -> BodyPart | None:
+    """The usual P772 text body part read straight through (a message has one or two,
+    each costing a dozen calls through :func:`_extended`); None for any other."""
+    start, end = tlv[2] + len(_IA5_TEXT_PARAMETERS), tlv[3]
+    if view[tlv[2] : start] != _IA5_TEXT_PARAMETERS:
+        return None
+    start = _contents(view, start, end, _INSTANCE_OF_OCTET)
+    if start < 0 or view[start : start + len(_IA5_TEXT_TYPE)] != _IA5_TEXT_TYPE:
+        return None
+    start = _contents(view, start + len(_IA5_TEXT_TYPE), end, _CONTEXT_0_OCTET)
+    if start < 0:
+        return None
+    start = _contents(view, start, end, _IA5STRING_OCTET)
+    if start < 0:
+        return None
+    return TextBodyPart(data=bytes(view[start:end]), extended=_flag(True, kind))
+
+
+def _contents(view: View, pos: int, end: int, octet: int) -> int:
+    """Where the contents of the TLV at ``pos`` start, if its identifier is ``octet``,
+    its length the shortest definite form and it ends at ``end``; else -1."""
+    if pos + 2 > end or view[pos] != octet:
+        return -1
+    length = view[pos + 1]
+    if length < 0x80:
+        return pos + 2 if pos + 2 + length == end else -1
+    body = pos + 2 + (length & 0x7F)
+    if not pos + 2 < body <= end or view[pos + 2] == 0:  # (a leading zero: not shortest)
+        return -1
+    length = int.from_bytes(view[pos + 2 : body], "big")
+    return body if length >= 0x80 and body + length == end else -1
+
+
+_BODY_PART_DECODERS: Final[dict[int, Callable[[View, FlatTlv, ContentKind], BodyPart | None]]] = {
     _IA5_OCTET: _basic_ia5,
     _MESSAGE_OCTET: _basic_message,
     _BILATERAL_OCTET: _basic_bilateral,
@@ -295,11 +333,16 @@ _BODY_PART_DECODERS: Final[
 }
 
 
-def decode_body(view: memoryview, body: FlatTlv, kind: ContentKind) -> tuple[BodyPart, ...]:
+def decode_body(view: View, body: FlatTlv, kind: ContentKind) -> tuple[BodyPart, ...]:
     """The body parts in ``body`` (the Body SEQUENCE)."""
     parts: list[BodyPart] = []
     for index, tlv in enumerate(ber.items(view, body, "Body")):
         octet = _octet(view, tlv)
+        if octet == _EXTENDED_OCTET:
+            part = _extended_ia5_text(view, tlv, kind)
+            if part is not None:
+                parts.append(part)
+                continue
         decoder = None if octet is None else _BODY_PART_DECODERS.get(octet)
         try:
             part = None if decoder is None else decoder(view, tlv, kind)

@@ -4,8 +4,8 @@ The heading and the field types it shares with the IPN (IPMIdentifier, ORDescrip
 IPMSExtension) are read with the flat reader of :mod:`p1.ber` and written directly, not
 through asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
 (IPMSInformationObjects, MMSHeadingExtensions) remain the definition, and the tests
-check these bytes against them.  O/R names go through :mod:`p1.orname`, memoised: the
-same names recur in message after message.
+check these bytes against them.  O/R names go through :mod:`p1.orname` (read and written
+afresh each time: they are not memoised).
 
 Writing follows DER's order of SET members and leaves DEFAULT values out; reading
 accepts any BER (members in any order, defaults present, indefinite lengths, segmented
@@ -24,13 +24,15 @@ API (``view`` and ``tlv`` as in the flat reader of :mod:`p1.ber`)::
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 from p1 import ber
-from p1.ber import FlatTlv, tlv_bytes
+from p1.ber import FlatTlv, View, tlv_bytes
 from p1.errors import DecodeError, EncodeError
 from p1.ipm_models import (
     NO_REQUESTS,
@@ -127,13 +129,25 @@ def _integer(value: int, what: str) -> bytes:
 _E = TypeVar("_E")
 
 
-def read_enum(view: memoryview, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> _E:
+def read_enum(view: View, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> _E:
     """An ENUMERATED (or INTEGER) as ``cls``; an unknown value is a DecodeError."""
     value = ber.integer(view, tlv, what)
+    members = _ENUM_MEMBERS.get(cls)
+    if members is not None:  # an enumeration seen before: a dict lookup, not cls(value)
+        known = members.get(value)
+        if known is not None:
+            return cast(_E, known)
     try:
-        return cls(value)
+        member = cls(value)
     except ValueError:
         raise DecodeError(f"{value} is not a known value", where=what) from None
+    if isinstance(cls, enum.EnumMeta) and members is None:
+        _ENUM_MEMBERS[cls] = {each.value: each for each in cast(type[enum.Enum], cls)}
+    return member
+
+
+_ENUM_MEMBERS: dict[object, dict[object, enum.Enum]] = {}
+"""The members of each enumeration read_enum has read, by value."""
 
 
 def utctime_bytes(value: datetime, what: str) -> bytes:
@@ -146,11 +160,11 @@ def utctime_bytes(value: datetime, what: str) -> bytes:
 # --- O/R names -------------------------------------------------------------------------
 
 
-def _read_orname(view: memoryview, tlv: FlatTlv) -> ORName:
+def _read_orname(view: View, tlv: FlatTlv) -> ORName:
     return decode_orname(bytes(view[tlv[1] : tlv[4]]))
 
 
-def _write_orname(name: ORName, what: str) -> bytes:
+def _write_orname(name: ORName, what: str = "ORDescriptor.formal-name") -> bytes:
     if not isinstance(name, ORName):
         raise EncodeError(f"{name!r} is not an ORName", where=what)
     return encode_orname(name)
@@ -161,7 +175,7 @@ def _write_orname(name: ORName, what: str) -> bytes:
 _IPM_IDENTIFIER: Final = {_key(ORNAME_OCTET): "user", PRINTABLE_OCTET: "local"}
 
 
-def decode_ipm_identifier(view: memoryview, tlv: FlatTlv) -> IPMIdentifier:
+def decode_ipm_identifier(view: View, tlv: FlatTlv) -> IPMIdentifier:
     """``IPMIdentifier ::= [APPLICATION 11] SET {user ORName OPTIONAL,
     user-relative-identifier LocalIPMIdentifier}`` (under any tag)."""
     found = ber.members(view, tlv, _IPM_IDENTIFIER, "IPMIdentifier")
@@ -190,7 +204,7 @@ _DESCRIPTOR: Final = {
 }
 
 
-def decode_descriptor(view: memoryview, tlv: FlatTlv) -> ORDescriptor:
+def decode_descriptor(view: View, tlv: FlatTlv) -> ORDescriptor:
     """``ORDescriptor ::= SET {formal-name ORName OPTIONAL, free-form-name [0]
     FreeFormName OPTIONAL, telephone-number [1] TelephoneNumber OPTIONAL}``."""
     found = ber.members(view, tlv, _DESCRIPTOR, "ORDescriptor")
@@ -206,19 +220,25 @@ def decode_descriptor(view: memoryview, tlv: FlatTlv) -> ORDescriptor:
 
 def encode_descriptor(descriptor: ORDescriptor, octet: int = SET_OCTET) -> bytes:
     """An ORDescriptor under ``octet`` (implicit when not SET)."""
-    parts = []
-    if descriptor.formal_name is not None:
-        parts.append(_write_orname(descriptor.formal_name, "ORDescriptor.formal-name"))
-    if descriptor.free_form_name is not None:
-        text = _teletex(descriptor.free_form_name, "FreeFormName")
-        parts.append(tlv_bytes(context(0, False), text))
-    if descriptor.telephone_number is not None:
-        number = printable(descriptor.telephone_number, "TelephoneNumber", 0, 32)
-        parts.append(tlv_bytes(context(1, False), number))
+    return _descriptor(
+        octet, descriptor.formal_name, descriptor.free_form_name, descriptor.telephone_number
+    )
+
+
+def _descriptor(
+    octet: int, formal_name: ORName | None, free_form_name: str | None, telephone: str | None
+) -> bytes:
+    if free_form_name is None and telephone is None:  # the usual: a formal name only
+        return tlv_bytes(octet, b"" if formal_name is None else _write_orname(formal_name))
+    parts = [] if formal_name is None else [_write_orname(formal_name)]
+    if free_form_name is not None:
+        parts.append(tlv_bytes(0x80, _teletex(free_form_name, "FreeFormName")))  # [0]
+    if telephone is not None:
+        parts.append(tlv_bytes(0x81, printable(telephone, "TelephoneNumber", 0, 32)))  # [1]
     return _constructed(octet, parts)
 
 
-def _extension_parts(view: memoryview, tlv: FlatTlv) -> tuple[str, FlatTlv | None]:
+def _extension_parts(view: View, tlv: FlatTlv) -> tuple[str, FlatTlv | None]:
     if tlv[0] != SEQUENCE_OCTET:
         raise DecodeError("an IPMSExtension is a SEQUENCE", where="IPMSExtension")
     found = ber.items(view, tlv, "IPMSExtension")
@@ -227,12 +247,12 @@ def _extension_parts(view: memoryview, tlv: FlatTlv) -> tuple[str, FlatTlv | Non
     return ber.oid(view, found[0], "IPMSExtension.type"), found[1] if len(found) == 2 else None
 
 
-def _decode_extension(view: memoryview, tlv: FlatTlv) -> RawExtension:
+def _decode_extension(view: View, tlv: FlatTlv) -> RawExtension:
     oid, value = _extension_parts(view, tlv)
     return RawExtension(type=oid, value=None if value is None else bytes(view[value[1] : value[4]]))
 
 
-def decode_extensions(view: memoryview, tlv: FlatTlv) -> tuple[RawExtension, ...]:
+def decode_extensions(view: View, tlv: FlatTlv) -> tuple[RawExtension, ...]:
     """``SET OF IPMSExtension``, ``IPMSExtension ::= SEQUENCE {type OBJECT IDENTIFIER,
     value ANY DEFAULT NULL}`` (X.420 7.1.5)."""
     return tuple(_decode_extension(view, item) for item in ber.items(view, tlv, "extensions"))
@@ -261,7 +281,7 @@ _RECIPIENT: Final = {
 }
 
 
-def _decode_recipient(view: memoryview, tlv: FlatTlv) -> Recipient:
+def _decode_recipient(view: View, tlv: FlatTlv) -> Recipient:
     found = ber.members(view, tlv, _RECIPIENT, "RecipientSpecifier")
     if "recipient" not in found:
         raise DecodeError("recipient missing", where="RecipientSpecifier")
@@ -285,16 +305,22 @@ def _decode_recipient(view: memoryview, tlv: FlatTlv) -> Recipient:
 
 
 def _encode_recipient(recipient: Recipient) -> bytes:
-    parts = [encode_descriptor(recipient.descriptor, context(0))]
-    flags = NotificationRequests(recipient.notification_requests)
-    if flags:
-        length = int(flags).bit_length()  # a named bit list ends at its last one bit
-        bits = ber.numbers_to_bits((n for n in range(length) if flags >> n & 1), length)
-        parts.append(tlv_bytes(context(1, False), ber.bits_contents(bits, length)))
+    parts = [
+        _descriptor(
+            0xA0, recipient.name, recipient.free_form_name, recipient.telephone_number
+        )  # [0] ORDescriptor
+    ]
+    requests = recipient.notification_requests
+    if requests is not NO_REQUESTS:  # (the default: nothing to check or write)
+        flags = NotificationRequests(requests)
+        if flags:
+            length = int(flags).bit_length()  # a named bit list ends at its last one bit
+            bits = ber.numbers_to_bits((n for n in range(length) if flags >> n & 1), length)
+            parts.append(tlv_bytes(0x81, ber.bits_contents(bits, length)))
     if recipient.reply_requested:
-        parts.append(tlv_bytes(context(2, False), b"\xff"))
+        parts.append(b"\x82\x01\xff")  # [2] BOOLEAN TRUE
     if recipient.extensions:
-        parts.append(encode_extensions(recipient.extensions, context(3)))
+        parts.append(encode_extensions(recipient.extensions, 0xA3))
     return _constructed(SET_OCTET, parts)
 
 
@@ -307,7 +333,7 @@ def _expect(tlv: FlatTlv, octet: int, what: str) -> None:
         raise DecodeError(f"expected tag 0x{octet:02x}", where=what)
 
 
-def _load_precedence(view: memoryview, tlv: FlatTlv) -> Precedence:
+def _load_precedence(view: View, tlv: FlatTlv) -> Precedence:
     _expect(tlv, INTEGER_OCTET, "MMHSPrecedence")
     return read_enum(view, tlv, Precedence, "MMHSPrecedence")
 
@@ -316,7 +342,7 @@ def _dump_precedence(value: Precedence) -> bytes:
     return tlv_bytes(INTEGER_OCTET, _integer(Precedence(value), "MMHSPrecedence"))
 
 
-def _load_string(view: memoryview, tlv: FlatTlv) -> str:
+def _load_string(view: View, tlv: FlatTlv) -> str:
     if tlv[0] & ~ber.CONSTRUCTED != PRINTABLE_OCTET:
         raise DecodeError("expected a PrintableString", where="MilitaryString")
     return ber.text(view, tlv, "MilitaryString")
@@ -326,11 +352,11 @@ def _dump_string(value: str) -> bytes:
     return tlv_bytes(PRINTABLE_OCTET, _military(value, "MilitaryString"))
 
 
-def _strings(view: memoryview, tlv: FlatTlv, what: str) -> tuple[str, ...]:
+def _strings(view: View, tlv: FlatTlv, what: str) -> tuple[str, ...]:
     return tuple(_load_string(view, item) for item in ber.items(view, tlv, what))
 
 
-def _load_strings(view: memoryview, tlv: FlatTlv) -> tuple[str, ...]:
+def _load_strings(view: View, tlv: FlatTlv) -> tuple[str, ...]:
     _expect(tlv, SEQUENCE_OCTET, "SEQUENCE OF MilitaryString")
     return _strings(view, tlv, "SEQUENCE OF MilitaryString")
 
@@ -342,7 +368,7 @@ def _dump_strings(values: tuple[str, ...]) -> bytes:
 _MESSAGE_TYPE: Final = {context(0, False): "type", context(1, False): "identifier"}
 
 
-def _load_message_type(view: memoryview, tlv: FlatTlv) -> MessageType:
+def _load_message_type(view: View, tlv: FlatTlv) -> MessageType:
     _expect(tlv, SET_OCTET, "MessageType")
     found = ber.members(view, tlv, _MESSAGE_TYPE, "MessageType")
     if "type" not in found:
@@ -362,7 +388,7 @@ def _dump_message_type(value: MessageType) -> bytes:
     return _constructed(SET_OCTET, parts)
 
 
-def _load_descriptors(view: memoryview, tlv: FlatTlv) -> tuple[ORDescriptor, ...]:
+def _load_descriptors(view: View, tlv: FlatTlv) -> tuple[ORDescriptor, ...]:
     _expect(tlv, SEQUENCE_OCTET, "ExemptedAddressSeq")
     found = ber.items(view, tlv, "ExemptedAddressSeq")
     if any(item[0] != SET_OCTET for item in found):
@@ -374,7 +400,7 @@ def _dump_descriptors(values: tuple[ORDescriptor, ...]) -> bytes:
     return _constructed(SEQUENCE_OCTET, map(encode_descriptor, values))
 
 
-def _load_time(view: memoryview, tlv: FlatTlv) -> datetime:
+def _load_time(view: View, tlv: FlatTlv) -> datetime:
     if tlv[0] & ~ber.CONSTRUCTED != UTCTIME_OCTET:
         raise DecodeError("expected a UTCTime", where="ExtendedAuthorisationInfo")
     return ber.utctime(view, tlv, "ExtendedAuthorisationInfo")
@@ -387,7 +413,7 @@ def _dump_time(value: datetime) -> bytes:
 _DISTRIBUTION: Final = {context(0, False): "sics", context(1, False): "dist-Extensions"}
 
 
-def _load_dist_extension(view: memoryview, tlv: FlatTlv) -> DistributionExtension:
+def _load_dist_extension(view: View, tlv: FlatTlv) -> DistributionExtension:
     what = "DistributionExtensionField"
     found = ber.items(view, tlv, what) if tlv[0] == INSTANCE_OF_OCTET else []
     if len(found) != 2 or found[1][0] != context(0):
@@ -400,7 +426,7 @@ def _load_dist_extension(view: memoryview, tlv: FlatTlv) -> DistributionExtensio
     )
 
 
-def _load_distribution(view: memoryview, tlv: FlatTlv) -> DistributionCodes:
+def _load_distribution(view: View, tlv: FlatTlv) -> DistributionCodes:
     _expect(tlv, SET_OCTET, "DistributionCodes")
     found = ber.members(view, tlv, _DISTRIBUTION, "DistributionCodes")
     sics = found.get("sics")
@@ -446,8 +472,13 @@ class _Extension:
 
     field: str
     oid: str
-    load: Callable[[memoryview, FlatTlv], Any]
+    load: Callable[[View, FlatTlv], Any]
     dump: Callable[[Any], bytes]
+    oid_tlv: bytes = dataclasses.field(init=False)
+    """The encoding of ``oid`` (written with every value)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "oid_tlv", ber.oid_tlv(self.oid))
 
 
 def _mm(arc: int) -> str:
@@ -471,15 +502,7 @@ _EXTENSIONS: Final = (
 _EXTENSIONS_BY_OID: Final = {extension.oid: extension for extension in _EXTENSIONS}
 
 
-def _load(extension: _Extension, view: memoryview, tlv: FlatTlv) -> Any:
-    """The modelled value, or None when it is not a value of the extension's type."""
-    try:
-        return extension.load(view, tlv)
-    except (DecodeError, ValueError):
-        return None
-
-
-def _heading_extensions(view: memoryview, tlv: FlatTlv) -> dict[str, Any]:
+def _heading_extensions(view: View, tlv: FlatTlv) -> dict[str, Any]:
     """Heading keyword arguments from ``extensions [15]``: the modelled extensions,
     each read in place, and ``other_extensions``."""
     fields: dict[str, Any] = {}
@@ -487,16 +510,21 @@ def _heading_extensions(view: memoryview, tlv: FlatTlv) -> dict[str, Any]:
     for item in ber.items(view, tlv, "extensions"):
         oid, value = _extension_parts(view, item)
         extension = _EXTENSIONS_BY_OID.get(oid)
-        loaded = None
-        if extension is not None and extension.field not in fields and value is not None:
-            loaded = _load(extension, view, value)
-        if extension is None or loaded is None:
-            raw = None if value is None else bytes(view[value[1] : value[4]])
-            others.append(RawExtension(type=oid, value=raw))
-        else:
-            fields[extension.field] = loaded
+        if extension is not None and value is not None and extension.field not in fields:
+            try:
+                loaded = extension.load(view, value)
+            except (DecodeError, ValueError):
+                loaded = None  # not a value of the extension's type: kept raw
+            if loaded is not None:
+                fields[extension.field] = loaded
+                continue
+        others.append(RawExtension(type=oid, value=None if value is None else _raw(view, value)))
     fields["other_extensions"] = tuple(others)
     return fields
+
+
+def _raw(view: View, tlv: FlatTlv) -> bytes:
+    return bytes(view[tlv[1] : tlv[4]])
 
 
 def _heading_extension_bytes(heading: Heading) -> list[bytes]:
@@ -504,9 +532,9 @@ def _heading_extension_bytes(heading: Heading) -> list[bytes]:
     for extension in _EXTENSIONS:
         value = getattr(heading, extension.field)
         if value is not None and value != ():
-            parts = (ber.oid_tlv(extension.oid), extension.dump(value))
-            encoded.append(_constructed(SEQUENCE_OCTET, parts))
-    encoded.extend(map(_encode_extension, heading.other_extensions))
+            encoded.append(tlv_bytes(SEQUENCE_OCTET, extension.oid_tlv + extension.dump(value)))
+    if heading.other_extensions:
+        encoded.extend(map(_encode_extension, heading.other_extensions))
     return encoded
 
 
@@ -524,90 +552,120 @@ _HEADING: Final = {
 }
 
 
-def _subject(view: memoryview, tlv: FlatTlv) -> str:
+def _subject(view: View, tlv: FlatTlv) -> str:
     inner = ber.items(view, tlv, "subject")
     if len(inner) != 1:
         raise DecodeError("[8] holds one TeletexString", where="subject")
     return ber.text(view, inner[0], "subject", "latin-1")
 
 
-def decode_heading(view: memoryview, tlv: FlatTlv) -> Heading:
+def _expiry_time(view: View, tlv: FlatTlv) -> datetime:
+    return ber.utctime(view, tlv, "expiry-time")
+
+
+def _reply_time(view: View, tlv: FlatTlv) -> datetime:
+    return ber.utctime(view, tlv, "reply-time")
+
+
+def _importance(view: View, tlv: FlatTlv) -> Importance:
+    return read_enum(view, tlv, Importance, "importance")
+
+
+def _sensitivity(view: View, tlv: FlatTlv) -> Sensitivity:
+    return read_enum(view, tlv, Sensitivity, "sensitivity")
+
+
+def _auto_forwarded(view: View, tlv: FlatTlv) -> bool:
+    return ber.boolean(view, tlv, "auto-forwarded")
+
+
+# The members after this-IPM, in the order they are read: (member, Heading field, reader,
+# SEQUENCE OF).  ``extensions`` gives several fields (no field of its own).
+_HEADING_READERS: Final[tuple[tuple[str, str, Callable[[View, FlatTlv], Any], bool], ...]] = (
+    ("originator", "originator", decode_descriptor, False),
+    ("authorizing-users", "authorizing_users", decode_descriptor, True),
+    ("primary-recipients", "primary_recipients", _decode_recipient, True),
+    ("copy-recipients", "copy_recipients", _decode_recipient, True),
+    ("blind-copy-recipients", "blind_copy_recipients", _decode_recipient, True),
+    ("replied-to-IPM", "replied_to_ipm", decode_ipm_identifier, False),
+    ("obsoleted-IPMs", "obsoleted_ipms", decode_ipm_identifier, True),
+    ("related-IPMs", "related_ipms", decode_ipm_identifier, True),
+    ("subject", "subject", _subject, False),
+    ("expiry-time", "expiry_time", _expiry_time, False),
+    ("reply-time", "reply_time", _reply_time, False),
+    ("reply-recipients", "reply_recipients", decode_descriptor, True),
+    ("importance", "importance", _importance, False),
+    ("sensitivity", "sensitivity", _sensitivity, False),
+    ("auto-forwarded", "auto_forwarded", _auto_forwarded, False),
+    ("extensions", "", _heading_extensions, False),
+)
+
+
+def decode_heading(view: View, tlv: FlatTlv) -> Heading:
     """``Heading ::= SET {this-IPM ThisIPMField, originator [0] ..., ...,
     extensions [15] ExtensionsField DEFAULT {}}``."""
     found = ber.members(view, tlv, _HEADING, "Heading")
-    if "this-IPM" not in found:
+    this_ipm = found.get("this-IPM")
+    if this_ipm is None:
         raise DecodeError("this-IPM missing", where="Heading")
-
-    def one(name: str, read: Callable[[memoryview, FlatTlv], Any], default: Any = None) -> Any:
-        member = found.get(name)
-        return default if member is None else read(view, member)
-
-    def many(name: str, read: Callable[[memoryview, FlatTlv], Any]) -> tuple[Any, ...]:
-        member = found.get(name)
+    fields: dict[str, Any] = {"this_ipm": decode_ipm_identifier(view, this_ipm)}
+    get = found.get
+    for name, field, read, many in _HEADING_READERS:
+        member = get(name)
         if member is None:
-            return ()
-        return tuple(read(view, item) for item in ber.items(view, member, name))
+            continue  # absent: the field's default
+        if many:
+            fields[field] = tuple([read(view, item) for item in ber.items(view, member, name)])
+        elif field:
+            fields[field] = read(view, member)
+        else:
+            fields.update(read(view, member))
+    return Heading(**fields)
 
-    return Heading(
-        this_ipm=decode_ipm_identifier(view, found["this-IPM"]),
-        originator=one("originator", decode_descriptor),
-        authorizing_users=many("authorizing-users", decode_descriptor),
-        primary_recipients=many("primary-recipients", _decode_recipient),
-        copy_recipients=many("copy-recipients", _decode_recipient),
-        blind_copy_recipients=many("blind-copy-recipients", _decode_recipient),
-        replied_to_ipm=one("replied-to-IPM", decode_ipm_identifier),
-        obsoleted_ipms=many("obsoleted-IPMs", decode_ipm_identifier),
-        related_ipms=many("related-IPMs", decode_ipm_identifier),
-        subject=one("subject", _subject),
-        expiry_time=one("expiry-time", lambda v, t: ber.utctime(v, t, "expiry-time")),
-        reply_time=one("reply-time", lambda v, t: ber.utctime(v, t, "reply-time")),
-        reply_recipients=many("reply-recipients", decode_descriptor),
-        importance=one(
-            "importance", lambda v, t: read_enum(v, t, Importance, "importance"), Importance.NORMAL
-        ),
-        sensitivity=one("sensitivity", lambda v, t: read_enum(v, t, Sensitivity, "sensitivity")),
-        auto_forwarded=one(
-            "auto-forwarded", lambda v, t: ber.boolean(v, t, "auto-forwarded"), False
-        ),
-        **one("extensions", _heading_extensions, {"other_extensions": ()}),
-    )
+
+def _many(octet: int, items: tuple[Any, ...], write: Callable[[Any], bytes]) -> bytes:
+    return tlv_bytes(octet, b"".join(map(write, items)))
 
 
 def encode_heading(heading: Heading) -> bytes:
     """The Heading SET, members in DER order, DEFAULT values left out."""
+    # Straight through, context tags written out: most members are absent.
     parts = [encode_ipm_identifier(heading.this_ipm)]
-
-    def add(number: int, content: bytes, constructed: bool = True) -> None:
-        parts.append(tlv_bytes(context(number, constructed), content))
-
-    def add_many(number: int, items: tuple[Any, ...], write: Callable[[Any], bytes]) -> None:
-        if items:
-            add(number, b"".join(map(write, items)))
-
+    append = parts.append
     if heading.originator is not None:
-        parts.append(encode_descriptor(heading.originator, context(0)))
-    add_many(1, heading.authorizing_users, encode_descriptor)
-    add_many(2, heading.primary_recipients, _encode_recipient)
-    add_many(3, heading.copy_recipients, _encode_recipient)
-    add_many(4, heading.blind_copy_recipients, _encode_recipient)
+        append(encode_descriptor(heading.originator, 0xA0))  # [0]
+    if heading.authorizing_users:
+        append(_many(0xA1, heading.authorizing_users, encode_descriptor))
+    if heading.primary_recipients:
+        append(_many(0xA2, heading.primary_recipients, _encode_recipient))
+    if heading.copy_recipients:
+        append(_many(0xA3, heading.copy_recipients, _encode_recipient))
+    if heading.blind_copy_recipients:
+        append(_many(0xA4, heading.blind_copy_recipients, _encode_recipient))
     if heading.replied_to_ipm is not None:
-        parts.append(encode_ipm_identifier(heading.replied_to_ipm, context(5)))
-    add_many(6, heading.obsoleted_ipms, encode_ipm_identifier)
-    add_many(7, heading.related_ipms, encode_ipm_identifier)
+        append(encode_ipm_identifier(heading.replied_to_ipm, 0xA5))
+    if heading.obsoleted_ipms:
+        append(_many(0xA6, heading.obsoleted_ipms, encode_ipm_identifier))
+    if heading.related_ipms:
+        append(_many(0xA7, heading.related_ipms, encode_ipm_identifier))
     if heading.subject is not None:
-        add(8, tlv_bytes(TELETEX_OCTET, _teletex(heading.subject, "subject")))
+        append(tlv_bytes(0xA8, tlv_bytes(TELETEX_OCTET, _teletex(heading.subject, "subject"))))
     if heading.expiry_time is not None:
-        add(9, utctime_bytes(heading.expiry_time, "expiry-time"), False)
+        append(tlv_bytes(0x89, utctime_bytes(heading.expiry_time, "expiry-time")))
     if heading.reply_time is not None:
-        add(10, utctime_bytes(heading.reply_time, "reply-time"), False)
-    add_many(11, heading.reply_recipients, encode_descriptor)
-    if heading.importance != Importance.NORMAL:
-        add(12, _integer(Importance(heading.importance), "importance"), False)
+        append(tlv_bytes(0x8A, utctime_bytes(heading.reply_time, "reply-time")))
+    if heading.reply_recipients:
+        append(_many(0xAB, heading.reply_recipients, encode_descriptor))
+    if heading.importance != _NORMAL:
+        append(tlv_bytes(0x8C, _integer(Importance(heading.importance), "importance")))
     if heading.sensitivity is not None:
-        add(13, _integer(Sensitivity(heading.sensitivity), "sensitivity"), False)
+        append(tlv_bytes(0x8D, _integer(Sensitivity(heading.sensitivity), "sensitivity")))
     if heading.auto_forwarded:
-        add(14, b"\xff", False)
+        append(b"\x8e\x01\xff")  # [14] BOOLEAN TRUE
     extensions = _heading_extension_bytes(heading)
     if extensions:
-        parts.append(_constructed(context(15), extensions))
+        append(_constructed(0xAF, extensions))  # [15]
     return _constructed(SET_OCTET, parts)
+
+
+_NORMAL: Final = Importance.NORMAL

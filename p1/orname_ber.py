@@ -6,7 +6,6 @@ Import the public names from :mod:`p1.orname`; this module builds on its models.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from p1 import asn1, ber
@@ -18,6 +17,7 @@ from p1.orname_model import (
     ExtensionAttributeType,
     ORAddress,
     ORName,
+    _built,
     _is_numeric,
     _looks_numeric,
 )
@@ -291,6 +291,53 @@ def _only(data: bytes, start: int, end: int) -> _Item:
 _Fields = dict[str, Any]
 
 
+# BuiltInStandardAttributes members by identifier octet: (rank, field).  The members
+# come in rank order, each at most once.  The constructed ones are the explicit tags
+# around CHOICE { NumericString, PrintableString } (country, ADMD, PRMD), personal-name
+# and organizational-unit-names (no field: read by their own functions).
+_STANDARD_MEMBERS = {
+    0x61: (0, "country"),
+    0x62: (1, "admd"),
+    0x80: (2, "network_address"),
+    0x81: (3, "terminal_identifier"),
+    0xA2: (4, "prmd"),
+    0x83: (5, "organization"),
+    0x84: (6, "numeric_user_identifier"),
+    0xA5: (7, ""),
+    0xA6: (8, ""),
+}
+_NOT_STANDARD = (-1, "")
+_PERSONAL_RANK = 7
+_NUMERIC_FLAGS = {"country": "country_numeric", "admd": "admd_numeric", "prmd": "prmd_numeric"}
+
+
+def _read_standard(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    # One loop with the usual forms inline: every name has half a dozen members.
+    last = -1
+    while start < end:
+        octet = data[start]
+        length = data[start + 1]
+        body = start + 2
+        if length > 0x7F:
+            body, length = _long_form(data, start, end)
+        start = body + length
+        rank, name = _STANDARD_MEMBERS.get(octet, _NOT_STANDARD)
+        if rank <= last or start > end:
+            raise _Unusual  # unknown, repeated or out of order; or overrunning
+        last = rank
+        if not octet & 0x20:
+            fields[name] = data[body:start].decode("ascii")
+        elif not name:
+            (_read_personal if rank == _PERSONAL_RANK else _read_units)(data, body, start, fields)
+        elif length < 0x80 and data[body + 1] + 2 == length and data[body] == _PRINTABLE_OCTET:
+            # A short PrintableString in the explicit tag (NumericString: _read_choice).
+            value = fields[name] = data[body + 2 : start].decode("ascii")
+            if value.isdigit():  # ASCII: as _looks_numeric, faster
+                fields[_NUMERIC_FLAGS[name]] = False  # digits, yet printable
+        else:
+            _read_choice(data, body, start, fields, name)
+
+
 def _read_choice(data: bytes, start: int, end: int, fields: _Fields, name: str) -> None:
     # CountryName, AdministrationDomainName and PrivateDomainName: an explicit tag
     # around CHOICE { NumericString, PrintableString }.
@@ -300,11 +347,7 @@ def _read_choice(data: bytes, start: int, end: int, fields: _Fields, name: str) 
     value = fields[name] = data[body:stop].decode("ascii")
     numeric = octet == _NUMERIC_OCTET
     if numeric != value.isdigit():  # ASCII: as _looks_numeric, faster
-        fields[name + "_numeric"] = numeric  # only where the value does not imply it
-
-
-def _read_string(data: bytes, start: int, end: int, fields: _Fields, name: str) -> None:
-    fields[name] = data[start:end].decode("ascii")
+        fields[_NUMERIC_FLAGS[name]] = numeric  # only where the value does not imply it
 
 
 _PERSONAL_OCTETS = {
@@ -315,7 +358,7 @@ _PERSONAL_OCTETS = {
 }
 
 
-def _read_personal(data: bytes, start: int, end: int, fields: _Fields, _: str) -> None:
+def _read_personal(data: bytes, start: int, end: int, fields: _Fields) -> None:
     # A SET: members in any order, each once, surname required.
     while start < end:
         octet, length, body = data[start], data[start + 1], start + 2
@@ -330,7 +373,7 @@ def _read_personal(data: bytes, start: int, end: int, fields: _Fields, _: str) -
         raise _Unusual
 
 
-def _read_units(data: bytes, start: int, end: int, fields: _Fields, _: str) -> None:
+def _read_units(data: bytes, start: int, end: int, fields: _Fields) -> None:
     units = []
     while start < end:
         octet, length, body = data[start], data[start + 1], start + 2
@@ -341,42 +384,6 @@ def _read_units(data: bytes, start: int, end: int, fields: _Fields, _: str) -> N
             raise _Unusual
         units.append(data[body:start].decode("ascii"))
     fields["organizational_units"] = tuple(units)
-
-
-_Reader = Callable[[bytes, int, int, _Fields, str], None]
-
-# BuiltInStandardAttributes members by identifier octet: (rank, reader, field).
-_STANDARD_READERS: dict[int, tuple[int, _Reader, str]] = {
-    octet: (rank, reader, field)
-    for rank, (octet, reader, field) in enumerate(
-        (
-            (0x61, _read_choice, "country"),
-            (0x62, _read_choice, "admd"),
-            (0x80, _read_string, "network_address"),
-            (0x81, _read_string, "terminal_identifier"),
-            (0xA2, _read_choice, "prmd"),
-            (0x83, _read_string, "organization"),
-            (0x84, _read_string, "numeric_user_identifier"),
-            (0xA5, _read_personal, ""),
-            (0xA6, _read_units, ""),
-        )
-    )
-}
-_NOT_STANDARD = (-1, _read_string, "")
-
-
-def _read_standard(data: bytes, start: int, end: int, fields: _Fields) -> None:
-    last = -1
-    while start < end:
-        octet, length, body = data[start], data[start + 1], start + 2
-        if length > 0x7F:
-            body, length = _long_form(data, start, end)
-        start = body + length
-        rank, reader, field = _STANDARD_READERS.get(octet, _NOT_STANDARD)
-        if rank <= last or start > end:
-            raise _Unusual  # unknown, repeated or out of order; or overrunning
-        last = rank
-        reader(data, body, start, fields, field)
 
 
 def _read_domain_defined(data: bytes, start: int, end: int, fields: _Fields) -> None:
@@ -425,7 +432,8 @@ def _read_extensions(data: bytes, start: int, end: int, fields: _Fields) -> None
             kept.append(ExtensionAttribute(type=kind, value=raw))
         else:
             fields["common_name"] = common_name
-            fields["common_name_position"] = index
+            if index:  # (0, the first, is the default: None)
+                fields["common_name_position"] = index
     fields["extension_attributes"] = tuple(kept)
 
 
@@ -446,22 +454,33 @@ _OPTIONAL_READERS = (
 
 def _read_address(data: bytes, outer: int, directory: bool) -> _Fields:
     """The fields of the ORName (or ORAddress) that ``data`` holds; raises _Unusual."""
-    whole = _only(data, 0, len(data))
-    parts = _items(data, whole[1], whole[2])
-    if whole[0] != outer or not parts or parts[0][0] != _SEQUENCE_OCTET:
+    octet, start, end = _only(data, 0, len(data))
+    if octet != outer or data[start] != _SEQUENCE_OCTET:
+        raise _Unusual  # (an empty name: IndexError)
+    # built-in-standard-attributes, then the optional members (most names have none).
+    length, body = data[start + 1], start + 2
+    if length > 0x7F:
+        body, length = _long_form(data, start, end)
+    start = body + length
+    if start > end:
         raise _Unusual
     fields: _Fields = {}
-    _read_standard(data, parts[0][1], parts[0][2], fields)
+    _read_standard(data, body, start, fields)
+    if start < end:
+        _read_optional(data, start, end, fields, directory)
+    return fields
+
+
+def _read_optional(data: bytes, start: int, end: int, fields: _Fields, directory: bool) -> None:
     readers = _OPTIONAL_READERS if directory else _OPTIONAL_READERS[:2]
     index = 0
-    for octet, body, stop in parts[1:]:
+    for octet, body, stop in _items(data, start, end):
         while index < len(readers) and readers[index][0] != octet:
             index += 1
         if index == len(readers):
             raise _Unusual  # unknown, repeated or out of order
         readers[index][1](data, body, stop, fields)
         index += 1
-    return fields
 
 
 def _as_bytes(data: object) -> bytes | None:
@@ -509,34 +528,62 @@ def _choice(octet: int, flag: bool | None, value: str) -> bytes:
 
 
 def _write_standard(address: ORAddress) -> bytes:
-    # BuiltInStandardAttributes, member by member in the standard's order.
-    parts = []
+    # BuiltInStandardAttributes, member by member in the standard's order, the usual
+    # short strings written inline (_string, _choice): every name has half a dozen.
+    parts: list[bytes] = []
+    append = parts.append
     if address.country is not None:
-        parts.append(_choice(0x61, address.country_numeric, address.country))
+        append(_choice(0x61, address.country_numeric, address.country))
     if address.admd is not None:
-        parts.append(_choice(0x62, address.admd_numeric, address.admd))
+        append(_choice(0x62, address.admd_numeric, address.admd))
     if address.network_address is not None:
-        parts.append(_string(0x80, address.network_address))
+        append(_string(0x80, address.network_address))
     if address.terminal_identifier is not None:
-        parts.append(_string(0x81, address.terminal_identifier))
+        append(_string(0x81, address.terminal_identifier))
     if address.prmd is not None:
-        parts.append(_choice(0xA2, address.prmd_numeric, address.prmd))
-    if address.organization is not None:
-        parts.append(_string(0x83, address.organization))
+        append(_choice(0xA2, address.prmd_numeric, address.prmd))
+    value = address.organization
+    if value is not None:
+        contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+        length = len(contents)
+        append(b"\x83%c%s" % (length, contents) if length < 0x80 else _tlv(0x83, contents))
     if address.numeric_user_identifier is not None:
-        parts.append(_string(0x84, address.numeric_user_identifier))
-    personal = (address.surname, address.given_name, address.initials, address.generation_qualifier)
-    if personal != (None, None, None, None):
-        if address.surname is None:
-            raise _Unusual  # personal-name needs a surname
-        members = [
-            _string(0x80 + n, value) for n, value in enumerate(personal) if value is not None
-        ]
-        parts.append(_tlv(0xA5, b"".join(members)))
-    if address.organizational_units:
-        units = [_string(_PRINTABLE_OCTET, unit) for unit in address.organizational_units]
-        parts.append(_tlv(0xA6, b"".join(units)))
-    return _tlv(_SEQUENCE_OCTET, b"".join(parts))
+        append(_string(0x84, address.numeric_user_identifier))
+    surname = address.surname
+    if surname is not None:
+        personal = _personal(surname, address)
+        length = len(personal)
+        append(b"\xa5%c%s" % (length, personal) if length < 0x80 else _tlv(0xA5, personal))
+    elif address.given_name is not None or address.initials is not None:
+        raise _Unusual  # personal-name needs a surname
+    elif address.generation_qualifier is not None:
+        raise _Unusual
+    units = address.organizational_units
+    if units:
+        contents = b"".join([_string(_PRINTABLE_OCTET, unit) for unit in units])
+        length = len(contents)
+        append(b"\xa6%c%s" % (length, contents) if length < 0x80 else _tlv(0xA6, contents))
+    contents = b"".join(parts)
+    length = len(contents)
+    return b"\x30%c%s" % (length, contents) if length < 0x80 else _tlv(0x30, contents)
+
+
+def _personal(surname: str, address: ORAddress) -> bytes:
+    """The contents of PersonalName: surname [0], given-name [1], initials [2],
+    generation-qualifier [3]."""
+    contents = surname.encode("ascii")
+    length = len(contents)
+    personal = b"\x80%c%s" % (length, contents) if length < 0x80 else _tlv(0x80, contents)
+    value = address.given_name
+    if value is not None:
+        contents = value.encode("ascii")
+        length = len(contents)
+        personal += b"\x81%c%s" % (length, contents) if length < 0x80 else _tlv(0x81, contents)
+    if address.initials is not None:
+        personal += _string(0x82, address.initials)
+    if address.generation_qualifier is not None:
+        personal += _string(0x83, address.generation_qualifier)
+    return personal
 
 
 def _write_domain_defined(address: ORAddress) -> bytes:
@@ -566,8 +613,11 @@ def _write_extensions(address: ORAddress) -> bytes:
 def _write_address(address: ORAddress) -> bytes:
     """The contents octets of an ORAddress (the start of an ORName's)."""
     standard = _write_standard(address)
-    domain_defined = _write_domain_defined(address) if address.domain_defined else b""
-    return standard + domain_defined + _write_extensions(address)
+    if address.domain_defined:
+        standard += _write_domain_defined(address)
+    if address.common_name is not None or address.extension_attributes:
+        standard += _write_extensions(address)
+    return standard
 
 
 def _write_name(name: ORName) -> bytes:
@@ -597,7 +647,7 @@ def decode_oraddress(data: bytes) -> ORAddress:
     view = _as_bytes(data)
     if view is not None:
         try:
-            return ORAddress(**_read_address(view, _SEQUENCE_OCTET, False))
+            return _built(ORAddress, _read_address(view, _SEQUENCE_OCTET, False))
         except _UNUSUAL:
             pass
     return oraddress_from_asn1(asn1.decode(MODULE, "ORAddress", data))
@@ -616,7 +666,7 @@ def decode_orname(data: bytes) -> ORName:
     view = _as_bytes(data)
     if view is not None:
         try:
-            return ORName(**_read_address(view, _ORNAME_OCTET, True))
+            return _built(ORName, _read_address(view, _ORNAME_OCTET, True))
         except _UNUSUAL:
             pass
     return orname_from_asn1(asn1.decode(MODULE, "ORName", data))

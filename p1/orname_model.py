@@ -11,7 +11,7 @@ import dataclasses
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 MODULE = "MTSAbstractService"
 NAME_MODULE = "InformationFramework"  # X.501: where MTSAbstractService imports Name from
@@ -100,7 +100,7 @@ class ExtensionAttribute:
 #   organizational-unit-names [6] OrganizationalUnitNames OPTIONAL }
 # PersonalName ::= SET { surname [0] ..., given-name [1] ... OPTIONAL,
 #   initials [2] ... OPTIONAL, generation-qualifier [3] ... OPTIONAL }
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ORAddress:
     """An O/R address (X.402 clause 18.3, X.411 clause 18.5).
 
@@ -197,7 +197,7 @@ class ORAddress:
 # ORName ::= [APPLICATION 0] SEQUENCE {
 #   COMPONENTS OF ORAddress,
 #   directory-name [0] Name OPTIONAL }
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class ORName(ORAddress):
     """An O/R name: an O/R address and optionally a directory name (X.411 clause 18.5).
 
@@ -225,6 +225,29 @@ _FORM_FLAGS = (
     ("prmd", "prmd_numeric"),
 )
 _ADDRESS_FIELDS = tuple(f.name for f in dataclasses.fields(ORAddress))
+
+
+_A = TypeVar("_A", bound=ORAddress)
+_DEFAULTS: dict[type[ORAddress], dict[str, Any]] = {
+    cls: {f.name: f.default for f in dataclasses.fields(cls)} for cls in (ORAddress, ORName)
+}
+
+
+def _built(cls: type[_A], fields: dict[str, Any]) -> _A:
+    """``cls(**fields)`` for fields as ``__post_init__`` leaves them (the BER reader's).
+
+    The generated ``__init__`` of a frozen dataclass sets its twenty-odd fields one
+    ``object.__setattr__`` call at a time; an envelope and its heading decode several
+    names, so the codec fills the instance dictionary in one step instead.  (This is
+    why the two classes keep a ``__dict__`` rather than slots.)
+    """
+    value = _new(cls)
+    _set(value, "__dict__", {**_DEFAULTS[cls], **fields})
+    return value
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 def _address_fields(address: ORAddress) -> dict[str, Any]:
