@@ -23,6 +23,7 @@ test: install
 ## bench: run the benchmarks and print their tables
 bench: install
 	$(BIN)/python benchmarks/codec.py
+	$(BIN)/python benchmarks/stack.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -50,8 +50,9 @@ from p1.osi import Event, Role
 
 log = logging.getLogger("aiox400.link")
 
-READ_SIZE = 1 << 18
-"""Bytes asked of the socket per read: large enough for a 1 MB transfer in few reads."""
+READ_SIZE = 1 << 20
+"""Bytes asked of the stream per read: everything it holds, for a 1 MB transfer in few reads
+(the transport receives at most 256 KiB at a time; whatever it gathered is taken at once)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,13 +106,24 @@ class Link:
 
     async def flush(self) -> None:
         """Write what the association queued."""
+        if self._write():
+            await self._writer.drain()
+
+    def _write(self) -> bool:
+        """Hand what the association queued to the transport; whether there was any.
+
+        (One write of the joined TPKTs: on Python 3.11 ``writelines`` would join them too.)
+        """
         data = self.association.data_to_send()
         if data and not self._writer.is_closing():
             self._writer.write(data)
-            await self._writer.drain()
+            return True
+        return False
 
     async def next_event(self, timeout: float | None) -> Event:
         """The next event, reading the socket as needed; TimeoutError after ``timeout``."""
+        if self._ready:  # (no timer to arm for an event already read)
+            return self._ready.popleft()
         async with asyncio.timeout(timeout):
             while not self._ready:
                 if self.association.closed:
@@ -127,7 +139,8 @@ class Link:
             log.info("%s: connection error: %s", self.peer, error)
         events = self.association.receive_data(data) if data else self.association.receive_eof()
         self._ready.extend(events)
-        await self.flush()
+        if self._write():  # (no drain to await when the read answers nothing)
+            await self._writer.drain()
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
         """Send one MTS-APDU; return its transfer id once the peer confirmed it."""

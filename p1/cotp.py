@@ -49,7 +49,7 @@ from p1.osi import (
     Role,
     StackLimits,
 )
-from p1.tpkt import MAX_TPKT_SIZE, FramingError, TpktReader, tpkt_header
+from p1.tpkt import HEADER_SIZE, MAX_TPKT_SIZE, VERSION, FramingError, TpktReader, tpkt_header
 
 DEFAULT_TPDU_SIZE = 128
 """The TPDU size when a CR or CC has no TPDU size parameter (X.224 13.3.4 b)."""
@@ -59,6 +59,10 @@ MAX_CLASS_0_TPDU_SIZE = 2048
 
 class TransportState(enum.Enum):
     """Where a transport connection is (after X.224 Annex A's class 0 states, split by role)."""
+
+    # Members are singletons, so identity is equality: hash by identity, in C, rather than
+    # by Enum's Python-level hash of the name.
+    __hash__ = object.__hash__
 
     IDLE = "idle"  # initiator, nothing sent
     LISTEN = "listen"  # responder, waiting for a CR
@@ -70,6 +74,8 @@ class TransportState(enum.Enum):
 
 class Input(enum.Enum):
     """What can happen to a transport connection: a TPDU sent or received."""
+
+    __hash__ = object.__hash__  # as TransportState's
 
     SEND_CR = "send CR"
     RECV_CR = "receive CR"
@@ -165,8 +171,25 @@ _ER_CAUSES = {
     x224.CAUSE_INVALID_PARAMETER_VALUE: "invalid parameter value",
 }
 _DT_START = bytes((x224.DT_HEADER_SIZE - 1, x224.DT))  # LI 2, DT: class 0's only DT header
+_DT_LI = x224.DT_HEADER_SIZE - 1
+_DT_TPKT_SIZE = HEADER_SIZE + x224.DT_HEADER_SIZE  # TPKT and DT headers
+_MAX_DT_DATA = MAX_TPKT_SIZE - _DT_TPKT_SIZE
 _ER_OVERHEAD = 7  # ER fixed part (5) + the invalid TPDU parameter's code and length
 _MAX_QUOTE = x224.MAX_LI - (_ER_OVERHEAD - 1)
+
+
+def _dt_headers(size: int, *, eot: bool) -> bytes:
+    """The TPKT header and DT header in front of ``size`` octets of user data."""
+    if size > _MAX_DT_DATA:
+        return tpkt_header(x224.DT_HEADER_SIZE + size)  # (raises EncodeError)
+    length = _DT_TPKT_SIZE + size
+    return bytes((VERSION, 0, length >> 8, length & 0xFF, _DT_LI, x224.DT, x224.EOT if eot else 0))
+
+
+_FULL_HEADERS = {
+    size: _dt_headers(size - x224.DT_HEADER_SIZE, eot=False)
+    for size in (128, 256, 512, 1024, MAX_CLASS_0_TPDU_SIZE)
+}
 
 
 def class_0_allowed(preferred: int, alternatives: tuple[int, ...]) -> bool:
@@ -208,7 +231,7 @@ class TransportConnection:
         self._size_in_cr = False  # the CR had a TPDU size parameter: the CC states ours
         self._reader = TpktReader(max_size=MAX_TPKT_SIZE)
         self._outgoing: list[bytes | memoryview] = []
-        self._parts: list[memoryview] = []  # the DT data of the TSDU being received
+        self._parts: list[memoryview | bytes] = []  # the DT data of the TSDU being received
         self._received = 0  # octets in _parts
         self._max_tsdu_size = limits.max_tsdu_size
 
@@ -274,26 +297,52 @@ class TransportConnection:
         dr = x224.DisconnectRequest(destination_reference=self._peer_reference, reason=reason)
         self._queue(x224.encode_dr(dr))
 
-    def send_tsdu(self, data: bytes | bytearray | memoryview) -> None:
-        """T-DATA request: queue ``data`` as DT TPDUs of ``tpdu_size``, EOT on the last.
+    def send_tsdu(self, data: bytes | bytearray | memoryview, *, prefix: bytes = b"") -> None:
+        """T-DATA request: queue ``prefix + data`` as DT TPDUs of ``tpdu_size``, EOT on the
+        last.
 
         The TPDUs share ``data``'s memory until :meth:`data_to_send` (a writable buffer is
-        copied once first), so a large TSDU is copied only into the outgoing bytes.
+        copied once first), so a large TSDU is copied only into the outgoing bytes; a short
+        ``prefix`` (the headers of the layers above) saves its caller a copy of ``data``.
         """
-        self._send(_I.SEND_DT)
-        view = memoryview(data).cast("B")
-        if not view.readonly:
-            view = memoryview(bytes(view))
+        if self.state is not _S.OPEN:  # (OPEN, SEND_DT) -> OPEN is the only DT move
+            self._send(_I.SEND_DT)
+        if type(data) is not bytes:
+            data = memoryview(data).cast("B")
+            if not data.readonly:
+                data = bytes(data)
         room = self.tpdu_size - x224.DT_HEADER_SIZE
-        full = (len(view) - 1) // room * room if view else 0  # octets in the non-final TPDUs
-        header = tpkt_header(self.tpdu_size) + x224.dt_header(eot=False)
         out = self._outgoing
-        for start in range(0, full, room):
+        size = len(prefix) + len(data)
+        if size <= room:  # one TPDU, the usual case for everything but the data
+            out.append(_dt_headers(size, eot=True) + prefix)
+            out.append(data)
+            return
+        view = memoryview(data)  # (slices of it are not copies)
+        if len(prefix) > room:  # (not what the layers above send)
+            view = memoryview(prefix + view)
+            prefix = b""
+        # The first TPDU is the prefix and the start of data; the others, data only.
+        first = room - len(prefix)
+        header = self._full_header
+        out.append(header)
+        out.append(prefix)
+        out.append(view[:first])
+        full = first + (len(view) - first - 1) // room * room  # data octets of non-final TPDUs
+        for start in range(first, full, room):
             out.append(header)
             out.append(view[start : start + room])
         last = view[full:]
-        out.append(tpkt_header(x224.DT_HEADER_SIZE + len(last)) + x224.dt_header(eot=True))
+        out.append(_dt_headers(len(last), eot=True))
         out.append(last)
+
+    @property
+    def _full_header(self) -> bytes:
+        """TPKT and DT headers of a TPDU of ``tpdu_size`` without EOT."""
+        header = _FULL_HEADERS.get(self.tpdu_size)
+        if header is None:
+            header = _dt_headers(self.tpdu_size - x224.DT_HEADER_SIZE, eot=False)
+        return header
 
     def _queue(self, tpdu: bytes) -> None:
         self._outgoing.append(tpkt_header(len(tpdu)))
@@ -312,7 +361,7 @@ class TransportConnection:
         if self.state is _S.CLOSED:
             return []
         try:
-            tpdus = self._reader.feed(data)
+            tpdus: list[bytes] | list[memoryview] = self._reader.feed_views(data)
         except FramingError as error:
             events = self._receive_all(error.tpdus)
             if self.closed:
@@ -320,16 +369,32 @@ class TransportConnection:
             return [*events, self._fail(error, error.header)]
         return self._receive_all(tpdus)
 
-    def _receive_all(self, tpdus: list[bytes]) -> list[Event]:
+    def _receive_all(self, tpdus: list[bytes] | list[memoryview]) -> list[Event]:
+        """The TPDUs' events.  Each TPDU has at least 3 octets (TpktReader refuses shorter
+        TPKTs); a DT's data is kept as a view until its TSDU is joined, its only copy."""
         events: list[Event] = []
-        for tpdu in tpdus:  # each at least 3 octets: TpktReader refuses shorter TPKTs
+        parts = self._parts
+        for tpdu in tpdus:
+            if tpdu[0] == _DT_LI and tpdu[1] == x224.DT and self.state is _S.OPEN:
+                # The hot path, inline: (OPEN, RECV_DT) -> OPEN, data kept until EOT.
+                received = self._received + len(tpdu) - x224.DT_HEADER_SIZE
+                if received <= self._max_tsdu_size:
+                    if not tpdu[2] & x224.EOT:
+                        parts.append(tpdu[x224.DT_HEADER_SIZE :])
+                        self._received = received
+                        continue
+                    if parts:
+                        parts.append(tpdu[x224.DT_HEADER_SIZE :])
+                        data = b"".join(parts)
+                        parts.clear()
+                        self._received = 0
+                    else:  # a TSDU in one DT
+                        data = bytes(tpdu[x224.DT_HEADER_SIZE :])
+                    events.append(TsduReceived(data=data))
+                    continue
+            tpdu = bytes(tpdu)  # (the rest decodes bytes)
             try:
-                if tpdu.startswith(_DT_START) and self.state is _S.OPEN:
-                    # The hot path: (OPEN, RECV_DT) -> OPEN without the table lookup,
-                    # whose enum hashing would cost more than the DT itself.
-                    event = self._take_dt(tpdu)
-                else:
-                    event = _RECEIVERS[x224.tpdu_code(tpdu)](self, tpdu)
+                event = _RECEIVERS[x224.tpdu_code(tpdu)](self, tpdu)
             except RemoteProtocolError as error:
                 event = self._fail(error, tpdu)
             if event is not None:

@@ -19,6 +19,9 @@ Public API::
     Encoding, Pdv(context_id, value, *, encoding, transfer_syntax)
     encode_user_data(pdvs) / decode_user_data(data) -> tuple[Pdv, ...]
     encode_pdv(context_id, value) -> bytes           one PDV, one copy of value
+    pdv_header(context_id, value_size) -> bytes      the same without the value (no copy)
+    decode_pdv_view(data) -> (context_id, memoryview) | None    one PDV, value not copied
+    read_definite(view, offset, end) -> (octet, body, end) | None    the quick TLV reader
     ConnectPpdu   encode_cp / decode_cp
     AcceptPpdu    encode_cpa / decode_cpa
     RefusePpdu    encode_cpr / decode_cpr            ProviderReason
@@ -94,6 +97,7 @@ __all__ = [
     "decode_cpa",
     "decode_cpr",
     "decode_members",
+    "decode_pdv_view",
     "decode_user_data",
     "encode_arp",
     "encode_aru",
@@ -107,7 +111,9 @@ __all__ = [
     "explicit",
     "flags_contents",
     "negotiate",
+    "pdv_header",
     "read_data_value",
+    "read_definite",
     "read_flags",
     "unsupported",
 ]
@@ -594,6 +600,7 @@ _SIMPLY_ENCODED = application(0)
 _FULLY_ENCODED = application(1)
 _FULLY_ENCODED_OCTET = 0x61
 _SEQUENCE_OCTET = 0x30
+_INTEGER_OCTET = 0x02
 _ENCODING_OCTETS = {
     Encoding.SINGLE_ASN1_TYPE: 0xA0,
     Encoding.OCTET_ALIGNED: 0x81,
@@ -725,6 +732,84 @@ def encode_pdv(context_id: int, value: bytes | memoryview) -> bytes:
     where = "User-data.fully-encoded-data"
     pdv = _pdv_chunks(context_id, value, Encoding.SINGLE_ASN1_TYPE, None, f"{where}[0]")
     return b"".join(_wrapped(_FULLY_ENCODED_OCTET, pdv))
+
+
+def pdv_header(context_id: int, value_size: int) -> bytes:
+    """What :func:`encode_pdv` puts before a value of ``value_size`` octets: the transfer
+    path sends the two apart, so the value is not copied here."""
+    what = "User-data.fully-encoded-data[0]"
+    identifier = _context_id(context_id, f"{what}.presentation-context-identifier")
+    parts = [ber.tlv(ber.INTEGER, ber.int_contents(identifier)), ber.header(0xA0, value_size)]
+    pdv_size = sum(map(len, parts)) + value_size
+    parts.insert(0, ber.header(_SEQUENCE_OCTET, pdv_size))
+    parts.insert(0, ber.header(_FULLY_ENCODED_OCTET, len(parts[0]) + pdv_size))
+    return b"".join(parts)
+
+
+def read_definite(view: memoryview, offset: int, end: int) -> tuple[int, int, int] | None:
+    """(identifier octet, contents start, contents end) of the TLV at ``offset`` when it has
+    a low tag number and a definite length and ends by ``end``; None for anything else.
+
+    The quick reader of the transfer path, where each value is of a known shape: a caller
+    that gets None hands the value to the full decoder, which says what is wrong with it.
+    """
+    body = offset + 2
+    if body > end:
+        return None
+    octet = view[offset]
+    length = view[offset + 1]
+    if octet & 0x1F == 0x1F:
+        return None
+    if length & 0x80:
+        count = length & 0x7F
+        if not 0 < count <= 4 or body + count > end:
+            return None
+        length = int.from_bytes(view[body : body + count], "big")
+        body += count
+    stop = body + length
+    return None if stop > end else (octet, body, stop)
+
+
+def decode_pdv_view(data: bytes | memoryview) -> tuple[int, memoryview] | None:
+    """The context and value of User-data holding one single-ASN1-type PDV with definite
+    lengths (P-DATA as RTSE sends it), the value a view of ``data`` (not copied); None for
+    any other User-data, which :func:`decode_user_data` reads (or refuses).
+
+    ``61 L { 30 L { 02 01 id  a0 L { value } } }``, every value ending where ``data`` ends.
+    """
+    view = ber.as_view(data)
+    end = len(view)
+    head = bytes(view[:_PDV_HEAD])  # the headers, read from a few bytes (quicker than a view)
+    offset = 0
+    context_id = 0
+    for octet in _PDV_OCTETS:  # (read_definite inline: this runs for every P-DATA)
+        if offset + 3 > len(head) or head[offset] != octet:
+            return None
+        if octet == _INTEGER_OCTET:  # a context identifier of one octet
+            context_id = head[offset + 2] if head[offset + 1] == 1 else 0
+            if not 0 < context_id < 0x80:
+                return None
+            offset += 3
+            continue
+        length = head[offset + 1]
+        offset += 2
+        if length & 0x80:
+            count = length & 0x7F
+            if not 0 < count <= 4:
+                return None
+            length = int.from_bytes(head[offset : offset + count], "big")
+            offset += count
+        if offset + length != end:
+            return None
+    inner = read_definite(view, offset, end)
+    if inner is None or inner[2] != end:
+        return None
+    return context_id, view[offset:]
+
+
+_PDV_HEAD = 3 * 6 + 3  # three headers of at most 6 octets (61, 30, a0), and 02 01 id
+# The identifier octets of User-data, PDV-list, context identifier and single-ASN1-type.
+_PDV_OCTETS = (_FULLY_ENCODED_OCTET, _SEQUENCE_OCTET, _INTEGER_OCTET, 0xA0)
 
 
 def _write_user_data(tag: int, value: object, what: str) -> bytes:

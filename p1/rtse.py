@@ -20,6 +20,7 @@ Public API::
     Rtab(abort_reason, reflected_parameter, user_data); RtseApdu (their union)
     encode_rtse(apdu) -> bytes / decode_rtse(data) -> RtseApdu
     encode_rttr(chunk) -> bytes / decode_rttr(value) -> bytes     the transfer path
+    rttr_header(size) -> bytes / decode_rttr_view(value) -> memoryview | None   without copies
 
 Every decoder raises only :class:`p1.errors.DecodeError`.
 """
@@ -41,6 +42,7 @@ from p1.presentation import (
     bounded,
     decode_members,
     encode_members,
+    read_definite,
 )
 
 __all__ = [
@@ -347,6 +349,22 @@ def encode_rttr(chunk: bytes | memoryview) -> bytes:
     if isinstance(chunk, memoryview):
         chunk = ber.as_view(chunk)  # len() in octets
     return b"".join((ber.header(_OCTET_STRING_OCTET, len(chunk)), chunk))
+
+
+def rttr_header(size: int) -> bytes:
+    """What :func:`encode_rttr` puts before a chunk of ``size`` octets (the transfer path
+    sends the two apart, so the chunk is not copied here)."""
+    return ber.header(_OCTET_STRING_OCTET, size)
+
+
+def decode_rttr_view(value: bytes | memoryview) -> memoryview | None:
+    """The octets of a primitive RTTR as a view of ``value`` (not copied); None for any
+    other value, which :func:`decode_rttr` reads (or refuses)."""
+    view = ber.as_view(value)
+    tlv = read_definite(view, 0, len(view))
+    if tlv is None or tlv[0] != _OCTET_STRING_OCTET or tlv[2] != len(view):
+        return None
+    return view[tlv[1] :]
 
 
 def decode_rttr(value: bytes | bytearray | memoryview) -> bytes:

@@ -13,19 +13,21 @@ These are plain bookkeeping objects; :mod:`p1.association` turns their steps int
 
 Public API::
 
-    Piece(data), Sync(), End()                          what the sender may do next
-    OutboundTransfer(transfer_id, octets, checkpoint_size, window_size)
+    Piece(data, head=b""), Sync(), End()                what the sender may do next
+    OutboundTransfer(transfer_id, octets, checkpoint_size, window_size, head=b"")
         .steps() -> list[Piece | Sync | End]            everything sendable now
         .confirm_sync()                                  an S-SYNC-MINOR was confirmed
         .done                                            the activity end was sent
     InboundTransfer(transfer_id, limit)
         .add(data)                                       raises RemoteProtocolError past limit
-        .octets() -> bytes
+        .octets() -> bytes | memoryview                  one piece is returned as it came
+        .size, .head(count) -> bytes, .octets_from(start) -> bytes   (start in the first piece)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from p1.osi import LocalProtocolError, RemoteProtocolError
 
@@ -33,11 +35,12 @@ CHECKPOINT_UNIT = 1024
 """X.228 measures checkpointSize in units of 1024 octets."""
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """Send these octets as one P-DATA (one RTTR APDU)."""
+class Piece(NamedTuple):
+    """Send ``head + data`` as one P-DATA (one RTTR APDU); ``data`` is a view of the
+    transfer's octets, not a copy.  (A NamedTuple: one is made for every checkpoint.)"""
 
     data: memoryview
+    head: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +54,20 @@ class End:
 
 
 Step = Piece | Sync | End
+_SYNC = Sync()
+_END = End()
 
 
 @dataclass(slots=True)
 class OutboundTransfer:
-    """The sending side of one RT-TRANSFER."""
+    """The sending side of one RT-TRANSFER: its octets are ``head + octets`` (``head``, a
+    few octets of headers, is kept apart so that ``octets`` is never copied)."""
 
     transfer_id: int
     octets: bytes
     checkpoint_size: int
     window_size: int
+    head: bytes = b""
     _offset: int = 0
     _unconfirmed: int = 0
     done: bool = False
@@ -82,18 +89,23 @@ class OutboundTransfer:
 
     def _next(self) -> list[Step]:
         view = memoryview(self.octets)
+        head = self.head
+        total = len(head) + len(view)
         if self.checkpoint_size == 0:
-            self._offset = len(view)
+            self._offset = total
             self.done = True
-            return [Piece(view), End()]
-        size = self.checkpoint_size * CHECKPOINT_UNIT
-        piece = view[self._offset : self._offset + size]
-        self._offset += len(piece)
-        if self._offset >= len(view):
+            return [Piece(view, head), _END]
+        # A piece is [start, stop) of head + octets: part of head, then part of octets.
+        start = self._offset
+        stop = min(start + self.checkpoint_size * CHECKPOINT_UNIT, total)
+        skip = len(head)
+        piece = Piece(view[max(start - skip, 0) : max(stop - skip, 0)], head[start:stop])
+        self._offset = stop
+        if stop >= total:
             self.done = True
-            return [Piece(piece), End()]
+            return [piece, _END]
         self._unconfirmed += 1
-        return [Piece(piece), Sync()]
+        return [piece, _SYNC]
 
     def confirm_sync(self) -> None:
         """One outstanding S-SYNC-MINOR was confirmed by the receiver."""
@@ -108,10 +120,10 @@ class InboundTransfer:
 
     transfer_id: int
     limit: int
-    _parts: list[bytes] = field(default_factory=list)
+    _parts: list[bytes | memoryview] = field(default_factory=list)
     _size: int = 0
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: bytes | memoryview) -> None:
         """Append one piece; a transfer larger than ``limit`` is the peer's error."""
         self._size += len(data)
         if self._size > self.limit:
@@ -120,8 +132,24 @@ class InboundTransfer:
             )
         self._parts.append(data)
 
-    def octets(self) -> bytes:
-        """The transfer's octets, joined once."""
+    @property
+    def size(self) -> int:
+        """Octets received so far."""
+        return self._size
+
+    def octets(self) -> bytes | memoryview:
+        """The transfer's octets, joined once (a transfer in one piece: that piece)."""
         if len(self._parts) == 1:
             return self._parts[0]
         return b"".join(self._parts)
+
+    def head(self, count: int) -> bytes:
+        """At most ``count`` octets from the start of the first piece."""
+        return bytes(self._parts[0][:count]) if self._parts else b""
+
+    def octets_from(self, start: int) -> bytes:
+        """The octets from ``start`` (inside the first piece) to the end, joined once: the
+        value a transfer carries, without first joining its headers to it."""
+        parts = self._parts
+        first = memoryview(parts[0])[start:]
+        return bytes(first) if len(parts) == 1 else b"".join([first, *parts[1:]])

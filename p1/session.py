@@ -29,15 +29,18 @@ Public API (the events are those of :mod:`p1.session_events`, the state machine'
 that of :mod:`p1.session_machine`)::
 
     RTSE_REQUIREMENTS = 0x0249; Token (Flag: DATA, MINOR_SYNC, MAJOR_ACTIVITY, RELEASE)
-    SessionConnection(role, *, limits=DEFAULT_LIMITS, tsdu_maximum_size=0)
+    SessionConnection(role, *, limits=DEFAULT_LIMITS, tsdu_maximum_size=0, data_views=False)
         .state .requirements .tokens .available_tokens .version .closed
-        send_connect / send_accept / send_refuse / send_data
+        send_connect / send_accept / send_refuse / send_data(user_data, *, prefix=b"")
         send_activity_start / send_activity_end / send_activity_end_response
         send_minor_sync / send_minor_sync_response
         send_token_please / send_give_tokens / send_control_give
         send_activity_interrupt(_response) / send_activity_discard(_response)
         send_exception_report / send_release / send_release_response / send_release_refuse
         send_abort; receive_tsdu(tsdu) -> list[Event]; tsdus_to_send() -> list[bytes]
+        tsdu_parts_to_send() -> list[(head, data)]     the TSDUs unjoined: data not copied
+    With ``data_views``, DT user data arrives as DataViewReceived (a view of the TSDU, not
+    a copy) instead of DataReceived: for a user that reads it once and keeps what it needs.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ from p1.session_events import (
     ConnectRequested,
     ControlGiven,
     DataReceived,
+    DataViewReceived,
     ExceptionReported,
     MinorSyncConfirmed,
     MinorSyncRequested,
@@ -82,17 +86,20 @@ from p1.session_events import (
 )
 from p1.session_machine import (
     ALL_ON_INITIATOR,
+    DATA_BIT,
     DISCARDED,
+    MAJOR_ACTIVITY_BIT,
+    MINOR_SYNC_BIT,
     RTSE_REQUIREMENTS,
     TABLE,
     UNIT_OF,
     Input,
     State,
     Token,
-    available_tokens,
+    available_token_bits,
     input_of,
+    token_bits_of,
     token_names,
-    tokens_of,
 )
 from p1.spdu import Kind, Requirement, Spdu
 
@@ -111,6 +118,7 @@ __all__ = [
     "ConnectRequested",
     "ControlGiven",
     "DataReceived",
+    "DataViewReceived",
     "ExceptionReported",
     "MinorSyncConfirmed",
     "MinorSyncRequested",
@@ -124,8 +132,8 @@ __all__ = [
 ]
 
 _S, _I = State, Input
-_NO_TOKENS = Token(0)
-_ACTIVITY_ID_MAX = 6  # octets (X.225 8.3.1.9)
+_ACTIVITY_ID_MAX = codec.MAX_ACTIVITY_ID_SIZE
+_ACTIVITY = int(Requirement.ACTIVITY)
 _PROTOCOL_ERROR = codec.TRANSPORT_RELEASED | codec.PROTOCOL_ERROR
 _LAYER = "session"
 
@@ -134,20 +142,29 @@ class SessionConnection:
     """The session protocol machine of one connection (see the module docstring)."""
 
     def __init__(
-        self, role: Role, *, limits: StackLimits = DEFAULT_LIMITS, tsdu_maximum_size: int = 0
+        self,
+        role: Role,
+        *,
+        limits: StackLimits = DEFAULT_LIMITS,
+        tsdu_maximum_size: int = 0,
+        data_views: bool = False,
     ) -> None:
         if tsdu_maximum_size and not MIN_TSDU_SIZE <= tsdu_maximum_size <= 0xFFFF:
             raise ValueError(f"TSDU maximum size {tsdu_maximum_size} outside 64..65535")
         self.role = role
         self.limits = limits
+        self.data_views = data_views
         self.state = State.IDLE
-        self.requirements = 0
-        self.tokens = _NO_TOKENS
+        # Tokens are kept as PI 16 bits (see session_machine): those that exist, ours.
+        self._requirements = 0
+        self._available = 0
+        self._held = 0
         self.version = 2
         self._setup = Establishment(role, limits, tsdu_maximum_size)
         self._send_limit = 0  # TSDU maximum size for what we send; 0: none
         self._segments: Gathered | None = None  # an SPDU arriving in segments
-        self._outbox: list[bytes] = []
+        # TSDUs to send; a DT's user data is kept apart (head, data), not yet copied.
+        self._outbox: list[bytes | tuple[bytes, bytes | memoryview]] = []
         self._in_activity = False
         self._vm = 0  # V(M): serial number of the next synchronization point
         self._va = 0  # V(A): lowest serial number not yet confirmed
@@ -161,16 +178,35 @@ class SessionConnection:
         return self.state is State.CLOSED
 
     @property
+    def requirements(self) -> int:
+        """The functional units agreed (PI 20 bits; 0 before the connection)."""
+        return self._requirements
+
+    @requirements.setter
+    def requirements(self, requirements: int) -> None:
+        self._requirements = requirements
+        self._available = available_token_bits(requirements)
+
+    @property
+    def tokens(self) -> Token:
+        """The tokens this side holds."""
+        return Token(self._held)
+
+    @tokens.setter
+    def tokens(self, tokens: Token) -> None:
+        self._held = tokens.value
+
+    @property
     def available_tokens(self) -> Token:
         """The tokens that exist on this connection (from the functional units)."""
-        return available_tokens(self.requirements)
+        return Token(self._available)
 
     def _next(self, what: Input, error: type[ProtocolError]) -> State:
         after = TABLE.get((self.state, what))
         if after is None:
             raise error(f"{what.value} is not allowed in state {self.state.name}", layer=_LAYER)
         unit = UNIT_OF.get(what)
-        if unit is not None and not self.requirements & unit:
+        if unit is not None and not self._requirements & unit:
             raise error(f"{what.value} needs the {Requirement(unit).name} unit", layer=_LAYER)
         return after
 
@@ -198,31 +234,44 @@ class SessionConnection:
                 return [whole]
         return codec.encode_segments(unit, limit)
 
+    def _emit_plain(self, kind: Kind, serial: int) -> None:
+        """Queue ``kind`` with only ``serial``, coded directly (see p1.spdu's plain TSDUs)."""
+        try:
+            self._outbox.append(codec.encode_serial_tsdu(kind, serial))
+        except EncodeError as error:
+            raise LocalProtocolError(f"{kind.name}: {error}", layer=_LAYER) from None
+
     def tsdus_to_send(self) -> list[bytes]:
         """The TSDUs queued so far, in order (the queue is emptied)."""
         tsdus, self._outbox = self._outbox, []
-        return tsdus
+        return [tsdu if isinstance(tsdu, bytes) else tsdu[0] + tsdu[1] for tsdu in tsdus]
+
+    def tsdu_parts_to_send(self) -> list[tuple[bytes, bytes | memoryview]]:
+        """:meth:`tsdus_to_send` without joining: each TSDU is ``head + data`` (data often
+        empty), for a transport that frames the two without copying ``data``."""
+        tsdus, self._outbox = self._outbox, []
+        return [(tsdu, b"") if isinstance(tsdu, bytes) else tsdu for tsdu in tsdus]
 
     # --- token and activity rules ----------------------------------------------------
 
-    def _require_tokens(self, needed: Token, what: str) -> None:
-        missing = needed & ~self.tokens
+    def _require_tokens(self, needed: int, what: str) -> None:
+        missing = needed & ~self._held
         if missing:
             raise LocalProtocolError(f"{what} needs the {token_names(missing)} token", layer=_LAYER)
 
-    def _require_peer_tokens(self, needed: Token, what: str) -> None:
-        mine = needed & self.tokens
+    def _require_peer_tokens(self, needed: int, what: str) -> None:
+        mine = needed & self._held
         if mine:
             raise RemoteProtocolError(f"{what} while we hold {token_names(mine)}", layer=_LAYER)
 
     def _check_activity(self, inside: bool, what: str, error: type[ProtocolError]) -> None:
-        if self.requirements & Requirement.ACTIVITY and self._in_activity is not inside:
+        if self._requirements & _ACTIVITY and self._in_activity is not inside:
             where = "outside" if inside else "inside"
             raise error(f"{what} is not allowed {where} an activity", layer=_LAYER)
 
-    def _sync_tokens(self) -> Token:
+    def _sync_tokens(self) -> int:
         """The tokens a major point or activity start needs: major, and data and minor."""
-        return Token.MAJOR_ACTIVITY | (self.available_tokens & (Token.DATA | Token.MINOR_SYNC))
+        return MAJOR_ACTIVITY_BIT | (self._available & (DATA_BIT | MINOR_SYNC_BIT))
 
     def _end_activity(self) -> None:
         """The activity is over: no minor synchronization point is left to confirm."""
@@ -314,14 +363,15 @@ class SessionConnection:
             requirements=agreement.requirements,
             token_setting=agreement.token_setting,
         )
-        if asked & self.tokens:  # the AC's token item asks for tokens we start with
-            return [accepted, TokensRequested(tokens=asked & self.tokens, user_data=b"")]
+        asked_held = asked.value & self._held
+        if asked_held:  # the AC's token item asks for tokens we start with
+            return [accepted, TokensRequested(tokens=Token(asked_held), user_data=b"")]
         return [accepted]
 
     def _open(self, agreement: Agreement) -> None:
         self.requirements = agreement.requirements
         self.version = agreement.version
-        self.tokens = tokens_of(agreement.token_setting, agreement.requirements, self.role)
+        self._held = token_bits_of(agreement.token_setting, agreement.requirements, self.role)
         self._send_limit = agreement.send_limit
         self._vm = self._va = agreement.initial_serial
 
@@ -331,74 +381,94 @@ class SessionConnection:
 
     # --- data and tokens ---------------------------------------------------------------
 
-    def send_data(self, user_data: bytes | memoryview) -> None:
-        """S-DATA request: GT + DT (one copy of ``user_data`` per TSDU)."""
+    def send_data(self, user_data: bytes | memoryview, *, prefix: bytes = b"") -> None:
+        """S-DATA request of ``prefix + user_data``: GT + DT.
+
+        ``user_data`` is not copied here when it is immutable (bytes, or a view of bytes):
+        the TSDU refers to it until it is taken (one copy when it is joined, none when the
+        transport frames :meth:`tsdu_parts_to_send`).  ``prefix`` (the headers of the layers
+        above) spares the caller a copy of a large ``user_data``.
+        """
         after = self._advance(_I.SEND_DT)
-        self._require_tokens(self.available_tokens & Token.DATA, "S-DATA")
-        self._emit(Spdu(kind=Kind.DT, user_data=user_data))
+        self._require_tokens(self._available & DATA_BIT, "S-DATA")
+        if self._send_limit:
+            data = prefix + user_data if prefix else user_data
+            self._emit(Spdu(kind=Kind.DT, user_data=data))
+        else:
+            self._outbox.append((codec.DT_PREFIX + prefix, _immutable(user_data)))
         self.state = after
 
     def _receive_dt(self, unit: Spdu) -> list[Event]:
-        self._require_peer_tokens(self.available_tokens & Token.DATA, "DT")
-        return [DataReceived(user_data=bytes(unit.user_data))]
+        return self._data_received(unit.user_data)
+
+    def _data_received(self, user_data: bytes | memoryview) -> list[Event]:
+        self._require_peer_tokens(self._available & DATA_BIT, "DT")
+        if self.data_views:
+            return [DataViewReceived(user_data=memoryview(user_data))]
+        return [DataReceived(user_data=bytes(user_data))]
 
     def send_token_please(self, tokens: Token, user_data: bytes = b"") -> None:
         """S-TOKEN-PLEASE request: a lone PT asking for ``tokens``."""
         after = self._advance(_I.SEND_PT)
-        if not tokens or tokens & ~self.available_tokens or tokens & self.tokens:
+        asked = tokens.value
+        if not asked or asked & ~self._available or asked & self._held:
             raise LocalProtocolError(
                 f"cannot ask for {token_names(tokens) or 'no'} tokens", layer=_LAYER
             )
-        self._emit(Spdu(kind=Kind.PT, token_item=tokens.value, user_data=user_data))
+        self._emit(Spdu(kind=Kind.PT, token_item=asked, user_data=user_data))
         self.state = after
 
     def _receive_pt(self, unit: Spdu) -> list[Event]:
-        asked = Token((unit.token_item or 0) & 0x55) & self.available_tokens
-        return [TokensRequested(tokens=asked, user_data=bytes(unit.user_data))]
+        asked = (unit.token_item or 0) & 0x55 & self._available
+        return [TokensRequested(tokens=Token(asked), user_data=bytes(unit.user_data))]
 
     def send_give_tokens(self, tokens: Token) -> None:
         """S-TOKEN-GIVE request: a lone GT with ``tokens``."""
         after = self._advance(_I.SEND_GT)
-        if not tokens:
+        given = tokens.value
+        if not given:
             raise LocalProtocolError("no tokens to give", layer=_LAYER)
-        self._require_tokens(tokens, "S-TOKEN-GIVE")
-        if self.state is _S.EXCEPTION_RECEIVED and Token.DATA not in tokens:
+        self._require_tokens(given, "S-TOKEN-GIVE")
+        if self.state is _S.EXCEPTION_RECEIVED and not given & DATA_BIT:
             raise LocalProtocolError(
                 "recovery from an exception gives the data token", layer=_LAYER
             )
-        self._emit(Spdu(kind=Kind.GT, token_item=tokens.value))
-        self.tokens &= ~tokens
+        self._emit(Spdu(kind=Kind.GT, token_item=given))
+        self._held &= ~given
         self.state = after
 
     def _receive_gt(self, unit: Spdu) -> list[Event]:
-        given = Token((unit.token_item or 0) & 0x55)
-        if given & ~self.available_tokens:
+        given = (unit.token_item or 0) & 0x55
+        if given & ~self._available:
             raise RemoteProtocolError(
                 f"GT gives {token_names(given)}, which do not exist", layer=_LAYER
             )
         self._require_peer_tokens(given, "GT")
-        if self.state is _S.EXCEPTION_SENT and Token.DATA not in given:
+        if self.state is _S.EXCEPTION_SENT and not given & DATA_BIT:
             raise RemoteProtocolError("recovery GT without the data token", layer=_LAYER)
-        self.tokens |= given
-        return [TokensGiven(tokens=given)] if given else []
+        self._held |= given
+        return [TokensGiven(tokens=Token(given))] if given else []
 
     def send_control_give(self) -> None:
         """S-CONTROL-GIVE request: GTC hands every token over; GTA answers."""
         after = self._advance(_I.SEND_GTC)
-        self._require_tokens(self.available_tokens, "S-CONTROL-GIVE")
+        self._require_tokens(self._available, "S-CONTROL-GIVE")
         self._check_activity(False, "S-CONTROL-GIVE", LocalProtocolError)
         self._emit(Spdu(kind=Kind.GTC))
-        self.tokens = _NO_TOKENS
+        self._held = 0
         self.state = after
 
     def _receive_gtc(self, unit: Spdu) -> list[Event]:
-        self._require_peer_tokens(self.available_tokens, "GTC")
+        self._require_peer_tokens(self._available, "GTC")
         self._check_activity(False, "GTC", RemoteProtocolError)
         self._emit(Spdu(kind=Kind.GTA))
-        self.tokens = self.available_tokens
+        self._held = self._available
         return [ControlGiven()]
 
     # --- activities and synchronization ----------------------------------------------
+    #
+    # With no user data, the SPDUs of this section are queued as plain TSDUs (p1.spdu),
+    # the data phase's common case; the receivers share their checks with the plain path.
 
     def send_activity_start(self, activity_id: bytes, user_data: bytes = b"") -> None:
         """S-ACTIVITY-START request: GT + AS; serial numbers restart at 1."""
@@ -407,100 +477,124 @@ class SessionConnection:
             raise LocalProtocolError("an activity identifier has at most 6 octets", layer=_LAYER)
         self._require_tokens(self._sync_tokens(), "S-ACTIVITY-START")
         self._check_activity(False, "S-ACTIVITY-START", LocalProtocolError)
-        self._emit(Spdu(kind=Kind.AS, activity_identifier=activity_id, user_data=user_data))
+        if user_data:
+            self._emit(Spdu(kind=Kind.AS, activity_identifier=activity_id, user_data=user_data))
+        else:
+            self._outbox.append(codec.encode_activity_start_tsdu(activity_id))
         self._start_activity(by_peer=False)
         self.state = after
 
     def _receive_as(self, unit: Spdu) -> list[Event]:
-        self._require_peer_tokens(Token.MAJOR_ACTIVITY, "AS")
+        return self._activity_started(unit.activity_identifier, bytes(unit.user_data))
+
+    def _activity_started(self, activity_id: bytes | None, user_data: bytes) -> list[Event]:
+        self._require_peer_tokens(MAJOR_ACTIVITY_BIT, "AS")
         self._check_activity(False, "AS", RemoteProtocolError)
-        if unit.activity_identifier is None:
+        if activity_id is None:
             raise RemoteProtocolError("AS without activity identifier", layer=_LAYER)
         self._start_activity(by_peer=True)
-        return [
-            ActivityStarted(activity_id=unit.activity_identifier, user_data=bytes(unit.user_data))
-        ]
+        return [ActivityStarted(activity_id=activity_id, user_data=user_data)]
 
     def send_minor_sync(self, *, confirm: bool = True, user_data: bytes = b"") -> int:
         """S-SYNC-MINOR request: GT + MIP; returns its serial number."""
         after = self._advance(_I.SEND_MIP)
-        tokens = Token.MINOR_SYNC | (self.available_tokens & Token.DATA)
-        self._require_tokens(tokens, "S-SYNC-MINOR")
+        self._require_tokens(MINOR_SYNC_BIT | (self._available & DATA_BIT), "S-SYNC-MINOR")
         self._check_activity(True, "S-SYNC-MINOR", LocalProtocolError)
-        self._emit(
-            Spdu(
-                kind=Kind.MIP,
-                sync_type_item=None if confirm else codec.SYNC_NO_CONFIRM,
-                serial_number=self._vm,
-                user_data=user_data,
+        if confirm and not user_data:
+            self._emit_plain(Kind.MIP, self._vm)
+        else:
+            self._emit(
+                Spdu(
+                    kind=Kind.MIP,
+                    sync_type_item=None if confirm else codec.SYNC_NO_CONFIRM,
+                    serial_number=self._vm,
+                    user_data=user_data,
+                )
             )
-        )
         self.state = after
         return self._set_point(by_peer=False)
 
     def _receive_mip(self, unit: Spdu) -> list[Event]:
-        tokens = Token.MINOR_SYNC | (self.available_tokens & Token.DATA)
-        self._require_peer_tokens(tokens, "MIP")
+        return self._minor_sync_point(
+            unit.serial_number, unit.sync_type_item, bytes(unit.user_data)
+        )
+
+    def _minor_sync_point(
+        self, serial: int | None, sync_type: int | None, user_data: bytes
+    ) -> list[Event]:
+        self._require_peer_tokens(MINOR_SYNC_BIT | (self._available & DATA_BIT), "MIP")
         self._check_activity(True, "MIP", RemoteProtocolError)
-        self._check_serial(unit, self._vm)
-        serial = self._set_point(by_peer=True)
-        no_confirm = (unit.sync_type_item or 0) & codec.SYNC_NO_CONFIRM
+        self._check_serial("MIP", serial, self._vm)
+        point = self._set_point(by_peer=True)
+        no_confirm = (sync_type or 0) & codec.SYNC_NO_CONFIRM
         return [
-            MinorSyncRequested(
-                serial=serial, confirm_required=not no_confirm, user_data=bytes(unit.user_data)
-            )
+            MinorSyncRequested(serial=point, confirm_required=not no_confirm, user_data=user_data)
         ]
 
-    def _check_serial(self, unit: Spdu, expected: int) -> None:
-        if unit.serial_number != expected:
-            got = unit.serial_number
-            raise RemoteProtocolError(
-                f"{unit.kind.name} serial {got}, not {expected}", layer=_LAYER
-            )
+    def _check_serial(self, name: str, serial: int | None, expected: int) -> None:
+        if serial != expected:
+            raise RemoteProtocolError(f"{name} serial {serial}, not {expected}", layer=_LAYER)
 
     def send_minor_sync_response(self, serial: int, user_data: bytes = b"") -> None:
         """S-SYNC-MINOR response: PT + MIA confirming every point up to ``serial``."""
         after = self._advance(_I.SEND_MIA)
         self._check_confirm(serial, points_by_peer=True, error=LocalProtocolError)
-        self._emit(Spdu(kind=Kind.MIA, serial_number=serial, user_data=user_data))
+        if user_data:
+            self._emit(Spdu(kind=Kind.MIA, serial_number=serial, user_data=user_data))
+        else:
+            self._emit_plain(Kind.MIA, serial)
         self._va = serial + 1
         self.state = after
 
     def _receive_mia(self, unit: Spdu) -> list[Event]:
-        serial = unit.serial_number
+        return self._minor_sync_ack(unit.serial_number, bytes(unit.user_data))
+
+    def _minor_sync_ack(self, serial: int | None, user_data: bytes) -> list[Event]:
         if serial is None:
             raise RemoteProtocolError("MIA without serial number", layer=_LAYER)
         self._check_confirm(serial, points_by_peer=False, error=RemoteProtocolError)
         self._va = serial + 1
-        return [MinorSyncConfirmed(serial=serial, user_data=bytes(unit.user_data))]
+        return [MinorSyncConfirmed(serial=serial, user_data=user_data)]
 
     def send_activity_end(self, user_data: bytes = b"") -> int:
         """S-ACTIVITY-END request: GT + MAP without sync type item; returns its serial."""
         after = self._advance(_I.SEND_AE)
         self._require_tokens(self._sync_tokens(), "S-ACTIVITY-END")
         self._check_activity(True, "S-ACTIVITY-END", LocalProtocolError)
-        self._emit(Spdu(kind=Kind.MAP, serial_number=self._vm, user_data=user_data))
+        if user_data:
+            self._emit(Spdu(kind=Kind.MAP, serial_number=self._vm, user_data=user_data))
+        else:
+            self._emit_plain(Kind.MAP, self._vm)
         self.state = after
         return self._set_point(by_peer=False)
 
     def _receive_ae(self, unit: Spdu) -> list[Event]:
+        return self._activity_end(unit.serial_number, bytes(unit.user_data))
+
+    def _activity_end(self, serial: int | None, user_data: bytes) -> list[Event]:
         self._require_peer_tokens(self._sync_tokens(), "AE")
         self._check_activity(True, "AE", RemoteProtocolError)
-        self._check_serial(unit, self._vm)
-        serial = self._set_point(by_peer=True)
-        return [ActivityEndRequested(serial=serial, user_data=bytes(unit.user_data))]
+        self._check_serial("MAP", serial, self._vm)
+        point = self._set_point(by_peer=True)
+        return [ActivityEndRequested(serial=point, user_data=user_data)]
 
     def send_activity_end_response(self, user_data: bytes = b"") -> None:
         """S-ACTIVITY-END response: PT + MAA echoing the activity end's serial number."""
         after = self._advance(_I.SEND_AEA)
-        self._emit(Spdu(kind=Kind.MAA, serial_number=self._vm - 1, user_data=user_data))
+        if user_data:
+            self._emit(Spdu(kind=Kind.MAA, serial_number=self._vm - 1, user_data=user_data))
+        else:
+            self._emit_plain(Kind.MAA, self._vm - 1)
         self._end_activity()
         self.state = after
 
     def _receive_aea(self, unit: Spdu) -> list[Event]:
-        self._check_serial(unit, self._vm - 1)
+        return self._activity_end_ack(unit.serial_number, bytes(unit.user_data))
+
+    def _activity_end_ack(self, serial: int | None, user_data: bytes) -> list[Event]:
+        self._check_serial("MAA", serial, self._vm - 1)
         self._end_activity()
-        return [ActivityEnded(serial=self._vm - 1, user_data=bytes(unit.user_data))]
+        return [ActivityEnded(serial=self._vm - 1, user_data=user_data)]
 
     def send_activity_interrupt(self, reason: int) -> None:
         """S-ACTIVITY-INTERRUPT request: GT + AI."""
@@ -512,7 +606,7 @@ class SessionConnection:
 
     def _send_stop(self, what: Input, kind: Kind, reason: int) -> None:
         after = self._advance(what)
-        self._require_tokens(Token.MAJOR_ACTIVITY, what.value)
+        self._require_tokens(MAJOR_ACTIVITY_BIT, what.value)
         self._check_activity(True, what.value, LocalProtocolError)
         self._emit(Spdu(kind=kind, reason_code=reason))
         self.state = after
@@ -526,7 +620,7 @@ class SessionConnection:
         return [ActivityDiscarded(reason=unit.reason_code)]
 
     def _check_stop(self, unit: Spdu) -> None:
-        self._require_peer_tokens(Token.MAJOR_ACTIVITY, unit.kind.name)
+        self._require_peer_tokens(MAJOR_ACTIVITY_BIT, unit.kind.name)
         self._check_activity(True, unit.kind.name, RemoteProtocolError)
 
     def send_activity_interrupt_response(self) -> None:
@@ -541,7 +635,7 @@ class SessionConnection:
         after = self._advance(what)
         self._emit(Spdu(kind=kind))
         self._end_activity()
-        self.tokens = _NO_TOKENS
+        self._held = 0
         self.state = after
 
     def _receive_aia(self, unit: Spdu) -> list[Event]:
@@ -554,14 +648,14 @@ class SessionConnection:
 
     def _stopped(self) -> None:
         self._end_activity()
-        self.tokens = self.available_tokens
+        self._held = self._available
 
     # --- exceptions -------------------------------------------------------------------
 
     def send_exception_report(self, reason: int, user_data: bytes = b"") -> None:
         """S-U-EXCEPTION-REPORT request: PT + ED, by the side without the data token."""
         after = self._advance(_I.SEND_ED)
-        if Token.DATA not in self.available_tokens or Token.DATA in self.tokens:
+        if not self._available & DATA_BIT or self._held & DATA_BIT:
             raise LocalProtocolError("ED is for the side without the data token", layer=_LAYER)
         self._emit(Spdu(kind=Kind.ED, reason_code=reason, user_data=user_data))
         self.state = after
@@ -576,7 +670,7 @@ class SessionConnection:
         return [ExceptionReported(reason=None, user_data=b"", by_provider=True)]
 
     def _hold_data_token(self, unit: Spdu) -> None:
-        if Token.DATA not in self.tokens:
+        if not self._held & DATA_BIT:
             raise RemoteProtocolError(
                 f"{unit.kind.name} to the side without the data token", layer=_LAYER
             )
@@ -586,14 +680,14 @@ class SessionConnection:
     def send_release(self, user_data: bytes = b"") -> None:
         """S-RELEASE request: FN (transport to be released); needs every token."""
         after = self._advance(_I.SEND_FN)
-        self._require_tokens(self.available_tokens, "S-RELEASE")
+        self._require_tokens(self._available, "S-RELEASE")
         self._check_activity(False, "S-RELEASE", LocalProtocolError)
         fn = Spdu(kind=Kind.FN, transport_disconnect=codec.TRANSPORT_RELEASED, user_data=user_data)
         self._emit(fn)
         self.state = after
 
     def _receive_fn(self, unit: Spdu) -> list[Event]:
-        self._require_peer_tokens(self.available_tokens, "FN")
+        self._require_peer_tokens(self._available, "FN")
         self._check_activity(False, "FN", RemoteProtocolError)
         return [ReleaseRequested(user_data=bytes(unit.user_data))]
 
@@ -643,12 +737,41 @@ class SessionConnection:
         if self.state is State.CLOSED:
             return []  # the transport is being closed; nothing more counts
         try:
+            plain = (
+                codec.decode_plain_tsdu(tsdu)
+                if type(tsdu) is bytes and self._segments is None
+                else None
+            )
+            if plain is not None:
+                return self._receive_plain(plain)
             events: list[Event] = []
             for unit in self._units_of(codec.decode_tsdu(tsdu)):
                 events.extend(self._receive(unit))
             return events
         except (DecodeError, RemoteProtocolError) as error:
             return self._protocol_error(error)
+
+    def _receive_plain(self, plain: codec.PlainSpdu) -> list[Event]:
+        """:meth:`_receive` for a data-phase SPDU in its plain form (no Spdu is built)."""
+        kind, serial, sync_type, data = plain
+        what = _PLAIN_INPUTS[kind]
+        after = self._next(what, RemoteProtocolError)
+        if (self.state, what) in DISCARDED:
+            return []
+        if kind is Kind.DT:
+            events = self._data_received(data)
+        elif kind is Kind.AS:
+            events = self._activity_started(bytes(data), b"")
+        elif kind is Kind.MIP:
+            events = self._minor_sync_point(serial, sync_type, b"")
+        elif kind is Kind.MIA:
+            events = self._minor_sync_ack(serial, b"")
+        elif kind is Kind.MAP:
+            events = self._activity_end(serial, b"")
+        else:
+            events = self._activity_end_ack(serial, b"")
+        self.state = after
+        return events
 
     def _units_of(self, spdus: list[Spdu]) -> list[Spdu]:
         """Drop the empty GT or PT in front of a category 2 SPDU: it only concatenates."""
@@ -701,6 +824,23 @@ class SessionConnection:
         why = error.why if isinstance(error, ProtocolError) else str(error)
         return [Aborted(reason=reason, user_data=b"", by_peer=False, why=why)]
 
+
+def _immutable(data: bytes | memoryview) -> bytes | memoryview:
+    """``data``, or a copy of it when what it shows may change before it is sent."""
+    if type(data) is bytes or (isinstance(data, memoryview) and type(data.obj) is bytes):
+        return data
+    return bytes(data)
+
+
+# The input each plain SPDU is (a plain MAP has no sync type item: an activity end).
+_PLAIN_INPUTS: dict[Kind, Input] = {
+    Kind.DT: _I.RECV_DT,
+    Kind.AS: _I.RECV_AS,
+    Kind.MIP: _I.RECV_MIP,
+    Kind.MIA: _I.RECV_MIA,
+    Kind.MAP: _I.RECV_AE,
+    Kind.MAA: _I.RECV_AEA,
+}
 
 _Receiver = Callable[[SessionConnection, Spdu], list[Event]]
 SC = SessionConnection

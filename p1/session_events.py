@@ -5,7 +5,7 @@ p1.session returns them from ``receive_tsdu`` and re-exports them.
 
 Public API::
 
-    ConnectRequested ConnectAccepted ConnectRefused DataReceived ActivityStarted
+    ConnectRequested ConnectAccepted ConnectRefused DataReceived DataViewReceived ActivityStarted
     ActivityEndRequested ActivityEnded MinorSyncRequested MinorSyncConfirmed
     TokensRequested TokensGiven ControlGiven ActivityInterrupted ActivityInterruptConfirmed
     ActivityDiscarded ActivityDiscardConfirmed ExceptionReported ReleaseRequested
@@ -33,6 +33,7 @@ __all__ = [
     "ConnectRequested",
     "ControlGiven",
     "DataReceived",
+    "DataViewReceived",
     "ExceptionReported",
     "MinorSyncConfirmed",
     "MinorSyncRequested",
@@ -78,6 +79,14 @@ class DataReceived(Event):
     """S-DATA indication (X.225 7.11)."""
 
     user_data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataViewReceived(Event):
+    """S-DATA indication (X.225 7.11) for a connection made with ``data_views=True``: the
+    user data is a view of the TSDU that carried it, not a copy."""
+
+    user_data: memoryview
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,8 @@ Public API::
     RTSE_REQUIREMENTS, DEFAULT_REQUIREMENTS, SUPPORTED_REQUIREMENTS
     Token (Flag valued as PI 16 codes it), available_tokens(requirements),
     tokens_of(setting, requirements, role), resolve_setting(setting), token_names(tokens)
+    DATA_BIT, MINOR_SYNC_BIT, MAJOR_ACTIVITY_BIT, RELEASE_BIT: the tokens as ints,
+    available_token_bits(requirements), token_bits_of(setting, requirements, role)
     INITIATOR_SIDE, RESPONDER_SIDE, CALLED_USERS_CHOICE, ALL_ON_INITIATOR   (PI 26 values)
     State, Input, TABLE, DISCARDED, UNIT_OF, input_of(spdu)
 """
@@ -54,33 +56,45 @@ class Token(enum.Flag):
     RELEASE = 0x40
 
 
-_NO_TOKENS = Token(0)
+# The same bits as plain ints: p1.session keeps its tokens as ints, because every Flag
+# operation is a Python-level call and the data phase tests tokens on every SPDU.
+DATA_BIT = Token.DATA.value
+MINOR_SYNC_BIT = Token.MINOR_SYNC.value
+MAJOR_ACTIVITY_BIT = Token.MAJOR_ACTIVITY.value
+RELEASE_BIT = Token.RELEASE.value
+
 # Each token, the functional units that make it exist, and its place in PI 26.
 _TOKEN_UNITS = (
-    (Token.DATA, Requirement.HALF_DUPLEX, 0),
-    (Token.MINOR_SYNC, Requirement.MINOR_SYNC, 2),
-    (Token.MAJOR_ACTIVITY, Requirement.MAJOR_SYNC | Requirement.ACTIVITY, 4),
-    (Token.RELEASE, Requirement.NEGOTIATED_RELEASE, 6),
+    (DATA_BIT, int(Requirement.HALF_DUPLEX), 0),
+    (MINOR_SYNC_BIT, int(Requirement.MINOR_SYNC), 2),
+    (MAJOR_ACTIVITY_BIT, int(Requirement.MAJOR_SYNC | Requirement.ACTIVITY), 4),
+    (RELEASE_BIT, int(Requirement.NEGOTIATED_RELEASE), 6),
 )
+
+
+def available_token_bits(requirements: int) -> int:
+    """:func:`available_tokens` as token bits."""
+    return sum(token for token, units, _ in _TOKEN_UNITS if requirements & units)
 
 
 def available_tokens(requirements: int) -> Token:
     """The tokens that exist on a connection with these functional units."""
-    tokens = _NO_TOKENS
-    for token, units, _ in _TOKEN_UNITS:
-        if requirements & units:
-            tokens |= token
-    return tokens
+    return Token(available_token_bits(requirements))
+
+
+def token_bits_of(setting: int, requirements: int, role: Role) -> int:
+    """:func:`tokens_of` as token bits."""
+    mine = INITIATOR_SIDE if role is Role.INITIATOR else RESPONDER_SIDE
+    return sum(
+        token
+        for token, units, shift in _TOKEN_UNITS
+        if requirements & units and (setting >> shift) & 3 == mine
+    )
 
 
 def tokens_of(setting: int, requirements: int, role: Role) -> Token:
     """The tokens ``role`` starts with under token setting ``setting`` (PI 26)."""
-    mine = INITIATOR_SIDE if role is Role.INITIATOR else RESPONDER_SIDE
-    tokens = _NO_TOKENS
-    for token, units, shift in _TOKEN_UNITS:
-        if requirements & units and (setting >> shift) & 3 == mine:
-            tokens |= token
-    return tokens
+    return Token(token_bits_of(setting, requirements, role))
 
 
 def resolve_setting(setting: int) -> int:
@@ -91,13 +105,18 @@ def resolve_setting(setting: int) -> int:
     return setting & 0xFF
 
 
-def token_names(tokens: Token) -> str:
-    """``DATA+MINOR_SYNC``: the tokens named for messages."""
-    return "+".join(token.name or "" for token in Token if token in tokens)
+def token_names(tokens: Token | int) -> str:
+    """``DATA+MINOR_SYNC``: the tokens (a Token or token bits) named for messages."""
+    bits = tokens if isinstance(tokens, int) else tokens.value
+    return "+".join(token.name or "" for token in Token if token.value & bits)
 
 
 class State(enum.Enum):
     """Connection states, named after X.225 Annex A."""
+
+    # Members are singletons, so identity is equality: hash by identity, in C, rather than
+    # by Enum's Python-level hash of the name (TABLE is looked up for every SPDU).
+    __hash__ = object.__hash__
 
     IDLE = "STA01"
     WAIT_OA = "STA02B"
@@ -121,6 +140,8 @@ class State(enum.Enum):
 
 class Input(enum.Enum):
     """What drives the machine: an SPDU we send or one we receive."""
+
+    __hash__ = object.__hash__  # as State's
 
     SEND_CN = "send CN"
     SEND_CN_OVERFLOW = "send CN with data overflow"
@@ -279,7 +300,7 @@ DISCARDED = frozenset(
 )
 
 # The functional unit each input belongs to (X.225 Table 1); none: kernel.
-UNIT_OF: dict[Input, int] = {
+_UNITS: dict[Input, Requirement] = {
     **dict.fromkeys((_I.SEND_MIP, _I.RECV_MIP, _I.SEND_MIA, _I.RECV_MIA), Requirement.MINOR_SYNC),
     **dict.fromkeys(
         (_I.SEND_AS, _I.RECV_AS, _I.SEND_AE, _I.RECV_AE, _I.SEND_AEA, _I.RECV_AEA),
@@ -296,6 +317,8 @@ UNIT_OF: dict[Input, int] = {
     **dict.fromkeys((_I.SEND_NF, _I.RECV_NF), Requirement.NEGOTIATED_RELEASE),
     _I.RECV_MAP: Requirement.MAJOR_SYNC,
 }
+UNIT_OF: dict[Input, int] = {what: int(unit) for what, unit in _UNITS.items()}
+"""The unit bits as plain ints (IntFlag operations are Python-level calls)."""
 
 # The input each received SPDU kind is (special cases in _input_of).
 _RECEIVED: dict[Kind, Input] = {

@@ -31,6 +31,10 @@ Public API::
     encode_spdu(spdu) -> bytes               one SPDU (raises p1.errors.EncodeError)
     encode_tsdu(spdu) -> bytes               with the GT / PT a category 2 SPDU needs
     encode_segments(spdu, limit) -> list[bytes]   segmented with the enclosure item (PI 25)
+    the data phase's plain TSDUs, without a Spdu (the transfer path):
+        DT_PREFIX (GT + DT, the user data follows), encode_serial_tsdu(kind, serial),
+        encode_activity_start_tsdu(activity_id)
+        decode_plain_tsdu(tsdu) -> PlainSpdu | None        None: ask decode_tsdu
     SEGMENTABLE                 the kinds encode_segments takes
     Requirement                 session functional units (PI 20 bits)
     the PI / PGI codes and the bits of PI 17, 22, 25 and 15 as constants
@@ -103,6 +107,9 @@ MORE_DATA = 0x01
 REFUSED_BY_USER = 2
 """RF reason code 2: rejection by the called SS-user; the rest of PI 50 is user data."""
 
+MAX_ACTIVITY_ID_SIZE = 6
+"""Octets in an activity identifier (PI 41) at most (X.225 8.3.1.9)."""
+
 
 class Requirement(enum.IntFlag):
     """Session functional units, as the session user requirements (PI 20) code them."""
@@ -122,6 +129,10 @@ class Requirement(enum.IntFlag):
 
 class Kind(enum.Enum):
     """An SPDU kind: its SI code and its concatenation category (X.225 Table 7)."""
+
+    # Members are singletons, so identity is equality: hash by identity, in C, rather than
+    # by Enum's Python-level hash of the name (kinds key the tables used for every SPDU).
+    __hash__ = object.__hash__
 
     CN = (13, 1)  # CONNECT
     OA = (16, 1)  # OVERFLOW ACCEPT
@@ -576,6 +587,115 @@ def encode_tsdu(spdu: Spdu) -> bytes:
     if spdu.kind is Kind.DT:
         return b"".join((prefix, _header(spdu), spdu.user_data))
     return b"".join((prefix, _header(spdu)))
+
+
+# --- the data phase in its plain form -------------------------------------------------
+#
+# An RT-TRANSFER is GT + AS, GT + DT (and GT + MIP, PT + MIA with checkpoints), GT + MAP,
+# PT + MAA, with no user data besides the DT's, no enclosure item and one-octet lengths.
+# These code those TSDUs directly, without a Spdu (whose construction alone costs more
+# than the rest of the layer); anything else takes the general codec above.
+
+DT_PREFIX = bytes((Kind.GT.si, 0, Kind.DT.si, 0))
+"""An empty GT, then a DT with an empty parameter field: the user information follows."""
+
+_SI: dict[Kind, int] = {kind: kind.si for kind in Kind}
+_PREFIX_SI: dict[Kind, int] = {kind: before.si for kind, before in PREFIX.items()}
+_SERIAL_KINDS = frozenset({Kind.MIP, Kind.MIA, Kind.MAP, Kind.MAA})
+_PLAIN_KINDS: dict[int, Kind] = {kind.si: kind for kind in (Kind.DT, Kind.AS, *_SERIAL_KINDS)}
+# The parameters a plain SPDU may have; with any other, decode_tsdu reads the TSDU.  (MAP
+# with a sync type item is a major synchronization point, which the general path takes.)
+_PLAIN_PARAMETERS: dict[Kind, frozenset[int]] = {
+    Kind.AS: frozenset({PI_ACTIVITY_IDENTIFIER}),
+    Kind.MIP: frozenset({PI_SYNC_TYPE_ITEM, PI_SERIAL_NUMBER}),
+    Kind.MIA: frozenset({PI_SERIAL_NUMBER}),
+    Kind.MAP: frozenset({PI_SERIAL_NUMBER}),
+    Kind.MAA: frozenset({PI_SERIAL_NUMBER}),
+}
+_MAX_SERIAL_DIGITS = 10
+
+PlainSpdu = tuple[Kind, int | None, int | None, bytes | memoryview]
+"""(kind, serial number, sync type item, data): data is a DT's user information (a view of
+the TSDU) or an AS's activity identifier (bytes)."""
+
+
+def encode_serial_tsdu(kind: Kind, serial: int) -> bytes:
+    """GT + MIP (confirmed) or MAP (activity end), PT + MIA or MAA: only a serial number."""
+    tsdu = _SERIAL_TSDUS.get((kind, serial))
+    if tsdu is not None:
+        return tsdu
+    if kind not in _SERIAL_KINDS or serial < 0:
+        raise EncodeError(f"no plain {kind.name} with serial number {serial}")
+    digits = b"%d" % serial
+    size = len(digits)
+    tsdu = bytes((_PREFIX_SI[kind], 0, _SI[kind], size + 2, PI_SERIAL_NUMBER, size)) + digits
+    if serial < _CACHED_SERIALS:
+        _SERIAL_TSDUS[kind, serial] = tsdu
+    return tsdu
+
+
+# Serial numbers restart at 1 with each activity: the first few are coded once.
+_CACHED_SERIALS = 1024
+_SERIAL_TSDUS: dict[tuple[Kind, int], bytes] = {}
+
+
+def encode_activity_start_tsdu(activity_id: bytes) -> bytes:
+    """GT + AS with an activity identifier and no user data."""
+    size = len(activity_id)
+    if size > MAX_ACTIVITY_ID_SIZE:
+        raise EncodeError(f"an activity identifier of {size} octets")
+    return bytes((Kind.GT.si, 0, Kind.AS.si, size + 2, PI_ACTIVITY_IDENTIFIER, size)) + activity_id
+
+
+def decode_plain_tsdu(tsdu: bytes) -> PlainSpdu | None:
+    """A data-phase TSDU in its plain form (see above), or None: then :func:`decode_tsdu`.
+
+    None is also the answer for every malformed TSDU, so that the general decoder is the one
+    that says what is wrong with it.
+    """
+    if len(tsdu) < 4 or tsdu[1] or not 1 <= tsdu[0] <= 2:  # an empty GT or PT first
+        return None
+    kind = _PLAIN_KINDS.get(tsdu[2])
+    if kind is None:
+        return None
+    size = tsdu[3]
+    if kind is Kind.DT:
+        return (kind, None, None, memoryview(tsdu)[4:]) if size == 0 else None
+    end = 4 + size
+    if end != len(tsdu):  # also a three-octet length (0xFF)
+        return None
+    if size > 2 and size == tsdu[5] + 2 and tsdu[4] == PI_SERIAL_NUMBER and kind in _SERIAL_KINDS:
+        # Only a serial number, the usual MIP, MIA, MAP and MAA: no loop.
+        digits = tsdu[6:]
+        if size - 2 <= _MAX_SERIAL_DIGITS and digits.isdigit():
+            return kind, int(digits), None, b""
+        return None
+    allowed = _PLAIN_PARAMETERS[kind]
+    serial = sync = identifier = None
+    offset = 4
+    while offset < end:
+        if offset + 2 > end:
+            return None
+        code, length = tsdu[offset], tsdu[offset + 1]
+        start, offset = offset + 2, offset + 2 + length
+        if offset > end or code not in allowed:
+            return None
+        value = tsdu[start:offset]
+        if code == PI_SERIAL_NUMBER:
+            if serial is not None or not 0 < length <= _MAX_SERIAL_DIGITS or not value.isdigit():
+                return None
+            serial = int(value)
+        elif code == PI_SYNC_TYPE_ITEM:
+            if sync is not None or length != 1:
+                return None
+            sync = value[0]
+        else:
+            if identifier is not None:
+                return None
+            identifier = value
+    if kind is Kind.AS:
+        return None if identifier is None else (kind, None, None, identifier)
+    return None if serial is None else (kind, serial, sync, b"")
 
 
 def _enclosure(index: int, count: int) -> int:

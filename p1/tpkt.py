@@ -16,6 +16,7 @@ Public API::
     encode_tpkt(tpdu) -> bytes
     tpkt_header(tpdu_length) -> bytes
     TpktReader(*, max_size=65535).feed(data) -> list[bytes]     # complete TPDUs, header stripped
+        .feed_views(data) -> list[memoryview]                   # the same, not copied
     FramingError (a RemoteProtocolError, layer "tpkt")
 """
 
@@ -32,9 +33,6 @@ MIN_TPKT_SIZE = HEADER_SIZE + 3  # DT class 0: LI, code, EOT/NR
 MAX_TPKT_SIZE = 0xFFFF
 
 _HEADER = struct.Struct(">BBH")
-
-# A buffer whose consumed prefix grows past this is compacted before it is appended to.
-_COMPACT_AT = 64 * 1024
 
 
 class FramingError(RemoteProtocolError):
@@ -71,9 +69,9 @@ def encode_tpkt(tpdu: bytes | memoryview) -> bytes:
 class TpktReader:
     """Cuts a TCP byte stream into TPDUs.
 
-    Bytes are parsed straight from what :meth:`feed` is given when nothing is pending, so a
-    large read is copied once (into the TPDUs); only an incomplete TPKT at the end is kept.
-    A bad header raises :class:`FramingError` and stays at the front of the buffer, so every
+    TPDUs are cut straight from what :meth:`feed` is given: only a TPKT that straddles two
+    feeds is assembled in a buffer, which holds nothing else (so at most one TPKT).  A bad
+    header raises :class:`FramingError` and stays at the front of the buffer, so every
     later :meth:`feed` raises again: the stream is lost.
     """
 
@@ -81,43 +79,65 @@ class TpktReader:
         if not MIN_TPKT_SIZE <= max_size <= MAX_TPKT_SIZE:
             raise ValueError(f"max_size must be {MIN_TPKT_SIZE} ... {MAX_TPKT_SIZE}")
         self.max_size = max_size
-        self._buffer = bytearray()
-        self._offset = 0  # start of the first unconsumed octet in _buffer
+        self._buffer = bytearray()  # the start of a TPKT the next feed completes
 
     def feed(self, data: bytes) -> list[bytes]:
         """Add ``data``; return the TPDUs now complete, in order, without their headers."""
-        if self._offset == len(self._buffer):
-            self._buffer.clear()
-            self._offset = 0
-            with memoryview(data) as view:
-                tpdus, used, error = self._cut(view, 0)
-                if used < len(view):
-                    self._buffer += view[used:]
-        else:
-            if self._offset > _COMPACT_AT:
-                del self._buffer[: self._offset]
-                self._offset = 0
-            self._buffer += data
-            with memoryview(self._buffer) as view:
-                tpdus, self._offset, error = self._cut(view, self._offset)
-        if error:
-            header = bytes(self._buffer[self._offset : self._offset + HEADER_SIZE])
-            raise FramingError(error, tpdus=tpdus, header=header)
-        return tpdus
+        return [bytes(tpdu) for tpdu in self.feed_views(data)]
 
-    def _cut(self, view: memoryview, offset: int) -> tuple[list[bytes], int, str]:
-        """The complete TPDUs from ``offset``, where parsing stopped, and why if on an error."""
-        tpdus: list[bytes] = []
+    def feed_views(self, data: bytes) -> list[memoryview]:
+        """:meth:`feed`, each TPDU a view (of ``data``, or of a TPKT assembled across feeds):
+        a large read is not copied here at all."""
+        tpdus: list[memoryview] = []
+        view = memoryview(data).cast("B")
+        if not view.readonly:  # views must not change under their holder: copy, once
+            view = memoryview(bytes(view))
+        offset = self._complete(view, tpdus) if self._buffer else 0
         end = len(view)
+        error = ""
         while end - offset >= HEADER_SIZE:
             version, reserved, size = _HEADER.unpack_from(view, offset)
             if version != VERSION or reserved != 0 or not MIN_TPKT_SIZE <= size <= self.max_size:
-                return tpdus, offset, self._why(version, reserved, size)
+                error = self._why(version, reserved, size)
+                break
             if end - offset < size:
                 break
-            tpdus.append(bytes(view[offset + HEADER_SIZE : offset + size]))
+            tpdus.append(view[offset + HEADER_SIZE : offset + size])
             offset += size
-        return tpdus, offset, ""
+        if offset < end:
+            self._buffer += view[offset:]
+        if error or (len(self._buffer) >= HEADER_SIZE and self._bad_buffer()):
+            self._raise(tpdus)
+        return tpdus
+
+    def _complete(self, view: memoryview, tpdus: list[memoryview]) -> int:
+        """Complete the buffered TPKT from ``view``; how many octets of it were used."""
+        buffer = self._buffer
+        used = 0
+        if len(buffer) < HEADER_SIZE:
+            used = min(HEADER_SIZE - len(buffer), len(view))
+            buffer += view[:used]
+            if len(buffer) < HEADER_SIZE:
+                return used
+        if self._bad_buffer():
+            return len(view)  # the stream is lost: nothing more is kept
+        size: int = _HEADER.unpack_from(buffer)[2]
+        more = min(size - len(buffer), len(view) - used)
+        buffer += view[used : used + more]
+        used += more
+        if len(buffer) == size:
+            tpdus.append(memoryview(bytes(buffer))[HEADER_SIZE:])
+            buffer.clear()
+        return used
+
+    def _bad_buffer(self) -> bool:
+        version, reserved, size = _HEADER.unpack_from(self._buffer)
+        return version != VERSION or reserved != 0 or not MIN_TPKT_SIZE <= size <= self.max_size
+
+    def _raise(self, tpdus: list[memoryview]) -> None:
+        header = bytes(self._buffer[:HEADER_SIZE])
+        why = self._why(*_HEADER.unpack_from(header))
+        raise FramingError(why, tpdus=[bytes(tpdu) for tpdu in tpdus], header=header)
 
     def _why(self, version: int, reserved: int, size: int) -> str:
         if version != VERSION:
