@@ -40,6 +40,7 @@ Public API::
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -65,7 +66,7 @@ from p1.mtabind import (
 )
 from p1.osi import DEFAULT_LIMITS, Event, LocalProtocolError, RemoteProtocolError, Role, StackLimits
 from p1.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
-from p1.transfer import MTSE_CONTEXT, decode_transfer, encode_transfer
+from p1.transfer import MTSE_CONTEXT, decode_transfer
 
 _T = TypeVar("_T")
 
@@ -73,6 +74,7 @@ MTS_TRANSFER_CONTEXT = "2.6.0.1.6"
 """id-ac-mts-transfer: the application context of a 1988 P1 association (X.419 A.1)."""
 
 _TURN_TOKENS = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
+_TURN_BITS = _TURN_TOKENS.value
 _SUPPORTED_SYNTAXES = {
     presentation.ACSE_AS: presentation.BER,
     presentation.MTA_RTSE_AS: presentation.BER,
@@ -100,6 +102,10 @@ class AssociationSettings:
 class State(enum.Enum):
     """Where the association is in its life."""
 
+    # Members are singletons, so identity is equality: hash by identity, in C, rather than
+    # by Enum's Python-level hash of the name (the table is looked up for every event).
+    __hash__ = object.__hash__
+
     IDLE = "idle"
     CONNECTING = "connecting"  # initiator: CR sent
     BINDING = "binding"  # initiator: CN{AARQ{RTORQ}} sent
@@ -112,6 +118,8 @@ class State(enum.Enum):
 
 class Input(enum.Enum):
     """What can happen to an association, by direction."""
+
+    __hash__ = object.__hash__  # as State's
 
     SEND_BIND = "send bind"
     RECV_CONNECTED = "transport connected"
@@ -255,7 +263,9 @@ class P1Association:
             calling_tsap=self.settings.calling_tsap,
             called_tsap=self.settings.called_tsap,
         )
-        self._session = session.SessionConnection(role, limits=limits)
+        # DT user data as views: one RTTR is read from it where it lies (p1.presentation
+        # and p1.rtse read views too), so a large transfer is copied once on the way up.
+        self._session = session.SessionConnection(role, limits=limits, data_views=True)
         self._bind_argument: MTABindArgument | None = None
         self._calling_tsap = b""
         self._agreed = _Negotiated()
@@ -290,7 +300,7 @@ class P1Association:
     @property
     def has_turn(self) -> bool:
         """True when this end may transfer or release (it holds the session tokens)."""
-        return _TURN_TOKENS in self._session.tokens
+        return self._session.tokens.value & _TURN_BITS == _TURN_BITS
 
     @property
     def busy(self) -> bool:
@@ -357,11 +367,12 @@ class P1Association:
         transfers.next_id += 1
         transfers.outbound = OutboundTransfer(
             transfer_id,
-            encode_transfer(apdu),
+            apdu,
             self._agreed.checkpoint_size,
             self._agreed.window_size,
+            head=_transfer_head(apdu),
         )
-        self._session.send_activity_start(ber.tlv(ber.universal(2), ber.int_contents(transfer_id)))
+        self._session.send_activity_start(ber.tlv(ber.INTEGER, ber.int_contents(transfer_id)))
         self._advance()
         return transfer_id
 
@@ -378,9 +389,10 @@ class P1Association:
         assert outbound is not None
         for step in outbound.steps():
             if isinstance(step, Piece):
-                self._session.send_data(
-                    presentation.encode_pdv(presentation.RTSE_CONTEXT, rtse.encode_rttr(step.data))
-                )
+                # P-DATA{RTTR{head + data}}: the headers are built alone and data, a view of
+                # the MTS-APDU, is first copied when the transport's TPKTs are joined.
+                prefix = _piece_prefix(len(step.head) + len(step.data))
+                self._session.send_data(step.data, prefix=prefix + step.head)
             elif isinstance(step, Sync):
                 self._session.send_minor_sync(confirm=True)
             else:
@@ -440,8 +452,11 @@ class P1Association:
         return self._transport.data_to_send()
 
     def _flush(self) -> None:
-        for tsdu in self._session.tsdus_to_send():
-            self._transport.send_tsdu(tsdu)
+        for head, data in self._session.tsdu_parts_to_send():
+            if data:
+                self._transport.send_tsdu(data, prefix=head)
+            else:
+                self._transport.send_tsdu(head)
 
     # --- receiving --------------------------------------------------------------------
 
@@ -611,16 +626,20 @@ class P1Association:
         )
         return []
 
-    def _on_data(self, event: session.DataReceived) -> list[Event]:
+    def _on_data(self, event: session.DataViewReceived) -> list[Event]:
         self._expect(Input.DATA_PHASE)
         inbound = self._transfers.inbound
         if inbound is None:
             raise RemoteProtocolError("P-DATA outside an activity", layer="rtse")
+        single = presentation.decode_pdv_view(event.user_data)
+        if single is not None:  # the usual P-DATA: one RTTR, read without copying it
+            context_id, value = single
+            _check_rtse_context(context_id)
+            octets = rtse.decode_rttr_view(value)
+            inbound.add(rtse.decode_rttr(value) if octets is None else octets)
+            return []
         for pdv in presentation.decode_user_data(event.user_data):
-            if pdv.context_id != presentation.RTSE_CONTEXT:
-                raise RemoteProtocolError(
-                    f"P-DATA in presentation context {pdv.context_id}", layer="rtse"
-                )
+            _check_rtse_context(pdv.context_id)
             inbound.add(rtse.decode_rttr(pdv.value))
         return []
 
@@ -647,13 +666,16 @@ class P1Association:
         if inbound is None:
             raise RemoteProtocolError("activity end outside an activity", layer="rtse")
         self._transfers.inbound = None
-        transfer = decode_transfer(inbound.octets())
-        if transfer.indirect_reference not in (None, MTSE_CONTEXT):
-            raise RemoteProtocolError(
-                f"transfer labelled with context {transfer.indirect_reference}", layer="rtse"
-            )
+        apdu = _plain_apdu(inbound)
+        if apdu is None:
+            transfer = decode_transfer(inbound.octets())
+            if transfer.indirect_reference not in (None, MTSE_CONTEXT):
+                raise RemoteProtocolError(
+                    f"transfer labelled with context {transfer.indirect_reference}", layer="rtse"
+                )
+            apdu = transfer.apdu
         self._transfers.unconfirmed = inbound.transfer_id
-        return [TransferReceived(transfer_id=inbound.transfer_id, apdu=transfer.apdu)]
+        return [TransferReceived(transfer_id=inbound.transfer_id, apdu=apdu)]
 
     def _on_activity_ended(self, event: session.ActivityEnded) -> list[Event]:
         self._expect(Input.DATA_PHASE)
@@ -702,7 +724,7 @@ _SESSION_HANDLERS: dict[type[Event], Callable[[P1Association, Any], list[Event]]
     session.ConnectAccepted: P1Association._on_connect_accepted,
     session.ConnectRefused: P1Association._on_connect_refused,
     session.ActivityStarted: P1Association._on_activity_started,
-    session.DataReceived: P1Association._on_data,
+    session.DataViewReceived: P1Association._on_data,
     session.MinorSyncRequested: P1Association._on_minor_sync,
     session.MinorSyncConfirmed: P1Association._on_minor_sync_confirmed,
     session.ActivityEndRequested: P1Association._on_activity_end,
@@ -758,6 +780,62 @@ def _rtorq_from(aarq: acse.Aarq) -> rtse.Rtorq:
             f"application context {aarq.application_context} is not mts-transfer", layer="acse"
         )
     return _rtse_value(aarq.user_information, rtse.Rtorq)
+
+
+@functools.lru_cache(maxsize=16)
+def _piece_prefix(size: int) -> bytes:
+    """The PDV and RTTR headers of a piece of ``size`` octets (pieces share a few sizes)."""
+    rttr = rtse.rttr_header(size)
+    return presentation.pdv_header(presentation.RTSE_CONTEXT, len(rttr) + size) + rttr
+
+
+def _check_rtse_context(context_id: int) -> None:
+    if context_id != presentation.RTSE_CONTEXT:
+        raise RemoteProtocolError(f"P-DATA in presentation context {context_id}", layer="rtse")
+
+
+_EXTERNAL = ber.identifier(ber.universal(8), constructed=True)
+_SINGLE_ASN1_TYPE = ber.identifier(ber.context(0), constructed=True)
+_MTSE_REFERENCE = ber.tlv(ber.INTEGER, ber.int_contents(MTSE_CONTEXT))
+
+
+def _transfer_head(apdu: bytes) -> bytes:
+    """What p1.transfer.encode_transfer puts before ``apdu`` (the EXTERNAL with indirect
+    reference 5): the transfer path sends the two apart, so the APDU is not copied."""
+    ber.check_single_tlv(apdu, "transfer EXTERNAL")
+    single = _SINGLE_ASN1_TYPE + ber.length_octets(len(apdu))
+    size = len(_MTSE_REFERENCE) + len(single) + len(apdu)
+    return _EXTERNAL + ber.length_octets(size) + _MTSE_REFERENCE + single
+
+
+def _plain_apdu(inbound: InboundTransfer) -> bytes | None:
+    """The MTS-APDU of a transfer in the form :func:`_transfer_head` gives (what we send:
+    ``28 L { 02 01 05  a0 L { apdu } }``, definite lengths), joined once from the pieces;
+    None for any other form, which p1.transfer.decode_transfer reads (or refuses)."""
+    size = inbound.size
+    head = memoryview(inbound.head(_PLAIN_HEAD))
+    if len(head) < _PLAIN_HEAD:  # (a transfer this short takes the general path)
+        return None
+    # read_definite reads only the headers from ``head``; their lengths are checked
+    # against the size of the whole transfer.
+    external = presentation.read_definite(head, 0, size)
+    if external is None or external[0] != _EXTERNAL[0] or external[2] != size:
+        return None
+    start = external[1] + len(_MTSE_REFERENCE)
+    if head[external[1] : start] != _MTSE_REFERENCE:
+        return None
+    single = presentation.read_definite(head, start, size)
+    if single is None or single[0] != _SINGLE_ASN1_TYPE[0] or single[2] != size:
+        return None
+    apdu = inbound.octets_from(single[1])
+    try:
+        ber.read_single(apdu, "transfer EXTERNAL.single-ASN1-type")  # one value, as [0] holds
+    except DecodeError:
+        return None
+    return apdu
+
+
+_PLAIN_HEAD = 16  # EXTERNAL and [0] headers (at most 6 octets each) and the reference (3)
 
 
 def _activity_number(activity_id: bytes) -> int:
