@@ -1,0 +1,146 @@
+"""The audit log: what happened to which message, when, with which peer.
+
+Entries are written in the same transaction as the change they record, so the log says
+exactly what was committed (an entry for an acknowledgement that never happened cannot
+exist).  Time is passed in.
+
+Public API::
+
+    AuditLog(session)
+        .record(event, now, *, mts_identifier=None, recipient=None, peer=None, detail=None)
+        .record_many(records)
+        .recent(limit=100, *, mts_identifier=None) -> tuple[AuditRecord, ...]  (newest first)
+        .purge(before) -> int
+    AuditEvent, AuditRecord
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, cast
+
+from sqlalchemy import CursorResult, delete, insert, select
+from sqlalchemy.orm import Session
+
+from store._sql import table
+from store.models import AuditEntry
+
+__all__ = ["AuditEvent", "AuditLog", "AuditRecord"]
+
+_INSERT: Final = insert(table(AuditEntry))
+
+
+class AuditEvent(enum.StrEnum):
+    """What happened (past tense, as the log reads)."""
+
+    SUBMITTED = "submitted"
+    """Accepted from a local user and queued."""
+    RECEIVED = "received"
+    """Taken from a peer MTA and queued."""
+    DUPLICATE = "duplicate"
+    """A transfer of something already received: acknowledged, not queued again."""
+    TRANSFERRED = "transferred"
+    DELIVERED = "delivered"
+    DEFERRED = "deferred"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    HELD = "held"
+    RELEASED = "released"
+    RECOVERED = "recovered"
+    """Back to pending after a restart found it in flight."""
+    REPORTED = "reported"
+    """A delivery or non-delivery report was generated."""
+    LOOP = "loop"
+    """Refused: the trace shows it passed this MTA before."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditRecord:
+    """One audit entry."""
+
+    at: datetime
+    event: AuditEvent
+    mts_identifier: str | None = None
+    recipient: str | None = None
+    peer: str | None = None
+    detail: str | None = None
+
+
+class AuditLog:
+    """The audit log, in the caller's session (the caller commits)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def record(
+        self,
+        event: AuditEvent,
+        now: datetime,
+        *,
+        mts_identifier: str | None = None,
+        recipient: str | None = None,
+        peer: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Add one entry."""
+        self.record_many(
+            (
+                AuditRecord(
+                    at=now,
+                    event=event,
+                    mts_identifier=mts_identifier,
+                    recipient=recipient,
+                    peer=peer,
+                    detail=detail,
+                ),
+            )
+        )
+
+    def record_many(self, records: Iterable[AuditRecord]) -> None:
+        """Add several entries with one statement."""
+        rows = [
+            {
+                "at": r.at,
+                "event": str(r.event),
+                "mts_identifier": r.mts_identifier,
+                "recipient": r.recipient,
+                "peer": r.peer,
+                "detail": r.detail,
+            }
+            for r in records
+        ]
+        if rows:
+            self.session.execute(_INSERT, rows)
+
+    def recent(
+        self, limit: int = 100, *, mts_identifier: str | None = None
+    ) -> tuple[AuditRecord, ...]:
+        """The latest entries, newest first; only one message's when ``mts_identifier``."""
+        statement = select(AuditEntry)
+        if mts_identifier is not None:
+            statement = statement.where(AuditEntry.mts_identifier == mts_identifier)
+        statement = statement.order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)
+        return tuple(_record(entry) for entry in self.session.scalars(statement))
+
+    def purge(self, before: datetime) -> int:
+        """Delete entries older than ``before``; how many."""
+        result = self.session.execute(
+            delete(AuditEntry)
+            .where(AuditEntry.at < before)
+            .execution_options(synchronize_session=False)
+        )
+        return cast(CursorResult[Any], result).rowcount
+
+
+def _record(entry: AuditEntry) -> AuditRecord:
+    return AuditRecord(
+        at=entry.at,
+        event=AuditEvent(entry.event),
+        mts_identifier=entry.mts_identifier,
+        recipient=entry.recipient,
+        peer=entry.peer,
+        detail=entry.detail,
+    )

@@ -1,0 +1,148 @@
+"""Opening the store's database by URL: SQLite (the embedded default) or PostgreSQL.
+
+``sqlite:////var/lib/aiox400/store.db`` or
+``postgresql+psycopg://mta@db.example/aiox400``.  The schema is created when missing
+(migrations will take over once the schema is released).
+
+SQLite: every connection gets ``journal_mode = WAL`` (readers never block the writer),
+``synchronous = FULL`` (a commit is on disk when it returns, also after a power cut),
+``foreign_keys = ON`` and a busy timeout; and every transaction starts with
+``BEGIN IMMEDIATE``, so it takes the write lock when it starts, never half way through
+(where WAL would fail it at once, whatever the busy timeout, because its snapshot is
+stale).  One process uses a SQLite queue; its transactions are serialised.
+
+PostgreSQL: READ COMMITTED; the transit queue claims with ``FOR UPDATE SKIP LOCKED``, so
+several MTA processes may share one queue.
+
+The API is synchronous: the daemon calls it from a worker thread, one session (one
+transaction) at a time per thread.  Nothing is committed except by :func:`transaction`,
+so a caller that acknowledges after the ``with`` block acknowledges only what is on disk.
+
+Public API::
+
+    open_database(url, *, create=True, busy_timeout=30.0) -> Engine
+    transaction(engine, *, read_only=False) -> context manager giving a Session;
+                           commits on exit, rolls back on an exception
+    StoreError, DatabaseUnavailableError
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from store.models import Base
+
+__all__ = [
+    "DEFAULT_BUSY_TIMEOUT",
+    "DatabaseUnavailableError",
+    "StoreError",
+    "open_database",
+    "transaction",
+]
+
+DEFAULT_BUSY_TIMEOUT: Final = 30.0
+"""Seconds a SQLite connection waits for another's write lock before failing."""
+
+_POSTGRES_CONNECT_TIMEOUT: Final = 10
+"""Seconds to reach a PostgreSQL server, unless the URL says otherwise."""
+
+
+_READ_ONLY: Final = "aiox400_read_only"
+"""Execution option :func:`transaction` sets on a read-only transaction's engine."""
+
+
+class StoreError(Exception):
+    """Base of the store's own errors."""
+
+
+class DatabaseUnavailableError(StoreError):
+    """The database named by a URL cannot be opened (the message names the URL)."""
+
+
+def open_database(
+    url: str | URL, *, create: bool = True, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+) -> Engine:
+    """An engine for ``url``, connected once to prove it works, schema created if missing.
+
+    Raises :class:`DatabaseUnavailableError` naming the URL (password hidden) when the URL
+    is malformed, its driver is missing or the database cannot be reached.
+    """
+    parsed = _parse(url)
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        engine = _engine(parsed, busy_timeout)
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise DatabaseUnavailableError(f"cannot open database {shown}: {exc}") from exc
+    try:
+        with engine.connect():
+            pass
+        if create:
+            Base.metadata.create_all(engine)
+    except DBAPIError as exc:
+        engine.dispose()
+        reason = str(exc.orig).strip() or type(exc.orig).__name__
+        raise DatabaseUnavailableError(f"cannot open database {shown}: {reason}") from exc
+    return engine
+
+
+@contextmanager
+def transaction(engine: Engine, *, read_only: bool = False) -> Iterator[Session]:
+    """One transaction: commits when the block ends, rolls back if it raises.
+
+    ``read_only``: the block only reads (a listing, counts); on SQLite it then begins
+    DEFERRED and holds no write lock, so it does not hold up the MTA's writers.
+    """
+    bind = engine.execution_options(**{_READ_ONLY: True}) if read_only else engine
+    with Session(bind, expire_on_commit=False) as session, session.begin():
+        yield session
+
+
+def _parse(url: str | URL) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise DatabaseUnavailableError(f"{str(url)!r} is not a database URL: {exc}") from exc
+
+
+def _engine(url: URL, busy_timeout: float) -> Engine:
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        engine = create_engine(url)
+        _configure_sqlite(engine, busy_timeout)
+        return engine
+    connect_args: dict[str, Any] = {}
+    if backend == "postgresql" and "connect_timeout" not in url.query:
+        connect_args["connect_timeout"] = _POSTGRES_CONNECT_TIMEOUT
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
+    milliseconds = int(busy_timeout * 1000)
+
+    def on_connect(connection: Any, record: ConnectionPoolEntry) -> None:
+        assert isinstance(connection, sqlite3.Connection)
+        # sqlite3 would BEGIN (DEFERRED) only before DML; we BEGIN ourselves, below.
+        connection.isolation_level = None
+        for pragma in (
+            f"busy_timeout = {milliseconds}",  # first: changing the journal mode may wait
+            "journal_mode = WAL",
+            "synchronous = FULL",
+            "foreign_keys = ON",
+        ):
+            connection.execute(f"PRAGMA {pragma}").close()
+
+    def on_begin(connection: Connection) -> None:
+        read_only = connection.get_execution_options().get(_READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+    event.listen(engine, "connect", on_connect)
+    event.listen(engine, "begin", on_begin)

@@ -1,0 +1,321 @@
+"""The message store: messages and reports delivered to this MTA's users.
+
+Delivery is idempotent: an entry is unique on (MTS identifier, user), so delivering the
+same message to the same user twice (a retry after a crash between delivery and its
+bookkeeping, or a duplicate transfer) stores it once.
+
+On delivery the store reads what a user's listing shows from the message itself
+(:func:`index_apdu`): for an IPM (P2 or P772 content, X.420 clause 7; STANAG 4406 Annex A)
+the subject, the originator and the precedence the originator gave this user (primary or
+copy precedence, depending on where the heading names the user), falling back on the
+envelope's precedence and originator when the content is not an IPM or does not decode
+(the message is delivered all the same).
+
+Every method runs inside the caller's transaction (see :func:`store.db.transaction`) and
+commits nothing; time is passed in.  Every read, change and deletion names the user, so
+one user's id never reaches another user's mail.
+
+Public API::
+
+    MessageStore(session)
+        .deliver(user, apdu, now) -> int | None            (None: already delivered)
+        .deliver_many(deliveries, now) -> tuple[int | None, ...]
+        .list(user, *, unread_only=False) -> tuple[MailboxSummary, ...]
+        .read(user, entry_id) -> MailboxMessage | None
+        .mark_read(user, entry_ids, *, read=True) -> int
+        .delete(user, entry_ids) -> int
+        .unread_count(user) -> int
+    Delivery(user, apdu), MailboxSummary, MailboxMessage
+    MailboxIndex, index_apdu(apdu, user) -> MailboxIndex, REPORT_PRECEDENCE
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, cast
+
+from sqlalchemy import CursorResult, delete, func, select, update
+from sqlalchemy.orm import Session
+
+from p1.envelope import Message, MessageEnvelope, Probe, Report, decode_mts_apdu
+from p1.errors import DecodeError
+from p1.ipm import IPM, IPN, ContentKind, Heading, ORDescriptor, decode_content
+from p1.orname import ORName, format_orname
+from p1.precedence import Precedence
+from store._sql import AnyRow, chunks, insert_new
+from store.models import ApduKind, MailboxEntry
+
+__all__ = [
+    "REPORT_PRECEDENCE",
+    "Delivery",
+    "MailboxIndex",
+    "MailboxMessage",
+    "MailboxSummary",
+    "MessageStore",
+    "index_apdu",
+]
+
+REPORT_PRECEDENCE: Final = Precedence.ROUTINE
+"""A report's envelope carries no priority (X.411 12.2.1.3): listed as routine."""
+
+_E = MailboxEntry
+_IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Delivery:
+    """One message or report to put in one user's mailbox."""
+
+    user: str
+    """Canonical O/R name of the recipient."""
+    apdu: bytes
+    """The BER of the MTS-APDU (a message or a report)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MailboxIndex:
+    """What a listing shows of a delivered APDU."""
+
+    mts_identifier: str
+    kind: ApduKind
+    precedence: Precedence
+    subject: str | None
+    originator: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MailboxSummary:
+    """One mailbox entry without its bytes."""
+
+    id: int
+    user: str
+    mts_identifier: str
+    kind: ApduKind
+    precedence: Precedence
+    subject: str | None
+    originator: str | None
+    delivered_at: datetime
+    read: bool
+    size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MailboxMessage(MailboxSummary):
+    """One mailbox entry with the delivered MTS-APDU."""
+
+    apdu: bytes
+
+
+class MessageStore:
+    """Users' mailboxes, in the caller's session (the caller commits)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def deliver(self, user: str, apdu: bytes, now: datetime) -> int | None:
+        """Store ``apdu`` for ``user``; the entry id, or None if it was there already."""
+        return self.deliver_many((Delivery(user=user, apdu=apdu),), now)[0]
+
+    def deliver_many(self, deliveries: Sequence[Delivery], now: datetime) -> tuple[int | None, ...]:
+        """Store several deliveries in the caller's transaction; None for each duplicate.
+
+        Raises :class:`p1.errors.DecodeError` if an APDU is not an MTS-APDU and
+        ValueError for a probe (probes are answered, never delivered).
+        """
+        rows = [_row(d, now) for d in deliveries]
+        key = ("mts_identifier", "user")
+        new = insert_new(self.session, _E, rows, key, ("id", *key))
+        ids = {(row.mts_identifier, row.user): row.id for row in new}
+        # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
+        return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)
+
+    def list(self, user: str, *, unread_only: bool = False) -> tuple[MailboxSummary, ...]:
+        """``user``'s entries, most urgent first, then in delivery order."""
+        statement = select(*_SUMMARY_COLUMNS).where(_E.user == user)
+        if unread_only:
+            statement = statement.where(_E.read.is_(False))
+        statement = statement.order_by(_E.precedence.desc(), _E.delivered_at, _E.id)
+        return tuple(_summary(row) for row in self.session.execute(statement))
+
+    def read(self, user: str, entry_id: int) -> MailboxMessage | None:
+        """One entry of ``user``'s with its bytes, or None (marking it read is separate)."""
+        row = self.session.execute(
+            select(*_SUMMARY_COLUMNS, _E.apdu).where(_E.id == entry_id, _E.user == user)
+        ).first()
+        if row is None:
+            return None
+        return MailboxMessage(**_summary_fields(row), apdu=row.apdu)
+
+    def mark_read(self, user: str, entry_ids: Sequence[int], *, read: bool = True) -> int:
+        """Set (or clear) the read flag of entries of ``user``'s; how many changed."""
+        changed = 0
+        for part in chunks(sorted(set(entry_ids))):
+            result = self.session.execute(
+                update(_E)
+                .where(_E.user == user, _E.id.in_(part), _E.read.is_not(read))
+                .values(read=read)
+                .execution_options(synchronize_session=False)
+            )
+            changed += cast(CursorResult[Any], result).rowcount
+        return changed
+
+    def delete(self, user: str, entry_ids: Sequence[int]) -> int:
+        """Delete entries of ``user``'s; how many were deleted.
+
+        The (MTS identifier, user) key goes with the entry: a duplicate transfer arriving
+        later is caught by the transit queue's received keys, not here.
+        """
+        deleted = 0
+        for part in chunks(sorted(set(entry_ids))):
+            result = self.session.execute(
+                delete(_E)
+                .where(_E.user == user, _E.id.in_(part))
+                .execution_options(synchronize_session=False)
+            )
+            deleted += cast(CursorResult[Any], result).rowcount
+        return deleted
+
+    def unread_count(self, user: str) -> int:
+        """How many of ``user``'s entries are unread."""
+        count = self.session.scalar(
+            select(func.count()).select_from(_E).where(_E.user == user, _E.read.is_(False))
+        )
+        return int(count or 0)
+
+
+_SUMMARY_COLUMNS = (
+    _E.id,
+    _E.user,
+    _E.mts_identifier,
+    _E.kind,
+    _E.precedence,
+    _E.subject,
+    _E.originator,
+    _E.delivered_at,
+    _E.read,
+    _E.size,
+)
+
+
+def _summary_fields(row: AnyRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "user": row.user,
+        "mts_identifier": row.mts_identifier,
+        "kind": row.kind,
+        "precedence": Precedence(row.precedence),
+        "subject": row.subject,
+        "originator": row.originator,
+        "delivered_at": row.delivered_at,
+        "read": row.read,
+        "size": row.size,
+    }
+
+
+def _summary(row: AnyRow) -> MailboxSummary:
+    return MailboxSummary(**_summary_fields(row))
+
+
+def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
+    index = index_apdu(delivery.apdu, delivery.user)
+    return {
+        "user": delivery.user,
+        "mts_identifier": index.mts_identifier,
+        "kind": index.kind,
+        "apdu": delivery.apdu,
+        "size": len(delivery.apdu),
+        "precedence": int(index.precedence),
+        "subject": index.subject,
+        "originator": index.originator,
+        "delivered_at": now,
+        "read": False,
+    }
+
+
+# --- indexing --------------------------------------------------------------------------
+
+
+def index_apdu(apdu: bytes, user: str) -> MailboxIndex:
+    """What ``user``'s listing shows of ``apdu`` (a message or a report).
+
+    Raises :class:`p1.errors.DecodeError` if ``apdu`` is not an MTS-APDU, ValueError for
+    a probe.
+    """
+    decoded = decode_mts_apdu(apdu)
+    if isinstance(decoded, Report):
+        return MailboxIndex(
+            mts_identifier=decoded.mts_identifier.text,
+            kind=ApduKind.REPORT,
+            precedence=REPORT_PRECEDENCE,
+            subject=None,
+            originator=None,
+        )
+    if isinstance(decoded, Probe):
+        raise ValueError(f"probe {decoded.mts_identifier.text} cannot be delivered")
+    return _index_message(decoded, user)
+
+
+def _index_message(message: Message, user: str) -> MailboxIndex:
+    envelope = message.envelope
+    content = _content(message)
+    heading = content.heading if isinstance(content, IPM) else None
+    return MailboxIndex(
+        mts_identifier=envelope.mts_identifier.text,
+        kind=ApduKind.MESSAGE,
+        precedence=_heading_precedence(heading, user) or envelope.precedence,
+        subject=None if heading is None else heading.subject,
+        originator=_originator(content, envelope),
+    )
+
+
+def _content(message: Message) -> IPM | IPN | None:
+    content_type = message.envelope.content_type
+    if content_type not in _IPM_CONTENT_TYPES:
+        return None
+    try:
+        return decode_content(message.content, content_type)
+    except DecodeError:
+        return None  # delivered all the same; the user's agent shows what it can
+
+
+def _heading_precedence(heading: Heading | None, user: str) -> Precedence | None:
+    """The precedence the originator gave ``user``.
+
+    STANAG 4406 Annex A: primary-precedence for action recipients, copy-precedence for
+    information (copy and blind copy) recipients.  A user the heading does not name (a
+    list member, say) gets the primary precedence.
+    """
+    if heading is None:
+        return None
+    primary = {r.name.canonical for r in heading.primary_recipients if r.name is not None}
+    copies = {
+        r.name.canonical
+        for r in (*heading.copy_recipients, *heading.blind_copy_recipients)
+        if r.name is not None
+    }
+    if user in copies and user not in primary and heading.copy_precedence is not None:
+        return heading.copy_precedence
+    return heading.primary_precedence
+
+
+def _originator(content: IPM | IPN | None, envelope: MessageEnvelope) -> str | None:
+    descriptor: ORDescriptor | None = None
+    if isinstance(content, IPM):
+        descriptor = content.heading.originator
+    elif isinstance(content, IPN):
+        descriptor = content.ipn_originator
+    if descriptor is not None:
+        if descriptor.formal_name is not None:
+            return _name_text(descriptor.formal_name)
+        if descriptor.free_form_name:
+            return descriptor.free_form_name
+    return _name_text(envelope.originator_name)
+
+
+def _name_text(name: ORName) -> str:
+    try:
+        return format_orname(name)
+    except (DecodeError, ValueError):
+        return name.canonical  # a name text cannot spell (a value out of its character set)

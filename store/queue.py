@@ -1,0 +1,511 @@
+"""The transit queue: MTS-APDUs this MTA is responsible for, per recipient.
+
+Modelled on Postfix's queue manager (``qmgr``): an APDU is visible to the queue manager
+only once committed; each recipient is pending, in flight (claimed by one connection or
+by the local deliverer), then transferred, delivered or failed; a deferred recipient is
+pending again with a later ``next_attempt_at``; on restart, what was in flight goes back
+to pending (Postfix's active -> incoming), and the peer's duplicate detection (the
+``received`` keys) keeps the re-sent copy from being delivered twice.
+
+Service order within a route: highest precedence first, then oldest arrival; only
+precedences the connection slot admits; only recipients whose next attempt is due.  On
+PostgreSQL the claim locks with ``FOR UPDATE SKIP LOCKED``, so several MTA processes may
+share one queue and two claims never return the same recipient; on SQLite one process
+owns the queue and the claim is a plain (``BEGIN IMMEDIATE``) transaction.
+
+A claim returns whole messages with every due recipient they have on that route, so one
+transfer carries them all; only when another process already holds some of those
+recipients does a message go in two transfers, each with its own recipients (X.411
+allows it: the transfer sets the responsibility bit for the claimed recipients only).
+Attempts are counted at the claim, so a message that keeps crashing the MTA shows.
+
+Duplicates: every enqueued (MTS identifier, recipient) is kept in ``received``, also
+after the message itself is purged, until :meth:`TransitQueue.forget_received` (the
+duplicate-detection window); a recipient already there is reported as a duplicate and not
+queued.  Check the trace for loops before enqueueing: a looping message comes back with
+the same key and would be taken for a duplicate.
+
+Every method runs inside the caller's transaction (see :func:`store.db.transaction`) and
+commits nothing: the caller commits, then acknowledges.  Batch methods exist so that the
+daemon can commit many messages with one disk flush.  Time is always passed in.
+
+Public API::
+
+    TransitQueue(session)
+        .enqueue(message, now) -> Enqueued
+        .enqueue_many(messages, now) -> tuple[Enqueued, ...]
+        .claim_next(route, precedences, now, *, limit=1, owner=None) -> tuple[QueueEntry, ...]
+        .mark_transferred(recipient_ids, now) -> int
+        .mark_delivered(recipient_ids, now) -> int
+        .defer(recipient_ids, *, next_attempt_at, error, now) -> int
+        .fail(recipient_ids, *, error, now) -> int
+        .hold(message_ids, now) -> int          .release(message_ids, now) -> int
+        .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
+        .recover_in_flight(now, *, owner=None) -> int
+        .counts() -> tuple[QueueCount, ...]
+        .backlog(route, precedences, now) -> int
+        .next_due(route, precedences) -> datetime | None
+        .get(message_id) -> QueueEntry | None
+        .purge_finished(before) -> int          .forget_received(before) -> int
+    NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
+    EXPIRED_ERROR
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Executable
+from sqlalchemy.orm import Session
+
+from p1.precedence import Precedence
+from store import _queue_sql as sql
+from store._queue_sql import EXPIRED_ERROR
+from store._sql import AnyRow, chunks, insert_new
+from store.models import ApduKind, ReceivedKey, RecipientState
+
+__all__ = [
+    "EXPIRED_ERROR",
+    "Enqueued",
+    "NewMessage",
+    "NewRecipient",
+    "QueueCount",
+    "QueueEntry",
+    "QueueRecipient",
+    "TransitQueue",
+]
+
+_S = RecipientState
+
+
+# --- values in and out -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewRecipient:
+    """A recipient to queue, with the route the router chose for it."""
+
+    recipient: str
+    """Canonical O/R name."""
+    route: str
+    """:data:`store.models.LOCAL_ROUTE` or a peer MTA's name."""
+    report_request: int = 0
+    """per-recipient-indicators bits, bit n as ``1 << n``."""
+    recipient_number: int | None = None
+    """originally-specified-recipient-number."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMessage:
+    """An MTS-APDU to queue, with what the router read from its envelope."""
+
+    mts_identifier: str
+    """:attr:`p1.envelope.MTSIdentifier.text`."""
+    kind: ApduKind
+    apdu: bytes
+    precedence: Precedence
+    originator: str
+    """Canonical O/R name."""
+    recipients: tuple[NewRecipient, ...]
+    """The recipients this MTA takes responsibility for (at least one)."""
+    expiry_time: datetime | None = None
+    not_before: datetime | None = None
+    """First attempt not before this time (deferred delivery); None: at once."""
+    origin_peer: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Enqueued:
+    """What :meth:`TransitQueue.enqueue` did with one message."""
+
+    message_id: int | None
+    """None when every recipient was a duplicate (nothing was queued)."""
+    queued: tuple[str, ...]
+    duplicates: tuple[str, ...]
+    """Recipients already received under this MTS identifier: not queued again."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueRecipient:
+    """One queued recipient as the queue manager sees it."""
+
+    id: int
+    recipient: str
+    route: str
+    state: RecipientState
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    report_request: int
+    recipient_number: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueEntry:
+    """A queued APDU with (some of) its recipients: one transfer's worth when claimed."""
+
+    message_id: int
+    mts_identifier: str
+    kind: ApduKind
+    precedence: Precedence
+    originator: str
+    apdu: bytes
+    arrival_time: datetime
+    expiry_time: datetime | None
+    origin_peer: str | None
+    recipients: tuple[QueueRecipient, ...]
+
+    @property
+    def recipient_ids(self) -> tuple[int, ...]:
+        """The ids to pass to mark_transferred, defer, fail..."""
+        return tuple(r.id for r in self.recipients)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueCount:
+    """How many recipients of one route, precedence and state (``qshape``)."""
+
+    route: str
+    precedence: Precedence
+    state: RecipientState
+    recipients: int
+
+
+# --- the repository --------------------------------------------------------------------
+
+
+class TransitQueue:
+    """The transit queue, in the caller's session (the caller commits)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    # enqueue
+
+    def enqueue(self, message: NewMessage, now: datetime) -> Enqueued:
+        """Queue ``message`` unless each of its recipients was received before."""
+        return self.enqueue_many((message,), now)[0]
+
+    def enqueue_many(self, messages: Sequence[NewMessage], now: datetime) -> tuple[Enqueued, ...]:
+        """Queue several messages in the caller's transaction (in one disk flush).
+
+        Each (MTS identifier, recipient) is recorded in ``received`` first; a recipient
+        whose key exists already (a peer re-sending after a lost acknowledgement) is
+        reported in ``duplicates`` and not queued again.
+        """
+        for message in messages:
+            _check(message)
+        fresh = self._record_received(messages, now)
+        plans = [_split(message, fresh) for message in messages]
+        queued = [(m, q) for m, (q, _) in zip(messages, plans, strict=True) if q]
+        ids = self._insert_messages([m for m, _ in queued], now)
+        self._insert_recipients([(i, m, q) for i, (m, q) in zip(ids, queued, strict=True)], now)
+        next_id = iter(ids)
+        return tuple(
+            Enqueued(
+                message_id=next(next_id) if q else None,
+                queued=tuple(r.recipient for r in q),
+                duplicates=duplicates,
+            )
+            for q, duplicates in plans
+        )
+
+    def _record_received(
+        self, messages: Sequence[NewMessage], now: datetime
+    ) -> set[tuple[str, str]]:
+        rows = [
+            {
+                "mts_identifier": m.mts_identifier,
+                "recipient": r.recipient,
+                "received_at": now,
+                "origin_peer": m.origin_peer,
+            }
+            for m in messages
+            for r in m.recipients
+        ]
+        key = ("mts_identifier", "recipient")
+        return {(row[0], row[1]) for row in insert_new(self.session, ReceivedKey, rows, key, key)}
+
+    def _insert_messages(self, messages: Sequence[NewMessage], now: datetime) -> list[int]:
+        if not messages:
+            return []
+        rows = [
+            {
+                "mts_identifier": m.mts_identifier,
+                "kind": m.kind,
+                "apdu": m.apdu,
+                "size": len(m.apdu),
+                "precedence": int(m.precedence),
+                "originator": m.originator,
+                "arrival_time": now,
+                "expiry_time": m.expiry_time,
+                "origin_peer": m.origin_peer,
+            }
+            for m in messages
+        ]
+        return [row[0] for row in self.session.execute(sql.INSERT_MESSAGES, rows)]
+
+    def _insert_recipients(
+        self,
+        plan: Sequence[tuple[int, NewMessage, Sequence[NewRecipient]]],
+        now: datetime,
+    ) -> None:
+        rows = [
+            {
+                "message_id": message_id,
+                "recipient": r.recipient,
+                "route": r.route,
+                "state": _S.PENDING,
+                "precedence": int(m.precedence),
+                "arrival_time": now,
+                "attempts": 0,
+                "next_attempt_at": now if m.not_before is None else max(now, m.not_before),
+                "last_error": None,
+                "report_request": r.report_request,
+                "recipient_number": r.recipient_number,
+                "owner": None,
+                "updated_at": now,
+            }
+            for message_id, m, recipients in plan
+            for r in recipients
+        ]
+        if rows:
+            self.session.execute(sql.INSERT_RECIPIENTS, rows)
+
+    # claim
+
+    def claim_next(
+        self,
+        route: str,
+        precedences: Collection[Precedence],
+        now: datetime,
+        *,
+        limit: int = 1,
+        owner: str | None = None,
+    ) -> tuple[QueueEntry, ...]:
+        """Claim up to ``limit`` messages due on ``route``: most urgent first, then oldest.
+
+        Every due pending recipient of a chosen message on this route comes with it (one
+        transfer carries them all), unless another process holds it locked.  Claimed
+        recipients are in flight, their attempts counted, ``owner`` recorded.
+        """
+        if limit < 1 or not precedences:
+            return ()
+        due = {"route": route, "precedences": _levels(precedences), "now": now}
+        order, ids = self._choose(due, limit)
+        if not order:
+            return ()
+        siblings = self.session.scalars(sql.SIBLINGS, {**due, "messages": order})
+        taken = set(ids)
+        ids += [i for i in siblings if i not in taken]
+        claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
+        return self._entries(order, claimed)
+
+    def _choose(self, due: Mapping[str, Any], limit: int) -> tuple[list[int], list[int]]:
+        """The first ``limit`` messages in service order, with the recipient ids locked."""
+        order: list[int] = []
+        ids: list[int] = []
+        while len(order) < limit:
+            # Rows are recipients: ask again for the messages still missing when several
+            # rows were recipients of one message.
+            wanted = limit - len(order)
+            rows = self.session.execute(sql.CHOOSE, {**due, "taken": order, "limit": wanted}).all()
+            ids += [row.id for row in rows]
+            order += [m for m in dict.fromkeys(row.message_id for row in rows) if m not in order]
+            if len(rows) < wanted:
+                break
+        return order, ids
+
+    # state changes
+
+    def mark_transferred(self, recipient_ids: Sequence[int], now: datetime) -> int:
+        """In-flight recipients a peer MTA has taken responsibility for."""
+        return len(self._transition(sql.TO_TRANSFERRED, recipient_ids, now))
+
+    def mark_delivered(self, recipient_ids: Sequence[int], now: datetime) -> int:
+        """In-flight local recipients now in their mailbox."""
+        return len(self._transition(sql.TO_DELIVERED, recipient_ids, now))
+
+    def defer(
+        self,
+        recipient_ids: Sequence[int],
+        *,
+        next_attempt_at: datetime,
+        error: str,
+        now: datetime,
+    ) -> int:
+        """In-flight recipients that failed for now: pending again from ``next_attempt_at``."""
+        changed = self._transition(
+            sql.TO_DEFERRED, recipient_ids, now, next_attempt=next_attempt_at, error=error
+        )
+        return len(changed)
+
+    def fail(self, recipient_ids: Sequence[int], *, error: str, now: datetime) -> int:
+        """Recipients that will never be transferred or delivered (permanent failure)."""
+        return len(self._transition(sql.TO_FAILED, recipient_ids, now, error=error))
+
+    def hold(self, message_ids: Sequence[int], now: datetime) -> int:
+        """Operator hold: pending recipients of these messages are not claimed until released.
+
+        In-flight recipients finish their attempt; hold again afterwards if need be.
+        """
+        return self._per_message(sql.HOLD, message_ids, now)
+
+    def release(self, message_ids: Sequence[int], now: datetime) -> int:
+        """Held recipients of these messages become pending and due at once."""
+        return self._per_message(sql.RELEASE, message_ids, now)
+
+    def recover_in_flight(self, now: datetime, *, owner: str | None = None) -> int:
+        """At start: what was in flight is pending again (Postfix: active -> incoming).
+
+        ``owner`` None recovers every in-flight recipient (one process owns the queue);
+        with a name, only those that process held (processes sharing a PostgreSQL queue
+        each recover their own, under a name that survives their restart).
+        """
+        if owner is None:
+            return self._count(sql.RECOVER_ALL, {"at": now})
+        return self._count(sql.RECOVER_OWNER, {"at": now, "of_owner": owner})
+
+    def expire_due(self, now: datetime, *, limit: int = 1000) -> tuple[QueueEntry, ...]:
+        """Fail pending recipients whose message expired; what expired, for the reports.
+
+        Held recipients wait for the operator; in-flight ones finish their attempt.
+        """
+        rows = self.session.execute(sql.EXPIRED, {"now": now, "limit": limit}).all()
+        failed = self._transition(sql.TO_EXPIRED, [row.id for row in rows], now)
+        return self._entries(list(dict.fromkeys(row.message_id for row in rows)), failed)
+
+    # views
+
+    def counts(self) -> tuple[QueueCount, ...]:
+        """Recipients per route, precedence and state (the operator's ``qshape``)."""
+        return tuple(
+            QueueCount(route=route, precedence=Precedence(p), state=state, recipients=n)
+            for route, p, state, n in self.session.execute(sql.COUNTS)
+        )
+
+    def backlog(self, route: str, precedences: Collection[Precedence], now: datetime) -> int:
+        """Messages due on ``route`` at these precedences (to decide on a second connection)."""
+        if not precedences:
+            return 0
+        due = {"route": route, "precedences": _levels(precedences), "now": now}
+        return int(self.session.scalar(sql.BACKLOG, due) or 0)
+
+    def next_due(self, route: str, precedences: Collection[Precedence]) -> datetime | None:
+        """When the next pending recipient on ``route`` at these precedences falls due."""
+        if not precedences:
+            return None
+        parameters = {"route": route, "precedences": _levels(precedences)}
+        return cast(datetime | None, self.session.scalar(sql.NEXT_DUE, parameters))
+
+    def get(self, message_id: int) -> QueueEntry | None:
+        """A queued message with all its recipients, or None."""
+        rows = self.session.execute(sql.RECIPIENTS_OF, {"message_id": message_id}).all()
+        entries = self._entries([message_id], rows)
+        return entries[0] if entries else None
+
+    # housekeeping
+
+    def purge_finished(self, before: datetime) -> int:
+        """Delete messages whose every recipient reached a final state before ``before``."""
+        return self._count(sql.PURGE_FINISHED, {"before": before})
+
+    def forget_received(self, before: datetime) -> int:
+        """Drop duplicate-detection keys received before ``before`` (the dedup window)."""
+        return self._count(sql.FORGET_RECEIVED, {"before": before})
+
+    # helpers
+
+    def _transition(
+        self, statement: Executable, recipient_ids: Sequence[int], now: datetime, **values: Any
+    ) -> list[AnyRow]:
+        rows: list[AnyRow] = []
+        for part in chunks(sorted(set(recipient_ids))):
+            parameters = {"ids": list(part), "at": now, **values}
+            rows += self.session.execute(statement, parameters).all()
+        return rows
+
+    def _per_message(self, statement: Executable, message_ids: Sequence[int], now: datetime) -> int:
+        return sum(
+            self._count(statement, {"message_ids": list(part), "at": now})
+            for part in chunks(sorted(set(message_ids)))
+        )
+
+    def _count(self, statement: Executable, parameters: Mapping[str, Any]) -> int:
+        # UPDATE and DELETE give a CursorResult; its rowcount is the rows matched.
+        result = self.session.execute(statement, parameters)
+        return cast(CursorResult[Any], result).rowcount
+
+    def _entries(self, order: Sequence[int], rows: Sequence[AnyRow]) -> tuple[QueueEntry, ...]:
+        """Group recipient rows under their messages, messages in ``order``."""
+        grouped: dict[int, list[QueueRecipient]] = {}
+        for row in sorted(rows, key=lambda r: r.id):
+            grouped.setdefault(row.message_id, []).append(_recipient(row))
+        wanted = [i for i in order if i in grouped]
+        messages = {m.id: m for m in self._messages(wanted)}
+        return tuple(_entry(messages[i], grouped[i]) for i in wanted)
+
+    def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
+        for part in chunks(message_ids):
+            yield from self.session.execute(sql.MESSAGES_BY_ID, {"ids": list(part)})
+
+
+def _levels(precedences: Collection[Precedence]) -> list[int]:
+    return sorted({int(p) for p in precedences})
+
+
+def _recipient(row: AnyRow) -> QueueRecipient:
+    return QueueRecipient(
+        id=row.id,
+        recipient=row.recipient,
+        route=row.route,
+        state=row.state,
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        last_error=row.last_error,
+        report_request=row.report_request,
+        recipient_number=row.recipient_number,
+    )
+
+
+def _entry(message: AnyRow, recipients: Sequence[QueueRecipient]) -> QueueEntry:
+    return QueueEntry(
+        message_id=message.id,
+        mts_identifier=message.mts_identifier,
+        kind=message.kind,
+        precedence=Precedence(message.precedence),
+        originator=message.originator,
+        apdu=message.apdu,
+        arrival_time=message.arrival_time,
+        expiry_time=message.expiry_time,
+        origin_peer=message.origin_peer,
+        recipients=tuple(recipients),
+    )
+
+
+def _check(message: NewMessage) -> None:
+    if not message.recipients:
+        raise ValueError(f"message {message.mts_identifier} has no recipient to queue")
+
+
+def _split(
+    message: NewMessage, fresh: set[tuple[str, str]]
+) -> tuple[list[NewRecipient], tuple[str, ...]]:
+    """The recipients of ``message`` to queue and the duplicates.
+
+    A new key is taken from ``fresh`` by its first occurrence, so a name repeated in one
+    batch is queued once.
+    """
+    queued: list[NewRecipient] = []
+    duplicates: list[str] = []
+    for r in message.recipients:
+        key = (message.mts_identifier, r.recipient)
+        if key in fresh:
+            fresh.discard(key)
+            queued.append(r)
+        else:
+            duplicates.append(r.recipient)
+    return queued, tuple(duplicates)

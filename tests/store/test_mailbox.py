@@ -1,0 +1,260 @@
+"""The message store, on SQLite and PostgreSQL: idempotent delivery, indexing of IPMs and
+reports, listing, reading, read flags and deletion, each scoped to its user."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from sqlalchemy import Engine
+
+from p1.errors import DecodeError
+from p1.ipm import ContentKind, ORDescriptor
+from p1.precedence import Precedence
+from store.db import transaction
+from store.mailbox import (
+    REPORT_PRECEDENCE,
+    Delivery,
+    MailboxIndex,
+    MailboxSummary,
+    MessageStore,
+    index_apdu,
+)
+from store.models import ApduKind
+from tests.store.samples import (
+    BROWN,
+    JONES,
+    SMITH,
+    T0,
+    at,
+    ipm_apdu,
+    ipn_apdu,
+    mts_id,
+    probe_apdu,
+    raw_apdu,
+    report_apdu,
+)
+
+ANNE = JONES.canonical
+BROWN_NAME = BROWN.canonical
+SMITH_TEXT = "C=GB;ADMD= ;PRMD=NATO;O=ACT;S=Smith;G=John"
+
+
+def deliver(engine: Engine, *deliveries: Delivery, now: datetime = T0) -> tuple[int | None, ...]:
+    with transaction(engine) as session:
+        return MessageStore(session).deliver_many(deliveries, now)
+
+
+def listing(engine: Engine, user: str, *, unread_only: bool = False) -> tuple[MailboxSummary, ...]:
+    with transaction(engine) as session:
+        return MessageStore(session).list(user, unread_only=unread_only)
+
+
+# --- indexing (no database) ------------------------------------------------------------
+
+
+def test_an_ipm_is_indexed_by_subject_originator_and_the_users_precedence() -> None:
+    apdu = ipm_apdu("m1", subject="SITREP 042")
+    assert index_apdu(apdu, ANNE) == MailboxIndex(
+        mts_identifier=mts_id("m1").text,
+        kind=ApduKind.MESSAGE,
+        precedence=Precedence.FLASH,
+        subject="SITREP 042",
+        originator=SMITH_TEXT,
+    )
+    # Brown is a copy recipient: the copy precedence is his.
+    assert index_apdu(apdu, BROWN_NAME).precedence == Precedence.ROUTINE
+    # Someone the heading does not name (a list member): the primary precedence.
+    assert index_apdu(apdu, SMITH.canonical).precedence == Precedence.FLASH
+
+
+def test_a_p2_ipm_is_indexed_too() -> None:
+    apdu = ipm_apdu("m1", subject="lunch", kind=ContentKind.P2)
+    assert index_apdu(apdu, ANNE).subject == "lunch"
+
+
+def test_without_heading_precedence_the_envelope_precedence_counts() -> None:
+    apdu = ipm_apdu("m1", primary_precedence=None, copy_precedence=None)
+    assert index_apdu(apdu, ANNE).precedence == Precedence.PRIORITY  # the envelope's
+
+
+def test_a_free_form_originator_is_shown_as_given() -> None:
+    apdu = ipm_apdu("m1", originator=ORDescriptor(free_form_name="Duty Officer"))
+    assert index_apdu(apdu, ANNE).originator == "Duty Officer"
+
+
+def test_an_ipn_is_indexed_by_its_originator() -> None:
+    index = index_apdu(ipn_apdu("n1"), ANNE)
+    assert (index.kind, index.subject, index.originator) == (
+        ApduKind.MESSAGE,
+        None,
+        "Anne Jones",
+    )
+
+
+@pytest.mark.parametrize(
+    ("content_type", "content"),
+    [
+        (2, b"\x01\x02 not an IPM"),  # another built-in content type: not opened
+        ("1.2.3.4", b"anything"),  # an extended one we do not know
+        (22, b"\x30\x03\x01\x01"),  # P2 that does not decode: still delivered
+        ("1.3.26.0.4406.0.4.1", b""),  # empty P772
+    ],
+)
+def test_other_or_broken_content_falls_back_on_the_envelope(
+    content_type: int | str, content: bytes
+) -> None:
+    index = index_apdu(raw_apdu("m1", content_type, content), ANNE)
+    assert index == MailboxIndex(
+        mts_identifier=mts_id("m1").text,
+        kind=ApduKind.MESSAGE,
+        precedence=Precedence.PRIORITY,
+        subject=None,
+        originator=SMITH_TEXT,
+    )
+
+
+def test_a_report_is_indexed_as_a_report() -> None:
+    assert index_apdu(report_apdu("r1"), SMITH.canonical) == MailboxIndex(
+        mts_identifier=mts_id("r1").text,
+        kind=ApduKind.REPORT,
+        precedence=REPORT_PRECEDENCE,
+        subject=None,
+        originator=None,
+    )
+
+
+def test_a_probe_is_not_delivered() -> None:
+    with pytest.raises(ValueError, match="probe"):
+        index_apdu(probe_apdu("p1"), ANNE)
+
+
+def test_bytes_that_are_no_apdu_are_refused() -> None:
+    with pytest.raises(DecodeError):
+        index_apdu(b"\x04\x01x", ANNE)
+
+
+# --- delivery --------------------------------------------------------------------------
+
+
+def test_delivery_is_idempotent(engine: Engine) -> None:
+    apdu = ipm_apdu("m1")
+    with transaction(engine) as session:
+        first = MessageStore(session).deliver(ANNE, apdu, T0)
+    with transaction(engine) as session:
+        again = MessageStore(session).deliver(ANNE, apdu, at(5))
+    assert isinstance(first, int)
+    assert again is None
+    assert [e.id for e in listing(engine, ANNE)] == [first]
+
+
+def test_deliver_many_in_one_transaction(engine: Engine) -> None:
+    results = deliver(
+        engine,
+        Delivery(user=ANNE, apdu=ipm_apdu("m1")),
+        Delivery(user=BROWN_NAME, apdu=ipm_apdu("m1")),  # same message, another user
+        Delivery(user=ANNE, apdu=ipm_apdu("m1")),  # a repeat within the batch
+        Delivery(user=SMITH.canonical, apdu=report_apdu("r1")),
+    )
+    assert [isinstance(r, int) for r in results] == [True, True, False, True]
+    assert len(set(results)) == 4  # three ids and None
+    assert [e.mts_identifier for e in listing(engine, ANNE)] == [mts_id("m1").text]
+    assert [e.kind for e in listing(engine, SMITH.canonical)] == [ApduKind.REPORT]
+
+
+def test_a_failed_transaction_delivers_nothing(engine: Engine) -> None:
+    with pytest.raises(RuntimeError), transaction(engine) as session:
+        MessageStore(session).deliver(ANNE, ipm_apdu("m1"), T0)
+        raise RuntimeError("crash before commit")
+    assert listing(engine, ANNE) == ()
+    assert deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("m1")))[0] is not None
+
+
+def test_a_probe_in_a_batch_delivers_none_of_it(engine: Engine) -> None:
+    with pytest.raises(ValueError, match="probe"):
+        deliver(
+            engine,
+            Delivery(user=ANNE, apdu=ipm_apdu("m1")),
+            Delivery(user=ANNE, apdu=probe_apdu("p1")),
+        )
+    assert listing(engine, ANNE) == ()
+
+
+# --- listing, reading, flags, deletion ---------------------------------------------------
+
+
+def test_the_list_is_most_urgent_first_then_in_delivery_order(engine: Engine) -> None:
+    deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("routine", primary_precedence=None)))
+    deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("flash-1")), now=at(1))
+    deliver(
+        engine,
+        Delivery(user=ANNE, apdu=ipm_apdu("override", primary_precedence=Precedence.OVERRIDE)),
+        now=at(2),
+    )
+    deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("flash-2")), now=at(3))
+    deliver(engine, Delivery(user=BROWN_NAME, apdu=ipm_apdu("other")))
+    entries = listing(engine, ANNE)
+    assert [(e.mts_identifier, e.precedence) for e in entries] == [
+        (mts_id("override").text, Precedence.OVERRIDE),
+        (mts_id("flash-1").text, Precedence.FLASH),
+        (mts_id("flash-2").text, Precedence.FLASH),
+        (mts_id("routine").text, Precedence.PRIORITY),
+    ]
+    first = entries[1]
+    assert (first.user, first.subject, first.originator) == (ANNE, "SITREP 042", SMITH_TEXT)
+    assert (first.delivered_at, first.read, first.size) == (at(1), False, len(ipm_apdu("flash-1")))
+
+
+def test_read_returns_the_bytes_only_to_their_user(engine: Engine) -> None:
+    apdu = ipm_apdu("m1")
+    (entry_id,) = deliver(engine, Delivery(user=ANNE, apdu=apdu))
+    assert entry_id is not None
+    with transaction(engine) as session:
+        store = MessageStore(session)
+        message = store.read(ANNE, entry_id)
+        assert store.read(BROWN_NAME, entry_id) is None
+        assert store.read(ANNE, entry_id + 1000) is None
+    assert message is not None
+    assert (message.apdu, message.subject, message.read) == (apdu, "SITREP 042", False)
+
+
+def test_mark_read_and_unread(engine: Engine) -> None:
+    ids = deliver(
+        engine,
+        Delivery(user=ANNE, apdu=ipm_apdu("m1")),
+        Delivery(user=ANNE, apdu=ipm_apdu("m2")),
+        Delivery(user=BROWN_NAME, apdu=ipm_apdu("m3")),
+    )
+    anne = [i for i in ids[:2] if i is not None]
+    brown = [i for i in ids[2:] if i is not None]
+    with transaction(engine) as session:
+        store = MessageStore(session)
+        assert store.unread_count(ANNE) == 2
+        assert store.mark_read(ANNE, anne[:1]) == 1
+        assert store.mark_read(ANNE, anne[:1]) == 0  # already read
+        assert store.mark_read(ANNE, brown) == 0  # not hers
+        assert store.unread_count(ANNE) == 1
+        assert store.unread_count(BROWN_NAME) == 1
+    assert [e.id for e in listing(engine, ANNE, unread_only=True)] == anne[1:]
+    with transaction(engine) as session:
+        assert MessageStore(session).mark_read(ANNE, anne, read=False) == 1
+    assert [e.id for e in listing(engine, ANNE, unread_only=True)] == anne
+
+
+def test_delete_removes_only_the_users_entries(engine: Engine) -> None:
+    ids = deliver(
+        engine,
+        Delivery(user=ANNE, apdu=ipm_apdu("m1")),
+        Delivery(user=BROWN_NAME, apdu=ipm_apdu("m1")),
+    )
+    anne, brown = (i for i in ids if i is not None)
+    with transaction(engine) as session:
+        store = MessageStore(session)
+        assert store.delete(ANNE, [brown]) == 0
+        assert store.delete(ANNE, [anne]) == 1
+        assert store.delete(ANNE, [anne]) == 0
+        assert store.read(ANNE, anne) is None
+        assert store.read(BROWN_NAME, brown) is not None
+    # Ids are never reused: a stale listing cannot name a later message.
+    (later,) = deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("m2")))
+    assert later is not None and later > max(anne, brown)
