@@ -17,7 +17,7 @@ Responder: :func:`serve_link` runs one accepted connection to its end, asking a
 Public API::
 
     Timeouts(connect, bind, idle, release)
-    LinkError, BindRefusedError(error), LinkClosedError
+    LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError
     Link.next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu)
@@ -85,6 +85,11 @@ class BindRefusedError(LinkError):
 
 class LinkClosedError(LinkError):
     """The association is closed (aborted by either side, or the connection dropped)."""
+
+
+class TransferRefusedError(LinkError):
+    """Raised by a :class:`Responder` that cannot take a transfer: the association is
+    aborted, so the peer keeps responsibility and tries again later."""
 
 
 class Link:
@@ -256,8 +261,14 @@ async def serve_link(
     except TimeoutError:
         log.warning("%s: timed out, aborting", peer)
         await link.abort("timed out")
+    except TransferRefusedError as error:
+        log.warning("%s: transfer refused, aborting: %s", peer, error)
+        await link.abort(str(error))
     except LinkClosedError as error:
         log.info("%s: %s", peer, error)
+    except Exception:  # the daemon serves on: nothing was confirmed, the peer retries
+        log.exception("%s: failed while serving, aborting", peer)
+        await link.abort("responder failure")
     finally:
         await link.close()
 

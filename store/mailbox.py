@@ -249,12 +249,25 @@ def index_apdu(apdu: bytes, user: str) -> MailboxIndex:
             mts_identifier=decoded.mts_identifier.text,
             kind=ApduKind.REPORT,
             precedence=REPORT_PRECEDENCE,
-            subject=None,
+            subject=_report_subject(decoded),
             originator=None,
         )
     if isinstance(decoded, Probe):
         raise ValueError(f"probe {decoded.mts_identifier.text} cannot be delivered")
     return _index_message(decoded, user)
+
+
+def _report_subject(report: Report) -> str:
+    """What a listing says of a report: its kind and the message it is about."""
+    outcomes = [r.delivered for r in report.content.recipients]
+    delivered = sum(outcomes)
+    if delivered == len(outcomes):
+        what = "delivery report"
+    elif delivered == 0:
+        what = "non-delivery report"
+    else:
+        what = f"report ({delivered} delivered, {len(outcomes) - delivered} not)"
+    return f"{what} on {report.content.subject_identifier.text}"
 
 
 def _index_message(message: Message, user: str) -> MailboxIndex:

@@ -119,7 +119,7 @@ def test_a_report_is_indexed_as_a_report() -> None:
         mts_identifier=mts_id("r1").text,
         kind=ApduKind.REPORT,
         precedence=REPORT_PRECEDENCE,
-        subject=None,
+        subject=f"delivery report on {mts_id('m1').text}",
         originator=None,
     )
 

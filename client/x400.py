@@ -1,0 +1,442 @@
+"""``x400``: the user's client (in the manner of XUXA): send, list and read messages.
+
+    x400 send --from OR --to OR [--to OR ...] [--cc OR ...] --precedence LEVEL --subject S
+              (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
+              [--delivery-report] [--count N] [--p2]
+    x400 inbox --user OR [--unread]
+    x400 read ID --user OR [--raw]
+    x400 delete ID [ID ...] --user OR
+
+Messages are STANAG 4406 (P772) military messages unless ``--p2``: the heading carries
+the primary precedence, the envelope the matching P1 priority and priority-level-qualifier.
+``send`` prints the MTS identifier of each message once the MTA has it safely on disk;
+``--count`` sends N copies (a progress bar on a terminal) for load tests, and ``--size``
+gives the body a canned size (k = 1024 octets, M = 1024 k).
+
+Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
+``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
+
+Exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from client.api import ApiError, call, socket_path
+from p1.envelope import Message, decode_mts_apdu
+from p1.errors import DecodeError
+from p1.ipm import (
+    IPM,
+    P2_CONTENT_TYPE,
+    P772_CONTENT_TYPE,
+    BinaryBodyPart,
+    ContentKind,
+    Heading,
+    IPMIdentifier,
+    ORDescriptor,
+    Recipient,
+    TextBodyPart,
+    decode_content,
+    encode_ipm,
+)
+from p1.orname import ORName, format_orname, parse_orname
+from p1.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.report import NonDeliveryDiagnostic, NonDeliveryReason, Report
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+_SIZE = re.compile(r"(\d+)\s*([kKmM]?)[iI]?[bB]?")
+_LINE = b"THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG 0123456789 ABCDEFGHIJKLMNOP\r\n"
+
+
+class UsageError(Exception):
+    """A bad argument (exit 2)."""
+
+
+def parse_size(text: str) -> int:
+    """``1k`` -> 1024, ``10M`` -> 10485760, ``500`` -> 500."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise UsageError(f"--size {text!r}: expected a number with k or M, e.g. 1k, 10M")
+    unit = {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
+    return int(match.group(1)) * unit
+
+
+def canned_body(size: int) -> bytes:
+    """``size`` octets of IA5 text in 72-character lines (load-test bodies)."""
+    return (_LINE * (size // len(_LINE) + 1))[:size]
+
+
+# --- send --------------------------------------------------------------------------------
+
+
+def build_ipm(args: argparse.Namespace, originator: ORName, number: int) -> bytes:
+    """The content to submit: an IPM (P772 unless ``--p2``)."""
+    kind = ContentKind.P2 if args.p2 else ContentKind.P772
+    precedence: Precedence = args.precedence
+    heading = Heading(
+        this_ipm=IPMIdentifier(
+            user=originator, user_relative_identifier=f"{int(time.time())}-{os.getpid()}-{number}"
+        ),
+        originator=ORDescriptor(formal_name=originator),
+        primary_recipients=tuple(Recipient(name=name) for name in args.to),
+        copy_recipients=tuple(Recipient(name=name) for name in args.cc),
+        subject=args.subject,
+        primary_precedence=None if args.p2 else precedence,
+        copy_precedence=None if args.p2 or not args.cc else precedence,
+    )
+    return encode_ipm(IPM(heading=heading, body=(_body(args),)), kind)
+
+
+def _body(args: argparse.Namespace) -> TextBodyPart | BinaryBodyPart:
+    if args.size is not None:
+        return TextBodyPart(data=canned_body(args.size))
+    if args.body_file is not None:
+        data = _read_file(args.body_file)
+        try:
+            return TextBodyPart.from_text(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            return BinaryBodyPart(data=data)
+    return TextBodyPart.from_text(args.body or "")
+
+
+def _read_file(name: str) -> bytes:
+    if name == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(name).read_bytes()
+    except OSError as error:
+        raise UsageError(f"--body-file {name}: {error.strerror}") from error
+
+
+def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path = socket_path(args.config, args.socket)
+    originator: ORName = args.sender
+    request: dict[str, Any] = {
+        "op": "submit",
+        "originator": format_orname(originator),
+        "recipients": [format_orname(name) for name in (*args.to, *args.cc)],
+        "precedence": args.precedence.label,
+        "content_type": P2_CONTENT_TYPE if args.p2 else P772_CONTENT_TYPE,
+        "delivery_report": args.delivery_report,
+    }
+    progress = _Progress(args.count, err) if args.count > 1 and err.isatty() else None
+    started = time.monotonic()
+    for number in range(1, args.count + 1):
+        response, _ = call(path, request, build_ipm(args, originator, number))
+        print(response["mts_identifier"], file=out)
+        for rejected in response.get("rejected", ()):
+            print(f"x400: no route to {rejected}: a non-delivery report follows", file=err)
+        if progress:
+            progress.show(number)
+    if args.count > 1:
+        elapsed = time.monotonic() - started
+        if progress:
+            progress.done()
+        print(
+            f"x400: {args.count} messages submitted in {elapsed:.2f} s "
+            f"({args.count / elapsed:.0f} msg/s)",
+            file=err,
+        )
+    return EXIT_OK
+
+
+class _Progress:
+    """A one-line progress bar on a terminal."""
+
+    def __init__(self, total: int, err: TextIO) -> None:
+        self.total, self.err = total, err
+
+    def show(self, done: int) -> None:
+        filled = 30 * done // self.total
+        bar = "#" * filled + "." * (30 - filled)
+        print(f"\r[{bar}] {done}/{self.total}", end="", file=self.err, flush=True)
+
+    def done(self) -> None:
+        print(file=self.err)
+
+
+# --- inbox / read / delete ---------------------------------------------------------------
+
+
+def inbox(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path = socket_path(args.config, args.socket)
+    user = _user(args)
+    request = {"op": "inbox", "user": format_orname(user), "unread_only": args.unread}
+    response, _ = call(path, request)
+    messages = response["messages"]
+    if not messages:
+        print(f"no {'unread ' if args.unread else ''}messages for {response['user']}", file=out)
+        return EXIT_OK
+    print(
+        f"{'ID':>5}  {'':1} {'PRECEDENCE':<10} {'KIND':<7} {'DELIVERED':<19}  FROM / SUBJECT",
+        file=out,
+    )
+    for m in messages:
+        when = datetime.fromisoformat(m["delivered_at"]).strftime("%Y-%m-%d %H:%M:%S")
+        flag = " " if m["read"] else "N"
+        origin = m["originator"] or "-"
+        subject = m["subject"] or ""
+        print(
+            f"{m['id']:>5}  {flag} {m['precedence']:<10} {m['kind']:<7} {when}  {origin}"
+            + (f"\n{'':47}{subject}" if subject else ""),
+            file=out,
+        )
+    return EXIT_OK
+
+
+def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path = socket_path(args.config, args.socket)
+    response, apdu = call(path, {"op": "read", "user": format_orname(_user(args)), "id": args.id})
+    if args.raw:
+        sys.stdout.buffer.write(apdu)
+        return EXIT_OK
+    summary = response["message"]
+    print(f"MTS identifier: {summary['mts_identifier']}", file=out)
+    print(f"delivered:      {summary['delivered_at']}", file=out)
+    print(f"precedence:     {summary['precedence']}", file=out)
+    try:
+        _show_apdu(decode_mts_apdu(apdu), out)
+    except DecodeError as error:
+        print(f"(the stored message does not decode: {error})", file=out)
+    return EXIT_OK
+
+
+def _show_apdu(apdu: object, out: TextIO) -> None:
+    if isinstance(apdu, Report):
+        content = apdu.content
+        print(f"report on:      {content.subject_identifier.text}", file=out)
+        for r in content.recipients:
+            outcome = "delivered" if r.delivered else _non_delivery(r.last_trace_information.report)
+            print(f"  {format_orname(r.actual_recipient_name)}: {outcome}", file=out)
+        return
+    assert isinstance(apdu, Message)
+    print(f"originator:     {format_orname(apdu.envelope.originator_name)}", file=out)
+    ipm = decode_content(apdu.content, apdu.envelope.content_type)
+    if not isinstance(ipm, IPM):
+        print("content:        an IP notification", file=out)
+        return
+    heading = ipm.heading
+    print(
+        f"to:             {_names(heading.primary_recipients)}",
+        file=out,
+    )
+    if heading.copy_recipients:
+        print(
+            f"cc:             {_names(heading.copy_recipients)}",
+            file=out,
+        )
+    print(f"subject:        {heading.subject or ''}", file=out)
+    print(file=out)
+    for part in ipm.body:
+        if isinstance(part, TextBodyPart):
+            print(part.text, file=out)
+        else:
+            print(f"[{type(part).__name__}: {len(getattr(part, 'data', b''))} octets]", file=out)
+
+
+def _names(recipients: Sequence[Recipient]) -> str:
+    return ", ".join(format_orname(r.name) for r in recipients if r.name is not None)
+
+
+def _non_delivery(report: object) -> str:
+    reason = getattr(report, "reason_code", "?")
+    diagnostic = getattr(report, "diagnostic_code", None)
+
+    def name(kind: Any, value: Any) -> str:
+        try:
+            return str(kind(value).name.lower().replace("_", "-"))
+        except ValueError:
+            return str(value)
+
+    text = f"not delivered: {name(NonDeliveryReason, reason)}"
+    return text if diagnostic is None else f"{text} ({name(NonDeliveryDiagnostic, diagnostic)})"
+
+
+def delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    path = socket_path(args.config, args.socket)
+    response, _ = call(path, {"op": "delete", "user": format_orname(_user(args)), "ids": args.ids})
+    print(f"deleted {response['deleted']} message(s)", file=out)
+    return EXIT_OK
+
+
+def _user(args: argparse.Namespace) -> ORName:
+    text = args.user or os.environ.get("X400_USER")
+    if not text:
+        raise UsageError("say whose mailbox: --user OR-ADDRESS or $X400_USER")
+    return _orname(text)
+
+
+# --- arguments ---------------------------------------------------------------------------
+
+
+def _orname(text: str) -> ORName:
+    try:
+        return parse_orname(text)
+    except (DecodeError, ValueError) as error:
+        raise UsageError(f"{text!r}: {error}") from error
+
+
+def _precedence(text: str) -> Precedence:
+    try:
+        return parse_precedence(text)
+    except PrecedenceError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="x400",
+        description="Send, list and read X.400 / STANAG 4406 messages through a local aiox400 MTA.",
+    )
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--config", "-c", metavar="FILE", help="the MTA's configuration (for its control socket)"
+    )
+    where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    send_p = commands.add_parser(
+        "send",
+        parents=[where],
+        help="submit a message",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    send_p.add_argument(
+        "--from",
+        dest="sender",
+        required=True,
+        type=_orname_arg,
+        metavar="OR",
+        help="originator O/R address, e.g. 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith'",
+    )
+    send_p.add_argument(
+        "--to",
+        action="append",
+        required=True,
+        type=_orname_arg,
+        metavar="OR",
+        help="primary recipient (repeat for more)",
+    )
+    send_p.add_argument(
+        "--cc",
+        action="append",
+        default=[],
+        type=_orname_arg,
+        metavar="OR",
+        help="copy recipient (repeat for more)",
+    )
+    send_p.add_argument(
+        "--precedence",
+        "-p",
+        type=_precedence,
+        default=Precedence.ROUTINE,
+        metavar="LEVEL",
+        help="deferred, routine (default), priority, immediate, flash or override",
+    )
+    send_p.add_argument("--subject", "-s", default="", help="subject line")
+    body = send_p.add_mutually_exclusive_group()
+    body.add_argument("--body", "-b", help="body text")
+    body.add_argument(
+        "--body-file",
+        metavar="FILE",
+        help="body from a file ('-': standard input); text if UTF-8, else binary",
+    )
+    body.add_argument(
+        "--size", type=_size_arg, help="canned body of this size: 1k, 10k, 100k, 1M, 10M"
+    )
+    send_p.add_argument(
+        "--delivery-report",
+        "-r",
+        action="store_true",
+        help="ask for a delivery report (non-delivery reports always come)",
+    )
+    send_p.add_argument(
+        "--count", "-n", type=_count_arg, default=1, help="send N copies (load test)"
+    )
+    send_p.add_argument(
+        "--p2",
+        action="store_true",
+        help="send a plain X.420 (P2) IPM instead of STANAG 4406 (P772)",
+    )
+    send_p.set_defaults(run=send)
+    inbox_p = commands.add_parser(
+        "inbox",
+        parents=[where],
+        help="list a mailbox",
+        description="List the messages and reports delivered to a user; N marks unread.",
+    )
+    inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
+    inbox_p.add_argument("--unread", action="store_true", help="unread messages only")
+    inbox_p.set_defaults(run=inbox)
+    read_p = commands.add_parser(
+        "read",
+        parents=[where],
+        help="show one message and mark it read",
+        description="Show a delivered message (heading and body) or report, and mark it read.",
+    )
+    read_p.add_argument("id", type=int, metavar="ID", help="the message number inbox shows")
+    read_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
+    read_p.add_argument(
+        "--raw",
+        action="store_true",
+        help="write the MTS-APDU's BER to standard output (for x400-dump)",
+    )
+    read_p.set_defaults(run=read)
+    delete_p = commands.add_parser("delete", parents=[where], help="delete messages from a mailbox")
+    delete_p.add_argument("ids", type=int, nargs="+", metavar="ID")
+    delete_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
+    delete_p.set_defaults(run=delete)
+    return parser
+
+
+def _orname_arg(text: str) -> ORName:
+    try:
+        return _orname(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _size_arg(text: str) -> int:
+    try:
+        return parse_size(text)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _count_arg(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a count of 1 or more")
+    return int(text)
+
+
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Entry point of ``x400``."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        result: int = args.run(args, out, err)
+    except UsageError as error:
+        print(f"x400: {error}", file=err)
+        return EXIT_USAGE
+    except ApiError as error:
+        print(f"x400: {error}", file=err)
+        return EXIT_FAILED
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""Peer channels: the connection slots that carry messages to one peer MTA.
+
+Each configured slot of a peer (its precedences, port, DSCP, mode, parallel connections,
+backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
+
+- its supervisor keeps as many connections as :func:`mta.schedule.connections_wanted`
+  says for the slot's backlog: one at all times for a permanent slot, one while messages
+  wait for an on-demand slot, one more per ``backlog_threshold`` waiting messages up to
+  ``max_connections``;
+- each connection binds (X.411 MTA-bind), then claims the most urgent, oldest message the
+  slot admits, transfers it, and marks it transferred once the peer confirmed (the peer
+  has stored it); it closes when :func:`mta.schedule.should_close` says so;
+- a connection that cannot be opened is retried with growing, jittered backoff; a failed
+  transfer puts the message back for a later attempt (``[retry]`` of the configuration);
+  a connection found dead after idling gets the message again at once on a new one.
+
+Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
+runner cancels and awaits them all.  A message claimed when its connection is cancelled
+stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
+
+Public API::
+
+    ChannelContext(db, units, config, timeouts, settings)
+    SlotRunner(context, peer, slot).start() / .stop() / .wake() / .snapshot()
+    SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from config.schema import MtaConfig, Peer, RetryPolicy, Slot
+from mta import schedule
+from mta.database import Database
+from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
+from mta.units import Units, transfer_apdu
+from p1.association import AssociationSettings
+from p1.mtabind import MTABindArgument
+from p1.precedence import dscp_name
+from store import QueueEntry
+
+__all__ = ["ChannelContext", "ConnectionSnapshot", "SlotRunner", "SlotSnapshot"]
+
+log = logging.getLogger("aiox400.channel")
+
+_POLL = 1.0
+"""Seconds between the supervisor's looks at the backlog when nothing wakes it (deferred
+messages come due without a wake-up)."""
+_RECONNECT = RetryPolicy(initial=1.0, maximum=60.0, factor=2.0, jitter=0.2)
+"""Backoff between attempts to open a connection (growing from 1 s to a minute)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelContext:
+    """What every slot runner of an MTA shares."""
+
+    db: Database
+    units: Units
+    config: MtaConfig
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    settings: AssociationSettings = field(default_factory=AssociationSettings)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionSnapshot:
+    """One connection of a slot, as the operator sees it."""
+
+    index: int
+    state: str
+    """connecting, idle, transferring, backoff or closing."""
+    since: float
+    """Seconds in this state."""
+    transfers: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlotSnapshot:
+    """One slot of a peer channel, as the operator sees it."""
+
+    peer: str
+    precedences: tuple[str, ...]
+    host: str
+    port: int
+    dscp: str
+    mode: str
+    max_connections: int
+    backlog: int
+    connections: tuple[ConnectionSnapshot, ...]
+
+
+@dataclass(slots=True)
+class _Connection:
+    index: int
+    state: str = "connecting"
+    since: float = field(default_factory=time.monotonic)
+    transfers: int = 0
+    last_error: str | None = None
+
+    def enter(self, state: str) -> None:
+        self.state = state
+        self.since = time.monotonic()
+
+
+class SlotRunner:
+    """Runs one connection slot of one peer (see the module docstring)."""
+
+    def __init__(self, context: ChannelContext, peer: Peer, slot: Slot) -> None:
+        self.context = context
+        self.peer = peer
+        self.slot = slot
+        self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
+        self._wake = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._workers: dict[int, asyncio.Task[None]] = {}
+        self._connections: dict[int, _Connection] = {}
+        self._backlog = 0
+
+    # --- life --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the supervisor (a permanent slot connects at once)."""
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"slot {self.name}")
+
+    async def stop(self) -> None:
+        """Cancel the supervisor and every connection, and wait for them."""
+        tasks = [t for t in (self._supervisor, *self._workers.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def wake(self) -> None:
+        """A message may be waiting: look at the backlog now."""
+        self._wake.set()
+
+    def snapshot(self) -> SlotSnapshot:
+        """The slot's state now."""
+        now = time.monotonic()
+        return SlotSnapshot(
+            peer=self.peer.name,
+            precedences=tuple(p.label for p in self.slot.precedences),
+            host=self.peer.host,
+            port=self.slot.port,
+            dscp=dscp_name(self.slot.dscp),
+            mode=self.slot.mode.value,
+            max_connections=self.slot.max_connections,
+            backlog=self._backlog,
+            connections=tuple(
+                ConnectionSnapshot(
+                    index=c.index,
+                    state=c.state,
+                    since=round(now - c.since, 3),
+                    transfers=c.transfers,
+                    last_error=c.last_error,
+                )
+                for c in sorted(self._connections.values(), key=lambda c: c.index)
+            ),
+        )
+
+    # --- supervisor --------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        while True:
+            self._wake.clear()
+            self._backlog = await self._read_backlog()
+            wanted = schedule.connections_wanted(self.slot, self._backlog)
+            for index in range(wanted):
+                if index not in self._workers:
+                    self._start_worker(index)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL):
+                    await self._wake.wait()
+
+    async def _read_backlog(self) -> int:
+        now = datetime.now(UTC)
+        return await self.context.db.run(
+            self.context.units.backlog, self.peer.name, self.slot.precedences, now
+        )
+
+    def _start_worker(self, index: int) -> None:
+        connection = self._connections[index] = _Connection(index)
+        task = asyncio.create_task(self._work(connection), name=f"{self.name}#{index}")
+        self._workers[index] = task
+        task.add_done_callback(lambda done: self._reap(index, done))
+
+    def _reap(self, index: int, task: asyncio.Task[None]) -> None:
+        """A connection task ended: forget it, and say why if it failed."""
+        if self._workers.get(index) is task:
+            del self._workers[index]
+            self._connections.pop(index, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s#%d: stopped by an error", self.name, index, exc_info=task.exception())
+        self._wake.set()  # the supervisor decides whether another is wanted
+
+    # --- one connection ----------------------------------------------------------------
+
+    async def _work(self, connection: _Connection) -> None:
+        attempt = 0
+        while True:
+            link = await self._connect(connection)
+            if link is None:
+                attempt += 1
+                if not self._still_wanted(connection.index):
+                    return
+                await self._backoff(connection, attempt)
+                continue
+            attempt = 0
+            try:
+                if await self._serve(connection, link):
+                    return  # closed for idleness
+            finally:
+                await link.close()
+
+    def _still_wanted(self, index: int) -> bool:
+        return index < schedule.connections_wanted(self.slot, self._backlog)
+
+    async def _backoff(self, connection: _Connection, attempt: int) -> None:
+        connection.enter("backoff")
+        await asyncio.sleep(_RECONNECT.delay(attempt, random.random()))
+
+    async def _connect(self, connection: _Connection) -> Link | None:
+        connection.enter("connecting")
+        peer, slot = self.peer, self.slot
+        try:
+            link, accepted = await open_link(
+                peer.host,
+                slot.port,
+                self._bind_argument(),
+                settings=self.context.settings,
+                dscp=slot.dscp,
+                timeouts=self.context.timeouts,
+            )
+        except BindRefusedError as error:
+            connection.last_error = f"bind refused: {_bind_error(error)}"
+        except (OSError, TimeoutError, LinkError) as error:
+            connection.last_error = f"cannot connect: {error or type(error).__name__}"
+        else:
+            name = accepted.result.responder_name
+            if name is not None and name != peer.their_credentials.name:
+                log.warning("%s: responder calls itself %r", self.name, name)
+            log.info(
+                "%s#%d: connected to %s port %d (%s, %s)",
+                self.name,
+                connection.index,
+                peer.host,
+                slot.port,
+                dscp_name(slot.dscp),
+                slot.mode.value,
+            )
+            connection.last_error = None
+            return link
+        log.warning("%s#%d: %s", self.name, connection.index, connection.last_error)
+        return None
+
+    def _bind_argument(self) -> MTABindArgument:
+        ours = self.peer.our_credentials
+        password = ours.password or self.context.config.password
+        return MTABindArgument(
+            initiator_name=ours.name, password=password.reveal() if password else ""
+        )
+
+    async def _serve(self, connection: _Connection, link: Link) -> bool:
+        """Transfer until the link fails (False) or closes for idleness (True)."""
+        idle_since = time.monotonic()
+        fresh = True
+        while True:
+            now = datetime.now(UTC)
+            entry = await self.context.db.run(
+                self.context.units.claim, self.peer.name, self.slot.precedences, now
+            )
+            if entry is None:
+                idle_for = time.monotonic() - idle_since
+                if schedule.should_close(self.slot, connection.index, idle_for, self._backlog):
+                    await self._release(connection, link)
+                    return True
+                connection.enter("idle")
+                await self._idle(idle_for)
+                fresh = False
+                continue
+            if not await self._transfer(connection, link, entry, retry_elsewhere=not fresh):
+                return False
+            idle_since = time.monotonic()
+            fresh = True
+
+    async def _idle(self, idle_for: float) -> None:
+        self._wake.clear()
+        wait = max(0.05, min(_POLL, self.slot.idle_timeout - idle_for))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await self._wake.wait()
+
+    async def _transfer(
+        self, connection: _Connection, link: Link, entry: QueueEntry, *, retry_elsewhere: bool
+    ) -> bool:
+        """Transfer ``entry``; whether the link is still good."""
+        connection.enter("transferring")
+        started = time.monotonic()
+        try:
+            await link.transfer(transfer_apdu(entry), timeout=self.context.timeouts.transfer)
+        except (LinkError, OSError, TimeoutError) as error:
+            why = f"transfer failed: {error or type(error).__name__}"
+            connection.last_error = why
+            await self._put_back(entry, why, at_once=retry_elsewhere)
+            return False
+        now = datetime.now(UTC)
+        await self.context.db.run(self.context.units.transferred, entry, self.peer.name, now)
+        connection.transfers += 1
+        log.info(
+            "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",
+            entry.mts_identifier,
+            entry.precedence.label,
+            len(entry.recipients),
+            len(entry.apdu),
+            self.peer.name,
+            self.slot.port,
+            dscp_name(self.slot.dscp),
+            (time.monotonic() - started) * 1000,
+        )
+        return True
+
+    async def _put_back(self, entry: QueueEntry, why: str, *, at_once: bool) -> None:
+        """Defer ``entry``: at once when the link had idled (a stale connection is not the
+        message's fault), else after the configured retry delay for its attempts."""
+        now = datetime.now(UTC)
+        attempts = max(1, max(r.attempts for r in entry.recipients))
+        delay = 0.0 if at_once else self.context.config.retry.delay(attempts, random.random())
+        next_attempt = now + timedelta(seconds=delay)
+        await self.context.db.run(
+            self.context.units.defer, entry, error=why, next_attempt_at=next_attempt, now=now
+        )
+        log.warning(
+            "deferred %s to %s: %s; next attempt in %.0f s",
+            entry.mts_identifier,
+            self.peer.name,
+            why,
+            delay,
+        )
+        self._wake.set()
+
+    async def _release(self, connection: _Connection, link: Link) -> None:
+        connection.enter("closing")
+        try:
+            await link.release(timeout=self.context.timeouts.release)
+        except (LinkError, OSError, TimeoutError) as error:
+            log.info("%s#%d: release: %s", self.name, connection.index, error)
+        log.info("%s#%d: closed after idle timeout", self.name, connection.index)
+
+
+def _bind_error(error: BindRefusedError) -> str:
+    if error.error is None:
+        return str(error)
+    return error.error.name.lower().replace("_", "-")

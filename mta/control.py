@@ -1,0 +1,120 @@
+"""The daemon's local API: JSON requests on a unix socket (``control_socket``).
+
+The local user agent (``x400``) and the operator's tool (``x400ctl``) talk to the daemon
+through this socket; the file's permissions (0660, the daemon's group) decide who may.
+One request per connection:
+
+    request   one line of JSON (UTF-8, at most 64 KiB) with "op", then, when it has
+              "content_length": N, exactly N octets (a submitted message's content)
+    response  one line of JSON, {"ok": true, ...} or {"ok": false, "error": "why"}, then,
+              when it has "content_length": N, exactly N octets (a read message)
+
+Operations (answered by :class:`mta.service.Service`):
+
+    submit    originator, recipients [..], precedence, content_type, delivery_report,
+              deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
+    status    -> name, uptime, queue counts by state, channels up/total
+    queue     -> counts [{route, precedence, state, recipients}]
+    channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
+    hold / release   message_ids [..] -> changed
+    inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}]
+    read      user, id -> message + content (the MTS-APDU); marks it read
+    delete    user, ids [..] -> deleted
+
+Public API::
+
+    Handler (Protocol): async handle(request, payload) -> (response, payload)
+    async serve_control(path, handler) -> asyncio.Server
+    ControlError       a request the handler refuses (its message is the answer)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = ["MAX_LINE", "MAX_PAYLOAD", "ControlError", "Handler", "serve_control"]
+
+log = logging.getLogger("aiox400.control")
+
+MAX_LINE = 64 * 1024
+"""Longest JSON line accepted."""
+MAX_PAYLOAD = 64 * 1024 * 1024
+"""Largest content accepted with a request (a submitted message)."""
+
+JsonObject = dict[str, Any]
+
+
+class ControlError(Exception):
+    """A request that is refused; the message says why (it is sent to the client)."""
+
+
+class Handler(Protocol):
+    """What answers the requests."""
+
+    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """The response and its payload (b"" for none); ControlError to refuse."""
+        ...
+
+
+async def serve_control(path: Path, handler: Handler) -> asyncio.Server:
+    """Listen on the unix socket ``path`` (replacing a stale socket file)."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_socket():
+            path.unlink()
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await _answer(reader, writer, handler)
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    server = await asyncio.start_unix_server(connected, path=str(path), limit=MAX_LINE + 1)
+    os.chmod(path, 0o660)
+    return server
+
+
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler
+) -> None:
+    try:
+        request, payload = await _read_request(reader)
+        response, data = await handler.handle(request, payload)
+    except ControlError as error:
+        response, data = {"ok": False, "error": str(error)}, b""
+    except (ConnectionError, asyncio.IncompleteReadError):
+        return
+    except Exception as error:  # a bug must not take the daemon down: say so, log it
+        log.exception("control request failed")
+        response, data = {"ok": False, "error": f"internal error: {error}"}, b""
+    if data:
+        response = {**response, "content_length": len(data)}
+    with contextlib.suppress(ConnectionError):
+        writer.write(json.dumps(response).encode() + b"\n" + data)
+        await writer.drain()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes]:
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.LimitOverrunError as error:
+        raise ControlError(f"request line longer than {MAX_LINE} octets") from error
+    try:
+        request = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ControlError(f"request is not JSON: {error}") from error
+    if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+        raise ControlError('request must be a JSON object with "op"')
+    size = request.get("content_length", 0)
+    if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD:
+        raise ControlError(f"content_length must be 0..{MAX_PAYLOAD}")
+    payload = await reader.readexactly(size) if size else b""
+    return request, payload

@@ -1,0 +1,278 @@
+"""Taking responsibility for an MTS-APDU: trace, loop check, routing, queue rows (X.411 14).
+
+Whatever reaches this MTA (a transfer from a peer, a local submission, a report this MTA
+originates) goes through :func:`plan_intake` before it is committed to the queue:
+
+1. The envelope is read (the content of a message is not decoded, X.411 clause 14.3).
+2. Loops (X.411 14.3.1, 14.4.1): a message is looping when this MTA already appears in
+   its internal trace, or when this MTA's domain appears in its trace information before
+   the last entry (it left this domain and came back).
+3. Trace (X.411 12.2.1.1.1.10): a trace entry for this domain is appended unless the
+   domain's entry is already last; an internal trace entry for this MTA always.
+4. Routing (X.411 14.3.1): each recipient this MTA is responsible for goes to the local
+   store or a peer; one without a route, like every recipient of a looping message, gets
+   a non-delivery outcome here and is never queued.
+
+The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
+none) and the outcomes to report.  The envelope is re-encoded with its new trace while
+the content's octets are kept as received (:func:`p1.envelope.replace_message_envelope`).
+
+Pure: no I/O, no clock; the caller passes ``now`` and new MTS identifiers.
+
+Public API::
+
+    Site(name, domain, router, table, max_age)      what this MTA is
+    Plan(message, rejected, subject, arrival)
+    plan_intake(apdu, site, *, origin_peer, now) -> Plan
+    plan_report(report, site, *, precedence, now) -> Plan
+    domain_of(address) -> GlobalDomainIdentifier
+    IntakeError                                    the APDU cannot be taken (decode error)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from config.schema import MaxAge
+from mta.reports import Outcome, indicator_bits
+from mta.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
+from p1.envelope import (
+    MessageEnvelope,
+    Probe,
+    RecipientField,
+    Report,
+    encode_mts_apdu,
+    peek_envelope,
+    replace_message_envelope,
+)
+from p1.envelope_fields import GlobalDomainIdentifier
+from p1.envelope_trace import InternalTraceEntry, RoutingAction, TraceEntry
+from p1.errors import DecodeError, EncodeError
+from p1.orname import ORAddress
+from p1.precedence import Precedence, PrecedenceTable
+from p1.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from store.models import LOCAL_ROUTE, ApduKind
+from store.queue import NewMessage, NewRecipient
+
+__all__ = ["IntakeError", "Plan", "Site", "domain_of", "plan_intake", "plan_report"]
+
+
+class IntakeError(Exception):
+    """The APDU cannot be taken: it does not decode, or its trace cannot be written."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Site:
+    """What this MTA is, as intake needs it."""
+
+    name: str
+    """Our MTAName, as written in internal trace."""
+    domain: GlobalDomainIdentifier
+    router: Router
+    table: PrecedenceTable
+    max_age: MaxAge
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """What to commit for one APDU."""
+
+    message: NewMessage | None
+    """The rows to queue; None when no recipient is left to queue."""
+    rejected: tuple[Outcome, ...] = ()
+    """Recipients given up on at once (no route, loop): each gets a non-delivery outcome."""
+    subject: MessageEnvelope | Probe | None = None
+    """The envelope, for reports on ``rejected`` (None for a report APDU)."""
+    arrival: datetime = field(default_factory=lambda: datetime.now(UTC))
+    why: str = ""
+    """Why recipients were rejected, for the log."""
+
+
+def domain_of(address: ORAddress) -> GlobalDomainIdentifier:
+    """The global domain identifier of a configured global domain (C, ADMD, PRMD)."""
+    return GlobalDomainIdentifier(
+        country=address.country or "", admd=address.admd or " ", prmd=address.prmd
+    )
+
+
+def plan_intake(apdu: bytes, site: Site, *, origin_peer: str | None, now: datetime) -> Plan:
+    """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally)."""
+    try:
+        envelope = peek_envelope(apdu)
+    except DecodeError as error:
+        raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
+    if isinstance(envelope, Report):
+        return _plan_report(envelope, site, origin_peer=origin_peer, now=now)
+    return _plan_subject(apdu, envelope, site, origin_peer=origin_peer, now=now)
+
+
+def plan_report(report: Report, site: Site, *, precedence: Precedence, now: datetime) -> Plan:
+    """The plan for a report this MTA originated, scheduled at ``precedence``."""
+    return _plan_report(report, site, origin_peer=None, now=now, precedence=precedence)
+
+
+# --- messages and probes ---------------------------------------------------------------
+
+
+def _plan_subject(
+    apdu: bytes,
+    envelope: MessageEnvelope | Probe,
+    site: Site,
+    *,
+    origin_peer: str | None,
+    now: datetime,
+) -> Plan:
+    responsible = [r for r in envelope.recipients if origin_peer is None or r.responsible]
+    loop = _loop(envelope.trace_information, envelope.internal_trace, site)
+    if loop:
+        rejected = _outcomes(responsible, NonDeliveryDiagnostic.LOOP_DETECTED)
+        return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=loop)
+    routes = {id(r): site.router.route(r.recipient_name) for r in responsible}
+    unroutable = [r for r in responsible if isinstance(routes[id(r)], NoRoute)]
+    queued = [r for r in responsible if not isinstance(routes[id(r)], NoRoute)]
+    rejected = _outcomes(unroutable, NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME)
+    why = "no route" if unroutable else ""
+    if not queued:
+        return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
+    traced = _with_trace(envelope, site, now)
+    message = NewMessage(
+        mts_identifier=envelope.mts_identifier.text,
+        kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,
+        apdu=_reencode(apdu, traced),
+        precedence=_precedence(envelope, site),
+        originator=envelope.originator_name.canonical,
+        recipients=tuple(_new_recipient(r, routes[id(r)]) for r in queued),
+        expiry_time=_expiry(envelope, site, now),
+        not_before=getattr(envelope, "deferred_delivery_time", None),
+        origin_peer=origin_peer,
+    )
+    return Plan(message=message, rejected=rejected, subject=envelope, arrival=now, why=why)
+
+
+def _loop(trace: Sequence[TraceEntry], internal: Sequence[InternalTraceEntry], site: Site) -> str:
+    """Why the APDU is looping, or "" (X.411 14.3.1: loops detected from trace)."""
+    if any(entry.mta_name == site.name for entry in internal):
+        return f"loop: {site.name} is already in the internal trace"
+    if any(entry.global_domain_identifier == site.domain for entry in trace[:-1]):
+        return f"loop: the trace left domain {site.domain.text} and came back"
+    return ""
+
+
+def _outcomes(
+    recipients: Sequence[RecipientField], diagnostic: NonDeliveryDiagnostic
+) -> tuple[Outcome, ...]:
+    report = NonDeliveryReport(
+        reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER, diagnostic_code=diagnostic
+    )
+    return tuple(
+        Outcome(
+            recipient=r.recipient_name,
+            number=r.originally_specified_recipient_number,
+            indicators=r.per_recipient_indicators,
+            report=report,
+        )
+        for r in recipients
+    )
+
+
+def _with_trace(
+    envelope: MessageEnvelope | Probe, site: Site, now: datetime
+) -> MessageEnvelope | Probe:
+    trace = envelope.trace_information
+    if not trace or trace[-1].global_domain_identifier != site.domain:
+        envelope = envelope.with_trace(
+            TraceEntry(global_domain_identifier=site.domain, arrival_time=now)
+        )
+    return envelope.with_internal_trace(
+        InternalTraceEntry(
+            global_domain_identifier=site.domain,
+            mta_name=site.name,
+            arrival_time=now,
+            routing_action=RoutingAction.RELAYED,
+        )
+    )
+
+
+def _reencode(apdu: bytes, envelope: MessageEnvelope | Probe) -> bytes:
+    try:
+        if isinstance(envelope, MessageEnvelope):
+            return replace_message_envelope(apdu, envelope)
+        return encode_mts_apdu(envelope)
+    except (DecodeError, EncodeError) as error:
+        raise IntakeError(f"the envelope cannot be written with our trace: {error}") from error
+
+
+def _precedence(envelope: MessageEnvelope | Probe, site: Site) -> Precedence:
+    if isinstance(envelope, MessageEnvelope):
+        return envelope.precedence_in(site.table)
+    return Precedence.ROUTINE  # a probe carries no priority (X.411 12.2.1.2)
+
+
+def _expiry(envelope: MessageEnvelope | Probe, site: Site, now: datetime) -> datetime:
+    limit = now + timedelta(seconds=site.max_age.of(_precedence(envelope, site)))
+    latest = envelope.latest_delivery_time
+    return limit if latest is None else min(limit, latest)
+
+
+def _new_recipient(recipient: RecipientField, route: Route) -> NewRecipient:
+    return NewRecipient(
+        recipient=recipient.recipient_name.canonical,
+        route=_route_name(route),
+        report_request=indicator_bits(recipient.per_recipient_indicators),
+        recipient_number=recipient.originally_specified_recipient_number,
+    )
+
+
+def _route_name(route: Route) -> str:
+    if isinstance(route, LocalRoute):
+        return LOCAL_ROUTE
+    assert isinstance(route, PeerRoute)
+    return route.peer
+
+
+# --- reports ---------------------------------------------------------------------------
+
+
+def _plan_report(
+    report: Report,
+    site: Site,
+    *,
+    origin_peer: str | None,
+    now: datetime,
+    precedence: Precedence = Precedence.ROUTINE,
+) -> Plan:
+    """A report goes to its report-destination-name; one without a route is dropped (no
+    report is ever made on a report, X.411 14.3.2)."""
+    destination = report.envelope.report_destination_name
+    route = site.router.route(destination)
+    if isinstance(route, NoRoute):
+        return Plan(message=None, arrival=now, why=f"no route for the report to {destination}")
+    if _loop(report.envelope.trace_information, report.envelope.internal_trace, site):
+        return Plan(message=None, arrival=now, why="the report is looping")
+    traced = report.with_internal_trace(
+        InternalTraceEntry(
+            global_domain_identifier=site.domain, mta_name=site.name, arrival_time=now
+        )
+    )
+    trace = report.envelope.trace_information
+    if trace and trace[-1].global_domain_identifier != site.domain:
+        traced = traced.with_trace(
+            TraceEntry(global_domain_identifier=site.domain, arrival_time=now)
+        )
+    try:
+        apdu = encode_mts_apdu(traced)
+    except EncodeError as error:
+        raise IntakeError(f"the report cannot be written with our trace: {error}") from error
+    message = NewMessage(
+        mts_identifier=report.mts_identifier.text,
+        kind=ApduKind.REPORT,
+        apdu=apdu,
+        precedence=precedence,
+        originator=destination.canonical,
+        recipients=(NewRecipient(recipient=destination.canonical, route=_route_name(route)),),
+        expiry_time=now + timedelta(seconds=site.max_age.of(precedence)),
+        origin_peer=origin_peer,
+    )
+    return Plan(message=message, arrival=now)

@@ -1,0 +1,300 @@
+"""The operations of the daemon's local API (:mod:`mta.control` describes the framing).
+
+Each operation checks its arguments (a bad one is refused with a message that names it),
+runs its store work in the database thread and answers JSON.  ``submit`` returns only
+once the message is committed: the MTS identifier it prints is a promise kept across a
+crash.
+
+Public API::
+
+    LocalApi(service).handle(request, payload) -> (response, payload)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mta.control import ControlError, JsonObject
+from mta.intake import IntakeError
+from mta.journal import log_intake
+from mta.submission import SubmitRequest
+from p1.envelope_fields import ContentType
+from p1.errors import DecodeError
+from p1.orname import ORName, parse_orname
+from p1.precedence import PrecedenceError, parse_precedence
+from store import MailboxSummary, MessageStore, QueueCount, TransitQueue, transaction
+
+if TYPE_CHECKING:
+    from mta.service import Service
+
+__all__ = ["LocalApi"]
+
+log = logging.getLogger("aiox400.api")
+
+_Operation = Callable[["LocalApi", JsonObject, bytes], Awaitable[tuple[JsonObject, bytes]]]
+
+
+class LocalApi:
+    """Answers local API requests for one :class:`mta.service.Service`."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Dispatch on ``op``."""
+        operation = _OPERATIONS.get(request["op"])
+        if operation is None:
+            raise ControlError(f"unknown op {request['op']!r}; known: {', '.join(_OPERATIONS)}")
+        return await operation(self, request, payload)
+
+    # --- submission --------------------------------------------------------------------
+
+    async def submit(self, request: JsonObject, content: bytes) -> tuple[JsonObject, bytes]:
+        submission = SubmitRequest(
+            originator=_name(request, "originator"),
+            recipients=tuple(_names(request, "recipients")),
+            precedence=_precedence(request),
+            content_type=_content_type(request),
+            content=content,
+            delivery_report=bool(request.get("delivery_report", False)),
+            deferred_delivery_time=_time(request, "deferred_delivery_time"),
+            latest_delivery_time=_time(request, "latest_delivery_time"),
+        )
+        if not content:
+            raise ControlError("submit needs the content after the request line")
+        service = self.service
+        try:
+            identifier, plan, result = await service.db.run(
+                service.units.submit, submission, datetime.now(UTC)
+            )
+        except IntakeError as error:
+            raise ControlError(f"message refused: {error}") from error
+        log_intake("submitted", plan, result, f"by {submission.originator.canonical}")
+        service.notify(plan)
+        rejected = [o.recipient.canonical for o in plan.rejected]
+        return {"ok": True, "mts_identifier": identifier, "rejected": rejected}, b""
+
+    # --- operator ----------------------------------------------------------------------
+
+    async def status(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        counts = await self._counts()
+        states: dict[str, int] = {}
+        for count in counts:
+            states[count.state.value] = states.get(count.state.value, 0) + count.recipients
+        slots = [runner.snapshot() for runner in self.service.runners]
+        up = sum(1 for s in slots if any(c.state != "backoff" for c in s.connections))
+        return {
+            "ok": True,
+            "name": self.service.config.name,
+            "uptime": round(time.monotonic() - self.service.started, 1),
+            "recipients": states,
+            "slots": len(slots),
+            "slots_connected": up,
+        }, b""
+
+    async def queue(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        counts = await self._counts()
+        return {
+            "ok": True,
+            "counts": [
+                {
+                    "route": c.route,
+                    "precedence": c.precedence.label,
+                    "state": c.state.value,
+                    "recipients": c.recipients,
+                }
+                for c in counts
+            ],
+        }, b""
+
+    async def _counts(self) -> tuple[QueueCount, ...]:
+        def counts() -> tuple[QueueCount, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return TransitQueue(session).counts()
+
+        return await self.service.db.run(counts)
+
+    async def channels(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        slots = []
+        for runner in self.service.runners:
+            snap = runner.snapshot()
+            slots.append(
+                {
+                    "peer": snap.peer,
+                    "precedences": list(snap.precedences),
+                    "host": snap.host,
+                    "port": snap.port,
+                    "dscp": snap.dscp,
+                    "mode": snap.mode,
+                    "max_connections": snap.max_connections,
+                    "backlog": snap.backlog,
+                    "connections": [
+                        {
+                            "index": c.index,
+                            "state": c.state,
+                            "since": c.since,
+                            "transfers": c.transfers,
+                            "last_error": c.last_error,
+                        }
+                        for c in snap.connections
+                    ],
+                }
+            )
+        return {"ok": True, "slots": slots}, b""
+
+    async def hold(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        return await self._per_message(request, release=False)
+
+    async def release(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        return await self._per_message(request, release=True)
+
+    async def _per_message(self, request: JsonObject, *, release: bool) -> tuple[JsonObject, bytes]:
+        ids = _ints(request, "message_ids")
+
+        def change() -> int:
+            now = datetime.now(UTC)
+            with transaction(self.service.db.engine) as session:
+                queue = TransitQueue(session)
+                return queue.release(ids, now) if release else queue.hold(ids, now)
+
+        changed = await self.service.db.run(change)
+        log.info(
+            "%s %d recipient(s) of message(s) %s", "released" if release else "held", changed, ids
+        )
+        if release:
+            self.service.notify()
+        return {"ok": True, "changed": changed}, b""
+
+    # --- message store -----------------------------------------------------------------
+
+    async def inbox(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        user = _name(request, "user").canonical
+        unread_only = bool(request.get("unread_only", False))
+
+        def listing() -> tuple[MailboxSummary, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return MessageStore(session).list(user, unread_only=unread_only)
+
+        entries = await self.service.db.run(listing)
+        return {"ok": True, "user": user, "messages": [_summary(e) for e in entries]}, b""
+
+    async def read(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        user = _name(request, "user").canonical
+        entry_id = _int(request, "id")
+
+        def read_and_mark() -> Any:
+            with transaction(self.service.db.engine) as session:
+                store = MessageStore(session)
+                message = store.read(user, entry_id)
+                if message is not None:
+                    store.mark_read(user, [entry_id])
+                return message
+
+        message = await self.service.db.run(read_and_mark)
+        if message is None:
+            raise ControlError(f"no message {entry_id} in the mailbox of {user}")
+        return {"ok": True, "message": _summary(message)}, message.apdu
+
+    async def delete(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        user = _name(request, "user").canonical
+        ids = _ints(request, "ids")
+
+        def delete() -> int:
+            with transaction(self.service.db.engine) as session:
+                return MessageStore(session).delete(user, ids)
+
+        return {"ok": True, "deleted": await self.service.db.run(delete)}, b""
+
+
+_OPERATIONS: dict[str, _Operation] = {
+    "submit": LocalApi.submit,
+    "status": LocalApi.status,
+    "queue": LocalApi.queue,
+    "channels": LocalApi.channels,
+    "hold": LocalApi.hold,
+    "release": LocalApi.release,
+    "inbox": LocalApi.inbox,
+    "read": LocalApi.read,
+    "delete": LocalApi.delete,
+}
+
+
+# --- argument checks -------------------------------------------------------------------
+
+
+def _name(request: JsonObject, key: str) -> ORName:
+    value = request.get(key)
+    if not isinstance(value, str):
+        raise ControlError(f"{key} must be an O/R address in text form")
+    try:
+        return parse_orname(value)
+    except (DecodeError, ValueError) as error:
+        raise ControlError(f"{key} {value!r}: {error}") from error
+
+
+def _names(request: JsonObject, key: str) -> list[ORName]:
+    values = request.get(key)
+    if not isinstance(values, list) or not values:
+        raise ControlError(f"{key} must be a non-empty list of O/R addresses")
+    return [_name({key: v}, key) for v in values]
+
+
+def _precedence(request: JsonObject) -> Any:
+    try:
+        return parse_precedence(str(request.get("precedence", "routine")))
+    except PrecedenceError as error:
+        raise ControlError(str(error)) from error
+
+
+def _content_type(request: JsonObject) -> ContentType:
+    value = request.get("content_type")
+    if isinstance(value, int) or (isinstance(value, str) and value.count(".") >= 2):
+        return value
+    raise ControlError("content_type must be a built-in number (22) or an object identifier")
+
+
+def _time(request: JsonObject, key: str) -> datetime | None:
+    value = request.get(key)
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError as error:
+        raise ControlError(f"{key} {value!r} is not an ISO 8601 time") from error
+    if moment.tzinfo is None:
+        raise ControlError(f"{key} {value!r} needs a time zone")
+    return moment
+
+
+def _int(request: JsonObject, key: str) -> int:
+    value = request.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ControlError(f"{key} must be an integer")
+    return value
+
+
+def _ints(request: JsonObject, key: str) -> list[int]:
+    values = request.get(key)
+    if not isinstance(values, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in values
+    ):
+        raise ControlError(f"{key} must be a list of integers")
+    return values
+
+
+def _summary(entry: MailboxSummary) -> JsonObject:
+    return {
+        "id": entry.id,
+        "mts_identifier": entry.mts_identifier,
+        "kind": entry.kind.value,
+        "precedence": entry.precedence.label,
+        "subject": entry.subject,
+        "originator": entry.originator,
+        "delivered_at": entry.delivered_at.isoformat(),
+        "read": entry.read,
+        "size": entry.size,
+    }

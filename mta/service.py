@@ -1,0 +1,310 @@
+"""The MTA daemon: listeners, peer channels, local delivery, expiry and the local API.
+
+:class:`Service` wires one configuration's parts together and owns every task:
+
+- a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
+  first accept), whose associations authenticate the peer in the MTA-bind (X.411
+  12.1.1) and confirm a transfer only once it is committed to the queue;
+- a :class:`mta.channels.SlotRunner` per connection slot of every peer;
+- the local deliverer, which moves local recipients into their mailboxes and queues the
+  delivery reports they asked for;
+- the expirer, which non-delivers recipients past their expiry time;
+- the local API (:mod:`mta.control`) on ``control_socket``.
+
+Start-up: open the database, put back what a crash left in flight, then listen and
+connect.  Stop: close the listeners and the local API, cancel every task and wait for it,
+put back what was in flight, close the database.  Nothing committed is lost at any point.
+
+Public API::
+
+    Service(config, *, timeouts=None, settings=None)
+        await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
+        .listening_ports -> list[int]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+from config.schema import MtaConfig, Peer
+from mta import net
+from mta.channels import ChannelContext, SlotRunner
+from mta.control import serve_control
+from mta.database import Database
+from mta.intake import IntakeError, Plan, Site, domain_of
+from mta.journal import log_intake
+from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
+from mta.operations import LocalApi
+from mta.routing import Router
+from mta.units import Units
+from p1.association import AssociationSettings, BindRequested
+from p1.mtabind import MTABindError, MTABindResult
+from store import LOCAL_ROUTE, open_database
+
+__all__ = ["Service"]
+
+log = logging.getLogger("aiox400.mta")
+
+_POLL = 1.0
+"""Seconds between looks at the local queue when nothing wakes the deliverer."""
+_EXPIRY_EVERY = 5.0
+"""Seconds between expiry runs."""
+
+
+class Service:
+    """One running MTA (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: MtaConfig,
+        *,
+        timeouts: Timeouts | None = None,
+        settings: AssociationSettings | None = None,
+    ) -> None:
+        self.config = config
+        self.timeouts = timeouts or Timeouts()
+        self.settings = settings or AssociationSettings(limits=config.limits)
+        self.site = Site(
+            name=config.name,
+            domain=domain_of(config.global_domain),
+            router=Router(config),
+            table=config.precedence_table,
+            max_age=config.max_age,
+        )
+        self.started = time.monotonic()
+        self._db: Database | None = None
+        self._units: Units | None = None
+        self._servers: list[asyncio.Server] = []
+        self._runners: dict[str, list[SlotRunner]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._inbound: set[asyncio.Task[Any]] = set()
+        self._local_wake = asyncio.Event()
+
+    # --- parts -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Database:
+        """The database thread (after :meth:`start`)."""
+        assert self._db is not None, "the service is not started"
+        return self._db
+
+    @property
+    def units(self) -> Units:
+        """The store's units of work (after :meth:`start`)."""
+        assert self._units is not None, "the service is not started"
+        return self._units
+
+    @property
+    def runners(self) -> list[SlotRunner]:
+        """Every slot runner, peer by peer."""
+        return [runner for runners in self._runners.values() for runner in runners]
+
+    @property
+    def listening_ports(self) -> list[int]:
+        """The TCP ports P1 is served on (useful when configured as 0)."""
+        return [net.bound_port(server) for server in self._servers[1:]]
+
+    # --- life --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the store, recover, listen, connect; raises if a part cannot start."""
+        config = self.config
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        engine = await asyncio.to_thread(open_database, config.database)
+        self._db = Database(engine)
+        self._units = Units(engine, self.site, owner=config.name)
+        recovered = await self.db.run(self.units.recover, datetime.now(UTC))
+        if recovered:
+            log.info("put back %d recipient(s) left in flight", recovered)
+        try:
+            await self._start_parts()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info(
+            "%s started: listening on %s; %d peer(s), %d slot(s)",
+            config.name,
+            ", ".join(f"{lst.address}:{lst.port}" for lst in config.listeners) or "nothing",
+            len(config.peers),
+            len(self.runners),
+        )
+
+    async def _start_parts(self) -> None:
+        self._servers.append(await serve_control(self.config.control_socket, LocalApi(self)))
+        for listener in self.config.listeners:
+            server = await net.start_marked_server(
+                self._accept, listener.address, listener.port, dscp=listener.dscp
+            )
+            self._servers.append(server)
+        context = ChannelContext(
+            db=self.db,
+            units=self.units,
+            config=self.config,
+            timeouts=self.timeouts,
+            settings=self.settings,
+        )
+        for peer in self.config.peers:
+            self._runners[peer.name] = [SlotRunner(context, peer, slot) for slot in peer.slots]
+        for runner in self.runners:
+            runner.start()
+        self._own(self._deliver_forever(), "local delivery")
+        self._own(self._expire_forever(), "expiry")
+
+    def _own(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.critical("%s stopped by an error", task.get_name(), exc_info=task.exception())
+
+    async def stop(self) -> None:
+        """Stop everything and wait for it; what was in flight is put back."""
+        for server in self._servers:
+            server.close()
+        for runner in self.runners:
+            await runner.stop()
+        tasks = [*self._tasks, *self._inbound]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+        if self._db is not None:
+            await self.db.run(self.units.recover, datetime.now(UTC))
+            self.db.close()
+            self._db = None
+        log.info("%s stopped", self.config.name)
+
+    async def run(self) -> None:
+        """Start, serve until SIGTERM or SIGINT, stop."""
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stopping.set)
+        try:
+            await self.start()
+            await stopping.wait()
+            log.info("stopping on signal")
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+            await self.stop()
+
+    # --- wake-ups ----------------------------------------------------------------------
+
+    def notify(self, plan: Plan | None = None) -> None:
+        """Something was queued: wake whoever serves its routes (everyone if unsure)."""
+        routes = {r.route for r in plan.message.recipients} if plan and plan.message else None
+        if routes is None or plan is None or plan.rejected:
+            routes = {LOCAL_ROUTE, *self._runners}
+        if LOCAL_ROUTE in routes:
+            self._local_wake.set()
+        for route in routes:
+            for runner in self._runners.get(route, ()):
+                runner.wake()
+
+    # --- inbound -----------------------------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._inbound.add(task)
+        try:
+            await serve_link(
+                reader,
+                writer,
+                _Inbound(self),
+                settings=self.settings,
+                timeouts=self.timeouts,
+            )
+        finally:
+            self._inbound.discard(task)
+
+    async def receive(self, apdu: bytes, peer: str) -> None:
+        """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
+        now = datetime.now(UTC)
+        try:
+            plan, result = await self.db.run(self.units.receive, apdu, now, origin_peer=peer)
+        except IntakeError as error:
+            raise TransferRefusedError(str(error)) from error
+        log_intake("received", plan, result, f"from {peer}")
+        self.notify(plan)
+
+    # --- local delivery and expiry -----------------------------------------------------
+
+    async def _deliver_forever(self) -> None:
+        while True:
+            self._local_wake.clear()
+            outcomes = await self.db.run(self.units.deliver_local, datetime.now(UTC))
+            for outcome in outcomes:
+                log.info(
+                    "delivered %s %s (%s) to %s%s",
+                    outcome.kind.value,
+                    outcome.mts_identifier,
+                    outcome.precedence.label,
+                    ", ".join(outcome.users),
+                    "; delivery report queued" if outcome.reported else "",
+                )
+            if any(outcome.reported for outcome in outcomes):
+                self.notify()
+            if outcomes:
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL):
+                    await self._local_wake.wait()
+
+    async def _expire_forever(self) -> None:
+        while True:
+            expired = await self.db.run(self.units.expire, datetime.now(UTC))
+            if expired:
+                log.warning("expired %d recipient(s): non-delivery reports queued", expired)
+                self.notify()
+            await asyncio.sleep(_EXPIRY_EVERY)
+
+
+class _Inbound(Responder):
+    """One inbound association: who the peer is, and where its transfers go."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.peer: Peer | None = None
+
+    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
+        argument = event.argument
+        peer = _peer_named(self.service.config, argument.initiator_name)
+        if peer is None:
+            log.warning("bind refused: unknown MTA %r", argument.initiator_name)
+            return MTABindError.AUTHENTICATION_ERROR
+        expected = peer.their_credentials.password
+        if expected is not None and not expected.matches(argument.password or ""):
+            log.warning("bind refused: wrong password from %s", peer.name)
+            return MTABindError.AUTHENTICATION_ERROR
+        self.peer = peer
+        ours = peer.our_credentials
+        password = ours.password or self.service.config.password
+        return MTABindResult(
+            responder_name=ours.name, password=password.reveal() if password else ""
+        )
+
+    async def on_transfer(self, apdu: bytes) -> None:
+        assert self.peer is not None, "transfers come only after an accepted bind"
+        await self.service.receive(apdu, self.peer.name)
+
+
+def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:
+    if name is None:
+        return None
+    return next((p for p in config.peers if p.their_credentials.name == name), None)

@@ -1,0 +1,97 @@
+"""Local submission: the envelope an MTA puts around a user's content (X.411 clause 8.2.1.1).
+
+A local user agent (``x400 send``) hands the MTA its content (an IPM, P2 or P772) and the
+submission parameters; the MTA gives the message its MTS identifier and writes the
+message transfer envelope:
+
+- originator, recipients (each with the responsibility bit set: this MTA takes them all);
+- content type (built-in 22 for P2, extended 1.3.26.0.4406.0.4.1 for P772);
+- P1 priority and the STANAG 4406 priority-level-qualifier for the precedence
+  (:mod:`p1.precedence`, with the configured table);
+- report requests: with ``delivery_report`` both the originator and the originating MTA
+  ask for ``report`` (delivery and non-delivery), else for ``non-delivery-report`` only;
+- deferred delivery time and latest delivery time when given.
+
+Pure: no I/O, no clock.
+
+Public API::
+
+    SubmitRequest(originator, recipients, precedence, content_type, content, ...)
+    build_submission(request, *, identifier, table) -> Message
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+
+from p1.envelope import (
+    Message,
+    MessageEnvelope,
+    MTSIdentifier,
+    PerRecipientIndicators,
+    RecipientField,
+)
+from p1.envelope_extensions import latest_delivery_time_extension, with_extension
+from p1.envelope_fields import ContentType
+from p1.orname import ORName
+from p1.precedence import Precedence, PrecedenceTable
+
+__all__ = ["SubmitRequest", "build_submission"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitRequest:
+    """What a local user submits (X.411 MessageSubmissionArgument, in short)."""
+
+    originator: ORName
+    recipients: tuple[ORName, ...]
+    precedence: Precedence
+    content_type: ContentType
+    content: bytes
+    """The BER of the content (an IPM), as the user agent encoded it."""
+    delivery_report: bool = False
+    deferred_delivery_time: datetime | None = None
+    latest_delivery_time: datetime | None = None
+
+
+def build_submission(
+    request: SubmitRequest, *, identifier: MTSIdentifier, table: PrecedenceTable
+) -> Message:
+    """The message the MTA takes responsibility for."""
+    if not request.recipients:
+        raise ValueError("a message needs at least one recipient")
+    indicators = _indicators(request.delivery_report)
+    envelope = MessageEnvelope(
+        mts_identifier=identifier,
+        originator_name=request.originator,
+        content_type=request.content_type,
+        deferred_delivery_time=request.deferred_delivery_time,
+        recipients=tuple(
+            RecipientField(
+                recipient_name=name,
+                originally_specified_recipient_number=number,
+                per_recipient_indicators=indicators,
+            )
+            for number, name in enumerate(request.recipients, start=1)
+        ),
+    ).with_precedence(request.precedence, table)
+    if request.latest_delivery_time is not None:
+        extension = latest_delivery_time_extension(request.latest_delivery_time)
+        envelope = dataclasses.replace(
+            envelope, extensions=with_extension(envelope.extensions, extension)
+        )
+    return Message(envelope=envelope, content=request.content)
+
+
+def _indicators(delivery_report: bool) -> PerRecipientIndicators:
+    if delivery_report:
+        return PerRecipientIndicators(
+            responsibility=True, originating_mta_report=True, originator_report=True
+        )
+    return PerRecipientIndicators(
+        responsibility=True,
+        originating_mta_non_delivery_report=True,
+        originator_non_delivery_report=True,
+    )

@@ -1,0 +1,429 @@
+"""The daemon's units of work on the store: each one transaction, committed before it returns.
+
+These are synchronous functions the daemon runs in its database thread
+(:class:`mta.database.Database`).  Each leaves the store consistent on its own: what it
+returns has been committed, so the caller may then acknowledge (a transfer, a
+submission) or act (send, report), and a crash at any point loses nothing:
+
+- :meth:`Units.take_in`: queue what intake planned, and the non-delivery reports on the
+  recipients it rejected, in one transaction (nothing acknowledged is lost);
+- :meth:`Units.claim` / :meth:`Units.transferred` / :meth:`Units.defer`: one transfer to a
+  peer (claimed in flight, then transferred, or pending again for a later attempt);
+- :meth:`Units.deliver_local`: local recipients into their mailboxes, with the delivery
+  reports they asked for, in one transaction;
+- :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
+
+Public API::
+
+    Units(engine, site, *, owner)
+        .receive(apdu, now, *, origin_peer) -> (Plan, Enqueued | None)
+        .submit(request, now) -> (mts identifier, Plan, Enqueued | None)
+        .take_in(plans, now) -> tuple[Enqueued, ...]
+        .claim(peer, precedences, now) -> QueueEntry | None
+        .transferred(entry, now)      .defer(entry, *, error, next_attempt_at, now)
+        .deliver_local(now, *, limit) -> list[LocalOutcome]
+        .expire(now) -> int
+        .recover(now) -> int
+    transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from mta.intake import Plan, Site, plan_intake, plan_report
+from mta.reports import Outcome, build_report, indicators_from
+from mta.submission import SubmitRequest, build_submission
+from p1.envelope import (
+    MessageEnvelope,
+    MTSIdentifier,
+    Probe,
+    RecipientField,
+    encode_mts_apdu,
+    peek_envelope,
+    replace_message_envelope,
+)
+from p1.errors import DecodeError
+from p1.orname import parse_orname
+from p1.precedence import Precedence
+from p1.report import (
+    DeliveryReport,
+    NonDeliveryDiagnostic,
+    NonDeliveryReason,
+    NonDeliveryReport,
+)
+from store import (
+    LOCAL_ROUTE,
+    ApduKind,
+    AuditEvent,
+    AuditLog,
+    Delivery,
+    Enqueued,
+    MessageStore,
+    QueueEntry,
+    QueueRecipient,
+    TransitQueue,
+    transaction,
+)
+from store.audit import AuditRecord
+
+__all__ = ["LocalOutcome", "Units", "transfer_apdu"]
+
+log = logging.getLogger("aiox400.queue")
+
+_ALL = tuple(Precedence)
+_LOCAL_ID_OCTETS = 10  # 20 hex digits, well inside ub-local-id (32)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalOutcome:
+    """One APDU handled by local delivery (for the log)."""
+
+    mts_identifier: str
+    kind: ApduKind
+    precedence: Precedence
+    users: tuple[str, ...]
+    """Mailboxes it went into."""
+    reported: bool
+    """A delivery report was queued."""
+
+
+class Units:
+    """Units of work on one store, for one MTA (see the module docstring)."""
+
+    def __init__(self, engine: Engine, site: Site, *, owner: str | None = None) -> None:
+        self.engine = engine
+        self.site = site
+        self.owner = owner
+
+    def new_identifier(self) -> MTSIdentifier:
+        """A fresh MTS identifier in this MTA's domain (random: unique across restarts)."""
+        return MTSIdentifier(
+            global_domain_identifier=self.site.domain,
+            local_identifier=secrets.token_hex(_LOCAL_ID_OCTETS),
+        )
+
+    # --- intake ------------------------------------------------------------------------
+
+    def take_in(
+        self, plans: Sequence[Plan], now: datetime, *, event: AuditEvent = AuditEvent.RECEIVED
+    ) -> tuple[Enqueued, ...]:
+        """Queue the planned messages and the reports on rejected recipients; commit."""
+        with transaction(self.engine) as session:
+            results = self._enqueue(session, plans, now, event)
+        return results
+
+    def _enqueue(
+        self, session: Session, plans: Sequence[Plan], now: datetime, event: AuditEvent
+    ) -> tuple[Enqueued, ...]:
+        queue, audit = TransitQueue(session), AuditLog(session)
+        messages = [p.message for p in plans if p.message is not None]
+        results = queue.enqueue_many(messages, now)
+        records = [
+            AuditRecord(
+                at=now,
+                event=AuditEvent.DUPLICATE if not result.queued else event,
+                mts_identifier=message.mts_identifier,
+                peer=message.origin_peer,
+                detail=_recipients_detail(result),
+            )
+            for message, result in zip(messages, results, strict=True)
+        ]
+        audit.record_many(records)
+        for plan in plans:
+            if plan.rejected and plan.subject is not None:
+                self._report(session, plan.subject, plan.rejected, plan.arrival, now)
+        return results
+
+    def _report(
+        self,
+        session: Session,
+        subject: MessageEnvelope | Probe,
+        outcomes: Sequence[Outcome],
+        arrival: datetime,
+        now: datetime,
+    ) -> bool:
+        """Queue the report on ``outcomes`` if they asked for one; whether one was queued."""
+        report = build_report(
+            subject,
+            outcomes,
+            identifier=self.new_identifier(),
+            domain=self.site.domain,
+            arrival=arrival,
+            now=now,
+        )
+        AuditLog(session).record_many(
+            AuditRecord(
+                at=now,
+                event=AuditEvent.FAILED,
+                mts_identifier=subject.mts_identifier.text,
+                recipient=outcome.recipient.canonical,
+                detail=_non_delivery_text(outcome.report),
+            )
+            for outcome in outcomes
+            if isinstance(outcome.report, NonDeliveryReport)
+        )
+        if report is None:
+            return False
+        precedence = _precedence_of(subject, self.site)
+        plan = plan_report(report, self.site, precedence=precedence, now=now)
+        if plan.message is None:
+            log.warning("report on %s dropped: %s", subject.mts_identifier.text, plan.why)
+            return False
+        TransitQueue(session).enqueue(plan.message, now)
+        AuditLog(session).record(
+            AuditEvent.REPORTED,
+            now,
+            mts_identifier=report.mts_identifier.text,
+            recipient=plan.message.originator,
+            detail=f"on {subject.mts_identifier.text}",
+        )
+        return True
+
+    def receive(
+        self, apdu: bytes, now: datetime, *, origin_peer: str | None
+    ) -> tuple[Plan, Enqueued | None]:
+        """Take ``apdu`` (from a peer, or submitted): plan, queue, commit.
+
+        Raises :class:`mta.intake.IntakeError` when it cannot be taken (nothing is written).
+        """
+        plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
+        event = AuditEvent.SUBMITTED if origin_peer is None else AuditEvent.RECEIVED
+        results = self.take_in((plan,), now, event=event)
+        return plan, results[0] if results else None
+
+    def submit(self, request: SubmitRequest, now: datetime) -> tuple[str, Plan, Enqueued | None]:
+        """Give a local submission its identifier and envelope, and take it in."""
+        message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
+        plan, result = self.receive(encode_mts_apdu(message), now, origin_peer=None)
+        return message.envelope.mts_identifier.text, plan, result
+
+    # --- transfer to peers -------------------------------------------------------------
+
+    def claim(
+        self, peer: str, precedences: Collection[Precedence], now: datetime
+    ) -> QueueEntry | None:
+        """Claim the next message for ``peer`` at these precedences (most urgent, oldest)."""
+        with transaction(self.engine) as session:
+            entries = TransitQueue(session).claim_next(peer, precedences, now, owner=self.owner)
+        return entries[0] if entries else None
+
+    def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
+        """Messages due for ``peer`` at these precedences."""
+        with transaction(self.engine, read_only=True) as session:
+            return TransitQueue(session).backlog(peer, precedences, now)
+
+    def transferred(self, entry: QueueEntry, peer: str, now: datetime) -> None:
+        """The peer confirmed the transfer of ``entry``: it is responsible now."""
+        with transaction(self.engine) as session:
+            TransitQueue(session).mark_transferred(entry.recipient_ids, now)
+            AuditLog(session).record(
+                AuditEvent.TRANSFERRED,
+                now,
+                mts_identifier=entry.mts_identifier,
+                peer=peer,
+                detail=f"{len(entry.recipients)} recipient(s)",
+            )
+
+    def defer(
+        self, entry: QueueEntry, *, error: str, next_attempt_at: datetime, now: datetime
+    ) -> None:
+        """The transfer of ``entry`` failed for now: try again from ``next_attempt_at``."""
+        with transaction(self.engine) as session:
+            TransitQueue(session).defer(
+                entry.recipient_ids, next_attempt_at=next_attempt_at, error=error, now=now
+            )
+            AuditLog(session).record(
+                AuditEvent.DEFERRED, now, mts_identifier=entry.mts_identifier, detail=error
+            )
+
+    # --- local delivery ----------------------------------------------------------------
+
+    def deliver_local(self, now: datetime, *, limit: int = 50) -> list[LocalOutcome]:
+        """Deliver up to ``limit`` local APDUs, with their delivery reports; commit."""
+        with transaction(self.engine) as session:
+            queue = TransitQueue(session)
+            entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
+            return [self._deliver(session, entry, now) for entry in entries]
+
+    def _deliver(self, session: Session, entry: QueueEntry, now: datetime) -> LocalOutcome:
+        users = tuple(r.recipient for r in entry.recipients)
+        reported = False
+        if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
+            MessageStore(session).deliver_many(
+                [Delivery(user=user, apdu=entry.apdu) for user in users], now
+            )
+        if entry.kind is not ApduKind.REPORT:
+            reported = self._delivery_report(session, entry, now)
+        TransitQueue(session).mark_delivered(entry.recipient_ids, now)
+        AuditLog(session).record_many(
+            AuditRecord(
+                at=now,
+                event=AuditEvent.DELIVERED,
+                mts_identifier=entry.mts_identifier,
+                recipient=user,
+            )
+            for user in users
+        )
+        return LocalOutcome(
+            mts_identifier=entry.mts_identifier,
+            kind=entry.kind,
+            precedence=entry.precedence,
+            users=users,
+            reported=reported,
+        )
+
+    def _delivery_report(self, session: Session, entry: QueueEntry, now: datetime) -> bool:
+        subject = _subject(entry)
+        if subject is None:
+            return False
+        delivered = DeliveryReport(message_delivery_time=now)
+        outcomes = [_outcome(r, subject, delivered) for r in entry.recipients]
+        return self._report(session, subject, outcomes, entry.arrival_time, now)
+
+    # --- expiry and restart ------------------------------------------------------------
+
+    def expire(self, now: datetime) -> int:
+        """Non-deliver recipients past their expiry time; how many."""
+        expired_report = NonDeliveryReport(
+            reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+            diagnostic_code=NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED,
+        )
+        with transaction(self.engine) as session:
+            entries = TransitQueue(session).expire_due(now)
+            for entry in entries:
+                subject = _subject(entry)
+                if subject is not None:
+                    outcomes = [_outcome(r, subject, expired_report) for r in entry.recipients]
+                    self._report(session, subject, outcomes, entry.arrival_time, now)
+                AuditLog(session).record(
+                    AuditEvent.EXPIRED,
+                    now,
+                    mts_identifier=entry.mts_identifier,
+                    detail=", ".join(r.recipient for r in entry.recipients),
+                )
+        return sum(len(entry.recipients) for entry in entries)
+
+    def recover(self, now: datetime) -> int:
+        """At start: recipients left in flight by a crash are pending again."""
+        with transaction(self.engine) as session:
+            count = TransitQueue(session).recover_in_flight(now, owner=self.owner)
+            if count:
+                AuditLog(session).record(
+                    AuditEvent.RECOVERED, now, detail=f"{count} recipient(s) in flight"
+                )
+        return count
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def transfer_apdu(entry: QueueEntry) -> bytes:
+    """The APDU to transfer for a claimed ``entry``: this hop's peer becomes responsible
+    for the claimed recipients only (X.411 12.2.1.1.1.3 responsibility bit).
+
+    The envelope is rewritten only when a bit must change; the content stays as received.
+    """
+    if entry.kind is ApduKind.REPORT:
+        return entry.apdu
+    envelope = peek_envelope(entry.apdu)
+    assert isinstance(envelope, MessageEnvelope | Probe)
+    claimed = {r.recipient_number for r in entry.recipients}
+    recipients = tuple(
+        _responsible(r, r.originally_specified_recipient_number in claimed)
+        for r in envelope.recipients
+    )
+    if recipients == envelope.recipients:
+        return entry.apdu
+    if isinstance(envelope, MessageEnvelope):
+        return replace_message_envelope(
+            entry.apdu, dataclasses.replace(envelope, recipients=recipients)
+        )
+    return encode_mts_apdu(dataclasses.replace(envelope, recipients=recipients))
+
+
+def _responsible(recipient: RecipientField, responsible: bool) -> RecipientField:
+    indicators = recipient.per_recipient_indicators
+    if indicators.responsibility == responsible:
+        return recipient
+    return dataclasses.replace(
+        recipient,
+        per_recipient_indicators=dataclasses.replace(indicators, responsibility=responsible),
+    )
+
+
+def _subject(entry: QueueEntry) -> MessageEnvelope | Probe | None:
+    """The envelope of a queued message or probe (None for a report: no report on one)."""
+    if entry.kind is ApduKind.REPORT:
+        return None
+    try:
+        envelope = peek_envelope(entry.apdu)
+    except DecodeError as error:  # it decoded when queued: the store is damaged
+        log.error("%s: queued APDU no longer decodes: %s", entry.mts_identifier, error)
+        return None
+    return envelope if isinstance(envelope, MessageEnvelope | Probe) else None
+
+
+def _outcome(
+    recipient: QueueRecipient,
+    subject: MessageEnvelope | Probe,
+    report: DeliveryReport | NonDeliveryReport,
+) -> Outcome:
+    """The outcome for a queued recipient, named as the subject's envelope names it."""
+    number = recipient.recipient_number
+    named = next(
+        (
+            r.recipient_name
+            for r in subject.recipients
+            if r.originally_specified_recipient_number == number
+        ),
+        None,
+    )
+    return Outcome(
+        recipient=named or parse_orname(recipient.recipient),
+        number=recipient.recipient_number or 1,
+        indicators=indicators_from(recipient.report_request),
+        report=report,
+    )
+
+
+def _precedence_of(subject: MessageEnvelope | Probe, site: Site) -> Precedence:
+    if isinstance(subject, MessageEnvelope):
+        return subject.precedence_in(site.table)
+    return Precedence.ROUTINE
+
+
+def _non_delivery_text(report: DeliveryReport | NonDeliveryReport) -> str:
+    if isinstance(report, DeliveryReport):
+        return "delivered"
+    reason = _name(NonDeliveryReason, report.reason_code)
+    diagnostic = (
+        ""
+        if report.diagnostic_code is None
+        else f", {_name(NonDeliveryDiagnostic, report.diagnostic_code)}"
+    )
+    return f"non-delivered: {reason}{diagnostic}"
+
+
+def _name(kind: type[NonDeliveryReason] | type[NonDeliveryDiagnostic], value: int) -> str:
+    try:
+        return kind(value).name.lower().replace("_", "-")
+    except ValueError:
+        return str(value)
+
+
+def _recipients_detail(result: Enqueued) -> str:
+    parts = []
+    if result.queued:
+        parts.append("to " + ", ".join(result.queued))
+    if result.duplicates:
+        parts.append("duplicate for " + ", ".join(result.duplicates))
+    return "; ".join(parts)
