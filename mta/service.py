@@ -17,7 +17,7 @@ put back what was in flight, close the database.  Nothing committed is lost at a
 
 Public API::
 
-    Service(config, *, timeouts=None, settings=None)
+    Service(config, *, timeouts=None, settings=None, expiry_interval=5.0)
         await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
         .listening_ports -> list[int]
 """
@@ -54,8 +54,8 @@ log = logging.getLogger("aiox400.mta")
 
 _POLL = 1.0
 """Seconds between looks at the local queue when nothing wakes the deliverer."""
-_EXPIRY_EVERY = 5.0
-"""Seconds between expiry runs."""
+EXPIRY_INTERVAL = 5.0
+"""Seconds between expiry runs (by default)."""
 
 
 class Service:
@@ -67,8 +67,10 @@ class Service:
         *,
         timeouts: Timeouts | None = None,
         settings: AssociationSettings | None = None,
+        expiry_interval: float = EXPIRY_INTERVAL,
     ) -> None:
         self.config = config
+        self.expiry_interval = expiry_interval
         self.timeouts = timeouts or Timeouts()
         self.settings = settings or AssociationSettings(limits=config.limits)
         self.site = Site(
@@ -272,7 +274,7 @@ class Service:
             if expired:
                 log.warning("expired %d recipient(s): non-delivery reports queued", expired)
                 self.notify()
-            await asyncio.sleep(_EXPIRY_EVERY)
+            await asyncio.sleep(self.expiry_interval)
 
 
 class _Inbound(Responder):
