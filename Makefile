@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test lint typecheck pytest bench clean
+.PHONY: install test demo lint typecheck pytest bench clean
 
 install: $(VENV)/.installed
 
@@ -19,6 +19,10 @@ test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+## demo: two MTAs on loopback, one message of each precedence from site A to site B
+demo: install
+	deploy/demo.sh
 
 ## bench: run the benchmarks and print their tables
 bench: install

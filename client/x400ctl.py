@@ -3,9 +3,13 @@
 ``x400ctl ping HOST [PORT]`` binds to an MTA over P1 (X.411 MTA-bind on RFC 1006), reports
 the responder's name and the bind round-trip time, and releases.
 
-Exit codes: 0 bound and released; 1 the peer refused the bind (the MTABindError is printed);
-2 bad arguments; 3 timed out; 4 connection or protocol error, or the responder's name is
-not the one expected with ``--peer-name``.
+``x400ctl status|queue|channels|hold|release`` ask a running MTA through its local API
+(:mod:`client.ctl_local`).
+
+Exit codes: 0 done (bound and released); 1 the peer refused the bind (the MTABindError is
+printed), or the MTA refused the request or is not running; 2 bad arguments; 3 timed out;
+4 connection or protocol error, or the responder's name is not the one expected with
+``--peer-name``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from client import ctl_local
+from client.api import ApiError
 from mta.link import BindRefusedError, LinkError, Timeouts, open_link
 from p1.mtabind import MTABindArgument
 from p1.precedence import InvalidDscpError, dscp_name, parse_dscp
@@ -74,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for the connect and, separately, for the bind (default 10)",
     )
+    ctl_local.add_commands(commands)
     return parser
 
 
@@ -140,6 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(stop.code or 0)
     if args.command == "ping":
         return _ping_command(args)
+    if args.command in ctl_local.COMMANDS:
+        try:
+            return ctl_local.run(args, sys.stdout)
+        except ApiError as error:
+            print(f"x400ctl {args.command}: {error}", file=sys.stderr)
+            return EXIT_REFUSED
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE
 
