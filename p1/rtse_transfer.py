@@ -16,7 +16,7 @@ Public API::
     Piece(data, head=b""), Sync(), End()                what the sender may do next
     OutboundTransfer(transfer_id, octets, checkpoint_size, window_size, head=b"")
         .steps() -> list[Piece | Sync | End]            everything sendable now
-        .confirm_sync()                                  an S-SYNC-MINOR was confirmed
+        .confirm_sync(serial)                            checkpoints up to serial confirmed
         .done                                            the activity end was sent
     InboundTransfer(transfer_id, limit)
         .add(data)                                       raises RemoteProtocolError past limit
@@ -69,7 +69,8 @@ class OutboundTransfer:
     window_size: int
     head: bytes = b""
     _offset: int = 0
-    _unconfirmed: int = 0
+    _syncs: int = 0  # checkpoints sent: the n-th has serial number n (see confirm_sync)
+    _confirmed: int = 0  # the highest serial number confirmed
     done: bool = False
 
     def __post_init__(self) -> None:
@@ -83,7 +84,7 @@ class OutboundTransfer:
     def steps(self) -> list[Step]:
         """Every step the window allows now, in order; [] when waiting or done."""
         out: list[Step] = []
-        while not self.done and self._unconfirmed < self.window_size:
+        while not self.done and self._syncs - self._confirmed < self.window_size:
             out.extend(self._next())
         return out
 
@@ -104,14 +105,21 @@ class OutboundTransfer:
         if stop >= total:
             self.done = True
             return [piece, _END]
-        self._unconfirmed += 1
+        self._syncs += 1
         return [piece, _SYNC]
 
-    def confirm_sync(self) -> None:
-        """One outstanding S-SYNC-MINOR was confirmed by the receiver."""
-        if self._unconfirmed == 0:
-            raise RemoteProtocolError("minor sync confirmed that was never asked", layer="rtse")
-        self._unconfirmed -= 1
+    def confirm_sync(self, serial: int) -> None:
+        """The receiver confirmed every checkpoint up to ``serial``: one S-SYNC-MINOR
+        response confirms all the points before it too (X.225 7.21).  An activity numbers
+        its synchronization points from 1 (X.225 7.30), so the n-th checkpoint of a transfer
+        has serial number n."""
+        if not self._confirmed < serial <= self._syncs:
+            raise RemoteProtocolError(
+                f"minor sync {serial} confirmed; checkpoints {self._confirmed + 1} to "
+                f"{self._syncs} await confirmation",
+                layer="rtse",
+            )
+        self._confirmed = serial
 
 
 @dataclass(slots=True)

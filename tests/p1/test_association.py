@@ -14,8 +14,8 @@ ACSE, X.228 RTSE, MTA-bind) on both ends of one in-memory pipe (tests/p1/associa
 - hypothesis: random calls of both users (in lock step and with deliveries interleaved)
   and random or mutated bytes give only events and leave both ends agreeing.
 
-Tests marked ``xfail(strict=True)`` pin down defects of p1/association.py; their reason
-says what goes wrong.
+The tests at the end pin down defects p1/association.py once had, each named by what
+went wrong.
 """
 
 from __future__ import annotations
@@ -798,6 +798,37 @@ def test_bad_turn_please_is_aborted_with_rtab() -> None:
     assert user_abort_rtab(wire).abort_reason == AbortReason.PROTOCOL_ERROR
 
 
+def test_release_by_the_responder_is_aborted_with_rtab() -> None:
+    # RT-CLOSE is the association-initiator's (X.228 7.4), even when the responder holds
+    # the turn: its FN passes the session's token rules but is RTSE's protocol error.
+    pair = open_pair(dialogue_mode=TWA)
+    pair.responder.request_turn(1)
+    pair.pump()
+    pair.initiator.give_turn()
+    pair.pump()
+    rlrq = acse.encode_acse(acse.Rlrq(reason=acse.RELEASE_NORMAL))
+    fn = spdu.Spdu(
+        kind=Kind.FN,
+        transport_disconnect=spdu.TRANSPORT_RELEASED,
+        user_data=presentation.encode_pdv(presentation.ACSE_CONTEXT, rlrq),
+    )
+    aborted, wire = _inject(pair.initiator, spdu_bytes(fn))
+    assert "RT-CLOSE is the initiator's" in aborted.why
+    assert user_abort_rtab(wire).abort_reason == AbortReason.PROTOCOL_ERROR
+    _aborted(feed(pair.responder, wire), by_peer=True)
+
+
+def test_confirmation_of_the_activity_end_as_a_checkpoint_is_aborted_with_rtab() -> None:
+    # One piece, a checkpoint (serial 1), the last piece and the activity end (serial 2):
+    # an MIA may confirm checkpoint 1, not serial 2, which is no checkpoint.
+    pair = open_pair(checkpoint_size=1, window_size=3)
+    pair.initiator.send_transfer(apdu(KB + 100))
+    assert spdu_kinds(pair.initiator.data_to_send()).count(Kind.MIP) == 1
+    aborted, wire = _inject(pair.initiator, minor_sync_ack_bytes(2))
+    assert "minor sync 2 confirmed" in aborted.why
+    assert user_abort_rtab(wire).abort_reason == AbortReason.PROTOCOL_ERROR
+
+
 @pytest.mark.parametrize("confirmed", [False, True], ids=["open-activity", "unconfirmed-end"])
 def test_unexpected_activity_start_is_answered_with_ab(confirmed: bool) -> None:
     pair = open_pair(checkpoint_size=1)
@@ -888,9 +919,7 @@ class _Walk:
                 association.request_turn(number)
             elif action == "give_turn":
                 association.give_turn()
-            elif action == "release" and association.has_turn:
-                # Without the turn the call fails but leaves RELEASING behind: a known defect
-                # (test_release_without_the_turn_changes_nothing).
+            elif action == "release":
                 association.send_release()
             elif action == "abort":
                 events = association.abort()
@@ -981,11 +1010,9 @@ def test_random_calls_in_lock_step_keep_both_ends_agreeing(
 def test_random_calls_with_interleaved_deliveries_keep_both_ends_agreeing(
     mode: DialogueMode, checkpoint_size: int, window_size: int, steps: list[tuple[bool, str, int]]
 ) -> None:
-    # Release is left out here: a release crossing a turn request is a known defect
-    # (test_release_crossing_a_turn_request_releases_both_ends); finish() releases.
     walk = _Walk(mode, checkpoint_size, window_size)
     for initiator, action, number in steps:
-        walk.act(initiator, "deliver" if action == "release" else action, number)
+        walk.act(initiator, action, number)
     walk.pump()
     walk.check_agreement()
     if not walk.pair.initiator.closed:
@@ -1099,11 +1126,6 @@ def test_mutated_responder_bytes_to_an_initiator_give_only_events(data: bytes) -
     _feed_bytewise(association, data)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="receive_data raises LocalProtocolError when one read holds a good TPDU and then a "
-    "bad one: the association sends (CC, MIA, GTA, DN...) on a transport that has closed",
-)
 @FUZZ
 @given(_mutated(INITIATOR_STREAM), st.lists(st.integers(1, 600), min_size=1, max_size=20))
 def test_mutated_bytes_in_reads_of_any_size_give_only_events(data: bytes, reads: list[int]) -> None:
@@ -1115,15 +1137,9 @@ def test_mutated_bytes_in_reads_of_any_size_give_only_events(data: bytes, reads:
         start += size
 
 
-# --- defects of p1/association.py, pinned down -----------------------------------------------
+# --- defects p1/association.py once had, pinned down -----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a PT (RT-TURN-PLEASE) crossing the initiator's FN reaches _on_tokens_requested in "
-    "state RELEASING, where _expect(DATA_PHASE) fails: the initiator aborts while the "
-    "responder has released",
-)
 def test_release_crossing_a_turn_request_releases_both_ends() -> None:
     pair = open_pair(dialogue_mode=TWA)
     pair.initiator.send_release()
@@ -1133,12 +1149,6 @@ def test_release_crossing_a_turn_request_releases_both_ends() -> None:
     assert pumped.initiator == [Released(by_peer=False)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an MIA confirms every minor sync point up to its serial (X.215 / X.225 minor "
-    "synchronize; ISODE's sender sets ack = serial), but "
-    "_on_minor_sync_confirmed frees one window slot per MIA: the sender stalls",
-)
 def test_one_confirmation_of_several_checkpoints_opens_the_whole_window() -> None:
     pair = open_pair(checkpoint_size=1, window_size=3)
     pair.initiator.send_transfer(apdu(10 * KB))
@@ -1147,13 +1157,6 @@ def test_one_confirmation_of_several_checkpoints_opens_the_whole_window() -> Non
     assert spdu_kinds(pair.initiator.data_to_send()).count(Kind.MIP) == 3  # a full window again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="send_release takes SEND_RELEASE (state RELEASING) before session.send_release "
-    "raises LocalProtocolError for the missing tokens: the call fails yet leaves the "
-    "association RELEASING, and the next transfer to it aborts it ('data phase is not "
-    "allowed in state releasing')",
-)
 @pytest.mark.parametrize("mode", list(DialogueMode))
 def test_release_without_the_turn_changes_nothing(mode: DialogueMode) -> None:
     pair = open_pair(dialogue_mode=mode)
@@ -1163,11 +1166,6 @@ def test_release_without_the_turn_changes_nothing(mode: DialogueMode) -> None:
     _transfer(pair, apdu(100))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="request_turn / give_turn do not check the dialogue mode: in monologue the "
-    "responder asks for and gets the turn, then transfers (X.228 and ISODE: twa only)",
-)
 @pytest.mark.parametrize("who", ["initiator-gives", "responder-asks"])
 def test_no_turn_moves_in_monologue(who: str) -> None:
     pair = open_pair()
@@ -1178,12 +1176,6 @@ def test_no_turn_moves_in_monologue(who: str) -> None:
             pair.responder.request_turn(1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="send_release does not check the role: in twa the responder holding the turn sends "
-    "FN, but RT-CLOSE belongs to the association-initiator (X.228; ISODE refuses 'not "
-    "initiator' and treats such an FN as a protocol error)",
-)
 def test_only_the_initiator_releases_in_two_way_alternate() -> None:
     pair = open_pair(dialogue_mode=TWA)
     pair.responder.request_turn(1)
@@ -1195,11 +1187,6 @@ def test_only_the_initiator_releases_in_two_way_alternate() -> None:
         pair.responder.send_release()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after abort() while connecting, the CC still reaches _on_transport, whose "
-    "_expect(RECV_CONNECTED) raises RemoteProtocolError out of receive_data",
-)
 def test_abort_while_connecting_then_the_cc_arrives() -> None:
     pair = Pair()
     pair.initiator.send_bind(ARGUMENT)
@@ -1208,12 +1195,6 @@ def test_abort_while_connecting_then_the_cc_arrives() -> None:
     assert pair.initiator.closed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a CR and a bad TPDU in one read: the transport gives ConnectRequested then "
-    "Disconnected, and _on_transport calls send_accept() on the closed transport "
-    "(LocalProtocolError out of receive_data)",
-)
 def test_connect_request_and_bad_tpdu_in_one_read() -> None:
     pair = Pair()
     pair.initiator.send_bind(ARGUMENT)
@@ -1223,11 +1204,6 @@ def test_connect_request_and_bad_tpdu_in_one_read() -> None:
     assert tpdu_codes(pair.responder.data_to_send()) == [tpdu.ER]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a MIP and a bad TPDU in one read: the session queues the MIA, the transport "
-    "closes, and _flush() sends the MIA on the closed transport (LocalProtocolError)",
-)
 def test_minor_sync_and_bad_tpdu_in_one_read() -> None:
     pair = open_pair(checkpoint_size=1)
     pair.initiator.send_transfer(apdu(5 * KB))
@@ -1237,12 +1213,6 @@ def test_minor_sync_and_bad_tpdu_in_one_read() -> None:
     assert tpdu_codes(pair.responder.data_to_send()) == [tpdu.ER]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AARQ with another application context: _rtorq_from raises, _upper_error sends "
-    "AB{ARP}; X.227 / X.419 answer an AARE rejected-permanent with result-source-diagnostic "
-    "service-user application-context-name-not-supported, in RF{CPR}",
-)
 def test_other_application_context_is_rejected_with_an_aare() -> None:
     mts_access = "2.6.0.1.0"  # id-ac-mts-access-88: a P3 context, not P1's
     pair = _crafted_bind(connect_data(aarq_bytes(rtorq_bytes(), mts_access)))
@@ -1259,12 +1229,6 @@ def test_other_application_context_is_rejected_with_an_aare() -> None:
     assert isinstance(refused, BindRefused)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an RT-OPEN without user data (open [0] NULL, no recover) is refused as busy: "
-    "_refusal_for tests 'open is None' where it means 'recover is not None', so a bind "
-    "without its MTABindArgument is told to retry later",
-)
 def test_rt_open_without_a_bind_argument_is_not_refused_as_busy() -> None:
     pair = _crafted_bind(connect_data(aarq_bytes(rtorq_bytes(open_data=None))))
     (refused,) = feed(pair.initiator, pair.responder.data_to_send())
@@ -1272,12 +1236,6 @@ def test_rt_open_without_a_bind_argument_is_not_refused_as_busy() -> None:
     assert refused.error is not MTABindError.BUSY
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_on_release_requested takes RECV_RELEASE (state CLOSED) before decoding the "
-    "RLRQ, so when the RLRQ is garbage _send_abort sees CLOSED and sends no AB: the peer "
-    "waits for a DN that never comes",
-)
 def test_release_request_with_garbage_is_aborted_on_the_wire() -> None:
     pair = open_pair()
     fn = spdu.Spdu(kind=Kind.FN, transport_disconnect=spdu.TRANSPORT_RELEASED, user_data=b"\x01")
@@ -1288,12 +1246,6 @@ def test_release_request_with_garbage_is_aborted_on_the_wire() -> None:
     assert user_abort_rtab(wire).abort_reason == AbortReason.PROTOCOL_ERROR
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="S-U-EXCEPTION-REPORT (ED) from the receiver during a transfer is dropped "
-    "(no handler for session.ExceptionReported): the session sits in EXCEPTION_RECEIVED, "
-    "the transfer never ends and no event says so",
-)
 def test_exception_report_during_a_transfer_is_not_ignored() -> None:
     pair = open_pair(checkpoint_size=1, window_size=1)
     pair.initiator.send_transfer(apdu(5 * KB))
@@ -1305,12 +1257,6 @@ def test_exception_report_during_a_transfer_is_not_ignored() -> None:
     assert discarded or any(isinstance(event, Aborted) for event in events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="S-ACTIVITY-DISCARD / -INTERRUPT from the sender is dropped (no handler): no "
-    "ADA / AIA is sent, the partial transfer is kept and the session stays in "
-    "WAIT_ACTIVITY_*_RESPONSE, so the sender (ISODE discards on a timeout) hangs",
-)
 @pytest.mark.parametrize(("stop", "answer"), [(Kind.AD, Kind.ADA), (Kind.AI, Kind.AIA)])
 def test_transfer_discarded_by_the_sender_is_answered(stop: Kind, answer: Kind) -> None:
     pair = open_pair()

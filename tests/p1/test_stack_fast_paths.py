@@ -25,8 +25,8 @@ from p1.association import (
     P1Association,
     TransferConfirmed,
     TransferReceived,
-    _plain_apdu,
 )
+from p1.association_pdus import plain_apdu
 from p1.errors import DecodeError, EncodeError
 from p1.mtabind import MTABindArgument, MTABindResult
 from p1.osi import Event, Role
@@ -331,6 +331,7 @@ def test_read_definite() -> None:
 
 def _pieces(transfer: OutboundTransfer) -> list[bytes]:
     out: list[bytes] = []
+    confirmed = 0
     while not transfer.done:
         steps = transfer.steps()
         for step in steps:
@@ -338,8 +339,9 @@ def _pieces(transfer: OutboundTransfer) -> list[bytes]:
                 out.append(step.head + bytes(step.data))
         syncs = sum(isinstance(step, Sync) for step in steps)
         assert isinstance(steps[-1], End | Sync)
-        for _ in range(syncs):
-            transfer.confirm_sync()
+        for _ in range(syncs):  # one at a time (serial numbers count from 1)
+            confirmed += 1
+            transfer.confirm_sync(confirmed)
     return out
 
 
@@ -526,7 +528,7 @@ def test_plain_apdu_is_what_decode_transfer_gives(size: int, cuts: list[int]) ->
     apdu = samples.message_bytes(size)
     octets = encode_transfer(apdu)
     inbound = _inbound(octets, cuts)
-    found = _plain_apdu(inbound)
+    found = plain_apdu(inbound)
     if len(inbound.head(16)) < 16:
         assert found is None  # a first piece this short: the general path
     else:
@@ -545,7 +547,7 @@ def test_plain_apdu_is_what_decode_transfer_gives(size: int, cuts: list[int]) ->
     ],
 )
 def test_plain_apdu_leaves_other_forms_to_decode_transfer(octets: str) -> None:
-    assert _plain_apdu(_inbound(bytes.fromhex(octets.replace(" ", "")), [])) is None
+    assert plain_apdu(_inbound(bytes.fromhex(octets.replace(" ", "")), [])) is None
 
 
 @settings(max_examples=500, deadline=None)
@@ -556,7 +558,7 @@ def test_plain_apdu_agrees_with_decode_transfer(content: bytes, data: st.DataObj
         position = data.draw(st.integers(0, len(octets) - 1))
         octets[position] = data.draw(st.integers(0, 255))
     cuts = data.draw(st.lists(st.integers(0, len(octets)), max_size=3))
-    found = _plain_apdu(_inbound(bytes(octets), cuts))
+    found = plain_apdu(_inbound(bytes(octets), cuts))
     if found is not None:
         transfer = decode_transfer(bytes(octets))
         assert transfer.apdu == found and transfer.indirect_reference == 5
