@@ -10,9 +10,12 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 - each connection binds (X.411 MTA-bind), then claims the most urgent, oldest message the
   slot admits, transfers it, and marks it transferred once the peer confirmed (the peer
   has stored it); it closes when :func:`mta.schedule.should_close` says so;
-- a connection that cannot be opened is retried with growing, jittered backoff; a failed
-  transfer puts the message back for a later attempt (``[retry]`` of the configuration);
-  a connection found dead after idling gets the message again at once on a new one.
+- a connection that cannot be opened is retried with growing, jittered backoff, cut short
+  when the peer is seen to answer again (:meth:`SlotRunner.peer_reachable`: another slot
+  bound to it, or it bound to us), so that an urgent slot is not left waiting out its
+  backoff while another slot already carries routine traffic; a failed transfer puts the
+  message back for a later attempt (``[retry]`` of the configuration); a connection found
+  dead after idling gets the message again at once on a new one.
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
@@ -21,7 +24,8 @@ stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
 Public API::
 
     ChannelContext(db, units, config, timeouts, settings)
-    SlotRunner(context, peer, slot).start() / .stop() / .wake() / .snapshot()
+    SlotRunner(context, peer, slot, *, on_connected=None)
+        .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
 """
 
@@ -32,6 +36,7 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -111,12 +116,24 @@ class _Connection:
 class SlotRunner:
     """Runs one connection slot of one peer (see the module docstring)."""
 
-    def __init__(self, context: ChannelContext, peer: Peer, slot: Slot) -> None:
+    def __init__(
+        self,
+        context: ChannelContext,
+        peer: Peer,
+        slot: Slot,
+        *,
+        on_connected: Callable[[], None] | None = None,
+    ) -> None:
         self.context = context
         self.peer = peer
         self.slot = slot
+        self._on_connected = on_connected  # each time a connection has bound to the peer
+        self._reached = asyncio.Event()
         self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
-        self._wake = asyncio.Event()
+        # Wake-ups are counted: a waiter notes the count before it looks at the queue and
+        # waits only if no wake-up came since, so none is lost while it looks.
+        self._wakes = 0
+        self._woken = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._connections: dict[int, _Connection] = {}
@@ -139,7 +156,23 @@ class SlotRunner:
 
     def wake(self) -> None:
         """A message may be waiting: look at the backlog now."""
-        self._wake.set()
+        self._wakes += 1
+        self._woken.set()
+        self._woken = asyncio.Event()
+
+    async def _wait_wake(self, seen: int, timeout: float) -> None:
+        """Wait up to ``timeout`` for a wake-up after the ``seen``-th one."""
+        if self._wakes != seen:
+            return
+        woken = self._woken
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await woken.wait()
+
+    def peer_reachable(self) -> None:
+        """The peer answers again: connections waiting out a backoff try again now."""
+        self._reached.set()
+        self._reached = asyncio.Event()  # for attempts that start from now on
 
     def snapshot(self) -> SlotSnapshot:
         """The slot's state now."""
@@ -169,15 +202,13 @@ class SlotRunner:
 
     async def _supervise(self) -> None:
         while True:
-            self._wake.clear()
+            seen = self._wakes
             self._backlog = await self._read_backlog()
             wanted = schedule.connections_wanted(self.slot, self._backlog)
             for index in range(wanted):
                 if index not in self._workers:
                     self._start_worker(index)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL):
-                    await self._wake.wait()
+            await self._wait_wake(seen, _POLL)
 
     async def _read_backlog(self) -> int:
         now = datetime.now(UTC)
@@ -198,19 +229,20 @@ class SlotRunner:
             self._connections.pop(index, None)
         if not task.cancelled() and task.exception() is not None:
             log.error("%s#%d: stopped by an error", self.name, index, exc_info=task.exception())
-        self._wake.set()  # the supervisor decides whether another is wanted
+        self.wake()  # the supervisor decides whether another is wanted
 
     # --- one connection ----------------------------------------------------------------
 
     async def _work(self, connection: _Connection) -> None:
         attempt = 0
         while True:
+            reached = self._reached  # set if the peer answers another slot meanwhile
             link = await self._connect(connection)
             if link is None:
                 attempt += 1
                 if not self._still_wanted(connection.index):
                     return
-                await self._backoff(connection, attempt)
+                await self._backoff(connection, attempt, reached)
                 continue
             attempt = 0
             try:
@@ -222,9 +254,12 @@ class SlotRunner:
     def _still_wanted(self, index: int) -> bool:
         return index < schedule.connections_wanted(self.slot, self._backlog)
 
-    async def _backoff(self, connection: _Connection, attempt: int) -> None:
+    async def _backoff(self, connection: _Connection, attempt: int, reached: asyncio.Event) -> None:
+        """Wait before the next attempt, or until the peer has answered since the failed one."""
         connection.enter("backoff")
-        await asyncio.sleep(_RECONNECT.delay(attempt, random.random()))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_RECONNECT.delay(attempt, random.random())):
+                await reached.wait()
 
     async def _connect(self, connection: _Connection) -> Link | None:
         connection.enter("connecting")
@@ -256,6 +291,8 @@ class SlotRunner:
                 slot.mode.value,
             )
             connection.last_error = None
+            if self._on_connected is not None:
+                self._on_connected()
             return link
         log.warning("%s#%d: %s", self.name, connection.index, connection.last_error)
         return None
@@ -272,6 +309,7 @@ class SlotRunner:
         idle_since = time.monotonic()
         fresh = True
         while True:
+            seen = self._wakes
             now = datetime.now(UTC)
             entry = await self.context.db.run(
                 self.context.units.claim, self.peer.name, self.slot.precedences, now
@@ -282,7 +320,7 @@ class SlotRunner:
                     await self._release(connection, link)
                     return True
                 connection.enter("idle")
-                await self._idle(idle_for)
+                await self._idle(seen, idle_for)
                 fresh = False
                 continue
             if not await self._transfer(connection, link, entry, retry_elsewhere=not fresh):
@@ -290,12 +328,8 @@ class SlotRunner:
             idle_since = time.monotonic()
             fresh = True
 
-    async def _idle(self, idle_for: float) -> None:
-        self._wake.clear()
-        wait = max(0.05, min(_POLL, self.slot.idle_timeout - idle_for))
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(wait):
-                await self._wake.wait()
+    async def _idle(self, seen: int, idle_for: float) -> None:
+        await self._wait_wake(seen, max(0.05, min(_POLL, self.slot.idle_timeout - idle_for)))
 
     async def _transfer(
         self, connection: _Connection, link: Link, entry: QueueEntry, *, retry_elsewhere: bool
@@ -343,7 +377,7 @@ class SlotRunner:
             why,
             delay,
         )
-        self._wake.set()
+        self.wake()
 
     async def _release(self, connection: _Connection, link: Link) -> None:
         connection.enter("closing")

@@ -5,7 +5,9 @@
 - a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
   first accept), whose associations authenticate the peer in the MTA-bind (X.411
   12.1.1) and confirm a transfer only once it is committed to the queue;
-- a :class:`mta.channels.SlotRunner` per connection slot of every peer;
+- a :class:`mta.channels.SlotRunner` per connection slot of every peer; when a peer is
+  seen to answer again (one of its slots binds, or it binds to us), every slot of its
+  channel stops waiting out its reconnection backoff;
 - the local deliverer, which moves local recipients into their mailboxes and queues the
   delivery reports they asked for;
 - the expirer, which non-delivers recipients past their expiry time;
@@ -20,12 +22,14 @@ Public API::
     Service(config, *, timeouts=None, settings=None, expiry_interval=5.0)
         await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
         .listening_ports -> list[int]
+        .notify(plan)  /  .peer_reachable(peer)   wake the slots that may have work
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import time
@@ -153,7 +157,10 @@ class Service:
             settings=self.settings,
         )
         for peer in self.config.peers:
-            self._runners[peer.name] = [SlotRunner(context, peer, slot) for slot in peer.slots]
+            reachable = functools.partial(self.peer_reachable, peer.name)
+            self._runners[peer.name] = [
+                SlotRunner(context, peer, slot, on_connected=reachable) for slot in peer.slots
+            ]
         for runner in self.runners:
             runner.start()
         self._own(self._deliver_forever(), "local delivery")
@@ -218,6 +225,12 @@ class Service:
             for runner in self._runners.get(route, ()):
                 runner.wake()
 
+    def peer_reachable(self, peer: str) -> None:
+        """``peer`` answers (a slot bound to it, or it bound to us): every slot of its
+        channel that waits out a backoff tries again now, the urgent ones included."""
+        for runner in self._runners.get(peer, ()):
+            runner.peer_reachable()
+
     # --- inbound -----------------------------------------------------------------------
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -225,13 +238,16 @@ class Service:
         assert task is not None
         self._inbound.add(task)
         try:
-            await serve_link(
-                reader,
-                writer,
-                _Inbound(self),
-                settings=self.settings,
-                timeouts=self.timeouts,
-            )
+            # Cancelled only by stop(): end quietly, as Python 3.11's streams would report
+            # a cancelled connection handler to the loop's exception handler as an error.
+            with contextlib.suppress(asyncio.CancelledError):
+                await serve_link(
+                    reader,
+                    writer,
+                    _Inbound(self),
+                    settings=self.settings,
+                    timeouts=self.timeouts,
+                )
         finally:
             self._inbound.discard(task)
 
@@ -295,6 +311,7 @@ class _Inbound(Responder):
             log.warning("bind refused: wrong password from %s", peer.name)
             return MTABindError.AUTHENTICATION_ERROR
         self.peer = peer
+        self.service.peer_reachable(peer.name)
         ours = peer.our_credentials
         password = ours.password or self.service.config.password
         return MTABindResult(

@@ -1,0 +1,267 @@
+"""The ``x400`` client against a running MTA: send, inbox, read, delete, and its exit codes.
+
+The MTA is site A alone (no peers): messages between its own users are delivered into
+its store.  ``x400.main`` blocks on the daemon's socket, so it runs in a worker thread
+while the test's event loop serves the daemon.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from client import x400
+from p1.orname import parse_orname
+from tests.mta.sites import Site, eventually, solo_site
+
+NOWHERE = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
+
+
+@pytest.fixture
+async def site(tmp_path: Path) -> AsyncIterator[Site]:
+    """Site A alone, started."""
+    mta = solo_site(tmp_path / "a")
+    await mta.start()
+    try:
+        yield mta
+    finally:
+        await mta.stop()
+
+
+def smith(site: Site) -> str:
+    return site.address("Smith")
+
+
+def jones(site: Site) -> str:
+    return site.address("Jones")
+
+
+async def run(site: Site, command: str, *args: str) -> tuple[int, str, str]:
+    """``x400 COMMAND --socket <site's> ARGS...``: exit code, output, errors."""
+    return await site.x400(command, "--socket", str(site.socket), *args)
+
+
+async def send(site: Site, *args: str) -> str:
+    """Send from Smith to Jones; the MTS identifier printed."""
+    code, out, err = await run(site, "send", "--from", smith(site), "--to", jones(site), *args)
+    assert code == x400.EXIT_OK, err
+    return out.strip()
+
+
+async def inbox_ids(site: Site, user: str, count: int) -> list[int]:
+    """The ids in ``user``'s mailbox, once it holds ``count`` entries."""
+    found = await eventually(
+        lambda: site.inbox(user), lambda m: len(m) == count, what=f"{count} in the mailbox"
+    )
+    return [m["id"] for m in found]
+
+
+# --- send and the mailbox ------------------------------------------------------------------
+
+
+async def test_send_prints_the_identifier_and_inbox_lists_the_message(site: Site) -> None:
+    identifier = await send(site, "--precedence", "flash", "--subject", "SITREP 42")
+    assert identifier.startswith("[GB; ;SITEA;")
+    (entry_id,) = await inbox_ids(site, jones(site), 1)
+
+    code, out, _ = await run(site, "inbox", "--user", jones(site))
+    assert code == x400.EXIT_OK
+    header, line, subject = out.splitlines()
+    assert header.split() == ["ID", "PRECEDENCE", "KIND", "DELIVERED", "FROM", "/", "SUBJECT"]
+    assert line.split()[:4] == [str(entry_id), "N", "flash", "message"]
+    assert line.endswith(f"  {smith(site)}")
+    assert subject.strip() == "SITREP 42"
+
+
+async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:
+    identifier = await send(
+        site, "-p", "immediate", "-s", "Orders", "--body", "Move at dawn.", "--cc", smith(site)
+    )
+    (entry_id,) = await inbox_ids(site, jones(site), 1)
+
+    code, out, _ = await run(site, "read", str(entry_id), "--user", jones(site))
+    assert code == x400.EXIT_OK
+    assert f"MTS identifier: {identifier}\n" in out
+    assert "precedence:     immediate\n" in out
+    assert f"originator:     {smith(site)}\n" in out
+    assert f"to:             {jones(site)}\n" in out
+    assert f"cc:             {smith(site)}\n" in out
+    assert "subject:        Orders\n" in out
+    assert out.endswith("\nMove at dawn.\n")
+
+    code, out, _ = await run(site, "inbox", "--user", jones(site), "--unread")
+    canonical = parse_orname(jones(site)).canonical
+    assert (code, out) == (x400.EXIT_OK, f"no unread messages for {canonical}\n")
+
+
+async def test_delete_removes_messages_from_the_mailbox(site: Site) -> None:
+    await send(site)
+    await send(site)
+    ids = await inbox_ids(site, jones(site), 2)
+
+    code, out, _ = await run(site, "delete", *map(str, ids), "--user", jones(site))
+    assert (code, out) == (x400.EXIT_OK, "deleted 2 message(s)\n")
+    code, out, _ = await run(site, "inbox", "--user", jones(site))
+    canonical = parse_orname(jones(site)).canonical
+    assert (code, out) == (x400.EXIT_OK, f"no messages for {canonical}\n")
+
+
+async def test_count_sends_that_many_messages(site: Site) -> None:
+    code, out, err = await run(
+        site, "send", "--from", smith(site), "--to", jones(site), "--count", "3"
+    )
+    assert code == x400.EXIT_OK
+    assert len(set(out.splitlines())) == 3
+    assert "x400: 3 messages submitted in " in err
+    await inbox_ids(site, jones(site), 3)
+
+
+async def test_p2_message_is_listed_at_its_envelope_precedence(site: Site) -> None:
+    await send(site, "--p2", "--precedence", "priority", "--subject", "plain")
+    (entry,) = await eventually(
+        lambda: site.inbox(jones(site)), lambda m: len(m) == 1, what="the message"
+    )
+    assert (entry["precedence"], entry["subject"]) == ("priority", "plain")
+
+
+async def test_size_and_body_file_give_the_body(site: Site, tmp_path: Path) -> None:
+    body = tmp_path / "body.txt"
+    body.write_text("Grüße aus dem Feld\n", encoding="utf-8")
+    await send(site, "--size", "1k", "--subject", "sized")
+    await send(site, "--body-file", str(body), "--subject", "from a file")
+    messages = await eventually(
+        lambda: site.inbox(jones(site)), lambda m: len(m) == 2, what="two messages"
+    )
+    by_subject = {m["subject"]: m for m in messages}
+    assert by_subject["sized"]["size"] > 1024
+
+    entry_id = str(by_subject["from a file"]["id"])
+    code, out, _ = await run(site, "read", entry_id, "--user", jones(site))
+    assert code == x400.EXIT_OK
+    assert out.endswith("\nGrüße aus dem Feld\n\n")
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+async def test_delivery_report_reads_as_delivered(site: Site) -> None:
+    identifier = await send(site, "--delivery-report")
+    (report,) = await eventually(
+        lambda: site.inbox(smith(site)), lambda m: len(m) == 1, what="the report"
+    )
+    assert report["kind"] == "report"
+
+    code, out, _ = await run(site, "read", str(report["id"]), "--user", smith(site))
+    assert code == x400.EXIT_OK
+    assert f"report on:      {identifier}\n" in out
+    assert f"  {jones(site)}: delivered\n" in out
+
+
+async def test_no_route_is_announced_and_its_report_gives_the_reason(site: Site) -> None:
+    code, out, err = await run(site, "send", "--from", smith(site), "--to", NOWHERE)
+    assert code == x400.EXIT_OK
+    canonical = parse_orname(NOWHERE).canonical
+    assert err == f"x400: no route to {canonical}: a non-delivery report follows\n"
+
+    (report,) = await eventually(
+        lambda: site.inbox(smith(site)), lambda m: len(m) == 1, what="the report"
+    )
+    code, out, _ = await run(site, "read", str(report["id"]), "--user", smith(site))
+    assert code == x400.EXIT_OK
+    assert ": not delivered: unable-to-transfer (unrecognised-or-name)\n" in out
+
+
+# --- which MTA -----------------------------------------------------------------------------
+
+
+async def test_config_file_and_environment_name_the_mta_and_the_user(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await send(site)
+    await inbox_ids(site, jones(site), 1)
+    code, out, _ = await site.x400("inbox", "--config", str(site.config_file), "-u", jones(site))
+    assert code == x400.EXIT_OK
+    assert smith(site) in out
+
+    monkeypatch.setenv("AIOX400_CONFIG", str(site.config_file))
+    monkeypatch.setenv("X400_USER", jones(site))
+    code, out, _ = await site.x400("inbox")
+    assert code == x400.EXIT_OK
+    assert smith(site) in out
+
+
+# --- exit codes ------------------------------------------------------------------------------
+
+
+def main(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = x400.main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--to", "not an address"], "argument --to: 'not an address': "),
+        (["--to", NOWHERE, "--precedence", "urgent"], "precedence 'urgent' is not one of"),
+        (["--to", NOWHERE, "--size", "big"], "--size 'big': expected a number with k or M"),
+        (["--to", NOWHERE, "--count", "0"], "'0': expected a count of 1 or more"),
+        ([], "the following arguments are required: --to"),
+    ],
+    ids=["bad-address", "bad-precedence", "bad-size", "bad-count", "no-recipient"],
+)
+def test_bad_argument_exits_2_saying_which(
+    args: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main("send", "--socket", "/nonexistent", "--from", "C=GB;ADMD= ;S=Smith", *args)
+    assert stopped.value.code == x400.EXIT_USAGE
+    assert error in capsys.readouterr().err
+
+
+def test_mailbox_commands_without_a_user_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("X400_USER", raising=False)
+    code, _, err = main("inbox", "--socket", "/nonexistent")
+    assert (code, err) == (
+        x400.EXIT_USAGE,
+        "x400: say whose mailbox: --user OR-ADDRESS or $X400_USER\n",
+    )
+
+
+def test_no_mta_on_the_socket_exits_1(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sock"
+    code, _, err = main("inbox", "--socket", str(missing), "--user", "C=GB;ADMD= ;S=Smith")
+    assert (code, err) == (
+        x400.EXIT_FAILED,
+        f"x400: the MTA is not running (no socket {missing})\n",
+    )
+
+    stale = tmp_path / "stale.sock"
+    with socket.socket(socket.AF_UNIX) as left_behind:
+        left_behind.bind(str(stale))  # a socket file nobody listens on, as after a crash
+    code, _, err = main("inbox", "--socket", str(stale), "--user", "C=GB;ADMD= ;S=Smith")
+    expected = f"x400: the MTA is not running (nothing listens on {stale})\n"
+    assert (code, err) == (x400.EXIT_FAILED, expected)
+
+
+def test_no_mta_named_exits_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("AIOX400_CONFIG", raising=False)
+    code, _, err = main("inbox", "--user", "C=GB;ADMD= ;S=Smith")
+    expected = "x400: say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG\n"
+    assert (code, err) == (x400.EXIT_FAILED, expected)
+
+    missing = tmp_path / "mta.toml"
+    code, _, err = main("inbox", "--config", str(missing), "--user", "C=GB;ADMD= ;S=Smith")
+    assert code == x400.EXIT_FAILED
+    assert err.startswith(f"x400: {missing}: expected a readable file")
+
+
+async def test_request_the_mta_refuses_exits_1_with_its_reason(site: Site) -> None:
+    code, out, err = await run(site, "read", "999", "--user", jones(site))
+    assert (code, out) == (x400.EXIT_FAILED, "")
+    canonical = parse_orname(jones(site)).canonical
+    assert err == f"x400: no message 999 in the mailbox of {canonical}\n"

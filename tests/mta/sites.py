@@ -1,0 +1,369 @@
+"""Two MTAs on loopback for the daemon's tests: site A and site B of the lab.
+
+Each site's configuration is a plain dict that a test may change before the site starts;
+:meth:`Site.start` writes it as TOML into the test's directory and reads it back with
+:func:`config.loader.load_config`, so the daemon runs exactly as an operator's file would
+configure it.  Ports are chosen before either file is written (bind port 0, read it,
+close): B's listener ports are in A's slots and A's in B's, one listener and one slot per
+DSCP, as in ``config/examples``.
+
+The local API is called with the client's own code, which blocks on its socket: it runs
+in a worker thread (:func:`asyncio.to_thread`) so the event loop keeps serving the
+daemons.  Nothing here sleeps to synchronise: :func:`eventually` polls a condition until
+a deadline that only a failing test reaches.
+
+Public API::
+
+    Lab.create(directory, slots=LAB_SLOTS) -> Lab(a, b)      both sites, not started
+    solo_site(directory) -> Site                             one MTA without peers
+    Site.start() / .stop() / .service / .runner(...) / .address(surname)
+        await .api(request, payload) / .inbox(user) / .read(user, id) / .x400(*argv)
+        await .send(sender, recipient, precedence, ...) -> [MTS identifiers]
+    SlotSpec, LAB_SLOTS, A, B (site identities)
+    to_toml(data) -> str
+    free_port() -> int
+    await eventually(probe, ok, *, what, timeout) -> the probe's last value
+    await until(condition, *, what, timeout)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from client import x400
+from client.api import call
+from config.loader import load_config
+from mta.channels import SlotRunner
+from mta.service import Service
+from p1.envelope import Report, decode_mts_apdu
+from p1.precedence import Precedence
+
+T = TypeVar("T")
+JsonObject = dict[str, Any]
+
+DEADLINE = 30.0
+"""Seconds a condition may take to come true: reached only when a test fails."""
+_POLL = 0.02
+
+
+# --- polling -----------------------------------------------------------------------------
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    ok: Callable[[T], bool],
+    *,
+    what: str,
+    timeout: float = DEADLINE,
+) -> T:
+    """Poll ``probe`` every 20 ms until ``ok`` holds for its value; that value.
+
+    Fails the test, showing the last value, when ``timeout`` seconds pass first.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await probe()
+        if ok(value):
+            return value
+        if loop.time() > deadline:
+            pytest.fail(f"not within {timeout:g} s: {what}; last seen: {value!r}")
+        await asyncio.sleep(_POLL)
+
+
+async def until(condition: Callable[[], bool], *, what: str, timeout: float = DEADLINE) -> None:
+    """Poll ``condition`` every 20 ms until it holds; fail the test after ``timeout``."""
+
+    async def probe() -> bool:
+        return condition()
+
+    await eventually(probe, bool, what=what, timeout=timeout)
+
+
+# --- configuration -----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on at the moment (127.0.0.1)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
+    """``data`` as TOML: strings, numbers, booleans, lists of those, tables and arrays of
+    tables (nested, like ``[[peers.slots]]``)."""
+    lines = [f"{key} = {_toml_value(value)}" for key, value in data.items() if _is_scalar(value)]
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            lines += ["", f"[{name}]", to_toml(value, f"{name}.")]
+        elif not _is_scalar(value):
+            for item in value:
+                lines += ["", f"[[{name}]]", to_toml(item, f"{name}.")]
+    return "\n".join(lines)
+
+
+def _is_scalar(value: object) -> bool:
+    if isinstance(value, Mapping):
+        return False
+    return not (isinstance(value, list) and value and isinstance(value[0], Mapping))
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string for the text used here
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"no TOML for {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a site is: MTA name, global domain, the password it presents."""
+
+    name: str
+    domain: str
+    password: str
+
+
+A = Identity("MTA-A", "C=GB;ADMD= ;PRMD=SITEA", "secret-a")
+B = Identity("MTA-B", "C=GB;ADMD= ;PRMD=SITEB", "secret-b")
+
+
+@dataclass(frozen=True, slots=True)
+class SlotSpec:
+    """One connection slot (and the listener of the same DSCP on the other side)."""
+
+    precedences: tuple[str, ...]
+    dscp: str
+    mode: str = "permanent"
+    max_connections: int = 1
+    backlog_threshold: int = 10
+    idle_timeout: str = "5m"
+
+    def settings(self, port: int) -> JsonObject:
+        return {
+            "precedences": list(self.precedences),
+            "port": port,
+            "dscp": self.dscp,
+            "mode": self.mode,
+            "max_connections": self.max_connections,
+            "backlog_threshold": self.backlog_threshold,
+            "idle_timeout": self.idle_timeout,
+        }
+
+
+LAB_SLOTS = (
+    SlotSpec(("override", "flash"), "CS3"),
+    SlotSpec(("immediate",), "CS2"),
+    SlotSpec(("priority",), "CS1"),
+    SlotSpec(
+        ("routine", "deferred"),
+        "CS0",
+        mode="on-demand",
+        max_connections=2,
+        backlog_threshold=20,
+    ),
+)
+"""The slots of ``config/examples``: three permanent, routine and deferred on demand."""
+
+
+def _settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+    return {
+        "name": me.name,
+        "global_domain": me.domain,
+        "password": me.password,
+        "state_dir": "state",
+        "control_socket": "control.sock",
+        "log_level": "debug",
+        "listeners": [
+            {"address": "127.0.0.1", "port": port, "dscp": spec.dscp}
+            for port, spec in zip(ports, slots, strict=True)
+        ],
+        # Failed transfers come back soon: tests wait for them.
+        "retry": {"initial": "1s", "maximum": "5s"},
+    }
+
+
+def _peer(them: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+    return {
+        "name": them.name,
+        "host": "127.0.0.1",
+        "routes": [them.domain],
+        "peer_password": them.password,
+        "slots": [spec.settings(port) for port, spec in zip(ports, slots, strict=True)],
+    }
+
+
+# --- sites -------------------------------------------------------------------------------
+
+
+@dataclass
+class Site:
+    """One MTA: its configuration (a dict until started) and, once started, its Service."""
+
+    identity: Identity
+    directory: Path
+    settings: JsonObject
+    expiry_interval: float = 5.0
+    service: Service | None = None
+    _file: Path | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.identity.name
+
+    @property
+    def config_file(self) -> Path:
+        """The TOML file (written on first use; later changes to ``settings`` rewrite it
+        only at the next :meth:`start`)."""
+        if self._file is None:
+            self.write()
+        assert self._file is not None
+        return self._file
+
+    @property
+    def socket(self) -> Path:
+        return self.directory / "control.sock"
+
+    def write(self) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._file = self.directory / "mta.toml"
+        self._file.write_text(to_toml(self.settings) + "\n", encoding="utf-8")
+        return self._file
+
+    def address(self, surname: str) -> str:
+        """The O/R address of a user of this site."""
+        return f"{self.identity.domain};O=HQ;S={surname}"
+
+    # life
+
+    async def start(self) -> Service:
+        """Write the configuration, load it, start the MTA (same database every time)."""
+        assert self.service is None, f"{self.name} is running already"
+        service = Service(load_config(self.write()), expiry_interval=self.expiry_interval)
+        await service.start()
+        self.service = service
+        return service
+
+    async def stop(self) -> None:
+        if self.service is not None:
+            service, self.service = self.service, None
+            await service.stop()
+
+    @property
+    def running(self) -> Service:
+        assert self.service is not None, f"{self.name} is not running"
+        return self.service
+
+    def runner(self, *precedences: Precedence) -> SlotRunner:
+        """The slot runner (to the one peer) that admits ``precedences``."""
+        for runner in self.running.runners:
+            if set(precedences) <= set(runner.slot.precedences):
+                return runner
+        raise LookupError(f"no slot of {self.name} admits {precedences}")
+
+    def transfers(self, runner: SlotRunner) -> int:
+        """Transfers done by the connections the slot holds now."""
+        return sum(c.transfers for c in runner.snapshot().connections)
+
+    # the local API, from a worker thread
+
+    async def api(self, request: JsonObject, payload: bytes = b"") -> JsonObject:
+        response, _ = await asyncio.to_thread(call, self.socket, request, payload)
+        return response
+
+    async def inbox(self, user: str) -> list[JsonObject]:
+        response = await self.api({"op": "inbox", "user": user})
+        messages: list[JsonObject] = response["messages"]
+        return messages
+
+    async def read(self, user: str, entry_id: int) -> tuple[JsonObject, bytes]:
+        request = {"op": "read", "user": user, "id": entry_id}
+        response, apdu = await asyncio.to_thread(call, self.socket, request)
+        return response["message"], apdu
+
+    async def reports(self, user: str) -> list[Report]:
+        """The reports in ``user``'s mailbox, decoded."""
+        found = []
+        for entry in await self.inbox(user):
+            if entry["kind"] == "report":
+                _, apdu = await self.read(user, entry["id"])
+                report = decode_mts_apdu(apdu)
+                assert isinstance(report, Report)
+                found.append(report)
+        return found
+
+    async def x400(self, *argv: str) -> tuple[int, str, str]:
+        """Run the ``x400`` client against this site: exit code, standard output, error."""
+        out, err = io.StringIO(), io.StringIO()
+        code = await asyncio.to_thread(x400.main, list(argv), out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    async def send(
+        self,
+        sender: str,
+        recipient: str,
+        precedence: Precedence = Precedence.ROUTINE,
+        *,
+        delivery_report: bool = False,
+        count: int = 1,
+        subject: str = "test",
+    ) -> list[str]:
+        """``x400 send`` one message (or ``count``); the MTS identifiers it printed."""
+        argv = ["send", "--socket", str(self.socket), "--from", sender, "--to", recipient]
+        argv += ["--precedence", precedence.label, "--subject", subject, "--body", "text"]
+        argv += ["--count", str(count)] + (["--delivery-report"] if delivery_report else [])
+        code, out, err = await self.x400(*argv)
+        assert code == x400.EXIT_OK, err
+        identifiers = out.splitlines()
+        assert len(identifiers) == count, out
+        return identifiers
+
+
+@dataclass
+class Lab:
+    """Site A and site B, each the other's peer."""
+
+    a: Site
+    b: Site
+
+    @classmethod
+    def create(cls, directory: Path, slots: Sequence[SlotSpec] = LAB_SLOTS) -> Lab:
+        ports_a = [free_port() for _ in slots]
+        ports_b = [free_port() for _ in slots]
+        settings_a = _settings(A, ports_a, slots) | {"peers": [_peer(B, ports_b, slots)]}
+        settings_b = _settings(B, ports_b, slots) | {"peers": [_peer(A, ports_a, slots)]}
+        return cls(
+            a=Site(A, directory / "a", settings_a),
+            b=Site(B, directory / "b", settings_b),
+        )
+
+    async def start(self) -> None:
+        await self.b.start()
+        await self.a.start()
+
+    async def stop(self) -> None:
+        await self.a.stop()
+        await self.b.stop()
+
+
+def solo_site(directory: Path) -> Site:
+    """Site A alone: no peers, no listeners; local delivery and the local API only."""
+    settings = _settings(A, (), ())
+    return Site(A, directory, settings)

@@ -1,0 +1,622 @@
+"""The MTA daemon end to end: two Services in one event loop, on loopback, with SQLite files.
+
+Site A and site B (:mod:`tests.mta.sites`) are configured as in ``config/examples``: one
+slot per DSCP, three permanent, routine and deferred on demand.  Messages are submitted
+with the ``x400`` client, read back with the local API, and every wait is a poll with a
+deadline that only a failing test reaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client.api import ApiError, call
+from config.schema import RetryPolicy
+from mta import channels, daemon
+from mta.intake import domain_of
+from mta.link import BindRefusedError, open_link
+from p1.envelope import (
+    Message,
+    MessageEnvelope,
+    MTSIdentifier,
+    PerRecipientIndicators,
+    RecipientField,
+    Report,
+    TraceEntry,
+    encode_mts_apdu,
+)
+from p1.envelope_fields import GlobalDomainIdentifier
+from p1.envelope_trace import InternalTraceEntry
+from p1.ipm import (
+    IPM,
+    P772_CONTENT_TYPE,
+    ContentKind,
+    Heading,
+    IPMIdentifier,
+    ORDescriptor,
+    Recipient,
+    TextBodyPart,
+    encode_ipm,
+)
+from p1.mtabind import MTABindArgument, MTABindError
+from p1.orname import parse_orname
+from p1.precedence import Precedence
+from p1.report import (
+    DeliveryReport,
+    NonDeliveryDiagnostic,
+    NonDeliveryReason,
+    NonDeliveryReport,
+)
+from store import LOCAL_ROUTE
+from tests.mta.sites import A, B, Lab, Site, eventually, solo_site, until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+
+
+@pytest.fixture
+async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
+    """Sites A and B, configured, not started; stopped after the test."""
+    sites = Lab.create(tmp_path)
+    try:
+        yield sites
+    finally:
+        await sites.stop()
+
+
+@pytest.fixture
+async def solo(tmp_path: Path) -> AsyncIterator[Site]:
+    """Site A alone (no peers), started."""
+    site = solo_site(tmp_path / "solo")
+    await site.start()
+    try:
+        yield site
+    finally:
+        await site.stop()
+
+
+def smith(site: Site) -> str:
+    return site.address("Smith")
+
+
+def jones(site: Site) -> str:
+    return site.address("Jones")
+
+
+def non_delivery(report: Report) -> list[NonDeliveryReport]:
+    """The non-delivery outcomes a report gives (one per recipient)."""
+    outcomes = [r.last_trace_information.report for r in report.content.recipients]
+    return [o for o in outcomes if isinstance(o, NonDeliveryReport)]
+
+
+async def until_connected(site: Site, *precedences: Precedence) -> None:
+    """Wait until the slot admitting ``precedences`` holds an idle, bound connection."""
+    runner = site.runner(*precedences)
+
+    def connected() -> bool:
+        connections = runner.snapshot().connections
+        return bool(connections) and all(c.state == "idle" for c in connections)
+
+    await until(connected, what=f"{runner.name} connected")
+
+
+async def queue_states(site: Site, route: str) -> dict[str, int]:
+    """Recipients on ``route`` by state."""
+    states: dict[str, int] = {}
+    for count in (await site.api({"op": "queue"}))["counts"]:
+        if count["route"] == route:
+            states[count["state"]] = states.get(count["state"], 0) + count["recipients"]
+    return states
+
+
+# --- precedences end to end ------------------------------------------------------------
+
+
+async def test_each_precedence_is_delivered_once_and_its_delivery_report_comes_back(
+    lab: Lab,
+) -> None:
+    await lab.start()
+    sent: dict[str, Precedence] = {}
+    for precedence in Precedence:
+        (identifier,) = await lab.a.send(
+            smith(lab.a), jones(lab.b), precedence, delivery_report=True
+        )
+        sent[identifier] = precedence
+
+    reports = await eventually(
+        lambda: lab.a.reports(smith(lab.a)),
+        lambda found: len(found) >= len(sent),
+        what="six delivery reports at A",
+    )
+    delivered = await lab.b.inbox(jones(lab.b))
+    assert sorted(m["mts_identifier"] for m in delivered) == sorted(sent)
+    assert {m["mts_identifier"]: m["precedence"] for m in delivered} == {
+        identifier: precedence.label for identifier, precedence in sent.items()
+    }
+    assert sorted(r.content.subject_identifier.text for r in reports) == sorted(sent)
+    for report in reports:
+        (recipient,) = report.content.recipients
+        assert isinstance(recipient.last_trace_information.report, DeliveryReport)
+        assert recipient.actual_recipient_name.canonical == parse_orname(jones(lab.b)).canonical
+
+
+async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: Lab) -> None:
+    await lab.start()
+    for precedence in Precedence:
+        await lab.a.send(smith(lab.a), jones(lab.b), precedence)
+
+    runners = lab.a.running.runners
+    expected = {runner.name: len(runner.slot.precedences) for runner in runners}
+    await until(
+        lambda: {runner.name: lab.a.transfers(runner) for runner in runners} == expected,
+        what=f"transfers per slot of A: {expected}",
+    )
+    assert expected == {
+        "MTA-B/override+flash": 2,
+        "MTA-B/immediate": 1,
+        "MTA-B/priority": 1,
+        "MTA-B/routine+deferred": 2,
+    }
+
+
+async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: Lab) -> None:
+    await lab.start()
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH, delivery_report=True)
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.PRIORITY, delivery_report=True)
+
+    flash, priority = lab.b.runner(Precedence.FLASH), lab.b.runner(Precedence.PRIORITY)
+    await until(
+        lambda: (lab.b.transfers(flash), lab.b.transfers(priority)) == (1, 1),
+        what="one report on each of B's flash and priority slots",
+    )
+    others = [r for r in lab.b.running.runners if r not in (flash, priority)]
+    assert [lab.b.transfers(r) for r in others] == [0] * len(others)
+
+
+async def test_the_channels_operation_shows_each_slot_and_its_transfers(lab: Lab) -> None:
+    await lab.start()
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.IMMEDIATE)
+
+    async def immediate_slot() -> dict[str, Any]:
+        slots = (await lab.a.api({"op": "channels"}))["slots"]
+        (slot,) = [s for s in slots if s["precedences"] == ["immediate"]]
+        return dict(slot)
+
+    slot = await eventually(
+        immediate_slot,
+        lambda s: [c["transfers"] for c in s["connections"]] == [1],
+        what="one transfer on the immediate slot",
+    )
+    assert slot["peer"] == "MTA-B"
+    assert slot["dscp"] == "CS2"
+    assert slot["mode"] == "permanent"
+    assert slot["port"] == lab.b.running.listening_ports[1]
+
+
+# --- connections -------------------------------------------------------------------------
+
+
+async def test_on_demand_slot_connects_for_a_message_and_closes_after_its_idle_timeout(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiox400.channel")
+    routine = lab.a.settings["peers"][0]["slots"][3]
+    routine["idle_timeout"] = "1s"
+    await lab.start()
+    for precedences in ((Precedence.FLASH,), (Precedence.IMMEDIATE,), (Precedence.PRIORITY,)):
+        await until_connected(lab.a, *precedences)
+    runner = lab.a.runner(Precedence.ROUTINE)
+    assert runner.snapshot().connections == ()
+
+    (identifier,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.ROUTINE)
+    await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="delivered at B"
+    )
+    await until(lambda: runner.snapshot().connections == (), what="the routine connection closed")
+
+    mine = [r for r in caplog.records if r.getMessage().startswith(f"{runner.name}#")]
+    connected = [r for r in mine if "connected to" in r.getMessage()]
+    closed = [r for r in mine if "closed after idle timeout" in r.getMessage()]
+    (transferred,) = [r for r in caplog.records if f"transferred {identifier}" in r.getMessage()]
+    assert len(connected) == len(closed) == 1
+    assert connected[0].created <= transferred.created
+    # (log times are wall-clock: allow for a small clock step)
+    assert closed[0].created - transferred.created >= 0.9
+
+
+async def test_permanent_slot_reconnects_after_the_peer_restarts(lab: Lab) -> None:
+    await lab.start()
+    (before,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="delivered at B"
+    )
+    await lab.b.stop()
+    await lab.b.start()  # same configuration, same database
+
+    (after,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    delivered = await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 2, what="both at B"
+    )
+    assert {m["mts_identifier"] for m in delivered} == {before, after}
+    runner = lab.a.runner(Precedence.FLASH)
+    await until(
+        lambda: (
+            [(c.state, c.transfers, c.last_error) for c in runner.snapshot().connections]
+            == [("idle", 2, None)]
+        ),
+        what="the flash slot connected again, with both transfers",
+    )
+
+
+async def test_slots_waiting_out_a_backoff_retry_as_soon_as_the_peer_answers(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the peer's answer cutting it short, the backoff would outlast the test.
+    monkeypatch.setattr(channels, "_RECONNECT", RetryPolicy(initial=3600.0, maximum=3600.0))
+    await lab.a.start()
+    (flash,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    runner = lab.a.runner(Precedence.FLASH)
+    await until(
+        lambda: [c.state for c in runner.snapshot().connections] == ["backoff"],
+        what="the flash slot waiting out its backoff",
+    )
+
+    await lab.b.start()  # B's slots bind to A: A sees its peer answer
+    delivered = await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="delivered at B"
+    )
+    assert delivered[0]["mts_identifier"] == flash
+
+
+async def test_stopping_with_open_associations_logs_no_error(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    await lab.start()
+    for site in (lab.a, lab.b):
+        await until_connected(site, Precedence.FLASH)
+    await lab.stop()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
+    lab: Lab,
+) -> None:
+    await lab.a.start()
+    routine = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.ROUTINE, count=200)
+    (flash,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    await lab.b.start()
+
+    delivered = await eventually(
+        lambda: lab.b.inbox(jones(lab.b)),
+        lambda found: len(found) == 201,
+        what="201 messages delivered at B",
+    )
+    ids = {m["mts_identifier"]: m["id"] for m in delivered}
+    assert ids.keys() == {*routine, flash}
+    assert ids[flash] < max(ids[r] for r in routine)
+
+
+async def test_extra_routine_connection_opens_only_once_the_backlog_reaches_the_threshold(
+    lab: Lab,
+) -> None:
+    routine = lab.a.settings["peers"][0]["slots"][3]
+    assert (routine["max_connections"], routine["backlog_threshold"]) == (2, 20)
+    await lab.a.start()  # B is down: the backlog stays where we put it
+    runner = lab.a.runner(Precedence.ROUTINE)
+
+    async def queue(count: int, backlog: int) -> int:
+        await lab.a.send(smith(lab.a), jones(lab.b), Precedence.ROUTINE, count=count)
+        await until(lambda: runner.snapshot().backlog == backlog, what=f"a backlog of {backlog}")
+        return len(runner.snapshot().connections)
+
+    assert await queue(5, backlog=5) == 1
+    assert await queue(14, backlog=19) == 1
+    assert await queue(1, backlog=20) == 2
+    assert await queue(80, backlog=100) == 2  # max_connections
+
+    await lab.b.start()
+    await eventually(
+        lambda: lab.b.inbox(jones(lab.b)),
+        lambda found: len(found) == 100,
+        what="100 messages delivered at B",
+    )
+
+
+# --- non-delivery --------------------------------------------------------------------------
+
+
+async def test_recipient_without_a_route_gets_a_non_delivery_report(solo: Site) -> None:
+    nowhere = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
+    code, out, err = await solo.x400(
+        "send", "--socket", str(solo.socket), "--from", smith(solo), "--to", nowhere
+    )
+    assert code == 0
+    assert f"no route to {parse_orname(nowhere).canonical}" in err
+
+    (report,) = await eventually(
+        lambda: solo.reports(smith(solo)), lambda found: len(found) == 1, what="a report"
+    )
+    assert report.content.subject_identifier.text == out.strip()
+    (recipient,) = report.content.recipients
+    assert recipient.actual_recipient_name.canonical == parse_orname(nowhere).canonical
+    assert non_delivery(report) == [
+        NonDeliveryReport(
+            reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+            diagnostic_code=NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME,
+        )
+    ]
+
+
+async def test_message_that_waits_past_its_maximum_age_is_non_delivered(lab: Lab) -> None:
+    lab.a.settings["max_age"] = {"routine": "1s"}
+    lab.a.expiry_interval = 0.2
+    await lab.a.start()  # B never starts
+    (identifier,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.ROUTINE)
+
+    (report,) = await eventually(
+        lambda: lab.a.reports(smith(lab.a)), lambda found: len(found) == 1, what="a report"
+    )
+    assert report.content.subject_identifier.text == identifier
+    assert [o.diagnostic_code for o in non_delivery(report)] == [
+        NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED
+    ]
+    assert await queue_states(lab.a, B.name) == {"failed": 1}
+
+
+# --- refusals ------------------------------------------------------------------------------
+
+
+async def test_wrong_password_is_refused_and_nothing_is_transferred(lab: Lab) -> None:
+    lab.a.settings["peers"][0]["password"] = "not-the-password"
+    await lab.start()
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    runner = lab.a.runner(Precedence.FLASH)
+
+    def refused() -> bool:
+        return any(
+            "authentication-error" in (c.last_error or "") for c in runner.snapshot().connections
+        )
+
+    await until(refused, what="the flash slot refused with authentication-error")
+    assert lab.a.transfers(runner) == 0
+    assert await queue_states(lab.a, B.name) == {"pending": 1}
+    assert await lab.b.inbox(jones(lab.b)) == []
+
+
+async def test_unknown_mta_name_is_refused(lab: Lab) -> None:
+    await lab.b.start()
+    port = lab.b.running.listening_ports[0]
+    stranger = MTABindArgument(initiator_name="MTA-X", password=A.password)
+    with pytest.raises(BindRefusedError) as refused:
+        await open_link("127.0.0.1", port, stranger)
+    assert refused.value.error is MTABindError.AUTHENTICATION_ERROR
+
+
+# --- what a peer sends -----------------------------------------------------------------------
+
+SENT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def message_from_a(
+    local_identifier: str,
+    recipient: str,
+    *,
+    internal_trace: tuple[InternalTraceEntry, ...] = (),
+) -> bytes:
+    """A message as MTA-A transfers it: A's trace, B's user, non-delivery reports asked."""
+    identifier = MTSIdentifier(
+        global_domain_identifier=_domain(A.domain), local_identifier=local_identifier
+    )
+    originator, to = parse_orname(f"{A.domain};O=HQ;S=Smith"), parse_orname(recipient)
+    envelope = MessageEnvelope(
+        mts_identifier=identifier,
+        originator_name=originator,
+        content_type=P772_CONTENT_TYPE,
+        trace_information=(
+            TraceEntry(global_domain_identifier=_domain(A.domain), arrival_time=SENT),
+        ),
+        recipients=(
+            RecipientField(
+                recipient_name=to,
+                originally_specified_recipient_number=1,
+                per_recipient_indicators=PerRecipientIndicators(
+                    responsibility=True, originating_mta_non_delivery_report=True
+                ),
+            ),
+        ),
+    ).with_precedence(Precedence.PRIORITY)
+    for entry in internal_trace:
+        envelope = envelope.with_internal_trace(entry)
+    heading = Heading(
+        this_ipm=IPMIdentifier(user=originator, user_relative_identifier=local_identifier),
+        originator=ORDescriptor(formal_name=originator),
+        primary_recipients=(Recipient(name=to),),
+        subject="from a peer",
+        primary_precedence=Precedence.PRIORITY,
+    )
+    content = encode_ipm(
+        IPM(heading=heading, body=(TextBodyPart.from_text("text"),)), ContentKind.P772
+    )
+    return encode_mts_apdu(Message(envelope=envelope, content=content))
+
+
+def _domain(text: str) -> GlobalDomainIdentifier:
+    return domain_of(parse_orname(text))
+
+
+async def transfer_as_a(site: Site, apdu: bytes) -> None:
+    """Bind to ``site`` as MTA-A, transfer ``apdu``, release."""
+    port = site.running.listening_ports[2]
+    link, _ = await open_link(
+        "127.0.0.1", port, MTABindArgument(initiator_name=A.name, password=A.password)
+    )
+    await link.transfer(apdu, timeout=30)
+    await link.release(timeout=10)
+
+
+async def test_same_message_transferred_twice_is_delivered_once(lab: Lab) -> None:
+    await lab.b.start()
+    apdu = message_from_a("twice-1", jones(lab.b))
+    await transfer_as_a(lab.b, apdu)
+    await transfer_as_a(lab.b, apdu)  # as after an acknowledgement lost on the way back
+
+    await eventually(
+        lambda: queue_states(lab.b, LOCAL_ROUTE),
+        lambda states: states == {"delivered": 1},
+        what="one local recipient delivered at B, nothing else queued",
+    )
+    (entry,) = await lab.b.inbox(jones(lab.b))
+    assert entry["mts_identifier"].endswith(";twice-1]")
+
+
+async def test_message_whose_trace_already_names_the_mta_is_non_delivered_as_a_loop(
+    lab: Lab,
+) -> None:
+    await lab.start()
+    been_at_b = InternalTraceEntry(
+        global_domain_identifier=_domain(B.domain), mta_name=B.name, arrival_time=SENT
+    )
+    await transfer_as_a(lab.b, message_from_a("loop-1", jones(lab.b), internal_trace=(been_at_b,)))
+
+    (report,) = await eventually(
+        lambda: lab.a.reports(smith(lab.a)), lambda found: len(found) == 1, what="a report at A"
+    )
+    assert report.content.subject_identifier.local_identifier == "loop-1"
+    assert non_delivery(report) == [
+        NonDeliveryReport(
+            reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+            diagnostic_code=NonDeliveryDiagnostic.LOOP_DETECTED,
+        )
+    ]
+    assert await lab.b.inbox(jones(lab.b)) == []
+    assert await queue_states(lab.b, LOCAL_ROUTE) == {}
+
+
+# --- the local API -------------------------------------------------------------------------
+
+
+SUBMIT = {
+    "op": "submit",
+    "originator": "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith",
+    "recipients": ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Jones"],
+    "precedence": "flash",
+    "content_type": P772_CONTENT_TYPE,
+}
+
+
+@pytest.mark.parametrize(
+    ("request_", "payload", "error"),
+    [
+        ({"op": "frobnicate"}, b"", "unknown op 'frobnicate'; known: submit, status"),
+        (
+            {**SUBMIT, "originator": "not an address"},
+            b"content",
+            "originator 'not an address': O/R name: `not an address` is not of the form key=",
+        ),
+        (
+            {**SUBMIT, "recipients": ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Jones", "S=;;"]},
+            b"content",
+            "recipients 'S=;;': O/R name: empty value for `S`",
+        ),
+        ({**SUBMIT, "recipients": []}, b"content", "non-empty list of O/R addresses"),
+        (SUBMIT, b"", "submit needs the content after the request line"),
+        ({**SUBMIT, "precedence": "urgent"}, b"content", "precedence 'urgent' is not one of"),
+        ({**SUBMIT, "content_type": "p772"}, b"content", "content_type must be"),
+        ({"op": "inbox"}, b"", "user must be an O/R address in text form"),
+        ({"op": "read", "user": SUBMIT["originator"], "id": "one"}, b"", "id must be an integer"),
+    ],
+    ids=[
+        "unknown-op",
+        "bad-originator",
+        "bad-recipient",
+        "no-recipients",
+        "no-content",
+        "bad-precedence",
+        "bad-content-type",
+        "no-user",
+        "bad-id",
+    ],
+)
+async def test_local_api_refuses_a_bad_request_and_keeps_serving(
+    solo: Site, request_: dict[str, object], payload: bytes, error: str
+) -> None:
+    with pytest.raises(ApiError) as refused:
+        await asyncio.to_thread(call, solo.socket, request_, payload)
+    assert error in str(refused.value)
+    status = await solo.api({"op": "status"})
+    assert status["name"] == A.name
+    assert await queue_states(solo, LOCAL_ROUTE) == {}
+
+
+async def test_local_api_refuses_a_request_that_is_not_json(solo: Site) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(solo.socket))
+    writer.write(b"submit please\n")
+    await writer.drain()
+    answer = await reader.readline()
+    writer.close()
+    await writer.wait_closed()
+    assert answer.startswith(b'{"ok": false, "error": "request is not JSON: ')
+    assert (await solo.api({"op": "status"}))["ok"] is True
+
+
+# --- x400-mta --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["site-a.toml", "site-b.toml"])
+def test_check_accepts_the_example_configurations(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert daemon.main(["--config", str(EXAMPLES / name), "--check"]) == daemon.EXIT_OK
+    assert "is valid" in capsys.readouterr().out
+
+
+def test_malformed_configuration_exits_3_naming_file_key_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (EXAMPLES / "site-a.toml").read_text()
+    bad = tmp_path / "site-a.toml"
+    bad.write_text(text.replace('dscp = "CS2"   # immediate', 'dscp = "CS9"   # immediate'))
+    assert daemon.main(["--config", str(bad), "--check"]) == daemon.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert f'{bad}: listeners[2].dscp = "CS9": expected ' in err
+
+
+def test_listener_port_in_use_exits_4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(daemon, "_configure_logging", lambda *args, **kwargs: None)
+    site = solo_site(tmp_path / "busy")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        site.settings["listeners"] = [{"address": "127.0.0.1", "port": port}]
+        assert daemon.main(["--config", str(site.write())]) == daemon.EXIT_START
+    (record,) = [r for r in caplog.records if r.levelno == logging.CRITICAL]
+    assert record.getMessage().startswith("cannot start: ")
+
+
+def test_installed_x400_mta_checks_a_configuration(tmp_path: Path) -> None:
+    command = shutil.which("x400-mta", path=os.path.dirname(sys.executable))
+    assert command is not None, "x400-mta is not installed next to the interpreter"
+    site = solo_site(tmp_path / "installed")
+    done = subprocess.run(
+        [command, "--config", str(site.write()), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"configuration of {A.name} is valid" in done.stdout
