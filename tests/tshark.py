@@ -42,6 +42,9 @@ import pytest
 
 TOOLS = ("tshark", "dumpcap")
 TIMEOUT = 30.0  # seconds any one tshark or dumpcap step may take before the test fails
+# dumpcap's kernel buffer, MiB.  Its default (2 MiB) holds some thirty 64 KiB loopback
+# frames: a 1 MB transfer overflowed it now and then, and the kernel dropped frames.
+BUFFER_MIB = 64
 
 # The referee's X.411 (P1), P772 and P22 fields, plus the ACSE and presentation context names.
 X400_FIELDS = (
@@ -177,7 +180,8 @@ class LoopbackCapture:
         self._marker.bind(("127.0.0.1", 0))
         marker_port = self._marker.getsockname()[1]
         capture_filter = f"({bpf(self.ports)}) or (udp dst port {marker_port})"
-        argv = ["dumpcap", "-P", "-i", "lo", "-f", capture_filter, "-w", str(self.pcap)]
+        argv = ["dumpcap", "-P", "-i", "lo", "-B", str(BUFFER_MIB), "-f", capture_filter]
+        argv += ["-w", str(self.pcap)]
         self._process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
