@@ -57,6 +57,8 @@ log = logging.getLogger("aiox400.channel")
 _POLL = 1.0
 """Seconds between the supervisor's looks at the backlog when nothing wakes it (deferred
 messages come due without a wake-up)."""
+_STOP_RELEASE = 2.0
+"""Seconds a stopping MTA waits for the peer to answer the release of an idle association."""
 _RECONNECT = RetryPolicy(initial=1.0, maximum=60.0, factor=2.0, jitter=0.2)
 """Backoff between attempts to open a connection (growing from 1 s to a minute)."""
 
@@ -248,6 +250,9 @@ class SlotRunner:
             try:
                 if await self._serve(connection, link):
                     return  # closed for idleness
+            except asyncio.CancelledError:
+                await self._end_on_stop(connection, link)
+                raise
             finally:
                 await link.close()
 
@@ -378,6 +383,18 @@ class SlotRunner:
             delay,
         )
         self.wake()
+
+    async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
+        """The MTA stops: an idle association is released (RT-CLOSE), one caught in a
+        transfer is aborted (its message stays in flight and is put back by the MTA)."""
+        if connection.state != "idle":
+            await link.abort("the MTA is stopping")
+            return
+        connection.enter("closing")
+        try:
+            await link.release(timeout=_STOP_RELEASE)
+        except (LinkError, OSError, TimeoutError) as error:
+            log.info("%s#%d: release on stop: %s", self.name, connection.index, error)
 
     async def _release(self, connection: _Connection, link: Link) -> None:
         connection.enter("closing")

@@ -300,3 +300,10 @@ def test_the_on_demand_routine_deferred_slot_connected_and_released(
     assert binds_to(run, port), f"the on-demand slot of {peer.name} never connected"
     # It closed after its idle timeout, with an A-RELEASE (stopping the sites came later).
     assert port in run.released
+
+
+def test_the_site_stopped_first_releases_every_association_it_opened(run: Run) -> None:
+    # lab.stop() stops A first: each of A's slots held an association to one of B's ports,
+    # and a stopping MTA ends an idle association with an A-RELEASE (X.228 RT-CLOSE)
+    # rather than by dropping the connection.
+    assert set(run.listeners[B.name].values()) <= run.released
