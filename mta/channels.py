@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import time
@@ -313,12 +314,11 @@ class SlotRunner:
         """Transfer until the link fails (False) or closes for idleness (True)."""
         idle_since = time.monotonic()
         fresh = True
+        done: QueueEntry | None = None  # confirmed by the peer, marked with the next claim
         while True:
             seen = self._wakes
-            now = datetime.now(UTC)
-            entry = await self.context.db.run(
-                self.context.units.claim, self.peer.name, self.slot.precedences, now
-            )
+            entry = await self._claim(done)
+            done = None
             if entry is None:
                 idle_for = time.monotonic() - idle_since
                 if schedule.should_close(self.slot, connection.index, idle_for, self._backlog):
@@ -330,8 +330,21 @@ class SlotRunner:
                 continue
             if not await self._transfer(connection, link, entry, retry_elsewhere=not fresh):
                 return False
+            done = entry
             idle_since = time.monotonic()
             fresh = True
+
+    async def _claim(self, transferred: QueueEntry | None) -> QueueEntry | None:
+        """Mark ``transferred`` and claim the next message, in one group-committed unit
+        (a cancelled caller does not stop it: the confirmation is never lost)."""
+        unit = functools.partial(
+            self.context.units.claim_in,
+            peer=self.peer.name,
+            precedences=self.slot.precedences,
+            now=datetime.now(UTC),
+            transferred=transferred,
+        )
+        return await self.context.db.batch(unit)
 
     async def _idle(self, seen: int, idle_for: float) -> None:
         await self._wait_wake(seen, max(0.05, min(_POLL, self.slot.idle_timeout - idle_for)))
@@ -349,8 +362,6 @@ class SlotRunner:
             connection.last_error = why
             await self._put_back(entry, why, at_once=retry_elsewhere)
             return False
-        now = datetime.now(UTC)
-        await self.context.db.run(self.context.units.transferred, entry, self.peer.name, now)
         connection.transfers += 1
         log.info(
             "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",

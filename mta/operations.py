@@ -12,6 +12,7 @@ Public API::
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -68,9 +69,10 @@ class LocalApi:
             raise ControlError("submit needs the content after the request line")
         service = self.service
         try:
-            identifier, plan, result = await service.db.run(
-                service.units.submit, submission, datetime.now(UTC)
+            unit = functools.partial(
+                service.units.submit_in, request=submission, now=datetime.now(UTC)
             )
+            identifier, plan, result = await service.db.batch(unit)
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
         log_intake("submitted", plan, result, f"by {submission.originator.canonical}")

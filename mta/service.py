@@ -255,7 +255,8 @@ class Service:
         """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
         now = datetime.now(UTC)
         try:
-            plan, result = await self.db.run(self.units.receive, apdu, now, origin_peer=peer)
+            unit = functools.partial(self.units.receive_in, apdu=apdu, now=now, origin_peer=peer)
+            plan, result = await self.db.batch(unit)
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")

@@ -18,6 +18,8 @@ Public API::
     Units(engine, site, *, owner)
         .receive(apdu, now, *, origin_peer) -> (Plan, Enqueued | None)
         .submit(request, now) -> (mts identifier, Plan, Enqueued | None)
+        .receive_in / .submit_in / .claim_in / .transferred_in (session, ...)
+                    the same in the caller's transaction (group commit, mta.database)
         .take_in(plans, now) -> tuple[Enqueued, ...]
         .claim(peer, precedences, now) -> QueueEntry | None
         .transferred(entry, now)      .defer(entry, *, error, next_attempt_at, now)
@@ -195,15 +197,30 @@ class Units:
 
         Raises :class:`mta.intake.IntakeError` when it cannot be taken (nothing is written).
         """
+        with transaction(self.engine) as session:
+            return self.receive_in(session, apdu=apdu, now=now, origin_peer=origin_peer)
+
+    def receive_in(
+        self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
+    ) -> tuple[Plan, Enqueued | None]:
+        """:meth:`receive` in the caller's transaction (for group commit)."""
         plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
         event = AuditEvent.SUBMITTED if origin_peer is None else AuditEvent.RECEIVED
-        results = self.take_in((plan,), now, event=event)
+        results = self._enqueue(session, (plan,), now, event)
         return plan, results[0] if results else None
 
     def submit(self, request: SubmitRequest, now: datetime) -> tuple[str, Plan, Enqueued | None]:
         """Give a local submission its identifier and envelope, and take it in."""
+        with transaction(self.engine) as session:
+            return self.submit_in(session, request=request, now=now)
+
+    def submit_in(
+        self, session: Session, *, request: SubmitRequest, now: datetime
+    ) -> tuple[str, Plan, Enqueued | None]:
+        """:meth:`submit` in the caller's transaction (for group commit)."""
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
-        plan, result = self.receive(encode_mts_apdu(message), now, origin_peer=None)
+        apdu = encode_mts_apdu(message)
+        plan, result = self.receive_in(session, apdu=apdu, now=now, origin_peer=None)
         return message.envelope.mts_identifier.text, plan, result
 
     # --- transfer to peers -------------------------------------------------------------
@@ -213,7 +230,23 @@ class Units:
     ) -> QueueEntry | None:
         """Claim the next message for ``peer`` at these precedences (most urgent, oldest)."""
         with transaction(self.engine) as session:
-            entries = TransitQueue(session).claim_next(peer, precedences, now, owner=self.owner)
+            return self.claim_in(session, peer=peer, precedences=precedences, now=now)
+
+    def claim_in(
+        self,
+        session: Session,
+        *,
+        peer: str,
+        precedences: Collection[Precedence],
+        now: datetime,
+        transferred: QueueEntry | None = None,
+    ) -> QueueEntry | None:
+        """:meth:`claim` in the caller's transaction, first marking ``transferred`` as
+        :meth:`transferred` does: a connection's next claim commits with its last
+        confirmation (one disk flush per message instead of two)."""
+        if transferred is not None:
+            self.transferred_in(session, entry=transferred, peer=peer, now=now)
+        entries = TransitQueue(session).claim_next(peer, precedences, now, owner=self.owner)
         return entries[0] if entries else None
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
@@ -224,14 +257,20 @@ class Units:
     def transferred(self, entry: QueueEntry, peer: str, now: datetime) -> None:
         """The peer confirmed the transfer of ``entry``: it is responsible now."""
         with transaction(self.engine) as session:
-            TransitQueue(session).mark_transferred(entry.recipient_ids, now)
-            AuditLog(session).record(
-                AuditEvent.TRANSFERRED,
-                now,
-                mts_identifier=entry.mts_identifier,
-                peer=peer,
-                detail=f"{len(entry.recipients)} recipient(s)",
-            )
+            self.transferred_in(session, entry=entry, peer=peer, now=now)
+
+    def transferred_in(
+        self, session: Session, *, entry: QueueEntry, peer: str, now: datetime
+    ) -> None:
+        """:meth:`transferred` in the caller's transaction."""
+        TransitQueue(session).mark_transferred(entry.recipient_ids, now)
+        AuditLog(session).record(
+            AuditEvent.TRANSFERRED,
+            now,
+            mts_identifier=entry.mts_identifier,
+            peer=peer,
+            detail=f"{len(entry.recipients)} recipient(s)",
+        )
 
     def defer(
         self, entry: QueueEntry, *, error: str, next_attempt_at: datetime, now: datetime

@@ -1,0 +1,117 @@
+"""The database thread's group commit (mta.database): units share a transaction, each in a
+savepoint; a unit that raises is undone alone; results arrive only after the commit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, event
+from sqlalchemy.orm import Session
+
+from mta.database import Database
+from store import AuditEvent, AuditLog, open_database, transaction
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = open_database(f"sqlite:///{tmp_path / 'store.db'}")
+    yield engine
+    engine.dispose()
+
+
+def record(detail: str) -> Callable[[Session], str]:
+    def unit(session: Session) -> str:
+        AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=detail)
+        return detail
+
+    return unit
+
+
+def failing(session: Session) -> None:
+    AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail="undone")
+    raise ValueError("this unit fails")
+
+
+def details(engine: Engine) -> list[str]:
+    with transaction(engine, read_only=True) as session:
+        return sorted(r.detail or "" for r in AuditLog(session).recent(1000))
+
+
+def count_commits(engine: Engine) -> list[int]:
+    commits = [0]
+
+    @event.listens_for(engine, "commit")
+    def committed(connection: object) -> None:
+        commits[0] += 1
+
+    return commits
+
+
+async def test_waiting_units_share_one_commit(engine: Engine) -> None:
+    database = Database(engine)
+    commits = count_commits(engine)
+    try:
+        # The first unit starts the drain; the other 49 wait behind it and go together.
+        results = await asyncio.gather(*(database.batch(record(f"u{i}")) for i in range(50)))
+    finally:
+        database.close()
+    batch_commits = commits[0]
+    assert results == [f"u{i}" for i in range(50)]
+    assert details(engine) == sorted(f"u{i}" for i in range(50))
+    assert 1 <= batch_commits <= 2
+
+
+async def test_a_failing_unit_is_undone_alone(engine: Engine) -> None:
+    database = Database(engine)
+    try:
+        outcomes = await asyncio.gather(
+            database.batch(record("before")),
+            database.batch(failing),
+            database.batch(record("after")),
+            return_exceptions=True,
+        )
+    finally:
+        database.close()
+    assert outcomes[0] == "before"
+    assert isinstance(outcomes[1], ValueError)
+    assert outcomes[2] == "after"
+    assert details(engine) == ["after", "before"]
+
+
+async def test_a_result_is_given_only_after_the_commit(engine: Engine) -> None:
+    database = Database(engine)
+    seen: list[list[str]] = []
+
+    def unit(session: Session) -> None:
+        AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail="x")
+
+    try:
+        await database.batch(unit)
+        seen.append(details(engine))  # another connection sees it: it is committed
+    finally:
+        database.close()
+    assert seen == [["x"]]
+
+
+async def test_a_failed_commit_fails_every_unit_of_the_batch(engine: Engine) -> None:
+    database = Database(engine)
+
+    @event.listens_for(engine, "commit")
+    def refuse(connection: object) -> None:
+        raise RuntimeError("disk full")
+
+    try:
+        outcomes = await asyncio.gather(
+            database.batch(record("a")), database.batch(record("b")), return_exceptions=True
+        )
+    finally:
+        event.remove(engine, "commit", refuse)
+        database.close()
+    assert all(isinstance(o, RuntimeError) for o in outcomes)
+    assert details(engine) == []
