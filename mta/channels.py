@@ -336,7 +336,11 @@ class SlotRunner:
 
     async def _claim(self, transferred: QueueEntry | None) -> QueueEntry | None:
         """Mark ``transferred`` and claim the next message, in one group-committed unit
-        (a cancelled caller does not stop it: the confirmation is never lost)."""
+        (a cancelled caller does not stop it).
+
+        Not flushed to disk on its own: a power cut may undo it, and then the message is
+        sent again and the peer, which keeps what it received, does not deliver it twice.
+        """
         unit = functools.partial(
             self.context.units.claim_in,
             peer=self.peer.name,
@@ -344,7 +348,7 @@ class SlotRunner:
             now=datetime.now(UTC),
             transferred=transferred,
         )
-        return await self.context.db.batch(unit)
+        return await self.context.db.batch(unit, durable=False)
 
     async def _idle(self, seen: int, idle_for: float) -> None:
         await self._wait_wake(seen, max(0.05, min(_POLL, self.slot.idle_timeout - idle_for)))

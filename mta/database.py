@@ -11,11 +11,15 @@ the exception), and are committed with one disk flush; only then does each calle
 its result.  Under load, the submissions, transfers received and transfers confirmed of
 many connections share one flush instead of paying one each.
 
+A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
+flush of its own (:func:`store.db.transaction`); a batch is flushed when any of its
+units is durable.
+
 Public API::
 
     Database(engine)
         await .run(function, *args) -> result      a unit with its own transaction(s)
-        await .batch(unit) -> result               unit(session): group-committed
+        await .batch(unit, *, durable=True) -> result   unit(session): group-committed
         .close()
 """
 
@@ -42,7 +46,7 @@ _T = TypeVar("_T")
 _MAX_BATCH = 256
 """Most units committed together (bounds the work lost to one failed commit)."""
 
-_Waiting = tuple[Callable[[Session], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+_Waiting = tuple[Callable[[Session], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
 
 
 class Database:
@@ -67,7 +71,7 @@ class Database:
         call = functools.partial(function, *args, **kwargs)
         return await loop.run_in_executor(self._executor, call)
 
-    async def batch(self, unit: Callable[[Session], _T]) -> _T:
+    async def batch(self, unit: Callable[[Session], _T], *, durable: bool = True) -> _T:
         """``unit(session)`` in a transaction shared with the other waiting units; its
         result once that transaction is committed (or its exception).
 
@@ -76,7 +80,7 @@ class Database:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         with self._lock:
-            self._waiting.append((unit, future, loop))
+            self._waiting.append((unit, future, loop, durable))
             start, self._draining = not self._draining, True
         if start:
             # The drain ends itself when nothing waits; its completion is not awaited.
@@ -95,13 +99,14 @@ class Database:
 
     def _commit(self, units: list[_Waiting]) -> None:
         outcomes: list[tuple[bool, Any]] = []
+        durable = any(waiting[3] for waiting in units)
         try:
-            with transaction(self.engine) as session:
-                for unit, _, _ in units:
+            with transaction(self.engine, durable=durable) as session:
+                for unit, _, _, _ in units:
                     outcomes.append(_attempt(session, unit))
         except Exception as error:  # the commit failed: no unit's work is on disk
             outcomes = [(False, error)] * len(units)
-        for (_, future, loop), (ok, value) in zip(units, outcomes, strict=True):
+        for (_, future, loop, _), (ok, value) in zip(units, outcomes, strict=True):
             loop.call_soon_threadsafe(_settle, future, ok, value)
 
     def close(self) -> None:

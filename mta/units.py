@@ -13,6 +13,13 @@ submission) or act (send, report), and a crash at any point loses nothing:
   reports they asked for, in one transaction;
 - :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
 
+Durability: what this MTA acknowledges (a submission, a transfer received) is flushed to
+disk before the acknowledgement, and so is a local delivery (a user may have read it);
+claims, transfers marked done, defers and expiries are not flushed on their own
+(:func:`store.db.transaction` ``durable=False``): a crash of the process keeps them, a
+power cut may undo them, and undone they are simply redone (a message sent again is
+dropped by the peer as a duplicate).
+
 Public API::
 
     Units(engine, site, *, owner)
@@ -229,7 +236,7 @@ class Units:
         self, peer: str, precedences: Collection[Precedence], now: datetime
     ) -> QueueEntry | None:
         """Claim the next message for ``peer`` at these precedences (most urgent, oldest)."""
-        with transaction(self.engine) as session:
+        with transaction(self.engine, durable=False) as session:
             return self.claim_in(session, peer=peer, precedences=precedences, now=now)
 
     def claim_in(
@@ -276,7 +283,7 @@ class Units:
         self, entry: QueueEntry, *, error: str, next_attempt_at: datetime, now: datetime
     ) -> None:
         """The transfer of ``entry`` failed for now: try again from ``next_attempt_at``."""
-        with transaction(self.engine) as session:
+        with transaction(self.engine, durable=False) as session:
             TransitQueue(session).defer(
                 entry.recipient_ids, next_attempt_at=next_attempt_at, error=error, now=now
             )
@@ -336,7 +343,7 @@ class Units:
             reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
             diagnostic_code=NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED,
         )
-        with transaction(self.engine) as session:
+        with transaction(self.engine, durable=False) as session:
             entries = TransitQueue(session).expire_due(now)
             for entry in entries:
                 subject = _subject(entry)
@@ -353,7 +360,7 @@ class Units:
 
     def recover(self, now: datetime) -> int:
         """At start: recipients left in flight by a crash are pending again."""
-        with transaction(self.engine) as session:
+        with transaction(self.engine, durable=False) as session:
             count = TransitQueue(session).recover_in_flight(now, owner=self.owner)
             if count:
                 AuditLog(session).record(

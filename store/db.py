@@ -18,10 +18,18 @@ The API is synchronous: the daemon calls it from a worker thread, one session (o
 transaction) at a time per thread.  Nothing is committed except by :func:`transaction`,
 so a caller that acknowledges after the ``with`` block acknowledges only what is on disk.
 
+Durability.  A transaction is durable by default: its commit survives a power cut.  One
+opened with ``durable=False`` is committed as atomically and is as safe against a crash
+of the MTA process (SQLite's WAL, PostgreSQL's WAL buffers, are the kernel's or the
+server's then), but a power cut or an operating-system crash may undo it: SQLite runs it
+with ``synchronous = NORMAL``, PostgreSQL with ``synchronous_commit = off``.  A later
+durable commit makes it durable too.  Use it only for work that is redone when lost and
+that nothing outside has been told about.
+
 Public API::
 
     open_database(url, *, create=True, busy_timeout=30.0) -> Engine
-    transaction(engine, *, read_only=False) -> context manager giving a Session;
+    transaction(engine, *, read_only=False, durable=True) -> context manager giving a Session;
                            commits on exit, rolls back on an exception
     StoreError, DatabaseUnavailableError
 """
@@ -33,7 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
@@ -58,6 +66,8 @@ _POSTGRES_CONNECT_TIMEOUT: Final = 10
 
 _READ_ONLY: Final = "aiox400_read_only"
 """Execution option :func:`transaction` sets on a read-only transaction's engine."""
+_LAZY: Final = "aiox400_not_durable"
+"""Execution option :func:`transaction` sets on a transaction opened with durable=False."""
 
 
 class StoreError(Exception):
@@ -95,14 +105,20 @@ def open_database(
 
 
 @contextmanager
-def transaction(engine: Engine, *, read_only: bool = False) -> Iterator[Session]:
+def transaction(
+    engine: Engine, *, read_only: bool = False, durable: bool = True
+) -> Iterator[Session]:
     """One transaction: commits when the block ends, rolls back if it raises.
 
     ``read_only``: the block only reads (a listing, counts); on SQLite it then begins
     DEFERRED and holds no write lock, so it does not hold up the MTA's writers.
+    ``durable``: False for work that may be undone by a power cut (module docstring).
     """
-    bind = engine.execution_options(**{_READ_ONLY: True}) if read_only else engine
+    options = {_READ_ONLY: read_only, _LAZY: not durable}
+    bind = engine.execution_options(**options) if read_only or not durable else engine
     with Session(bind, expire_on_commit=False) as session, session.begin():
+        if not durable and engine.dialect.name == "postgresql":
+            session.execute(text("SET LOCAL synchronous_commit = off"))
         yield session
 
 
@@ -141,8 +157,11 @@ def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
             connection.execute(f"PRAGMA {pragma}").close()
 
     def on_begin(connection: Connection) -> None:
-        read_only = connection.get_execution_options().get(_READ_ONLY, False)
-        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+        options = connection.get_execution_options()
+        # The flush level is the connection's, so each transaction sets its own.
+        lazy = options.get(_LAZY, False)
+        connection.exec_driver_sql(f"PRAGMA synchronous = {'NORMAL' if lazy else 'FULL'}")
+        connection.exec_driver_sql("BEGIN" if options.get(_READ_ONLY, False) else "BEGIN IMMEDIATE")
 
     event.listen(engine, "connect", on_connect)
     event.listen(engine, "begin", on_begin)

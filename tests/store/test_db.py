@@ -137,3 +137,28 @@ def test_sqlite_writers_in_several_threads_wait_for_each_other(tmp_path: Path) -
     with transaction(engine, read_only=True) as session:
         assert sum(c.recipients for c in TransitQueue(session).counts()) == 100
     engine.dispose()
+
+
+def _flush_level(engine: Engine, durable: bool) -> str:
+    with transaction(engine, durable=durable) as session:
+        if engine.dialect.name == "sqlite":
+            # PRAGMA synchronous: 1 NORMAL (no flush per commit in WAL), 2 FULL.
+            return {1: "normal", 2: "full"}[
+                int(session.execute(text("PRAGMA synchronous")).scalar_one())
+            ]
+        return str(session.execute(text("SHOW synchronous_commit")).scalar_one())
+
+
+def test_a_transaction_is_flushed_to_disk_unless_asked_not_to(engine: Engine) -> None:
+    lazy, durable = ("normal", "full") if engine.dialect.name == "sqlite" else ("off", "on")
+    assert _flush_level(engine, durable=True) == durable
+    assert _flush_level(engine, durable=False) == lazy
+    # The level is the transaction's: the next durable one flushes again.
+    assert _flush_level(engine, durable=True) == durable
+
+
+def test_a_transaction_that_need_not_be_durable_still_commits(engine: Engine) -> None:
+    with transaction(engine, durable=False) as session:
+        TransitQueue(session).enqueue(new_message("lazy"), T0)
+    with transaction(engine, read_only=True) as session:
+        assert len(TransitQueue(session).counts()) == 1
