@@ -7,9 +7,10 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   says for the slot's backlog: one at all times for a permanent slot, one while messages
   wait for an on-demand slot, one more per ``backlog_threshold`` waiting messages up to
   ``max_connections``;
-- each connection binds (X.411 MTA-bind), then claims the most urgent, oldest message the
-  slot admits, transfers it, and marks it transferred once the peer confirmed (the peer
-  has stored it); it closes when :func:`mta.schedule.should_close` says so;
+- each connection binds (X.411 MTA-bind), then claims the most urgent, oldest messages the
+  slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
+  by one, and marks them transferred, with its next claim, once the peer confirmed each
+  (the peer has stored it); it closes when :func:`mta.schedule.should_close` says so;
 - a connection that cannot be opened is retried with growing, jittered backoff, cut short
   when the peer is seen to answer again (:meth:`SlotRunner.peer_reachable`: another slot
   bound to it, or it bound to us), so that an urgent slot is not left waiting out its
@@ -314,12 +315,12 @@ class SlotRunner:
         """Transfer until the link fails (False) or closes for idleness (True)."""
         idle_since = time.monotonic()
         fresh = True
-        done: QueueEntry | None = None  # confirmed by the peer, marked with the next claim
+        done: list[QueueEntry] = []  # confirmed by the peer, marked with the next claim
         while True:
             seen = self._wakes
-            entry = await self._claim(done)
-            done = None
-            if entry is None:
+            entries = await self._claim(done)
+            done = []
+            if not entries:
                 idle_for = time.monotonic() - idle_since
                 if schedule.should_close(self.slot, connection.index, idle_for, self._backlog):
                     await self._release(connection, link)
@@ -328,24 +329,29 @@ class SlotRunner:
                 await self._idle(seen, idle_for)
                 fresh = False
                 continue
-            if not await self._transfer(connection, link, entry, retry_elsewhere=not fresh):
-                return False
-            done = entry
+            for number, entry in enumerate(entries):
+                if not await self._transfer(connection, link, entry):
+                    await self._put_back(
+                        done, entry, entries[number + 1 :], connection, at_once=not fresh
+                    )
+                    return False
+                done.append(entry)
             idle_since = time.monotonic()
             fresh = True
 
-    async def _claim(self, transferred: QueueEntry | None) -> QueueEntry | None:
-        """Mark ``transferred`` and claim the next message, in one group-committed unit
-        (a cancelled caller does not stop it).
+    async def _claim(self, transferred: list[QueueEntry]) -> tuple[QueueEntry, ...]:
+        """Mark ``transferred`` and claim the next messages (the connection's window), in
+        one group-committed unit (a cancelled caller does not stop it).
 
-        Not flushed to disk on its own: a power cut may undo it, and then the message is
-        sent again and the peer, which keeps what it received, does not deliver it twice.
+        Not flushed to disk on its own: a power cut may undo it, and then the messages are
+        sent again and the peer, which keeps what it received, does not deliver them twice.
         """
         unit = functools.partial(
             self.context.units.claim_in,
             peer=self.peer.name,
             precedences=self.slot.precedences,
             now=datetime.now(UTC),
+            limit=schedule.transfer_window(self.slot, self._backlog),
             transferred=transferred,
         )
         return await self.context.db.batch(unit, durable=False)
@@ -353,46 +359,63 @@ class SlotRunner:
     async def _idle(self, seen: int, idle_for: float) -> None:
         await self._wait_wake(seen, max(0.05, min(_POLL, self.slot.idle_timeout - idle_for)))
 
-    async def _transfer(
-        self, connection: _Connection, link: Link, entry: QueueEntry, *, retry_elsewhere: bool
-    ) -> bool:
+    async def _transfer(self, connection: _Connection, link: Link, entry: QueueEntry) -> bool:
         """Transfer ``entry``; whether the link is still good."""
         connection.enter("transferring")
         started = time.monotonic()
         try:
             await link.transfer(transfer_apdu(entry), timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
-            why = f"transfer failed: {error or type(error).__name__}"
-            connection.last_error = why
-            await self._put_back(entry, why, at_once=retry_elsewhere)
+            connection.last_error = f"transfer failed: {error or type(error).__name__}"
             return False
         connection.transfers += 1
-        log.info(
-            "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",
-            entry.mts_identifier,
-            entry.precedence.label,
-            len(entry.recipients),
-            len(entry.apdu),
-            self.peer.name,
-            self.slot.port,
-            dscp_name(self.slot.dscp),
-            (time.monotonic() - started) * 1000,
-        )
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",
+                entry.mts_identifier,
+                entry.precedence.label,
+                len(entry.recipients),
+                len(entry.apdu),
+                self.peer.name,
+                self.slot.port,
+                dscp_name(self.slot.dscp),
+                (time.monotonic() - started) * 1000,
+            )
         return True
 
-    async def _put_back(self, entry: QueueEntry, why: str, *, at_once: bool) -> None:
-        """Defer ``entry``: at once when the link had idled (a stale connection is not the
-        message's fault), else after the configured retry delay for its attempts."""
+    async def _put_back(
+        self,
+        done: list[QueueEntry],
+        failed: QueueEntry,
+        unsent: tuple[QueueEntry, ...],
+        connection: _Connection,
+        *,
+        at_once: bool,
+    ) -> None:
+        """The transfer of ``failed`` failed: mark ``done`` transferred, defer ``failed``
+        (at once when the link had idled: a stale connection is not the message's fault,
+        else after the configured retry delay for its attempts), and make ``unsent``
+        pending again as they were."""
+        why = connection.last_error or "transfer failed"
         now = datetime.now(UTC)
-        attempts = max(1, max(r.attempts for r in entry.recipients))
+        attempts = max(1, max(r.attempts for r in failed.recipients))
         delay = 0.0 if at_once else self.context.config.retry.delay(attempts, random.random())
         next_attempt = now + timedelta(seconds=delay)
         await self.context.db.run(
-            self.context.units.defer, entry, error=why, next_attempt_at=next_attempt, now=now
+            functools.partial(
+                self.context.units.put_back,
+                transferred=done,
+                failed=failed,
+                error=why,
+                next_attempt_at=next_attempt,
+                now=now,
+                peer=self.peer.name,
+                unsent=unsent,
+            )
         )
         log.warning(
             "deferred %s to %s: %s; next attempt in %.0f s",
-            entry.mts_identifier,
+            failed.mts_identifier,
             self.peer.name,
             why,
             delay,

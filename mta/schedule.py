@@ -14,14 +14,20 @@ Rules:
 3. A second (third, ...) connection in a slot opens only when the slot's backlog reaches
    ``backlog_threshold`` per open connection, never merely because a message waits, and
    never beyond ``max_connections``.  Extra connections close after ``idle_timeout``.
-4. Temporary failures retry after ``RetryPolicy.delay``: growing, capped, jittered.
-5. A recipient expires at its envelope's latest-delivery-time, or at arrival plus the
+4. A connection claims several messages at once (its window, sent one after another and
+   marked transferred with its next claim) only on a slot that carries nothing more
+   urgent than routine, so that an urgent message never waits behind messages claimed
+   before it arrived, and only as many as its share of the slot's backlog, so that the
+   slot's connections share the work.
+5. Temporary failures retry after ``RetryPolicy.delay``: growing, capped, jittered.
+6. A recipient expires at its envelope's latest-delivery-time, or at arrival plus the
    maximum age configured for its precedence, whichever comes first.
 
 Public API::
 
     connections_wanted(slot, backlog) -> int
     should_close(slot, index, idle_for, backlog) -> bool
+    transfer_window(slot, backlog) -> int
     retry_at(now, attempt, policy, draw) -> float
     expires_at(arrival, precedence, max_age, latest_delivery) -> float
 """
@@ -51,6 +57,24 @@ def should_close(slot: Slot, index: int, idle_for: float, backlog: int) -> bool:
     if idle_for < slot.idle_timeout:
         return False
     return index >= connections_wanted(slot, backlog)
+
+
+MAX_WINDOW = 16
+"""Most messages one connection claims at once: enough to spread the cost of a claim
+(one transaction) over many transfers, few enough that a connection that fails puts
+back little."""
+
+
+def transfer_window(slot: Slot, backlog: int) -> int:
+    """How many messages a connection of ``slot`` claims at once with ``backlog`` waiting.
+
+    One on a slot that admits anything above routine; else the connection's share of
+    the backlog, between 1 and :data:`MAX_WINDOW`.
+    """
+    if any(p > Precedence.ROUTINE for p in slot.precedences):
+        return 1
+    share = backlog // max(1, connections_wanted(slot, backlog))
+    return max(1, min(MAX_WINDOW, share))
 
 
 def retry_at(now: float, attempt: int, policy: RetryPolicy, draw: float) -> float:

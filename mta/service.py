@@ -267,7 +267,9 @@ class Service:
     async def _deliver_forever(self) -> None:
         while True:
             self._local_wake.clear()
-            outcomes = await self.db.run(self.units.deliver_local, datetime.now(UTC))
+            # Group-committed: deliveries share the disk flush of the transfers received.
+            unit = functools.partial(self.units.deliver_local_in, now=datetime.now(UTC))
+            outcomes = await self.db.batch(unit)
             for outcome in outcomes:
                 log.info(
                     "delivered %s %s (%s) to %s%s",

@@ -7,8 +7,9 @@ submission) or act (send, report), and a crash at any point loses nothing:
 
 - :meth:`Units.take_in`: queue what intake planned, and the non-delivery reports on the
   recipients it rejected, in one transaction (nothing acknowledged is lost);
-- :meth:`Units.claim` / :meth:`Units.transferred` / :meth:`Units.defer`: one transfer to a
-  peer (claimed in flight, then transferred, or pending again for a later attempt);
+- :meth:`Units.claim` / :meth:`Units.transferred` / :meth:`Units.put_back`: transfers to
+  a peer (claimed in flight, a few at a time, then transferred, or pending again for a
+  later attempt);
 - :meth:`Units.deliver_local`: local recipients into their mailboxes, with the delivery
   reports they asked for, in one transaction;
 - :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
@@ -28,9 +29,11 @@ Public API::
         .receive_in / .submit_in / .claim_in / .transferred_in (session, ...)
                     the same in the caller's transaction (group commit, mta.database)
         .take_in(plans, now) -> tuple[Enqueued, ...]
-        .claim(peer, precedences, now) -> QueueEntry | None
-        .transferred(entry, now)      .defer(entry, *, error, next_attempt_at, now)
+        .claim(peer, precedences, now, *, limit=1) -> tuple[QueueEntry, ...]
+        .transferred(entries, peer, now)      .defer(entry, *, error, next_attempt_at, now)
+        .put_back(*, transferred, failed, error, next_attempt_at, now, peer, unsent)
         .deliver_local(now, *, limit) -> list[LocalOutcome]
+        .deliver_local_in(session, *, now, limit)     the same in the caller's transaction
         .expire(now) -> int
         .recover(now) -> int
     transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
@@ -49,7 +52,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from mta.intake import Plan, Site, plan_intake, plan_report
-from mta.reports import Outcome, build_report, indicators_from
+from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
 from p1.envelope import (
     MessageEnvelope,
@@ -233,11 +236,12 @@ class Units:
     # --- transfer to peers -------------------------------------------------------------
 
     def claim(
-        self, peer: str, precedences: Collection[Precedence], now: datetime
-    ) -> QueueEntry | None:
-        """Claim the next message for ``peer`` at these precedences (most urgent, oldest)."""
+        self, peer: str, precedences: Collection[Precedence], now: datetime, *, limit: int = 1
+    ) -> tuple[QueueEntry, ...]:
+        """Claim up to ``limit`` messages for ``peer`` at these precedences (most urgent,
+        oldest first)."""
         with transaction(self.engine, durable=False) as session:
-            return self.claim_in(session, peer=peer, precedences=precedences, now=now)
+            return self.claim_in(session, peer=peer, precedences=precedences, now=now, limit=limit)
 
     def claim_in(
         self,
@@ -246,49 +250,76 @@ class Units:
         peer: str,
         precedences: Collection[Precedence],
         now: datetime,
-        transferred: QueueEntry | None = None,
-    ) -> QueueEntry | None:
+        limit: int = 1,
+        transferred: Sequence[QueueEntry] = (),
+    ) -> tuple[QueueEntry, ...]:
         """:meth:`claim` in the caller's transaction, first marking ``transferred`` as
         :meth:`transferred` does: a connection's next claim commits with its last
-        confirmation (one disk flush per message instead of two)."""
-        if transferred is not None:
-            self.transferred_in(session, entry=transferred, peer=peer, now=now)
-        entries = TransitQueue(session).claim_next(peer, precedences, now, owner=self.owner)
-        return entries[0] if entries else None
+        confirmations (one transaction per claim instead of one per message)."""
+        if transferred:
+            self.transferred_in(session, entries=transferred, peer=peer, now=now)
+        return TransitQueue(session).claim_next(
+            peer, precedences, now, limit=limit, owner=self.owner
+        )
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
         """Messages due for ``peer`` at these precedences."""
         with transaction(self.engine, read_only=True) as session:
             return TransitQueue(session).backlog(peer, precedences, now)
 
-    def transferred(self, entry: QueueEntry, peer: str, now: datetime) -> None:
-        """The peer confirmed the transfer of ``entry``: it is responsible now."""
+    def transferred(self, entries: Sequence[QueueEntry], peer: str, now: datetime) -> None:
+        """The peer confirmed the transfer of ``entries``: it is responsible now."""
         with transaction(self.engine) as session:
-            self.transferred_in(session, entry=entry, peer=peer, now=now)
+            self.transferred_in(session, entries=entries, peer=peer, now=now)
 
     def transferred_in(
-        self, session: Session, *, entry: QueueEntry, peer: str, now: datetime
+        self, session: Session, *, entries: Sequence[QueueEntry], peer: str, now: datetime
     ) -> None:
         """:meth:`transferred` in the caller's transaction."""
-        TransitQueue(session).mark_transferred(entry.recipient_ids, now)
-        AuditLog(session).record(
-            AuditEvent.TRANSFERRED,
-            now,
-            mts_identifier=entry.mts_identifier,
-            peer=peer,
-            detail=f"{len(entry.recipients)} recipient(s)",
+        TransitQueue(session).mark_transferred(
+            [i for entry in entries for i in entry.recipient_ids], now
+        )
+        AuditLog(session).record_many(
+            AuditRecord(
+                at=now,
+                event=AuditEvent.TRANSFERRED,
+                mts_identifier=entry.mts_identifier,
+                peer=peer,
+                detail=f"{len(entry.recipients)} recipient(s)",
+            )
+            for entry in entries
         )
 
     def defer(
         self, entry: QueueEntry, *, error: str, next_attempt_at: datetime, now: datetime
     ) -> None:
         """The transfer of ``entry`` failed for now: try again from ``next_attempt_at``."""
+        self.put_back(
+            transferred=(), failed=entry, error=error, next_attempt_at=next_attempt_at, now=now
+        )
+
+    def put_back(
+        self,
+        *,
+        transferred: Sequence[QueueEntry],
+        failed: QueueEntry,
+        error: str,
+        next_attempt_at: datetime,
+        now: datetime,
+        peer: str = "",
+        unsent: Sequence[QueueEntry] = (),
+    ) -> None:
+        """A connection failed while transferring ``failed``: mark what the peer confirmed
+        before, defer ``failed`` until ``next_attempt_at``, and make ``unsent`` (claimed
+        with it, never attempted) pending again at once."""
         with transaction(self.engine, durable=False) as session:
-            TransitQueue(session).defer(
-                entry.recipient_ids, next_attempt_at=next_attempt_at, error=error, now=now
-            )
+            if transferred:
+                self.transferred_in(session, entries=transferred, peer=peer, now=now)
+            queue = TransitQueue(session)
+            queue.defer(failed.recipient_ids, next_attempt_at=next_attempt_at, error=error, now=now)
+            queue.unclaim([i for entry in unsent for i in entry.recipient_ids], now)
             AuditLog(session).record(
-                AuditEvent.DEFERRED, now, mts_identifier=entry.mts_identifier, detail=error
+                AuditEvent.DEFERRED, now, mts_identifier=failed.mts_identifier, detail=error
             )
 
     # --- local delivery ----------------------------------------------------------------
@@ -296,9 +327,15 @@ class Units:
     def deliver_local(self, now: datetime, *, limit: int = 50) -> list[LocalOutcome]:
         """Deliver up to ``limit`` local APDUs, with their delivery reports; commit."""
         with transaction(self.engine) as session:
-            queue = TransitQueue(session)
-            entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
-            return [self._deliver(session, entry, now) for entry in entries]
+            return self.deliver_local_in(session, now=now, limit=limit)
+
+    def deliver_local_in(
+        self, session: Session, *, now: datetime, limit: int = 50
+    ) -> list[LocalOutcome]:
+        """:meth:`deliver_local` in the caller's transaction (for group commit)."""
+        queue = TransitQueue(session)
+        entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
+        return [self._deliver(session, entry, now) for entry in entries]
 
     def _deliver(self, session: Session, entry: QueueEntry, now: datetime) -> LocalOutcome:
         users = tuple(r.recipient for r in entry.recipients)
@@ -328,10 +365,13 @@ class Units:
         )
 
     def _delivery_report(self, session: Session, entry: QueueEntry, now: datetime) -> bool:
+        delivered = DeliveryReport(message_delivery_time=now)
+        wanted = (indicators_from(r.report_request) for r in entry.recipients)
+        if not any(wants_report(indicators, delivered) for indicators in wanted):
+            return False  # (without decoding the envelope again)
         subject = _subject(entry)
         if subject is None:
             return False
-        delivered = DeliveryReport(message_delivery_time=now)
         outcomes = [_outcome(r, subject, delivered) for r in entry.recipients]
         return self._report(session, subject, outcomes, entry.arrival_time, now)
 

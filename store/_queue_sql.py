@@ -152,6 +152,13 @@ TO_DEFERRED: Final = _transition(
     last_error=bindparam("error"),
     owner=None,
 )
+TO_UNCLAIMED: Final = _transition(
+    (_S.IN_FLIGHT,),
+    state=_S.PENDING,
+    attempts=case((_r.attempts > 0, _r.attempts - 1), else_=0),
+    owner=None,
+)
+"""Claimed but never attempted: pending again at once, the claim's attempt not counted."""
 TO_FAILED: Final = _transition(
     (_S.IN_FLIGHT, _S.PENDING, _S.HELD),
     state=_S.FAILED,

@@ -38,6 +38,7 @@ Public API::
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
+        .unclaim(recipient_ids, now) -> int
         .fail(recipient_ids, *, error, now) -> int
         .hold(message_ids, now) -> int          .release(message_ids, now) -> int
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
@@ -342,6 +343,12 @@ class TransitQueue:
             sql.TO_DEFERRED, recipient_ids, now, next_attempt=next_attempt_at, error=error
         )
         return len(changed)
+
+    def unclaim(self, recipient_ids: Sequence[int], now: datetime) -> int:
+        """In-flight recipients claimed but never attempted (their connection failed on an
+        earlier message of the same claim): pending again as they were, due at once, the
+        attempt their claim counted taken back."""
+        return len(self._transition(sql.TO_UNCLAIMED, recipient_ids, now))
 
     def fail(self, recipient_ids: Sequence[int], *, error: str, now: datetime) -> int:
         """Recipients that will never be transferred or delivered (permanent failure)."""

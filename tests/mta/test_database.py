@@ -115,3 +115,54 @@ async def test_a_failed_commit_fails_every_unit_of_the_batch(engine: Engine) -> 
         database.close()
     assert all(isinstance(o, RuntimeError) for o in outcomes)
     assert details(engine) == []
+
+
+def count_savepoints(engine: Engine) -> list[int]:
+    savepoints = [0]
+
+    @event.listens_for(engine, "savepoint")
+    def saved(connection: object, name: str) -> None:
+        savepoints[0] += 1
+
+    return savepoints
+
+
+async def test_a_batch_whose_units_all_succeed_uses_no_savepoint(engine: Engine) -> None:
+    database = Database(engine)
+    savepoints = count_savepoints(engine)
+    try:
+        await asyncio.gather(*(database.batch(record(f"u{i}")) for i in range(10)))
+    finally:
+        database.close()
+    assert savepoints == [0]
+    assert details(engine) == sorted(f"u{i}" for i in range(10))
+
+
+async def test_a_failing_unit_runs_the_batch_again_with_savepoints(engine: Engine) -> None:
+    database = Database(engine)
+    savepoints = count_savepoints(engine)
+    runs: list[str] = []
+
+    def counted(detail: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            runs.append(detail)
+            return record(detail)(session)
+
+        return unit
+
+    try:
+        # One batch: the first unit starts the drain while the others are queued.
+        outcomes = await asyncio.gather(
+            database.batch(counted("a")),
+            database.batch(counted("b")),
+            database.batch(failing),
+            database.batch(counted("c")),
+            return_exceptions=True,
+        )
+    finally:
+        database.close()
+    assert (outcomes[0], outcomes[1], outcomes[3]) == ("a", "b", "c")
+    assert isinstance(outcomes[2], ValueError)
+    assert details(engine) == ["a", "b", "c"]  # each once: the first run was undone
+    assert savepoints[0] >= 1
+    assert runs.count("b") in (1, 2)

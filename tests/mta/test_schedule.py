@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
-from mta.schedule import connections_wanted, expires_at, retry_at, should_close
+from mta.schedule import (
+    MAX_WINDOW,
+    connections_wanted,
+    expires_at,
+    retry_at,
+    should_close,
+    transfer_window,
+)
 from p1.precedence import Precedence
 
 PERMANENT = Slot(
@@ -53,6 +62,30 @@ def test_connections_wanted_stays_within_bounds(backlog: int) -> None:
     wanted = connections_wanted(ON_DEMAND, backlog)
     assert 0 <= wanted <= ON_DEMAND.max_connections
     assert (wanted > 1) == (backlog >= ON_DEMAND.backlog_threshold)
+
+
+@pytest.mark.parametrize(
+    ("backlog", "window"),
+    [
+        (0, 1),  # nothing counted yet: one at a time
+        (1, 1),
+        (19, 16),  # one connection: it takes its window
+        (20, 10),  # two connections share the backlog
+        (40, 13),  # three
+        (10_000, MAX_WINDOW),
+    ],
+)
+def test_routine_connections_claim_their_share_of_the_backlog(backlog: int, window: int) -> None:
+    assert transfer_window(ON_DEMAND, backlog) == window
+
+
+@given(st.integers(min_value=0, max_value=100_000))
+def test_a_slot_carrying_anything_urgent_claims_one_message_at_a_time(backlog: int) -> None:
+    assert transfer_window(PERMANENT, backlog) == 1
+    mixed = dataclasses.replace(ON_DEMAND, precedences=(Precedence.PRIORITY, Precedence.ROUTINE))
+    assert transfer_window(mixed, backlog) == 1
+    routine = dataclasses.replace(ON_DEMAND, precedences=(Precedence.ROUTINE, Precedence.DEFERRED))
+    assert 1 <= transfer_window(routine, backlog) <= MAX_WINDOW
 
 
 def test_permanent_first_connection_never_closes_for_idleness() -> None:

@@ -300,6 +300,20 @@ def test_the_limit_counts_messages(engine: Engine) -> None:
     assert claimed_ids(claim(engine, limit=3)) == [mts_id(f"m{i}").text for i in range(3, 5)]
 
 
+def test_unclaim_puts_back_what_was_never_attempted_as_it_was(engine: Engine) -> None:
+    enqueue(engine, new_message("m1"), new_message("m2"))
+    first, second = claim(engine, limit=2, now=at(1), owner="mta-1")
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        assert queue.unclaim(second.recipient_ids, at(2)) == 1
+        assert queue.unclaim(second.recipient_ids, at(3)) == 0  # pending now: left alone
+        assert queue.backlog("mta-b", ALL, at(2)) == 1  # due at once
+    assert states(engine, first.message_id) == [S.IN_FLIGHT]
+    (again,) = claim(engine, now=at(2))
+    assert again.mts_identifier == second.mts_identifier
+    assert again.recipients[0].attempts == 1  # the unattempted claim was not counted
+
+
 def test_recover_in_flight_makes_claimed_recipients_pending_again(engine: Engine) -> None:
     (result,) = enqueue(engine, new_message("m1"), new_message("m2"))[:1]
     claim(engine, limit=2)
