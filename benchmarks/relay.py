@@ -39,17 +39,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from client.x400 import canned_body  # noqa: E402
-from p1.ipm import (  # noqa: E402
-    IPM,
-    P772_CONTENT_TYPE,
-    ContentKind,
-    Heading,
-    IPMIdentifier,
-    Recipient,
-    TextBodyPart,
-    encode_ipm,
-)
+from client.api import call_async  # noqa: E402
+from client.x400 import canned_body, text_ipm  # noqa: E402
+from p1.ipm import P772_CONTENT_TYPE  # noqa: E402
 from p1.orname import parse_orname  # noqa: E402
 
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
@@ -128,30 +120,14 @@ class Site:
 
 
 async def api(path: Path, request: dict[str, Any], payload: bytes = b"") -> dict[str, Any]:
-    """One local API request (see mta/control.py)."""
-    if payload:
-        request = {**request, "content_length": len(payload)}
-    reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 20)
-    try:
-        writer.write(json.dumps(request).encode() + b"\n" + payload)
-        await writer.drain()
-        response: dict[str, Any] = json.loads(await reader.readline())
-    finally:
-        writer.close()
-    if not response.get("ok"):
-        raise RuntimeError(response.get("error"))
+    """One local API request; its answer."""
+    response, _ = await call_async(path, request, payload)
     return response
 
 
 def content(size: int, precedence: str) -> bytes:
-    originator = parse_orname(USER_A)
-    heading = Heading(
-        this_ipm=IPMIdentifier(user=originator, user_relative_identifier="bench"),
-        primary_recipients=(Recipient(name=parse_orname(USER_B)),),
-        subject=f"bench {precedence}",
-    )
-    return encode_ipm(
-        IPM(heading=heading, body=(TextBodyPart(data=canned_body(size)),)), ContentKind.P772
+    return text_ipm(
+        parse_orname(USER_A), parse_orname(USER_B), f"bench {precedence}", canned_body(size)
     )
 
 

@@ -7,11 +7,14 @@ Public API::
 
     socket_path(config_file, socket) -> Path   where the daemon listens
     call(path, request, payload=b"", *, timeout) -> (response, payload)
+    await call_async(path, request, payload=b"") -> (response, payload)   for asyncio programs
     ApiError            the daemon refused (its message), or could not be reached
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -20,7 +23,10 @@ from typing import Any
 
 from config.loader import ConfigError, load_config
 
-__all__ = ["ApiError", "call", "socket_path"]
+__all__ = ["ApiError", "call", "call_async", "socket_path"]
+
+_ASYNC_LIMIT = 1 << 24
+"""Longest answer line :func:`call_async` reads (a listing of thousands of messages)."""
 
 JsonObject = dict[str, Any]
 
@@ -87,4 +93,31 @@ def _read_response(stream: Any) -> tuple[JsonObject, bytes]:
     data: bytes = stream.read(size) if size else b""
     if len(data) != size:
         raise ApiError("the MTA's answer was cut short")
+    return response, data
+
+
+async def call_async(
+    path: Path, request: JsonObject, payload: bytes = b""
+) -> tuple[JsonObject, bytes]:
+    """:func:`call` for asyncio programs (load generators, tests): ApiError when the MTA
+    refuses; OSError, as raised, when nothing listens on ``path`` (starting, or dead)."""
+    if payload:
+        request = {**request, "content_length": len(payload)}
+    reader, writer = await asyncio.open_unix_connection(str(path), limit=_ASYNC_LIMIT)
+    try:
+        writer.write(json.dumps(request).encode() + b"\n" + payload)
+        await writer.drain()
+        line = await reader.readline()
+        if not line:
+            raise ConnectionResetError(f"{path}: closed without an answer")
+        response = json.loads(line)
+        size = response.get("content_length", 0) if isinstance(response, dict) else 0
+        data = await reader.readexactly(size) if size else b""
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    if not isinstance(response, dict) or not response.get("ok"):
+        error = response.get("error") if isinstance(response, dict) else response
+        raise ApiError(str(error or "the MTA refused the request"))
     return response, data

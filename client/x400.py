@@ -78,6 +78,19 @@ def canned_body(size: int) -> bytes:
     return (_LINE * (size // len(_LINE) + 1))[:size]
 
 
+def text_ipm(
+    originator: ORName, recipient: ORName, subject: str, body: bytes, *, p2: bool = False
+) -> bytes:
+    """A plain IPM (P772 unless ``p2``) with one primary recipient and a text body."""
+    heading = Heading(
+        this_ipm=IPMIdentifier(user=originator, user_relative_identifier=subject[:64] or "-"),
+        primary_recipients=(Recipient(name=recipient),),
+        subject=subject,
+    )
+    kind = ContentKind.P2 if p2 else ContentKind.P772
+    return encode_ipm(IPM(heading=heading, body=(TextBodyPart(data=body),)), kind)
+
+
 # --- send --------------------------------------------------------------------------------
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import subprocess
 import sys
 import time
@@ -42,17 +41,10 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
-from client.api import ApiError
-from client.x400 import canned_body
+from client.api import ApiError, call_async
+from client.x400 import canned_body, text_ipm
 from p1.ipm import (
-    IPM,
     P772_CONTENT_TYPE,
-    ContentKind,
-    Heading,
-    IPMIdentifier,
-    Recipient,
-    TextBodyPart,
-    encode_ipm,
 )
 from p1.orname import parse_orname
 from tests.mta.sites import Lab, Site
@@ -84,29 +76,9 @@ BUSY_STATES = ("pending", "in_flight", "held")
 
 
 async def api(path: Path, request: JsonObject, payload: bytes = b"") -> JsonObject:
-    """One local API request (framing of ``mta/control.py``); ApiError if refused.
-
-    OSError when nothing listens on ``path`` (the daemon is starting, or dead).
-    """
-    if payload:
-        request = {**request, "content_length": len(payload)}
-    reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 24)
-    try:
-        writer.write(json.dumps(request).encode() + b"\n" + payload)
-        await writer.drain()
-        line = await reader.readline()
-        if not line:
-            raise ConnectionResetError(f"{path}: closed without an answer")
-        response: JsonObject = json.loads(line)
-        size = response.get("content_length", 0)
-        if size:
-            await reader.readexactly(size)
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-    if not response.get("ok"):
-        raise ApiError(str(response.get("error")))
+    """One local API request; ApiError if refused, OSError when nothing listens on ``path``
+    (the daemon is starting, or dead)."""
+    response, _ = await call_async(path, request, payload)
     return response
 
 
@@ -387,13 +359,9 @@ def _some(identifiers: list[str], shown: int = 20) -> str:
 
 def _content(sender: str, recipient: str) -> bytes:
     """A 1 KB P772 IPM from ``sender`` to ``recipient``."""
-    heading = Heading(
-        this_ipm=IPMIdentifier(user=parse_orname(sender), user_relative_identifier="crash"),
-        primary_recipients=(Recipient(name=parse_orname(recipient)),),
-        subject="crash test",
+    return text_ipm(
+        parse_orname(sender), parse_orname(recipient), "crash test", canned_body(BODY_SIZE)
     )
-    body = TextBodyPart(data=canned_body(BODY_SIZE))
-    return encode_ipm(IPM(heading=heading, body=(body,)), ContentKind.P772)
 
 
 @pytest.fixture
