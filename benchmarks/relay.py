@@ -33,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ from p1.orname import parse_orname  # noqa: E402
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
 CLIENTS = 8
+FLASH_SPACING = 0.1
+"""Seconds between two flash samples."""
 MTA = str(Path(sys.executable).with_name("x400-mta"))
 
 
@@ -195,22 +198,46 @@ async def throughput(count: int, size: int) -> tuple[float, float]:
 
 
 async def flash_latency(backlog: int, samples: int) -> list[float]:
-    """Milliseconds from submitting a flash message at A to its being stored at B."""
+    """Milliseconds from submitting each flash message at A to its delivery at B.
+
+    The flash messages are sent one every ``FLASH_SPACING`` seconds while the routine
+    backlog (if any) drains; each one's latency is read afterwards from B's mailbox (its
+    ``delivered_at``, stamped as its delivery's transaction starts), so that watching for
+    it loads neither daemon while it travels.
+    """
     async with two_sites() as (a, b):
         await a.start()
         if backlog:
             await submit_many(a, backlog, 1024, "routine")
         await b.start()
+        await flash_slot_ready(a)
         body = content(1024, "flash")
         request = submission("flash")
-        times = []
+        sent: dict[str, datetime] = {}
         for _ in range(samples):
-            before = await b.delivered()
-            started = time.monotonic()
-            await api(a.socket, request, body)
-            ended = await wait_delivered(b, before + 1, poll=0.0005)
-            times.append((ended - started) * 1000)
-        return times
+            started = datetime.now(UTC)
+            response = await api(a.socket, request, body)
+            sent[response["mts_identifier"]] = started
+            await asyncio.sleep(FLASH_SPACING)  # spacing between samples, not a wait
+        await wait_delivered(b, backlog + samples, poll=0.1)
+        inbox = await api(b.socket, {"op": "inbox", "user": USER_B})
+        delivered = {
+            m["mts_identifier"]: datetime.fromisoformat(m["delivered_at"])
+            for m in inbox["messages"]
+            if m["mts_identifier"] in sent
+        }
+        return [(delivered[i] - sent[i]).total_seconds() * 1000 for i in sent]
+
+
+async def flash_slot_ready(site: Site) -> None:
+    """Wait until the site's flash slot holds an open, idle connection (its permanent
+    connection may be waiting out a reconnection backoff after the peer started)."""
+    while True:
+        slots = (await api(site.socket, {"op": "channels"}))["slots"]
+        flash = next(s for s in slots if "flash" in s["precedences"])
+        if any(c["state"] == "idle" for c in flash["connections"]):
+            return
+        await asyncio.sleep(0.05)
 
 
 def percentile(values: list[float], fraction: float) -> float:
