@@ -33,6 +33,7 @@ Flat reader (the IPM codecs; a TLV is a plain tuple, see the section below)::
     exact(view, tlv) -> bool                            the header is the one we write
     octets / text / integer / boolean / oid / utctime / bits   primitive values
     header(octet, length), tlv_bytes(octet, contents), wrap(octet, chunks), oid_tlv(oid)
+    short_headers(octet) -> header(octet, n) by n, for the short lengths
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
         if low is not None and length < 0x80 and body + length <= limit:
             # The common case, inline: low tag number, short definite length.
             end = body + length
-            return _new_tlv(Tlv, (data, offset, body, end, end, *low))
+            return _new_tlv(Tlv, (data, offset, body, end, end, low[0], low[1]))
     return _read_tlv(data, offset, limit, depth)
 
 
@@ -217,7 +218,7 @@ def _read_tlv(data: memoryview, offset: int, limit: int, depth: int) -> Tlv:
         if low is not None and 0 < count <= _MAX_LENGTH_OCTETS and body <= limit:
             end = body + int.from_bytes(data[offset + 2 : body], "big")
             if end <= limit:
-                return _new_tlv(Tlv, (data, offset, body, end, end, *low))
+                return _new_tlv(Tlv, (data, offset, body, end, end, low[0], low[1]))
     start = offset
     tag, constructed, offset = _read_tag(data, offset, limit)
     length, body = _read_length(data, offset, limit)
@@ -278,7 +279,7 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
             body = offset + 2
             stop = body + length
             if stop <= end:  # (past ``end``, _read_tlv says what is wrong)
-                append(_new_tlv(Tlv, (data, offset, body, stop, stop, *low)))
+                append(_new_tlv(Tlv, (data, offset, body, stop, stop, low[0], low[1])))
                 offset = stop
                 continue
         child = _read_tlv(data, offset, end, 1)
@@ -301,7 +302,7 @@ def only_child(tlv: Tlv, what: str) -> Tlv:
         # The common case, inline: one value with a low tag and a short length.
         low = _LOW_TAGS[data[body]]
         if low is not None and data[body + 1] < 0x80 and body + 2 + data[body + 1] == end:
-            return _new_tlv(Tlv, (data, body, body + 2, end, end, *low))
+            return _new_tlv(Tlv, (data, body, body + 2, end, end, low[0], low[1]))
     inner = children(tlv, what)
     if len(inner) != 1:
         raise DecodeError(f"explicit tag holds {len(inner)} values, not one", where=what)
@@ -318,6 +319,9 @@ def constructed_contents(tlv: Tlv, what: str) -> memoryview:
 
 def check_single_tlv(data: bytes | bytearray | memoryview, what: str) -> None:
     """An EncodeError unless ``data`` is exactly one BER value."""
+    size = len(data)
+    if type(data) is bytes and 2 <= size < 0x82 and data[1] == size - 2 and _LOW_TAG_FORM[data[0]]:
+        return  # a low tag number, a short length that spans the rest: as read_single finds
     try:
         read_single(data, what)
     except DecodeError as exc:
@@ -379,14 +383,33 @@ _IDENTIFIERS: dict[int, bytes] = {
 """identifier() of every low tag number, by ``tag << 1 | constructed``."""
 
 
+def short_headers(octet: int) -> tuple[bytes, ...]:
+    """``header(octet, n)`` for each length ``n`` below 0x80, by ``n``.  A writer
+    indexes these and adds the contents: half the cost of formatting the three parts
+    together, for the many short values.  (ValueError if ``octet`` is not 0..255.)"""
+    headers = _SHORT_HEADERS.get(octet)
+    if headers is None:
+        headers = tuple(bytes((octet, n)) for n in range(0x80))
+        _SHORT_HEADERS[octet] = headers
+    return headers
+
+
+_SHORT_HEADERS: dict[int, tuple[bytes, ...]] = {}
+"""short_headers() by identifier octet, each made when first asked for (at most 256;
+the codecs use a few dozen, some 4 KB each)."""
+
+
 def tlv(tag: int, contents: bytes | bytearray | memoryview, constructed: bool = False) -> bytes:
     """One definite-length TLV."""
-    head = _IDENTIFIERS.get(tag << 1 | 1 if constructed else tag << 1)
-    if head is None:
-        head = identifier(tag, constructed)
+    key = tag << 1 | 1 if constructed else tag << 1
     if type(contents) is not bytes:
         contents = bytes(contents)
     length = len(contents)
+    head = _IDENTIFIERS.get(key)
+    if head is None:
+        head = identifier(tag, constructed)
+    elif length < 0x80:  # one identifier octet and a short length: tlv_bytes, inline
+        return (_SHORT_HEADERS.get(head[0]) or short_headers(head[0]))[length] + contents
     if length < 0x80:
         return b"%s%c%s" % (head, length, contents)  # one copy of the contents
     return b"%s%s%s" % (head, length_octets(length), contents)
@@ -394,7 +417,7 @@ def tlv(tag: int, contents: bytes | bytearray | memoryview, constructed: bool = 
 
 def constructed(tag: int, parts: Iterable[bytes]) -> bytes:
     """A constructed definite-length TLV holding ``parts`` in order."""
-    return tlv(tag, b"".join(parts), constructed=True)
+    return tlv(tag, b"".join(parts), True)
 
 
 def retag(encoding: bytes, tag: int) -> bytes:
@@ -409,9 +432,10 @@ def retag(encoding: bytes, tag: int) -> bytes:
 
 def read_int(tlv: Tlv, what: str) -> int:
     """The value of a primitive INTEGER or ENUMERATED (any tag)."""
-    if tlv.constructed:
+    data, _, start, end, _, _, is_constructed = tlv
+    if is_constructed:
         raise DecodeError("an integer must be primitive", where=what)
-    body = tlv.contents()
+    body = data[start:end]
     if not body:
         raise DecodeError("an integer needs at least one content octet", where=what)
     if len(body) > _MAX_INT_OCTETS:
@@ -454,7 +478,7 @@ def read_bits(tlv: Tlv, what: str) -> tuple[bytes, int]:
         if any(length % 8 for _, length in pieces[:-1]):
             raise DecodeError("only the last BIT STRING segment may have unused bits", where=what)
         return b"".join(p[0] for p in pieces), sum(p[1] for p in pieces)
-    return _bit_segment_body(tlv.contents(), what)
+    return _bit_segment_body(tlv.data[tlv.body : tlv.end], what)
 
 
 def _bit_segment(tlv: Tlv, what: str) -> tuple[bytes, int]:
@@ -679,6 +703,15 @@ class WireTime(datetime):
 
 def parse_utctime(text: str, what: str = "UTCTime") -> WireTime:
     """``YYMMDDhhmm[ss](Z|+hhmm|-hhmm)`` as an aware datetime (X.680 clause 47)."""
+    if len(text) == 13 and text[12] == "Z" and text.isascii() and text[:12].isdigit():
+        quick = _quick_utctime(text)  # the usual form, YYMMDDhhmmssZ
+        if quick is not None:
+            return quick
+    return _parse_utctime(text, what)
+
+
+def _parse_utctime(text: str, what: str) -> WireTime:
+    """parse_utctime's general path: every form, and the errors."""
     match = _UTCTIME.match(text)
     if match is None:
         raise DecodeError(f"{text!r} is not YYMMDDhhmm[ss] followed by Z or +-hhmm", where=what)
@@ -691,6 +724,19 @@ def parse_utctime(text: str, what: str = "UTCTime") -> WireTime:
         )
     except ValueError as exc:
         raise DecodeError(f"{text!r}: {exc}", where=what) from None
+    value.utctime = text
+    return value
+
+
+def _quick_utctime(text: str) -> WireTime | None:
+    """``YYMMDDhhmmssZ`` (ASCII digits) read by datetime's own ISO 8601 parser, which
+    checks the ranges as the constructor does; None where it refuses the value (the
+    general path then says why, in its words)."""
+    century = "20" if text[0] < "5" else "19"  # UTCTIME_PIVOT
+    try:
+        value = WireTime.fromisoformat(f"{century}{text[:6]}T{text[6:12]}Z")
+    except ValueError:
+        return None
     value.utctime = text
     return value
 
@@ -716,16 +762,21 @@ def utctime_text(value: datetime, what: str) -> str:
     """
     if not isinstance(value, datetime):
         raise EncodeError(f"{value!r} is not a datetime", where=what)
-    remembered = getattr(value, "utctime", None)
+    # (A plain datetime has no text to remember: no failed attribute lookup for it.)
+    remembered = None if type(value) is datetime else getattr(value, "utctime", None)
     if remembered is not None and _still_matches(value, remembered):
         return str(remembered)
     offset = value.utcoffset()
     if offset is None:
         raise EncodeError(f"{value.isoformat()} has no time zone", where=what)
-    utc = (value - offset).replace(tzinfo=None)
+    utc = value - offset if offset else value  # (the usual: already UTC)
     if not 1900 + UTCTIME_PIVOT <= utc.year < 2000 + UTCTIME_PIVOT:
         raise EncodeError(f"{value.isoformat()} is outside UTCTime's 1950..2049", where=what)
-    return utc.strftime("%y%m%d%H%M%SZ")
+    return _UTCTIME_TEXT % (utc.year % 100, utc.month, utc.day, utc.hour, utc.minute, utc.second)
+
+
+_UTCTIME_TEXT = "%02d%02d%02d%02d%02d%02dZ"
+"""YYMMDDhhmmssZ (what ``strftime("%y%m%d%H%M%SZ")`` writes, in a fraction of the time)."""
 
 
 def _still_matches(value: datetime, text: str) -> bool:
@@ -792,7 +843,7 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
         low = _LOW_TAGS[first]
         stop = offset + 2 + length
         if length < 0x80 and low is not None and stop <= end:
-            child = _new_tlv(Tlv, (data, offset, offset + 2, stop, stop, *low))
+            child = _new_tlv(Tlv, (data, offset, offset + 2, stop, stop, low[0], low[1]))
         else:
             child = _read_tlv(data, offset, end, 1)
             stop = child.stop
@@ -1044,7 +1095,10 @@ def _primitive(view: View, tlv: FlatTlv, what: str) -> View:
 
 def integer(view: View, tlv: FlatTlv, what: str) -> int:
     """An INTEGER or ENUMERATED (X.690 8.3, 8.4)."""
-    contents = _primitive(view, tlv, what)
+    key, _, body, end, _ = tlv
+    if key & CONSTRUCTED:
+        _primitive(view, tlv, what)  # (says what is wrong)
+    contents = view[body:end]
     if not 0 < len(contents) <= _MAX_INT_OCTETS:
         raise DecodeError(f"an integer of {len(contents)} octets", where=what)
     return int.from_bytes(contents, "big", signed=True)
@@ -1097,7 +1151,7 @@ def bits(view: View, tlv: FlatTlv, what: str) -> frozenset[int]:
 def header(octet: int, length: int) -> bytes:
     """A one-octet identifier and the shortest definite length (X.690 8.1.3)."""
     if length < 0x80:
-        return bytes((octet, length))
+        return (_SHORT_HEADERS.get(octet) or short_headers(octet))[length]
     size = (length.bit_length() + 7) // 8
     return bytes((octet, 0x80 | size)) + length.to_bytes(size, "big")
 
@@ -1105,8 +1159,8 @@ def header(octet: int, length: int) -> bytes:
 def tlv_bytes(octet: int, contents: bytes) -> bytes:
     """One TLV."""
     length = len(contents)
-    if length < 0x80:
-        return b"%c%c%s" % (octet, length, contents)  # (the quickest way to join the three)
+    if length < 0x80:  # (see short_headers)
+        return (_SHORT_HEADERS.get(octet) or short_headers(octet))[length] + contents
     return header(octet, length) + contents
 
 

@@ -64,6 +64,7 @@ from p1.envelope_fields import (
     CONTENT_TYPE_TAGS,
     EIT_TAG,
     MTS_IDENTIFIER_TAG,
+    ORNAME_TAG,
     UB_INTEGER_OPTIONS,
     BuiltInContentType,
     BuiltInEncodedInformationTypes,
@@ -176,6 +177,10 @@ __all__ = [
 ]
 
 
+_new = object.__new__
+"""Makes a model the decoder fills in without its ``__init__`` (see MessageEnvelope)."""
+
+
 # --- per-recipient fields --------------------------------------------------------------
 
 
@@ -186,9 +191,10 @@ __all__ = [
 #   explicit-conversion                    [2] ExplicitConversion OPTIONAL,
 #   extensions  [3] SET OF ExtensionField{{PerRecipientMessageTransferExtensions}} DEFAULT {} }
 # PerRecipientProbeTransferFields has the same members.
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class RecipientField:
-    """One recipient of a message or probe (X.411 clause 12.2.1.1.1 / 12.2.1.2.1)."""
+    """One recipient of a message or probe (X.411 clause 12.2.1.1.1 / 12.2.1.2.1).
+    (Not slots: the decoder fills it in at once, as a :class:`MessageEnvelope`.)"""
 
     recipient_name: ORName
     originally_specified_recipient_number: int
@@ -205,20 +211,28 @@ class RecipientField:
         return self.per_recipient_indicators.responsibility
 
 
+# The tags of a recipient's members (extensions [3] is an envelope's member too).
+_NUMBER_TAG = context(0)
+_RECIPIENT_INDICATORS_TAG = context(1)
+_CONVERSION_TAG = context(2)
+_EXTENSIONS_TAG = context(3)
 _RECIPIENT_MEMBERS = {
-    application(0): "recipient_name",
-    context(0): "originally_specified_recipient_number",
-    context(1): "per_recipient_indicators",
-    context(2): "explicit_conversion",
-    context(3): "extensions",
+    ORNAME_TAG: "recipient_name",
+    _NUMBER_TAG: "originally_specified_recipient_number",
+    _RECIPIENT_INDICATORS_TAG: "per_recipient_indicators",
+    _CONVERSION_TAG: "explicit_conversion",
+    _EXTENSIONS_TAG: "extensions",
 }
 
 
 def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
-    members = ber.split_set(ber.expect(tlv, ber.SET, what), _RECIPIENT_MEMBERS, what)
+    if tlv.tag != ber.SET:
+        ber.expect(tlv, ber.SET, what)
+    members = ber.split_set(tlv, _RECIPIENT_MEMBERS, what)
     conversion = members.get("explicit_conversion")
     extensions = members.get("extensions")
-    return RecipientField(
+    recipient = _new(RecipientField)  # every field read: not through __init__ (see there)
+    recipient.__dict__.update(
         recipient_name=decode_name(members.need("recipient_name", what), f"{what}.recipient-name"),
         originally_specified_recipient_number=decode_recipient_number(
             members.need("originally_specified_recipient_number", what), what
@@ -234,6 +248,7 @@ def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
         extensions=decode_optional_extensions(extensions, what),
         wire_order=members.order,
     )
+    return recipient
 
 
 def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
@@ -244,18 +259,18 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
     return ber.encode_set(
         ber.SET,
         [
-            ("recipient_name", encode_name(recipient.recipient_name, application(0))),
+            ("recipient_name", encode_name(recipient.recipient_name, ORNAME_TAG)),
             (
                 "originally_specified_recipient_number",
                 encode_recipient_number(
-                    recipient.originally_specified_recipient_number, context(0), what
+                    recipient.originally_specified_recipient_number, _NUMBER_TAG, what
                 ),
             ),
             (
                 "per_recipient_indicators",
                 encode_bits(
                     recipient.per_recipient_indicators,
-                    context(1),
+                    _RECIPIENT_INDICATORS_TAG,
                     f"{what}.per-recipient-indicators",
                 ),
             ),
@@ -264,7 +279,7 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
                 None
                 if conversion is None
                 else ber.tlv(
-                    context(2),
+                    _CONVERSION_TAG,
                     ber.int_contents(
                         ber.check_int(
                             conversion, f"{what}.explicit-conversion", 0, UB_INTEGER_OPTIONS
@@ -274,7 +289,7 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
             ),
             (
                 "extensions",
-                encode_kept_extensions(recipient.extensions, context(3), order),
+                encode_kept_extensions(recipient.extensions, _EXTENSIONS_TAG, order),
             ),
         ],
         order,
@@ -290,7 +305,8 @@ def _decode_recipients(tlv: Tlv, what: str) -> tuple[RecipientField, ...]:
 
 def _encode_recipients(recipients: Sequence[RecipientField], what: str) -> bytes:
     return ber.constructed(
-        context(2), (_encode_recipient(r, f"{what}[{index}]") for index, r in enumerate(recipients))
+        _RECIPIENTS_TAG,
+        [_encode_recipient(r, f"{what}[{index}]") for index, r in enumerate(recipients)],
     )
 
 
@@ -314,9 +330,11 @@ def _encode_recipients(recipients: Sequence[RecipientField], what: str) -> bytes
 #                                           PerDomainBilateralInformation OPTIONAL,
 #   trace-information                   TraceInformation,
 #   extensions  [3] SET OF ExtensionField{{MessageTransferExtensions}} DEFAULT {} }
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class MessageEnvelope(ExtensionViews):
-    """The message transfer envelope (X.411 clause 12.2.1.1.1)."""
+    """The message transfer envelope (X.411 clause 12.2.1.1.1).  (Not slots: the decoder
+    sets every field in the instance dictionary at once, not through the generated
+    ``__init__``, which makes one ``object.__setattr__`` call per field.)"""
 
     mts_identifier: MTSIdentifier
     """message-identifier."""
@@ -381,21 +399,26 @@ class Message:
         return self.envelope.precedence
 
 
+_CONTENT_IDENTIFIER_TAG = application(10)
+_PRIORITY_TAG = application(7)
+_MESSAGE_INDICATORS_TAG = application(8)
+_DEFERRED_TAG = context(0)
 _BILATERAL_TAG = context(1)
+_RECIPIENTS_TAG = context(2)
 
 _MESSAGE_MEMBERS = {
     MTS_IDENTIFIER_TAG: "mts_identifier",
-    application(0): "originator_name",
+    ORNAME_TAG: "originator_name",
     EIT_TAG: "original_encoded_information_types",
     **{tag: "content_type" for tag in CONTENT_TYPE_TAGS},
-    application(10): "content_identifier",
-    application(7): "priority",
-    application(8): "per_message_indicators",
-    context(0): "deferred_delivery_time",
+    _CONTENT_IDENTIFIER_TAG: "content_identifier",
+    _PRIORITY_TAG: "priority",
+    _MESSAGE_INDICATORS_TAG: "per_message_indicators",
+    _DEFERRED_TAG: "deferred_delivery_time",
     _BILATERAL_TAG: "per_domain_bilateral_information",
     TRACE_TAG: "trace_information",
-    context(3): "extensions",
-    context(2): "recipients",
+    _EXTENSIONS_TAG: "extensions",
+    _RECIPIENTS_TAG: "recipients",
 }
 
 
@@ -475,17 +498,22 @@ def _decode_common(members: ber.SetMembers, what: str) -> _Common:
 
 
 def _message_envelope(tlv: Tlv, what: str = "MessageTransferEnvelope") -> MessageEnvelope:
-    members = ber.split_set(ber.expect(tlv, ber.SET, what), _MESSAGE_MEMBERS, what)
-    return MessageEnvelope(
-        mts_identifier=decode_mts_identifier(
+    if tlv.tag != ber.SET:
+        ber.expect(tlv, ber.SET, what)
+    members = ber.split_set(tlv, _MESSAGE_MEMBERS, what)
+    fields = {
+        "mts_identifier": decode_mts_identifier(
             members.need("mts_identifier", what), f"{what}.message-identifier"
         ),
-        priority=_decode_priority(members.get("priority"), f"{what}.priority"),
-        deferred_delivery_time=_optional_time(
+        "priority": _decode_priority(members.get("priority"), f"{what}.priority"),
+        "deferred_delivery_time": _optional_time(
             members.get("deferred_delivery_time"), f"{what}.deferred-delivery-time"
         ),
-        **_decode_common(members, what),
-    )
+    }
+    fields.update(_decode_common(members, what))
+    envelope = _new(MessageEnvelope)  # every field read: not through __init__ (see there)
+    envelope.__dict__.update(fields)
+    return envelope
 
 
 def _encode_bilateral(items: Sequence[bytes], order: Sequence[str], what: str) -> bytes | None:
@@ -500,17 +528,17 @@ def _encode_common(value: MessageEnvelope | Probe, what: str) -> dict[str, bytes
     order = value.wire_order
     eits = value.original_encoded_information_types
     return {
-        "originator_name": encode_name(value.originator_name, application(0)),
+        "originator_name": encode_name(value.originator_name, ORNAME_TAG),
         "original_encoded_information_types": None if eits is None else encode_eits(eits),
         "content_type": encode_content_type(value.content_type, f"{what}.content-type"),
         "content_identifier": None
         if value.content_identifier is None
         else ber.tlv(
-            application(10),
+            _CONTENT_IDENTIFIER_TAG,
             ber.text_contents(value.content_identifier, f"{what}.content-identifier"),
         ),
         "per_message_indicators": encode_bits(
-            value.per_message_indicators, application(8), f"{what}.per-message-indicators"
+            value.per_message_indicators, _MESSAGE_INDICATORS_TAG, f"{what}.per-message-indicators"
         )
         if ber.keep("per_message_indicators", value.per_message_indicators.is_empty, order)
         else None,
@@ -520,7 +548,7 @@ def _encode_common(value: MessageEnvelope | Probe, what: str) -> dict[str, bytes
             f"{what}.per-domain-bilateral-information",
         ),
         "trace_information": encode_trace(value.trace_information),
-        "extensions": encode_kept_extensions(value.extensions, context(3), order),
+        "extensions": encode_kept_extensions(value.extensions, _EXTENSIONS_TAG, order),
         "recipients": _encode_recipients(value.recipients, f"{what}.per-recipient-fields"),
     }
 
@@ -542,7 +570,7 @@ def encode_message_envelope(envelope: MessageEnvelope) -> bytes:
         ("content_identifier", common["content_identifier"]),
         (
             "priority",
-            ber.tlv(application(7), ber.int_contents(priority))
+            ber.tlv(_PRIORITY_TAG, ber.int_contents(priority))
             if ber.keep("priority", priority == Priority.NORMAL, order)
             else None,
         ),
@@ -552,7 +580,7 @@ def encode_message_envelope(envelope: MessageEnvelope) -> bytes:
             None
             if deferred is None
             else ber.tlv(
-                context(0), ber.utctime_contents(deferred, f"{what}.deferred-delivery-time")
+                _DEFERRED_TAG, ber.utctime_contents(deferred, f"{what}.deferred-delivery-time")
             ),
         ),
         ("per_domain_bilateral_information", common["per_domain_bilateral_information"]),
@@ -734,9 +762,7 @@ def _encode_message(message: Message) -> bytes:
     if not isinstance(message.content, bytes | bytearray | memoryview):
         raise EncodeError("content must be bytes", where="Message.content")
     envelope = encode_message_envelope(message.envelope)
-    content_header = ber.identifier(ber.OCTET_STRING, False) + ber.length_octets(
-        len(message.content)
-    )
+    content_header = _CONTENT_IDENTIFIER + ber.length_octets(len(message.content))
     return _wrap_message(envelope, content_header, message.content)
 
 
@@ -745,8 +771,12 @@ def _wrap_message(
 ) -> bytes:
     # One join: the content octets are copied exactly once.
     length = len(envelope) + len(content_header) + len(content)
-    head = ber.identifier(_MESSAGE_TAG, True) + ber.length_octets(length)
+    head = _MESSAGE_IDENTIFIER + ber.length_octets(length)
     return b"".join((head, envelope, content_header, content))
+
+
+_CONTENT_IDENTIFIER = ber.identifier(ber.OCTET_STRING, False)
+_MESSAGE_IDENTIFIER = ber.identifier(_MESSAGE_TAG, True)
 
 
 def encode_mts_apdu(apdu: MTSApdu) -> bytes:

@@ -132,27 +132,30 @@ _EXT_VALUE = context(2)
 
 def decode_extension(tlv: Tlv, what: str = "ExtensionField") -> ExtensionField:
     """ExtensionField (a SEQUENCE: type, criticality?, value?)."""
-    parts = ber.children(ber.expect(tlv, ber.SEQUENCE, what), what)
+    if tlv.tag != ber.SEQUENCE:
+        ber.expect(tlv, ber.SEQUENCE, what)
+    parts = ber.children(tlv, what)
     if not parts:
         raise DecodeError("missing type", where=what)
-    head, rest = parts[0], parts[1:]
-    ext_type: ExtensionType
-    if head.tag == _EXT_PRIVATE:
-        ext_type = ber.read_oid(head, f"{what}.type")
-    else:
-        ext_type = ber.read_int(ber.expect(head, _EXT_STANDARD, f"{what}.type"), f"{what}.type")
-        ext_type = _standard(ext_type)
-    criticality = None
-    if rest and rest[0].tag == _EXT_CRITICALITY:
-        criticality = decode_bits(Criticality, rest[0], f"{what}.criticality")
-        rest = rest[1:]
-    value = None
-    if rest and rest[0].tag == _EXT_VALUE:
-        value = ber.only_child(rest[0], f"{what}.value").raw()
-        rest = rest[1:]
-    if rest:
-        raise DecodeError(f"unexpected {ber.tag_name(rest[0].tag)}", where=what)
+    ext_type = _decode_type(parts[0], what)
+    criticality = value = None
+    count, index = len(parts), 1
+    if index < count and parts[index].tag == _EXT_CRITICALITY:
+        criticality = decode_bits(Criticality, parts[index], f"{what}.criticality")
+        index += 1
+    if index < count and parts[index].tag == _EXT_VALUE:
+        value = ber.only_child(parts[index], f"{what}.value").raw()
+        index += 1
+    if index < count:
+        raise DecodeError(f"unexpected {ber.tag_name(parts[index].tag)}", where=what)
     return ExtensionField(type=ext_type, criticality=criticality, value=value)
+
+
+def _decode_type(tlv: Tlv, what: str) -> ExtensionType:
+    if tlv.tag == _EXT_PRIVATE:
+        return ber.read_oid(tlv, f"{what}.type")
+    number = ber.read_int(ber.expect(tlv, _EXT_STANDARD, f"{what}.type"), f"{what}.type")
+    return _standard(number)
 
 
 def _standard(number: int) -> int:
@@ -178,7 +181,7 @@ def encode_extension(value: ExtensionField) -> bytes:
         if not isinstance(value.value, bytes | bytearray):
             raise EncodeError("value must be the BER of the value", where=f"{what}.value")
         ber.check_single_tlv(value.value, f"{what}.value")
-        parts.append(ber.tlv(_EXT_VALUE, value.value, constructed=True))
+        parts.append(ber.tlv(_EXT_VALUE, value.value, True))  # (constructed)
     return ber.constructed(ber.SEQUENCE, parts)
 
 
@@ -283,11 +286,25 @@ def priority_level_qualifier(extensions: Iterable[ExtensionField]) -> LevelQuali
     extension = find_extension(extensions, PRIORITY_LEVEL_QUALIFIER_OID)
     if extension is None:
         return None
+    if type(extension.value) is bytes:
+        known = _LEVEL_QUALIFIER_ENCODINGS.get(extension.value)
+        if known is not None:  # the usual encodings, looked up: read below as they would be
+            return known
     what = "priority-level-qualifier"
     value = _value_tlv(extension, what)
     if value is None or value.tag not in _LEVEL_QUALIFIER_TAGS:
         raise DecodeError("expected ENUMERATED { low(0), high(1) }", where=what)
-    return LevelQualifier(ber.read_bounded_int(value, what, 0, 1))
+    return _LEVEL_QUALIFIERS[ber.read_bounded_int(value, what, 0, 1)]
+
+
+_LEVEL_QUALIFIERS = (LevelQualifier.LOW, LevelQualifier.HIGH)
+"""By value (an index, not LevelQualifier(value): quicker)."""
+_LEVEL_QUALIFIER_ENCODINGS = {
+    ber.tlv(tag, ber.int_contents(qualifier)): qualifier
+    for tag in _LEVEL_QUALIFIER_TAGS
+    for qualifier in _LEVEL_QUALIFIERS
+}
+"""Each qualifier by its shortest encodings (ENUMERATED, and INTEGER)."""
 
 
 def priority_level_qualifier_extension(value: LevelQualifier) -> ExtensionField:

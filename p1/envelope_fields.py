@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, TypeVar, cast
+from typing import Any, ClassVar, Self, TypeVar
 
 from p1 import ber
 from p1.ber import Tlv, application, context
@@ -269,9 +269,14 @@ def decode_mts_identifier(tlv: Tlv, what: str = "MTSIdentifier") -> MTSIdentifie
     parts = ber.children(tlv, what)
     if len(parts) != 2:
         raise DecodeError(f"{len(parts)} components, expected 2", where=what)
-    domain = decode_gdi(ber.expect(parts[0], GDI_TAG, what), what)
-    local = ber.read_text(ber.expect(parts[1], ber.IA5_STRING, what), f"{what}.local-identifier")
-    return MTSIdentifier(global_domain_identifier=domain, local_identifier=local)
+    domain, local = parts
+    if domain.tag != GDI_TAG:  # (ber.expect only to say what is wrong: a call saved)
+        ber.expect(domain, GDI_TAG, what)
+    gdi = decode_gdi(domain, what)
+    if local.tag != ber.IA5_STRING:
+        ber.expect(local, ber.IA5_STRING, what)
+    text = ber.read_text(local, f"{what}.local-identifier")
+    return MTSIdentifier(global_domain_identifier=gdi, local_identifier=text)
 
 
 def encode_mts_identifier(value: MTSIdentifier, tag: int = MTS_IDENTIFIER_TAG) -> bytes:
@@ -368,20 +373,28 @@ def _flags_off(cls: type[NamedBits]) -> dict[str, bool]:
 _Bits = TypeVar("_Bits", bound="NamedBits")
 
 
-_DECODED_BITS: ber.Memo[tuple[type[NamedBits], bytes, int], NamedBits] = ber.Memo(256)
-"""Values already decoded (they are immutable, and the same few recur in every envelope)."""
+_DECODED_BITS: ber.Memo[tuple[type[NamedBits], bytes], Any] = ber.Memo(256)
+"""Values already decoded, by class and contents octets (they are immutable, and the
+same few recur in every envelope)."""
 
 
 def decode_bits(cls: type[_Bits], tlv: Tlv, what: str) -> _Bits:
     """A :class:`NamedBits` subclass from a BIT STRING TLV (any tag)."""
+    data, _, body, end, _, _, is_constructed = tlv
+    if is_constructed:  # segmented (rare): not kept
+        return _read_bits(cls, tlv, what)
+    key = (cls, bytes(data[body:end]))
+    value: _Bits | None = _DECODED_BITS.get(key)
+    if value is None:  # (the contents decide the value: checked once)
+        value = _DECODED_BITS.remember(key, _read_bits(cls, tlv, what))
+    return value
+
+
+def _read_bits(cls: type[_Bits], tlv: Tlv, what: str) -> _Bits:
     octets, length = ber.read_bits(tlv, what)
     if length > MAX_BITS:
         raise DecodeError(f"{length} bits is too long", where=what)
-    key = (cls, octets, length)
-    value = _DECODED_BITS.get(key)
-    if value is None:
-        value = _DECODED_BITS.remember(key, cls.from_bit_string(octets, length))
-    return cast(_Bits, value)
+    return cls.from_bit_string(octets, length)
 
 
 def encode_bits(value: NamedBits, tag: int, what: str) -> bytes:
@@ -680,7 +693,7 @@ def decode_name(tlv: Tlv, what: str) -> ORName:
     """An ORName under its own ``[APPLICATION 0]`` or an implicit tag."""
     if not tlv.constructed:
         raise DecodeError("an O/R name must be constructed", where=what)
-    raw = tlv.raw()
+    raw = bytes(tlv.data[tlv.start : tlv.stop])  # (Tlv.raw, inline)
     try:
         return decode_orname(raw if tlv.tag == ORNAME_TAG else ber.retag(raw, ORNAME_TAG))
     except DecodeError as exc:
@@ -698,6 +711,11 @@ def encode_name(name: ORName, tag: int = ORNAME_TAG) -> bytes:
 # OriginallySpecifiedRecipientNumber ::= INTEGER (1..ub-recipients)
 def decode_recipient_number(tlv: Tlv, what: str) -> int:
     """The originally-specified-recipient-number of a recipient (X.411 clause 12.2.1.1.1)."""
+    data, _, body, end, _, _, is_constructed = tlv
+    if not is_constructed and 0 < end - body <= 2:  # the usual, read directly
+        number = int.from_bytes(data[body:end], "big", signed=True)
+        if number >= 1:  # (two octets hold at most UB_RECIPIENTS)
+            return number
     return ber.read_bounded_int(
         tlv, f"{what}.originally-specified-recipient-number", 1, UB_RECIPIENTS
     )

@@ -37,6 +37,9 @@ from p1.envelope_fields import (
 )
 from p1.errors import DecodeError, EncodeError
 
+_new = object.__new__
+"""Makes a model the decoder fills in without its ``__init__`` (see TraceEntry)."""
+
 # --- trace -----------------------------------------------------------------------------
 
 
@@ -59,9 +62,14 @@ class RoutingAction(enum.IntEnum):
 #   deferred-time                        [1] DeferredTime OPTIONAL,
 #   converted-encoded-information-types  ConvertedEncodedInformationTypes OPTIONAL,
 #   other-actions                        [3] OtherActions DEFAULT {} }
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class TraceEntry:
-    """One element of trace-information: what one domain did (X.411 clause 12.2.1.1.1)."""
+    """One element of trace-information: what one domain did (X.411 clause 12.2.1.1.1).
+
+    (Not slots: the decoder sets every field in the instance dictionary at once, rather
+    than through the generated ``__init__``, which sets them one ``object.__setattr__``
+    call at a time.)
+    """
 
     global_domain_identifier: GlobalDomainIdentifier
     arrival_time: datetime
@@ -106,20 +114,26 @@ class InternalTraceEntry:
 TRACE_TAG = application(9)
 _ROUTING_ACTIONS = {int(action): action for action in RoutingAction}
 _NO_OTHER_ACTIONS = OtherActions()  # the DEFAULT (models are immutable: one is enough)
+_ARRIVAL_TAG = context(0)
+_DEFERRED_TAG = context(1)
+_ROUTING_TAG = context(2)
+_OTHER_ACTIONS_TAG = context(3)
 _SUPPLIED_MEMBERS = {
-    context(0): "arrival_time",
-    context(2): "routing_action",
+    _ARRIVAL_TAG: "arrival_time",
+    _ROUTING_TAG: "routing_action",
     GDI_TAG: "attempted",
     ber.IA5_STRING: "attempted",
-    context(1): "deferred_time",
+    _DEFERRED_TAG: "deferred_time",
     EIT_TAG: "converted_encoded_information_types",
-    context(3): "other_actions",
+    _OTHER_ACTIONS_TAG: "other_actions",
 }
 
 
 def _decode_supplied(tlv: Tlv, what: str) -> dict[str, Any]:
     """The fields of DomainSuppliedInformation / MTASuppliedInformation."""
-    members = ber.split_set(ber.expect(tlv, ber.SET, what), _SUPPLIED_MEMBERS, what)
+    if tlv.tag != ber.SET:
+        ber.expect(tlv, ber.SET, what)
+    members = ber.split_set(tlv, _SUPPLIED_MEMBERS, what)
     number = ber.read_int(members.need("routing_action", what), f"{what}.routing-action")
     action = _ROUTING_ACTIONS.get(number)
     if action is None:
@@ -152,11 +166,11 @@ def _encode_supplied(
     return ber.encode_set(
         ber.SET,
         [
-            ("arrival_time", ber.tlv(context(0), ber.utctime_contents(entry.arrival_time, what))),
+            ("arrival_time", ber.tlv(_ARRIVAL_TAG, ber.utctime_contents(entry.arrival_time, what))),
             (
                 "routing_action",
                 ber.tlv(
-                    context(2),
+                    _ROUTING_TAG,
                     ber.int_contents(
                         ber.check_int(entry.routing_action, f"{what}.routing-action", 0, 1)
                     ),
@@ -167,12 +181,12 @@ def _encode_supplied(
                 "deferred_time",
                 None
                 if entry.deferred_time is None
-                else ber.tlv(context(1), ber.utctime_contents(entry.deferred_time, what)),
+                else ber.tlv(_DEFERRED_TAG, ber.utctime_contents(entry.deferred_time, what)),
             ),
             ("converted_encoded_information_types", None if eits is None else encode_eits(eits)),
             (
                 "other_actions",
-                encode_bits(entry.other_actions, context(3), what)
+                encode_bits(entry.other_actions, _OTHER_ACTIONS_TAG, what)
                 if ber.keep("other_actions", entry.other_actions.is_empty, order)
                 else None,
             ),
@@ -183,18 +197,24 @@ def _encode_supplied(
 
 def decode_trace_entry(tlv: Tlv, what: str) -> TraceEntry:
     """TraceInformationElement."""
-    parts = ber.children(ber.expect(tlv, ber.SEQUENCE, what), what)
+    if tlv.tag != ber.SEQUENCE:
+        ber.expect(tlv, ber.SEQUENCE, what)
+    parts = ber.children(tlv, what)
     if len(parts) != 2:
         raise DecodeError(f"{len(parts)} components, expected 2", where=what)
     fields = _decode_supplied(parts[1], f"{what}.domain-supplied-information")
     attempted = fields.pop("attempted")
     if attempted is not None and attempted.tag != GDI_TAG:
         raise DecodeError("attempted-domain must be a GlobalDomainIdentifier", where=what)
-    return TraceEntry(
-        global_domain_identifier=decode_gdi(ber.expect(parts[0], GDI_TAG, what), what),
+    if parts[0].tag != GDI_TAG:
+        ber.expect(parts[0], GDI_TAG, what)
+    entry = _new(TraceEntry)  # every field read: not through __init__ (see there)
+    entry.__dict__.update(
+        global_domain_identifier=decode_gdi(parts[0], what),
         attempted_domain=None if attempted is None else decode_gdi(attempted, what),
         **fields,
     )
+    return entry
 
 
 def encode_trace_entry(entry: TraceEntry) -> bytes:

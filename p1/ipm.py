@@ -165,9 +165,13 @@ def _content_kind(kind: Kind) -> ContentKind:
     if isinstance(kind, ContentKind):
         return kind
     try:
-        return ContentKind(kind)
-    except ValueError:
+        known = _CONTENT_KINDS.get(kind)  # (a dict lookup, not ContentKind(kind): quicker)
+        return ContentKind(kind) if known is None else known
+    except (ValueError, TypeError):
         raise ValueError(f"not an IPM content type: {kind!r}") from None
+
+
+_CONTENT_KINDS: Final[dict[object, ContentKind]] = {kind.value: kind for kind in ContentKind}
 
 
 # --- IPM (X.420 7.1) ------------------------------------------------------------------
@@ -198,7 +202,7 @@ def _decode_ipm(data: bytes | bytearray | memoryview, kind: Kind, octet: int) ->
     if outer[0] != octet:
         raise DecodeError(f"expected tag 0x{octet:02x}, found 0x{view[0]:02x}", where="IPM")
     items = ber.items(view, outer, "IPM")
-    if [item[0] for item in items] != [SET_OCTET, SEQUENCE_OCTET]:
+    if len(items) != 2 or items[0][0] != SET_OCTET or items[1][0] != SEQUENCE_OCTET:
         raise DecodeError("an IPM is a heading SET and a body SEQUENCE", where="IPM")
     heading, body = items
     return IPM(heading=decode_heading(view, heading), body=decode_body(view, body, content_kind))
@@ -207,7 +211,11 @@ def _decode_ipm(data: bytes | bytearray | memoryview, kind: Kind, octet: int) ->
 def _single(data: bytes | bytearray | memoryview, what: str) -> tuple[View, FlatTlv]:
     """:func:`p1.ber.single`, reading ``data`` itself when it is ``bytes`` (the usual
     content): slicing bytes costs a fraction of slicing a view and copying that."""
-    view, outer = ber.single(data, what)
+    if type(data) is bytes:  # (read in place: no view to make)
+        outer = ber.read(data, 0, len(data))
+        if outer[4] == len(data):
+            return data, outer
+    view, outer = ber.single(data, what)  # (trailing bytes: says so)
     return (data if type(data) is bytes else view), outer
 
 

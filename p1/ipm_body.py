@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
 from p1 import ber
-from p1.ber import FlatTlv, View, tlv_bytes, wrap
+from p1.ber import FlatTlv, View, header, tlv_bytes, wrap
 from p1.errors import DecodeError, EncodeError
 from p1.ipm_models import (
     BinaryBodyPart,
@@ -391,11 +391,30 @@ def _encode_text(part: TextBodyPart, kind: ContentKind) -> list[bytes]:
         raise EncodeError("IA5 text has no character sets", where="TextBodyPart")
     if not part.data.isascii():
         raise EncodeError("IA5 text holds octets above 0x7f", where="TextBodyPart")
-    parameters = _IA5_PARAMETER_BYTES[Repertoire(part.repertoire)]
+    repertoire = part.repertoire
+    if type(repertoire) is not Repertoire:  # (a member is one already: no lookup)
+        repertoire = Repertoire(repertoire)
+    parameters = _IA5_PARAMETER_BYTES[repertoire]
+    extended = _is_extended(part.extended, kind)
+    if extended and repertoire is Repertoire.IA5:
+        return _extended_ia5_text_chunks(part.data)  # (the usual P772 text)
     data = wrap(_IA5STRING_OCTET, [part.data])
-    if _is_extended(part.extended, kind):
+    if extended:
         return _extended_chunks(ID_EP_IA5_TEXT, [parameters], ID_ET_IA5_TEXT, data)
     return wrap(_IA5_OCTET, [parameters, *data])
+
+
+def _extended_ia5_text_chunks(data: bytes) -> list[bytes]:
+    """What :func:`_extended_chunks` gives for IA5 text in the default repertoire (the
+    form :func:`_extended_ia5_text` reads straight through), its headers written in one
+    piece: a dozen calls fewer for the usual P772 body part."""
+    string = header(_IA5STRING_OCTET, len(data))
+    value = header(_CONTEXT_0_OCTET, len(string) + len(data))
+    inner = len(_IA5_TEXT_TYPE) + len(value) + len(string) + len(data)
+    instance = header(_INSTANCE_OF_OCTET, inner)
+    size = len(_IA5_TEXT_PARAMETERS) + len(instance) + inner
+    heads = (header(_EXTENDED_OCTET, size), _IA5_TEXT_PARAMETERS, instance, _IA5_TEXT_TYPE)
+    return [b"".join((*heads, value, string)), data]
 
 
 def _encode_binary(part: BinaryBodyPart, kind: ContentKind) -> list[bytes]:

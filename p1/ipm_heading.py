@@ -35,6 +35,7 @@ from p1 import ber
 from p1.ber import FlatTlv, View, tlv_bytes
 from p1.errors import DecodeError, EncodeError
 from p1.ipm_models import (
+    _HEADING_DEFAULTS,
     NO_REQUESTS,
     DistributionCodes,
     DistributionExtension,
@@ -81,6 +82,10 @@ TELETEX_OCTET: Final = 0x14
 UTCTIME_OCTET: Final = 0x17
 
 
+_new = object.__new__
+"""Makes a model the decoder fills in without its ``__init__`` (see Heading)."""
+
+
 def context(number: int, constructed: bool = True) -> int:
     """The identifier octet of ``[number]`` (number below 31)."""
     return 0x80 | (ber.CONSTRUCTED if constructed else 0) | number
@@ -103,7 +108,7 @@ _PRINTABLE: Final = frozenset(
 
 def printable(value: str, what: str, low: int, high: int) -> bytes:
     """The octets of a PrintableString of ``low``..``high`` characters (X.680 41.4)."""
-    if not isinstance(value, str) or not low <= len(value) <= high or not set(value) <= _PRINTABLE:
+    if not (isinstance(value, str) and low <= len(value) <= high and _PRINTABLE.issuperset(value)):
         raise EncodeError(f"{value!r} is not a PrintableString of {low}..{high}", where=what)
     return value.encode("ascii")
 
@@ -134,9 +139,9 @@ def read_enum(view: View, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> 
     value = ber.integer(view, tlv, what)
     members = _ENUM_MEMBERS.get(cls)
     if members is not None:  # an enumeration seen before: a dict lookup, not cls(value)
-        known = members.get(value)
+        known: _E | None = members.get(value)
         if known is not None:
-            return cast(_E, known)
+            return known
     try:
         member = cls(value)
     except ValueError:
@@ -146,7 +151,7 @@ def read_enum(view: View, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> 
     return member
 
 
-_ENUM_MEMBERS: dict[object, dict[object, enum.Enum]] = {}
+_ENUM_MEMBERS: dict[object, dict[object, Any]] = {}
 """The members of each enumeration read_enum has read, by value."""
 
 
@@ -207,14 +212,20 @@ _DESCRIPTOR: Final = {
 def decode_descriptor(view: View, tlv: FlatTlv) -> ORDescriptor:
     """``ORDescriptor ::= SET {formal-name ORName OPTIONAL, free-form-name [0]
     FreeFormName OPTIONAL, telephone-number [1] TelephoneNumber OPTIONAL}``."""
+    name, free, phone = _descriptor_fields(view, tlv)
+    return ORDescriptor(formal_name=name, free_form_name=free, telephone_number=phone)
+
+
+def _descriptor_fields(view: View, tlv: FlatTlv) -> tuple[ORName | None, str | None, str | None]:
+    """The formal name, free-form name and telephone number of an ORDescriptor."""
     found = ber.members(view, tlv, _DESCRIPTOR, "ORDescriptor")
     name = found.get("formal-name")
     free = found.get("free-form-name")
     phone = found.get("telephone-number")
-    return ORDescriptor(
-        formal_name=None if name is None else _read_orname(view, name),
-        free_form_name=None if free is None else ber.text(view, free, "FreeFormName", "latin-1"),
-        telephone_number=None if phone is None else ber.text(view, phone, "TelephoneNumber"),
+    return (
+        None if name is None else _read_orname(view, name),
+        None if free is None else ber.text(view, free, "FreeFormName", "latin-1"),
+        None if phone is None else ber.text(view, phone, "TelephoneNumber"),
     )
 
 
@@ -285,15 +296,16 @@ def _decode_recipient(view: View, tlv: FlatTlv) -> Recipient:
     found = ber.members(view, tlv, _RECIPIENT, "RecipientSpecifier")
     if "recipient" not in found:
         raise DecodeError("recipient missing", where="RecipientSpecifier")
-    descriptor = decode_descriptor(view, found["recipient"])
+    name, free, phone = _descriptor_fields(view, found["recipient"])
     requests = found.get("notification-requests")
     reply = found.get("reply-requested")
     extensions = found.get("recipient-extensions")
     flags = ber.bits(view, requests, "NotificationRequests") if requests is not None else ()
-    return Recipient(
-        name=descriptor.formal_name,
-        free_form_name=descriptor.free_form_name,
-        telephone_number=descriptor.telephone_number,
+    recipient = _new(Recipient)  # every field read: not through __init__ (see Heading)
+    recipient.__dict__.update(
+        name=name,
+        free_form_name=free,
+        telephone_number=phone,
         notification_requests=(
             NotificationRequests(sum(1 << bit for bit in flags if bit < len(NotificationRequests)))
             if flags
@@ -302,6 +314,7 @@ def _decode_recipient(view: View, tlv: FlatTlv) -> Recipient:
         reply_requested=reply is not None and ber.boolean(view, reply, "reply-requested"),
         extensions=() if extensions is None else decode_extensions(view, extensions),
     )
+    return recipient
 
 
 def _encode_recipient(recipient: Recipient) -> bytes:
@@ -334,12 +347,15 @@ def _expect(tlv: FlatTlv, octet: int, what: str) -> None:
 
 
 def _load_precedence(view: View, tlv: FlatTlv) -> Precedence:
-    _expect(tlv, INTEGER_OCTET, "MMHSPrecedence")
+    if tlv[0] != INTEGER_OCTET:
+        _expect(tlv, INTEGER_OCTET, "MMHSPrecedence")
     return read_enum(view, tlv, Precedence, "MMHSPrecedence")
 
 
 def _dump_precedence(value: Precedence) -> bytes:
-    return tlv_bytes(INTEGER_OCTET, _integer(Precedence(value), "MMHSPrecedence"))
+    if type(value) is not Precedence:  # (a member is one already: no lookup)
+        value = Precedence(value)
+    return tlv_bytes(INTEGER_OCTET, _integer(value, "MMHSPrecedence"))
 
 
 def _load_string(view: View, tlv: FlatTlv) -> str:
@@ -357,7 +373,8 @@ def _strings(view: View, tlv: FlatTlv, what: str) -> tuple[str, ...]:
 
 
 def _load_strings(view: View, tlv: FlatTlv) -> tuple[str, ...]:
-    _expect(tlv, SEQUENCE_OCTET, "SEQUENCE OF MilitaryString")
+    if tlv[0] != SEQUENCE_OCTET:
+        _expect(tlv, SEQUENCE_OCTET, "SEQUENCE OF MilitaryString")
     return _strings(view, tlv, "SEQUENCE OF MilitaryString")
 
 
@@ -369,7 +386,8 @@ _MESSAGE_TYPE: Final = {context(0, False): "type", context(1, False): "identifie
 
 
 def _load_message_type(view: View, tlv: FlatTlv) -> MessageType:
-    _expect(tlv, SET_OCTET, "MessageType")
+    if tlv[0] != SET_OCTET:
+        _expect(tlv, SET_OCTET, "MessageType")
     found = ber.members(view, tlv, _MESSAGE_TYPE, "MessageType")
     if "type" not in found:
         raise DecodeError("type missing", where="MessageType")
@@ -381,10 +399,10 @@ def _load_message_type(view: View, tlv: FlatTlv) -> MessageType:
 
 
 def _dump_message_type(value: MessageType) -> bytes:
-    parts = [tlv_bytes(context(0, False), _integer(value.type, "TypeMessage"))]
+    parts = [tlv_bytes(0x80, _integer(value.type, "TypeMessage"))]  # [0]
     if value.identifier is not None:
         identifier = _military(value.identifier, "MessageIdentifier")
-        parts.append(tlv_bytes(context(1, False), identifier))
+        parts.append(tlv_bytes(0x81, identifier))  # [1]
     return _constructed(SET_OCTET, parts)
 
 
@@ -500,6 +518,25 @@ _EXTENSIONS: Final = (
     _Extension("originator_plad", _mm(14), _load_string, _dump_string),
 )
 _EXTENSIONS_BY_OID: Final = {extension.oid: extension for extension in _EXTENSIONS}
+_EXTENSIONS_BY_TLV: Final = {extension.oid_tlv: extension for extension in _EXTENSIONS}
+
+
+def _modelled(view: View, tlv: FlatTlv) -> tuple[_Extension, FlatTlv] | None:
+    """A modelled extension and its value, when the IPMSExtension is a SEQUENCE of a
+    known OBJECT IDENTIFIER (found by its encoding) and one value; None: not one of
+    those, for :func:`_extension_parts` to read (and to refuse, in its words)."""
+    key, _, body, end, _ = tlv
+    if key != SEQUENCE_OCTET or body + 2 > end or view[body + 1] > 0x7F:
+        return None
+    start = body + 2 + view[body + 1]  # the value's (past the identifier)
+    extension = _EXTENSIONS_BY_TLV.get(bytes(view[body:start])) if start < end else None
+    if extension is None:
+        return None
+    length = end - start - 2  # the value's, if it fills the rest with a short length
+    if 0 <= length < 0x80 and view[start + 1] == length and view[start] & 0x1F != 0x1F:
+        return extension, (view[start], start, start + 2, end, end)  # (as items() reads it)
+    value = ber.read(view, start, end, 1)
+    return (extension, value) if value[4] == end else None
 
 
 def _heading_extensions(view: View, tlv: FlatTlv) -> dict[str, Any]:
@@ -508,8 +545,13 @@ def _heading_extensions(view: View, tlv: FlatTlv) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     others: list[RawExtension] = []
     for item in ber.items(view, tlv, "extensions"):
-        oid, value = _extension_parts(view, item)
-        extension = _EXTENSIONS_BY_OID.get(oid)
+        modelled = _modelled(view, item)  # (the usual: no OID to decode)
+        if modelled is None:
+            oid, value = _extension_parts(view, item)
+            extension = _EXTENSIONS_BY_OID.get(oid)
+        else:
+            extension, value = modelled
+            oid = extension.oid
         if extension is not None and value is not None and extension.field not in fields:
             try:
                 loaded = extension.load(view, value)
@@ -620,7 +662,11 @@ def decode_heading(view: View, tlv: FlatTlv) -> Heading:
             fields[field] = read(view, member)
         else:
             fields.update(read(view, member))
-    return Heading(**fields)
+    heading = _new(Heading)  # (not through __init__: see _HEADING_DEFAULTS)
+    values = heading.__dict__
+    values.update(_HEADING_DEFAULTS)
+    values.update(fields)
+    return heading
 
 
 def _many(octet: int, items: tuple[Any, ...], write: Callable[[Any], bytes]) -> bytes:

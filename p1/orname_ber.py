@@ -6,20 +6,23 @@ Import the public names from :mod:`p1.orname`; this module builds on its models.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from p1 import asn1, ber
 from p1.errors import CodecError, DecodeError, EncodeError
 from p1.orname_model import (
+    _A,
+    _DEFAULTS,
     MODULE,
     NAME_MODULE,
     ExtensionAttribute,
     ExtensionAttributeType,
     ORAddress,
     ORName,
-    _built,
     _is_numeric,
     _looks_numeric,
+    _new,
 )
 
 # --- codec edge -----------------------------------------------------------------------
@@ -289,6 +292,8 @@ def _only(data: bytes, start: int, end: int) -> _Item:
 
 
 _Fields = dict[str, Any]
+"""The fields of the name being read (its instance dictionary): each at its default
+until read, so ``fields[name] is None`` means "not read yet"."""
 
 
 # BuiltInStandardAttributes members by identifier octet: (rank, field).  The members
@@ -307,6 +312,8 @@ _STANDARD_MEMBERS = {
     0xA6: (8, ""),
 }
 _NOT_STANDARD = (-1, "")
+_STANDARD_BY_OCTET = tuple(_STANDARD_MEMBERS.get(octet, _NOT_STANDARD) for octet in range(256))
+"""_STANDARD_MEMBERS by identifier octet, every octet (indexing: quicker than a lookup)."""
 _PERSONAL_RANK = 7
 _NUMERIC_FLAGS = {"country": "country_numeric", "admd": "admd_numeric", "prmd": "prmd_numeric"}
 
@@ -321,7 +328,7 @@ def _read_standard(data: bytes, start: int, end: int, fields: _Fields) -> None:
         if length > 0x7F:
             body, length = _long_form(data, start, end)
         start = body + length
-        rank, name = _STANDARD_MEMBERS.get(octet, _NOT_STANDARD)
+        rank, name = _STANDARD_BY_OCTET[octet]
         if rank <= last or start > end:
             raise _Unusual  # unknown, repeated or out of order; or overrunning
         last = rank
@@ -356,6 +363,8 @@ _PERSONAL_OCTETS = {
     0x82: "initials",
     0x83: "generation_qualifier",
 }
+_PERSONAL_BY_OCTET = tuple(_PERSONAL_OCTETS.get(octet) for octet in range(256))
+"""_PERSONAL_OCTETS by identifier octet, every octet (None: not a member)."""
 
 
 def _read_personal(data: bytes, start: int, end: int, fields: _Fields) -> None:
@@ -365,11 +374,11 @@ def _read_personal(data: bytes, start: int, end: int, fields: _Fields) -> None:
         if length > 0x7F:
             body, length = _long_form(data, start, end)
         start = body + length
-        name = _PERSONAL_OCTETS.get(octet)
-        if name is None or name in fields or start > end:
-            raise _Unusual
+        name = _PERSONAL_BY_OCTET[octet]
+        if name is None or fields[name] is not None or start > end:
+            raise _Unusual  # unknown, repeated or overrunning
         fields[name] = data[body:start].decode("ascii")
-    if "surname" not in fields:
+    if fields["surname"] is None:
         raise _Unusual
 
 
@@ -401,16 +410,18 @@ def _read_domain_defined(data: bytes, start: int, end: int, fields: _Fields) -> 
     fields["domain_defined"] = tuple(pairs)
 
 
-def _common_name_of(raw: bytes) -> str | None:
-    """The common name, if ``raw`` (one TLV) is the encoding we would write for it."""
-    octet, body, _ = _only(raw, 0, len(raw))
+def _common_name_of(data: bytes, start: int, value: _Item) -> str | None:
+    """The common name in the extension attribute value at ``start`` (the one TLV
+    ``value``), if that is the encoding we would write for it."""
+    octet, body, end = value
     if octet != _PRINTABLE_OCTET:
         return None
+    if body - start != 2 and data[start + 1 : body] != ber.length_octets(end - body):
+        return None  # a longer length than needed
     try:
-        text = raw[body:].decode("ascii")
+        return data[body:end].decode("ascii")
     except UnicodeDecodeError:
         return None
-    return text if raw[1:body] == ber.length_octets(len(text)) else None
 
 
 def _read_extensions(data: bytes, start: int, end: int, fields: _Fields) -> None:
@@ -422,14 +433,15 @@ def _read_extensions(data: bytes, start: int, end: int, fields: _Fields) -> None
         (type_octet, type_body, type_end), (value_octet, value_body, value_end) = pair
         if type_octet != _EXT_TYPE_OCTET or value_octet != _EXT_VALUE_OCTET:
             raise _Unusual
-        _only(data, value_body, value_end)
+        value = _only(data, value_body, value_end)
         kind = int.from_bytes(data[type_body:type_end], "big", signed=True)
-        raw = data[value_body:value_end]
         common_name = (
-            _common_name_of(raw) if kind == _COMMON_NAME and "common_name" not in fields else None
+            _common_name_of(data, value_body, value)
+            if kind == _COMMON_NAME and fields["common_name"] is None
+            else None
         )
         if common_name is None:
-            kept.append(ExtensionAttribute(type=kind, value=raw))
+            kept.append(ExtensionAttribute(type=kind, value=data[value_body:value_end]))
         else:
             fields["common_name"] = common_name
             if index:  # (0, the first, is the default: None)
@@ -444,19 +456,27 @@ def _read_directory_name(data: bytes, start: int, end: int, fields: _Fields) -> 
     fields["directory_name"] = data[start:end]
 
 
+_Reader = tuple[int, Callable[[bytes, int, int, _Fields], None]]
+
 # ORName members after built-in-standard-attributes, in order: (octet, reader).
-_OPTIONAL_READERS = (
+_OPTIONAL_READERS: tuple[_Reader, ...] = (
     (_SEQUENCE_OCTET, _read_domain_defined),
     (_SET_OCTET, _read_extensions),
     (_DIRECTORY_NAME_OCTET, _read_directory_name),
 )
+_READERS = {ORName: _OPTIONAL_READERS, ORAddress: _OPTIONAL_READERS[:2]}
+"""The optional members of each: an ORAddress has no directory-name."""
 
 
-def _read_address(data: bytes, outer: int, directory: bool) -> _Fields:
-    """The fields of the ORName (or ORAddress) that ``data`` holds; raises _Unusual."""
-    octet, start, end = _only(data, 0, len(data))
-    if octet != outer or data[start] != _SEQUENCE_OCTET:
-        raise _Unusual  # (an empty name: IndexError)
+def _read_address(data: bytes, cls: type[_A], outer: int) -> _A:
+    """The ORName (or ORAddress) that ``data`` holds, the identifier octet ``outer``
+    first; raises _Unusual."""
+    end = len(data)
+    length, start = data[1], 2  # (_only, inline: an empty name is an IndexError)
+    if length > 0x7F:
+        start, length = _long_form(data, 0, end)
+    if data[0] != outer or start + length != end or data[start] != _SEQUENCE_OCTET:
+        raise _Unusual
     # built-in-standard-attributes, then the optional members (most names have none).
     length, body = data[start + 1], start + 2
     if length > 0x7F:
@@ -464,15 +484,18 @@ def _read_address(data: bytes, outer: int, directory: bool) -> _Fields:
     start = body + length
     if start > end:
         raise _Unusual
-    fields: _Fields = {}
+    value = _new(cls)  # (not through __init__: see _DEFAULTS)
+    fields: _Fields = value.__dict__
+    fields.update(_DEFAULTS[cls])
     _read_standard(data, body, start, fields)
     if start < end:
-        _read_optional(data, start, end, fields, directory)
-    return fields
+        _read_optional(data, start, end, fields, _READERS[cls])
+    return value
 
 
-def _read_optional(data: bytes, start: int, end: int, fields: _Fields, directory: bool) -> None:
-    readers = _OPTIONAL_READERS if directory else _OPTIONAL_READERS[:2]
+def _read_optional(
+    data: bytes, start: int, end: int, fields: _Fields, readers: tuple[_Reader, ...]
+) -> None:
     index = 0
     for octet, body, stop in _items(data, start, end):
         while index < len(readers) and readers[index][0] != octet:
@@ -487,19 +510,30 @@ def _as_bytes(data: object) -> bytes | None:
     return bytes(data) if isinstance(data, bytes | bytearray | memoryview) else None
 
 
-def _tlv(octet: int, contents: bytes) -> bytes:
-    length = len(contents)
-    if length < 0x80:
-        return b"%c%c%s" % (octet, length, contents)
-    return b"%c%s%s" % (octet, ber.length_octets(length), contents)
+# The writers below build the usual short TLVs from precomputed headers (indexed by
+# length, see ber.short_headers) and their contents: half the cost of formatting them.
+_tlv = ber.tlv_bytes
+_PRINTABLE_HEADERS = ber.short_headers(_PRINTABLE_OCTET)
+_ORGANIZATION_HEADERS = ber.short_headers(0x83)
+_PERSONAL_NAME_HEADERS = ber.short_headers(0xA5)
+_UNITS_HEADERS = ber.short_headers(0xA6)
+_STANDARD_HEADERS = ber.short_headers(_SEQUENCE_OCTET)
+_SURNAME_HEADERS = ber.short_headers(0x80)
+_GIVEN_NAME_HEADERS = ber.short_headers(0x81)
 
 
 def _string(octet: int, value: str) -> bytes:
     contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    return _tlv(octet, contents)
+
+
+def _printable(value: str) -> bytes:
+    """``_string(_PRINTABLE_OCTET, value)``: organizational units, common name."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
     length = len(contents)
-    if length < 0x80:
-        return b"%c%c%s" % (octet, length, contents)  # _tlv, inline: names are mostly this
-    return b"%c%s%s" % (octet, ber.length_octets(length), contents)
+    return (
+        _PRINTABLE_HEADERS[length] + contents if length < 0x80 else _tlv(_PRINTABLE_OCTET, contents)
+    )
 
 
 def _open(octet: int, value: bytes) -> bytes:
@@ -515,15 +549,31 @@ def _form(flag: bool | None, value: str) -> int:
     return _NUMERIC_OCTET if numeric else _PRINTABLE_OCTET
 
 
-def _choice(octet: int, flag: bool | None, value: str) -> bytes:
-    """``_tlv(octet, _string(_form(flag, value), value))``, in one call: CountryName,
-    AdministrationDomainName and PrivateDomainName (every name has two or three)."""
+def _choice_headers(octet: int) -> tuple[tuple[bytes, bytes], ...]:
+    """By length (below 0x7E, both lengths short): the headers of a NumericString and of
+    a PrintableString of that length in the explicit tag ``octet``."""
+    return tuple(
+        (bytes((octet, n + 2, _NUMERIC_OCTET, n)), bytes((octet, n + 2, _PRINTABLE_OCTET, n)))
+        for n in range(0x7E)
+    )
+
+
+_COUNTRY_HEADERS = _choice_headers(0x61)
+_ADMD_HEADERS = _choice_headers(0x62)
+_PRMD_HEADERS = _choice_headers(0xA2)
+
+
+def _choice(
+    octet: int, headers: tuple[tuple[bytes, bytes], ...], flag: bool | None, value: str
+) -> bytes:
+    """``_tlv(octet, _string(_form(flag, value), value))``, in one call, ``headers``
+    being ``_choice_headers(octet)``: CountryName, AdministrationDomainName and
+    PrivateDomainName (every name has two or three)."""
     contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
     numeric = flag if flag is not None else contents.isdigit()  # ASCII: as _looks_numeric
     length = len(contents)
-    if length < 0x7E:  # both lengths short
-        inner = _NUMERIC_OCTET if numeric else _PRINTABLE_OCTET
-        return b"%c%c%c%c%s" % (octet, length + 2, inner, length, contents)
+    if length < 0x7E:
+        return headers[length][0 if numeric else 1] + contents
     return _tlv(octet, _string(_form(flag, value), value))
 
 
@@ -533,39 +583,39 @@ def _write_standard(address: ORAddress) -> bytes:
     parts: list[bytes] = []
     append = parts.append
     if address.country is not None:
-        append(_choice(0x61, address.country_numeric, address.country))
+        append(_choice(0x61, _COUNTRY_HEADERS, address.country_numeric, address.country))
     if address.admd is not None:
-        append(_choice(0x62, address.admd_numeric, address.admd))
+        append(_choice(0x62, _ADMD_HEADERS, address.admd_numeric, address.admd))
     if address.network_address is not None:
         append(_string(0x80, address.network_address))
     if address.terminal_identifier is not None:
         append(_string(0x81, address.terminal_identifier))
     if address.prmd is not None:
-        append(_choice(0xA2, address.prmd_numeric, address.prmd))
+        append(_choice(0xA2, _PRMD_HEADERS, address.prmd_numeric, address.prmd))
     value = address.organization
     if value is not None:
         contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
         length = len(contents)
-        append(b"\x83%c%s" % (length, contents) if length < 0x80 else _tlv(0x83, contents))
+        append(_ORGANIZATION_HEADERS[length] + contents if length < 0x80 else _tlv(0x83, contents))
     if address.numeric_user_identifier is not None:
         append(_string(0x84, address.numeric_user_identifier))
     surname = address.surname
     if surname is not None:
         personal = _personal(surname, address)
         length = len(personal)
-        append(b"\xa5%c%s" % (length, personal) if length < 0x80 else _tlv(0xA5, personal))
+        append(_PERSONAL_NAME_HEADERS[length] + personal if length < 0x80 else _tlv(0xA5, personal))
     elif address.given_name is not None or address.initials is not None:
         raise _Unusual  # personal-name needs a surname
     elif address.generation_qualifier is not None:
         raise _Unusual
     units = address.organizational_units
     if units:
-        contents = b"".join([_string(_PRINTABLE_OCTET, unit) for unit in units])
+        contents = b"".join([_printable(unit) for unit in units])
         length = len(contents)
-        append(b"\xa6%c%s" % (length, contents) if length < 0x80 else _tlv(0xA6, contents))
+        append(_UNITS_HEADERS[length] + contents if length < 0x80 else _tlv(0xA6, contents))
     contents = b"".join(parts)
     length = len(contents)
-    return b"\x30%c%s" % (length, contents) if length < 0x80 else _tlv(0x30, contents)
+    return _STANDARD_HEADERS[length] + contents if length < 0x80 else _tlv(0x30, contents)
 
 
 def _personal(surname: str, address: ORAddress) -> bytes:
@@ -573,12 +623,14 @@ def _personal(surname: str, address: ORAddress) -> bytes:
     generation-qualifier [3]."""
     contents = surname.encode("ascii")
     length = len(contents)
-    personal = b"\x80%c%s" % (length, contents) if length < 0x80 else _tlv(0x80, contents)
+    personal = _SURNAME_HEADERS[length] + contents if length < 0x80 else _tlv(0x80, contents)
     value = address.given_name
     if value is not None:
         contents = value.encode("ascii")
         length = len(contents)
-        personal += b"\x81%c%s" % (length, contents) if length < 0x80 else _tlv(0x81, contents)
+        personal += (
+            _GIVEN_NAME_HEADERS[length] + contents if length < 0x80 else _tlv(0x81, contents)
+        )
     if address.initials is not None:
         personal += _string(0x82, address.initials)
     if address.generation_qualifier is not None:
@@ -601,12 +653,29 @@ def _write_extension(kind: int, value: bytes) -> bytes:
     return _tlv(_SEQUENCE_OCTET, number + _open(_EXT_VALUE_OCTET, value))
 
 
+def _write_common_name(value: str) -> bytes:
+    """The common-name extension attribute: ``_write_extension(_COMMON_NAME,
+    _printable(value))``, the usual short one from a precomputed header."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    length = len(contents)
+    if length < 0x79:
+        return _COMMON_NAME_HEADERS[length] + contents
+    return _write_extension(_COMMON_NAME, _printable(value))
+
+
+_COMMON_NAME_HEADERS = tuple(
+    bytes((_SEQUENCE_OCTET, n + 7, _EXT_TYPE_OCTET, 1, _COMMON_NAME, _EXT_VALUE_OCTET, n + 2))
+    + bytes((_PRINTABLE_OCTET, n))
+    for n in range(0x79)
+)
+"""By length (below 0x79, every length short): SEQUENCE { [0] 1, [1] PrintableString }."""
+
+
 def _write_extensions(address: ORAddress) -> bytes:
     out = [_write_extension(a.type, a.value) for a in address.extension_attributes]
     if address.common_name is not None:
-        raw = _string(_PRINTABLE_OCTET, address.common_name)
         position = min(address.common_name_position or 0, len(out))
-        out.insert(position, _write_extension(_COMMON_NAME, raw))
+        out.insert(position, _write_common_name(address.common_name))
     return _tlv(_SET_OCTET, b"".join(out)) if out else b""
 
 
@@ -615,8 +684,10 @@ def _write_address(address: ORAddress) -> bytes:
     standard = _write_standard(address)
     if address.domain_defined:
         standard += _write_domain_defined(address)
-    if address.common_name is not None or address.extension_attributes:
+    if address.extension_attributes:
         standard += _write_extensions(address)
+    elif address.common_name is not None:  # the usual extension attribute, alone
+        standard += _tlv(_SET_OCTET, _write_common_name(address.common_name))
     return standard
 
 
@@ -647,7 +718,7 @@ def decode_oraddress(data: bytes) -> ORAddress:
     view = _as_bytes(data)
     if view is not None:
         try:
-            return _built(ORAddress, _read_address(view, _SEQUENCE_OCTET, False))
+            return _read_address(view, ORAddress, _SEQUENCE_OCTET)
         except _UNUSUAL:
             pass
     return oraddress_from_asn1(asn1.decode(MODULE, "ORAddress", data))
@@ -656,6 +727,8 @@ def decode_oraddress(data: bytes) -> ORAddress:
 def encode_orname(name: ORName) -> bytes:
     """BER of ``MTSAbstractService.ORName`` (``[APPLICATION 0]``); raises :class:`EncodeError`."""
     try:
+        if name.directory_name is None:  # (_write_name, inline: most names have none)
+            return _tlv(_ORNAME_OCTET, _write_address(name))
         return _write_name(name)
     except _TROUBLE:
         return asn1.encode(MODULE, "ORName", orname_to_asn1(name))
@@ -663,10 +736,10 @@ def encode_orname(name: ORName) -> bytes:
 
 def decode_orname(data: bytes) -> ORName:
     """An :class:`ORName` from its BER; raises :class:`DecodeError` only."""
-    view = _as_bytes(data)
+    view = data if type(data) is bytes else _as_bytes(data)
     if view is not None:
         try:
-            return _built(ORName, _read_address(view, _ORNAME_OCTET, True))
+            return _read_address(view, ORName, _ORNAME_OCTET)
         except _UNUSUAL:
             pass
     return orname_from_asn1(asn1.decode(MODULE, "ORName", data))

@@ -231,23 +231,14 @@ _A = TypeVar("_A", bound=ORAddress)
 _DEFAULTS: dict[type[ORAddress], dict[str, Any]] = {
     cls: {f.name: f.default for f in dataclasses.fields(cls)} for cls in (ORAddress, ORName)
 }
-
-
-def _built(cls: type[_A], fields: dict[str, Any]) -> _A:
-    """``cls(**fields)`` for fields as ``__post_init__`` leaves them (the BER reader's).
-
-    The generated ``__init__`` of a frozen dataclass sets its twenty-odd fields one
-    ``object.__setattr__`` call at a time; an envelope and its heading decode several
-    names, so the codec fills the instance dictionary in one step instead.  (This is
-    why the two classes keep a ``__dict__`` rather than slots.)
-    """
-    value = _new(cls)
-    _set(value, "__dict__", {**_DEFAULTS[cls], **fields})
-    return value
-
+"""Every field's default, by class.  The BER reader makes a name with ``_new(cls)``,
+copies these into its instance dictionary and sets the fields it reads there, as
+``__post_init__`` would leave them: the generated ``__init__`` of a frozen dataclass
+sets its twenty-odd fields one ``object.__setattr__`` call at a time, and an envelope
+and its heading decode several names.  (This is why the two classes keep a
+``__dict__`` rather than slots.)"""
 
 _new = object.__new__
-_set = object.__setattr__
 
 
 def _address_fields(address: ORAddress) -> dict[str, Any]:
