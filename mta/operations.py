@@ -72,10 +72,11 @@ class LocalApi:
             unit = functools.partial(
                 service.units.submit_in, request=submission, now=datetime.now(UTC)
             )
-            identifier, plan, result = await service.db.batch(unit)
+            identifier, plan, result, delivered = await service.db.batch(unit)
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
         log_intake("submitted", plan, result, f"by {submission.originator.canonical}")
+        service.delivered(delivered)
         service.notify(plan)
         rejected = [o.recipient.canonical for o in plan.rejected]
         return {"ok": True, "mts_identifier": identifier, "rejected": rejected}, b""

@@ -47,7 +47,7 @@ from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
 from mta.routing import Router
-from mta.units import Units
+from mta.units import LocalOutcome, Units
 from p1.association import AssociationSettings, BindRequested
 from p1.mtabind import MTABindError, MTABindResult
 from store import LOCAL_ROUTE, open_database
@@ -255,12 +255,30 @@ class Service:
         """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
         now = datetime.now(UTC)
         try:
-            unit = functools.partial(self.units.receive_in, apdu=apdu, now=now, origin_peer=peer)
-            plan, result = await self.db.batch(unit)
+            unit = functools.partial(
+                self.units.receive_and_deliver_in, apdu=apdu, now=now, origin_peer=peer
+            )
+            plan, result, delivered = await self.db.batch(unit)
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
+        self.delivered(delivered)
         self.notify(plan)
+
+    def delivered(self, outcome: LocalOutcome | None) -> None:
+        """Log a local delivery; send on the delivery report it queued."""
+        if outcome is None:
+            return
+        log.info(
+            "delivered %s %s (%s) to %s%s",
+            outcome.kind.value,
+            outcome.mts_identifier,
+            outcome.precedence.label,
+            ", ".join(outcome.users),
+            "; delivery report queued" if outcome.reported else "",
+        )
+        if outcome.reported:
+            self.notify()
 
     # --- local delivery and expiry -----------------------------------------------------
 
@@ -271,16 +289,7 @@ class Service:
             unit = functools.partial(self.units.deliver_local_in, now=datetime.now(UTC))
             outcomes = await self.db.batch(unit)
             for outcome in outcomes:
-                log.info(
-                    "delivered %s %s (%s) to %s%s",
-                    outcome.kind.value,
-                    outcome.mts_identifier,
-                    outcome.precedence.label,
-                    ", ".join(outcome.users),
-                    "; delivery report queued" if outcome.reported else "",
-                )
-            if any(outcome.reported for outcome in outcomes):
-                self.notify()
+                self.delivered(outcome)
             if outcomes:
                 continue
             with contextlib.suppress(TimeoutError):

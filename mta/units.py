@@ -25,9 +25,10 @@ Public API::
 
     Units(engine, site, *, owner)
         .receive(apdu, now, *, origin_peer) -> (Plan, Enqueued | None)
-        .submit(request, now) -> (mts identifier, Plan, Enqueued | None)
+        .submit(request, now) -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
         .receive_in / .submit_in / .claim_in / .transferred_in (session, ...)
                     the same in the caller's transaction (group commit, mta.database)
+        .receive_and_deliver_in(session, ...) -> (Plan, Enqueued | None, LocalOutcome | None)
         .take_in(plans, now) -> tuple[Enqueued, ...]
         .claim(peer, precedences, now, *, limit=1) -> tuple[QueueEntry, ...]
         .transferred(entries, peer, now)      .defer(entry, *, error, next_attempt_at, now)
@@ -219,19 +220,49 @@ class Units:
         results = self._enqueue(session, (plan,), now, event)
         return plan, results[0] if results else None
 
-    def submit(self, request: SubmitRequest, now: datetime) -> tuple[str, Plan, Enqueued | None]:
+    def receive_and_deliver_in(
+        self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
+    ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
+        """:meth:`receive_in`, then the local recipients delivered in the same transaction
+        (one commit, not two, between the peer's transfer and the user's mailbox).
+
+        The delivery runs in a savepoint: if it fails, the message stays queued for the
+        local deliverer and the transfer is still taken.
+        """
+        plan, result = self.receive_in(session, apdu=apdu, now=now, origin_peer=origin_peer)
+        message = plan.message
+        if result is None or result.message_id is None or message is None:
+            return plan, result, None
+        if all(r.route != LOCAL_ROUTE for r in message.recipients):
+            return plan, result, None
+        try:
+            with session.begin_nested():
+                entry = TransitQueue(session).claim_message(
+                    result.message_id, LOCAL_ROUTE, now, owner=self.owner
+                )
+                outcome = None if entry is None else self._deliver(session, entry, now)
+        except Exception:  # left for the local deliverer, which reports what is wrong
+            log.exception("%s: immediate delivery failed", message.mts_identifier)
+            return plan, result, None
+        return plan, result, outcome
+
+    def submit(
+        self, request: SubmitRequest, now: datetime
+    ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
         """Give a local submission its identifier and envelope, and take it in."""
         with transaction(self.engine) as session:
             return self.submit_in(session, request=request, now=now)
 
     def submit_in(
         self, session: Session, *, request: SubmitRequest, now: datetime
-    ) -> tuple[str, Plan, Enqueued | None]:
+    ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
         """:meth:`submit` in the caller's transaction (for group commit)."""
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
         apdu = encode_mts_apdu(message)
-        plan, result = self.receive_in(session, apdu=apdu, now=now, origin_peer=None)
-        return message.envelope.mts_identifier.text, plan, result
+        plan, result, delivered = self.receive_and_deliver_in(
+            session, apdu=apdu, now=now, origin_peer=None
+        )
+        return message.envelope.mts_identifier.text, plan, result, delivered
 
     # --- transfer to peers -------------------------------------------------------------
 

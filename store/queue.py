@@ -35,6 +35,7 @@ Public API::
         .enqueue(message, now) -> Enqueued
         .enqueue_many(messages, now) -> tuple[Enqueued, ...]
         .claim_next(route, precedences, now, *, limit=1, owner=None) -> tuple[QueueEntry, ...]
+        .claim_message(message_id, route, now, *, owner=None) -> QueueEntry | None
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -304,6 +305,24 @@ class TransitQueue:
         ids += [i for i in siblings if i not in taken]
         claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
         return self._entries(order, claimed)
+
+    def claim_message(
+        self, message_id: int, route: str, now: datetime, *, owner: str | None = None
+    ) -> QueueEntry | None:
+        """Claim the due recipients of one message on ``route`` (e.g. a message just taken
+        in, to deliver its local recipients in the same transaction); None if none is due."""
+        due = {
+            "route": route,
+            "precedences": _levels(tuple(Precedence)),
+            "now": now,
+            "messages": [message_id],
+        }
+        ids = list(self.session.scalars(sql.SIBLINGS, due))
+        if not ids:
+            return None
+        claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
+        entries = self._entries([message_id], claimed)
+        return entries[0] if entries else None
 
     def _choose(self, due: Mapping[str, Any], limit: int) -> tuple[list[int], list[int]]:
         """The first ``limit`` messages in service order, with the recipient ids locked."""

@@ -12,8 +12,26 @@ from sqlalchemy import Engine
 
 from mta.units import Units
 from p1.precedence import Precedence
-from store import AuditEvent, AuditLog, RecipientState, TransitQueue, open_database, transaction
-from tests.mta.test_intake import NOW, SMITH, apdu, envelope, identifier, recipient, site_b
+from store import (
+    AuditEvent,
+    AuditLog,
+    MessageStore,
+    QueueEntry,
+    RecipientState,
+    TransitQueue,
+    open_database,
+    transaction,
+)
+from tests.mta.test_intake import (
+    JONES,
+    NOW,
+    SMITH,
+    apdu,
+    envelope,
+    identifier,
+    recipient,
+    site_b,
+)
 
 PEER = "MTA-A"  # site B routes Smith's domain to site A
 ROUTINE = (Precedence.ROUTINE, Precedence.DEFERRED)
@@ -106,3 +124,51 @@ def test_put_back_marks_the_confirmed_defers_the_failed_and_frees_the_unsent(
         2,
         "transfer failed: reset",
     )
+
+
+# --- a transfer received and delivered in one transaction --------------------------------
+
+
+def mailbox(units: Units, user: str) -> list[str]:
+    with transaction(units.engine, read_only=True) as session:
+        return [m.mts_identifier for m in MessageStore(session).list(user)]
+
+
+def test_a_message_for_a_local_user_is_delivered_with_the_transfer(units: Units) -> None:
+    made = envelope(recipient(JONES), recipient(SMITH, 2))
+    with transaction(units.engine) as session:
+        _plan, result, delivered = units.receive_and_deliver_in(
+            session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+        )
+    assert result is not None and result.queued
+    assert delivered is not None and delivered.users == (JONES.canonical,)
+    assert mailbox(units, JONES.canonical) == [made.mts_identifier.text]
+    by_route = {r.route: r.state for r in units_entry(units).recipients}
+    # Jones (local) is delivered; Smith (behind the peer) waits for a connection.
+    assert by_route == {"local": RecipientState.DELIVERED, PEER: RecipientState.PENDING}
+
+
+def test_a_transfer_received_twice_is_delivered_once(units: Units) -> None:
+    made = envelope(recipient(JONES))
+    for _ in range(2):
+        with transaction(units.engine) as session:
+            units.receive_and_deliver_in(session, apdu=apdu(made), now=NOW, origin_peer="MTA-A")
+    assert mailbox(units, JONES.canonical) == [made.mts_identifier.text]
+
+
+def test_a_message_to_be_delivered_later_is_not_delivered_at_once(units: Units) -> None:
+    made = envelope(recipient(JONES), deferred_delivery_time=NOW + timedelta(hours=1))
+    with transaction(units.engine) as session:
+        _, _, delivered = units.receive_and_deliver_in(
+            session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+        )
+    assert delivered is None
+    assert mailbox(units, JONES.canonical) == []
+    assert units_entry(units).recipients[0].state is RecipientState.PENDING
+
+
+def units_entry(units: Units) -> QueueEntry:
+    with transaction(units.engine, read_only=True) as session:
+        entry = TransitQueue(session).get(1)
+    assert entry is not None
+    return entry
