@@ -16,6 +16,9 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
 none) and the outcomes to report.  The envelope is re-encoded with its new trace while
 the content's octets are kept as received (:func:`p1.envelope.replace_message_envelope`).
+A local submission, whose envelope this MTA has just built, is planned from that envelope
+(:func:`plan_submission`) and encoded once, with its trace, instead of being encoded,
+read back and encoded again.
 
 Pure: no I/O, no clock; the caller passes ``now`` and new MTS identifiers.
 
@@ -24,6 +27,8 @@ Public API::
     Site(name, domain, router, table, max_age)      what this MTA is
     Plan(message, rejected, subject, arrival)
     plan_intake(apdu, site, *, origin_peer, now) -> Plan
+    plan_submission(message, site, *, now) -> Plan     as plan_intake(encode_mts_apdu(message),
+                                                   origin_peer=None), encoding once
     plan_report(report, site, *, precedence, now) -> Plan
     domain_of(address) -> GlobalDomainIdentifier
     IntakeError                                    the APDU cannot be taken (decode error)
@@ -31,7 +36,7 @@ Public API::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -39,6 +44,7 @@ from config.schema import MaxAge
 from mta.reports import Outcome, indicator_bits
 from mta.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
 from p1.envelope import (
+    Message,
     MessageEnvelope,
     Probe,
     RecipientField,
@@ -56,7 +62,15 @@ from p1.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryRepor
 from store.models import LOCAL_ROUTE, ApduKind
 from store.queue import NewMessage, NewRecipient
 
-__all__ = ["IntakeError", "Plan", "Site", "domain_of", "plan_intake", "plan_report"]
+__all__ = [
+    "IntakeError",
+    "Plan",
+    "Site",
+    "domain_of",
+    "plan_intake",
+    "plan_report",
+    "plan_submission",
+]
 
 
 class IntakeError(Exception):
@@ -105,7 +119,25 @@ def plan_intake(apdu: bytes, site: Site, *, origin_peer: str | None, now: dateti
         raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):
         return _plan_report(envelope, site, origin_peer=origin_peer, now=now)
-    return _plan_subject(apdu, envelope, site, origin_peer=origin_peer, now=now)
+
+    def write(traced: MessageEnvelope | Probe) -> bytes:
+        return _reencode(apdu, traced)
+
+    return _plan_subject(write, envelope, site, origin_peer=origin_peer, now=now)
+
+
+def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
+    """The plan for a message submitted locally, whose envelope this MTA built: the same
+    as :func:`plan_intake` of its encoding, but encoded once, with its trace."""
+
+    def write(traced: MessageEnvelope | Probe) -> bytes:
+        assert isinstance(traced, MessageEnvelope)
+        try:
+            return encode_mts_apdu(Message(envelope=traced, content=message.content))
+        except EncodeError as error:
+            raise IntakeError(f"the message cannot be encoded: {error}") from error
+
+    return _plan_subject(write, message.envelope, site, origin_peer=None, now=now)
 
 
 def plan_report(report: Report, site: Site, *, precedence: Precedence, now: datetime) -> Plan:
@@ -117,7 +149,7 @@ def plan_report(report: Report, site: Site, *, precedence: Precedence, now: date
 
 
 def _plan_subject(
-    apdu: bytes,
+    write: Callable[[MessageEnvelope | Probe], bytes],
     envelope: MessageEnvelope | Probe,
     site: Site,
     *,
@@ -140,15 +172,23 @@ def _plan_subject(
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
         kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,
-        apdu=_reencode(apdu, traced),
+        apdu=write(traced),
         precedence=_precedence(envelope, site),
         originator=envelope.originator_name.canonical,
         recipients=tuple(_new_recipient(r, routes[id(r)]) for r in queued),
         expiry_time=_expiry(envelope, site, now),
         not_before=getattr(envelope, "deferred_delivery_time", None),
         origin_peer=origin_peer,
+        envelope_recipients=_all_responsible(envelope),
     )
     return Plan(message=message, rejected=rejected, subject=envelope, arrival=now, why=why)
+
+
+def _all_responsible(envelope: MessageEnvelope | Probe) -> int | None:
+    """How many recipients ``envelope`` names if each has the responsibility bit set."""
+    if all(r.responsible for r in envelope.recipients):
+        return len(envelope.recipients)
+    return None
 
 
 def _loop(trace: Sequence[TraceEntry], internal: Sequence[InternalTraceEntry], site: Site) -> str:

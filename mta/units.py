@@ -52,7 +52,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from mta.intake import Plan, Site, plan_intake, plan_report
+from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
 from p1.envelope import (
@@ -131,16 +131,24 @@ class Units:
     ) -> tuple[Enqueued, ...]:
         """Queue the planned messages and the reports on rejected recipients; commit."""
         with transaction(self.engine) as session:
-            results = self._enqueue(session, plans, now, event)
+            journal: list[AuditRecord] = []
+            results = self._enqueue(session, plans, now, event, journal)
+            AuditLog(session).record_many(journal)
         return results
 
     def _enqueue(
-        self, session: Session, plans: Sequence[Plan], now: datetime, event: AuditEvent
+        self,
+        session: Session,
+        plans: Sequence[Plan],
+        now: datetime,
+        event: AuditEvent,
+        journal: list[AuditRecord],
     ) -> tuple[Enqueued, ...]:
-        queue, audit = TransitQueue(session), AuditLog(session)
+        """Queue ``plans``; their audit records go to ``journal`` (the caller writes it, so
+        that one statement carries a unit's records)."""
         messages = [p.message for p in plans if p.message is not None]
-        results = queue.enqueue_many(messages, now)
-        records = [
+        results = TransitQueue(session).enqueue_many(messages, now)
+        journal += (
             AuditRecord(
                 at=now,
                 event=AuditEvent.DUPLICATE if not result.queued else event,
@@ -149,11 +157,10 @@ class Units:
                 detail=_recipients_detail(result),
             )
             for message, result in zip(messages, results, strict=True)
-        ]
-        audit.record_many(records)
+        )
         for plan in plans:
             if plan.rejected and plan.subject is not None:
-                self._report(session, plan.subject, plan.rejected, plan.arrival, now)
+                self._report(session, plan.subject, plan.rejected, plan.arrival, now, journal)
         return results
 
     def _report(
@@ -163,6 +170,7 @@ class Units:
         outcomes: Sequence[Outcome],
         arrival: datetime,
         now: datetime,
+        journal: list[AuditRecord],
     ) -> bool:
         """Queue the report on ``outcomes`` if they asked for one; whether one was queued."""
         report = build_report(
@@ -173,7 +181,7 @@ class Units:
             arrival=arrival,
             now=now,
         )
-        AuditLog(session).record_many(
+        journal += (
             AuditRecord(
                 at=now,
                 event=AuditEvent.FAILED,
@@ -192,12 +200,14 @@ class Units:
             log.warning("report on %s dropped: %s", subject.mts_identifier.text, plan.why)
             return False
         TransitQueue(session).enqueue(plan.message, now)
-        AuditLog(session).record(
-            AuditEvent.REPORTED,
-            now,
-            mts_identifier=report.mts_identifier.text,
-            recipient=plan.message.originator,
-            detail=f"on {subject.mts_identifier.text}",
+        journal.append(
+            AuditRecord(
+                at=now,
+                event=AuditEvent.REPORTED,
+                mts_identifier=report.mts_identifier.text,
+                recipient=plan.message.originator,
+                detail=f"on {subject.mts_identifier.text}",
+            )
         )
         return True
 
@@ -216,8 +226,9 @@ class Units:
     ) -> tuple[Plan, Enqueued | None]:
         """:meth:`receive` in the caller's transaction (for group commit)."""
         plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
-        event = AuditEvent.SUBMITTED if origin_peer is None else AuditEvent.RECEIVED
-        results = self._enqueue(session, (plan,), now, event)
+        journal: list[AuditRecord] = []
+        results = self._enqueue(session, (plan,), now, _intake_event(origin_peer), journal)
+        AuditLog(session).record_many(journal)
         return plan, results[0] if results else None
 
     def receive_and_deliver_in(
@@ -229,22 +240,47 @@ class Units:
         The delivery runs in a savepoint: if it fails, the message stays queued for the
         local deliverer and the transfer is still taken.
         """
-        plan, result = self.receive_in(session, apdu=apdu, now=now, origin_peer=origin_peer)
+        plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
+        result, delivered = self._take_and_deliver(session, plan, now, _intake_event(origin_peer))
+        return plan, result, delivered
+
+    def _take_and_deliver(
+        self, session: Session, plan: Plan, now: datetime, event: AuditEvent
+    ) -> tuple[Enqueued | None, LocalOutcome | None]:
+        """Queue ``plan``, then deliver its local recipients in a savepoint; the audit
+        records of both in one statement."""
+        journal: list[AuditRecord] = []
+        results = self._enqueue(session, (plan,), now, event, journal)
+        result = results[0] if results else None
+        outcome = self._deliver_at_once(session, plan, result, now, journal)
+        AuditLog(session).record_many(journal)
+        return result, outcome
+
+    def _deliver_at_once(
+        self,
+        session: Session,
+        plan: Plan,
+        result: Enqueued | None,
+        now: datetime,
+        journal: list[AuditRecord],
+    ) -> LocalOutcome | None:
         message = plan.message
         if result is None or result.message_id is None or message is None:
-            return plan, result, None
+            return None
         if all(r.route != LOCAL_ROUTE for r in message.recipients):
-            return plan, result, None
+            return None
+        delivered: list[AuditRecord] = []  # kept only if the savepoint is
         try:
             with session.begin_nested():
                 entry = TransitQueue(session).claim_message(
-                    result.message_id, LOCAL_ROUTE, now, owner=self.owner
+                    result.message_id, LOCAL_ROUTE, now, owner=self.owner, queued=message
                 )
-                outcome = None if entry is None else self._deliver(session, entry, now)
+                outcome = None if entry is None else self._deliver(session, entry, now, delivered)
         except Exception:  # left for the local deliverer, which reports what is wrong
             log.exception("%s: immediate delivery failed", message.mts_identifier)
-            return plan, result, None
-        return plan, result, outcome
+            return None
+        journal += delivered
+        return outcome
 
     def submit(
         self, request: SubmitRequest, now: datetime
@@ -256,12 +292,14 @@ class Units:
     def submit_in(
         self, session: Session, *, request: SubmitRequest, now: datetime
     ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
-        """:meth:`submit` in the caller's transaction (for group commit)."""
+        """:meth:`submit` in the caller's transaction (for group commit).
+
+        The envelope just built is planned as it is (:func:`mta.intake.plan_submission`),
+        not encoded and read back.
+        """
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
-        apdu = encode_mts_apdu(message)
-        plan, result, delivered = self.receive_and_deliver_in(
-            session, apdu=apdu, now=now, origin_peer=None
-        )
+        plan = plan_submission(message, self.site, now=now)
+        result, delivered = self._take_and_deliver(session, plan, now, AuditEvent.SUBMITTED)
         return message.envelope.mts_identifier.text, plan, result, delivered
 
     # --- transfer to peers -------------------------------------------------------------
@@ -366,9 +404,14 @@ class Units:
         """:meth:`deliver_local` in the caller's transaction (for group commit)."""
         queue = TransitQueue(session)
         entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
-        return [self._deliver(session, entry, now) for entry in entries]
+        journal: list[AuditRecord] = []
+        outcomes = [self._deliver(session, entry, now, journal) for entry in entries]
+        AuditLog(session).record_many(journal)
+        return outcomes
 
-    def _deliver(self, session: Session, entry: QueueEntry, now: datetime) -> LocalOutcome:
+    def _deliver(
+        self, session: Session, entry: QueueEntry, now: datetime, journal: list[AuditRecord]
+    ) -> LocalOutcome:
         users = tuple(r.recipient for r in entry.recipients)
         reported = False
         if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
@@ -376,9 +419,9 @@ class Units:
                 [Delivery(user=user, apdu=entry.apdu) for user in users], now
             )
         if entry.kind is not ApduKind.REPORT:
-            reported = self._delivery_report(session, entry, now)
+            reported = self._delivery_report(session, entry, now, journal)
         TransitQueue(session).mark_delivered(entry.recipient_ids, now)
-        AuditLog(session).record_many(
+        journal += (
             AuditRecord(
                 at=now,
                 event=AuditEvent.DELIVERED,
@@ -395,7 +438,9 @@ class Units:
             reported=reported,
         )
 
-    def _delivery_report(self, session: Session, entry: QueueEntry, now: datetime) -> bool:
+    def _delivery_report(
+        self, session: Session, entry: QueueEntry, now: datetime, journal: list[AuditRecord]
+    ) -> bool:
         delivered = DeliveryReport(message_delivery_time=now)
         wanted = (indicators_from(r.report_request) for r in entry.recipients)
         if not any(wants_report(indicators, delivered) for indicators in wanted):
@@ -404,7 +449,7 @@ class Units:
         if subject is None:
             return False
         outcomes = [_outcome(r, subject, delivered) for r in entry.recipients]
-        return self._report(session, subject, outcomes, entry.arrival_time, now)
+        return self._report(session, subject, outcomes, entry.arrival_time, now, journal)
 
     # --- expiry and restart ------------------------------------------------------------
 
@@ -416,17 +461,21 @@ class Units:
         )
         with transaction(self.engine, durable=False) as session:
             entries = TransitQueue(session).expire_due(now)
+            journal: list[AuditRecord] = []
             for entry in entries:
                 subject = _subject(entry)
                 if subject is not None:
                     outcomes = [_outcome(r, subject, expired_report) for r in entry.recipients]
-                    self._report(session, subject, outcomes, entry.arrival_time, now)
-                AuditLog(session).record(
-                    AuditEvent.EXPIRED,
-                    now,
-                    mts_identifier=entry.mts_identifier,
-                    detail=", ".join(r.recipient for r in entry.recipients),
+                    self._report(session, subject, outcomes, entry.arrival_time, now, journal)
+                journal.append(
+                    AuditRecord(
+                        at=now,
+                        event=AuditEvent.EXPIRED,
+                        mts_identifier=entry.mts_identifier,
+                        detail=", ".join(r.recipient for r in entry.recipients),
+                    )
                 )
+            AuditLog(session).record_many(journal)
         return sum(len(entry.recipients) for entry in entries)
 
     def recover(self, now: datetime) -> int:
@@ -448,8 +497,11 @@ def transfer_apdu(entry: QueueEntry) -> bytes:
     for the claimed recipients only (X.411 12.2.1.1.1.3 responsibility bit).
 
     The envelope is rewritten only when a bit must change; the content stays as received.
+    It is not even decoded when the entry claims every recipient of an envelope whose bits
+    are all set (:attr:`store.QueueEntry.envelope_recipients`), as for a message taken in
+    for one peer only.
     """
-    if entry.kind is ApduKind.REPORT:
+    if entry.kind is ApduKind.REPORT or _whole(entry):
         return entry.apdu
     envelope = peek_envelope(entry.apdu)
     assert isinstance(envelope, MessageEnvelope | Probe)
@@ -465,6 +517,12 @@ def transfer_apdu(entry: QueueEntry) -> bytes:
             entry.apdu, dataclasses.replace(envelope, recipients=recipients)
         )
     return encode_mts_apdu(dataclasses.replace(envelope, recipients=recipients))
+
+
+def _whole(entry: QueueEntry) -> bool:
+    """Whether ``entry`` claims every recipient its envelope names, each bit already set."""
+    numbers = {r.recipient_number for r in entry.recipients if r.recipient_number is not None}
+    return entry.envelope_recipients is not None and len(numbers) == entry.envelope_recipients
 
 
 def _responsible(recipient: RecipientField, responsible: bool) -> RecipientField:
@@ -535,6 +593,10 @@ def _name(kind: type[NonDeliveryReason] | type[NonDeliveryDiagnostic], value: in
         return kind(value).name.lower().replace("_", "-")
     except ValueError:
         return str(value)
+
+
+def _intake_event(origin_peer: str | None) -> AuditEvent:
+    return AuditEvent.SUBMITTED if origin_peer is None else AuditEvent.RECEIVED
 
 
 def _recipients_detail(result: Enqueued) -> str:

@@ -6,9 +6,8 @@ import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
-from sqlalchemy import Executable, Row, Table
+from sqlalchemy import Connection, Executable, Row, Table
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
 
 from store.models import Base
 
@@ -39,7 +38,7 @@ def table(model: type[Base]) -> Table:
 
 
 def insert_new(
-    session: Session,
+    connection: Connection,
     model: type[Base],
     rows: Sequence[Mapping[str, Any]],
     key: tuple[str, ...],
@@ -53,8 +52,8 @@ def insert_new(
     """
     if not rows:
         return []
-    statement = _insert_new(session.get_bind().dialect.name, model, key, returning)
-    return list(session.execute(statement, list(rows)))
+    statement = _insert_new(connection.dialect.name, model, key, returning)
+    return list(connection.execute(statement, list(rows)))
 
 
 @functools.cache

@@ -112,8 +112,8 @@ class AuditLog:
             }
             for r in records
         ]
-        if rows:
-            self.session.execute(_INSERT, rows)
+        if rows:  # Core, on the connection: no session bookkeeping for a plain insert
+            self.session.connection().execute(_INSERT, rows)
 
     def recent(
         self, limit: int = 100, *, mts_identifier: str | None = None

@@ -126,7 +126,7 @@ class MessageStore:
         """
         rows = [_row(d, now) for d in deliveries]
         key = ("mts_identifier", "user")
-        new = insert_new(self.session, _E, rows, key, ("id", *key))
+        new = insert_new(self.session.connection(), _E, rows, key, ("id", *key))
         ids = {(row.mts_identifier, row.user): row.id for row in new}
         # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
         return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)

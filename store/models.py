@@ -167,6 +167,9 @@ class QueuedMessage(Base):
     """When undelivered recipients fail (latest-delivery-time, or the queue lifetime)."""
     origin_peer: Mapped[str | None] = mapped_column(_PEER)
     """The peer MTA it came from; None for a local submission or a report we generated."""
+    envelope_recipients: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    """How many recipients the envelope names when each has the responsibility bit set,
+    else None: a transfer claiming that many sends the APDU unchanged, without decoding it."""
 
     recipients: Mapped[list[QueuedRecipient]] = relationship(
         back_populates="message", cascade="all, delete-orphan", passive_deletes=True

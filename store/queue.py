@@ -35,7 +35,7 @@ Public API::
         .enqueue(message, now) -> Enqueued
         .enqueue_many(messages, now) -> tuple[Enqueued, ...]
         .claim_next(route, precedences, now, *, limit=1, owner=None) -> tuple[QueueEntry, ...]
-        .claim_message(message_id, route, now, *, owner=None) -> QueueEntry | None
+        .claim_message(message_id, route, now, *, owner=None, queued=None) -> QueueEntry | None
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -117,6 +117,9 @@ class NewMessage:
     not_before: datetime | None = None
     """First attempt not before this time (deferred delivery); None: at once."""
     origin_peer: str | None = None
+    envelope_recipients: int | None = None
+    """How many recipients the envelope names when each has the responsibility bit set
+    (None otherwise, or unknown): see :attr:`QueueEntry.envelope_recipients`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +162,10 @@ class QueueEntry:
     expiry_time: datetime | None
     origin_peer: str | None
     recipients: tuple[QueueRecipient, ...]
+    envelope_recipients: int | None = None
+    """How many recipients the envelope names when each has the responsibility bit set,
+    else None: an entry with that many distinct recipient numbers is the whole envelope,
+    every bit already set, so its APDU is transferred as queued."""
 
     @property
     def recipient_ids(self) -> tuple[int, ...]:
@@ -184,6 +191,9 @@ class TransitQueue:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        # Core statements on the session's connection: the session's own execute() adds
+        # bookkeeping to every statement that these plain statements do not need.
+        self.connection = session.connection()
 
     # enqueue
 
@@ -229,7 +239,9 @@ class TransitQueue:
             for r in m.recipients
         ]
         key = ("mts_identifier", "recipient")
-        return {(row[0], row[1]) for row in insert_new(self.session, ReceivedKey, rows, key, key)}
+        return {
+            (row[0], row[1]) for row in insert_new(self.connection, ReceivedKey, rows, key, key)
+        }
 
     def _insert_messages(self, messages: Sequence[NewMessage], now: datetime) -> list[int]:
         if not messages:
@@ -245,10 +257,11 @@ class TransitQueue:
                 "arrival_time": now,
                 "expiry_time": m.expiry_time,
                 "origin_peer": m.origin_peer,
+                "envelope_recipients": m.envelope_recipients,
             }
             for m in messages
         ]
-        return [row[0] for row in self.session.execute(sql.INSERT_MESSAGES, rows)]
+        return [row[0] for row in self.connection.execute(sql.INSERT_MESSAGES, rows)]
 
     def _insert_recipients(
         self,
@@ -275,7 +288,7 @@ class TransitQueue:
             for r in recipients
         ]
         if rows:
-            self.session.execute(sql.INSERT_RECIPIENTS, rows)
+            self.connection.execute(sql.INSERT_RECIPIENTS, rows)
 
     # claim
 
@@ -300,24 +313,43 @@ class TransitQueue:
         order, ids = self._choose(due, limit)
         if not order:
             return ()
-        siblings = self.session.scalars(sql.SIBLINGS, {**due, "messages": order})
+        siblings = self.connection.scalars(sql.SIBLINGS, {**due, "messages": order})
         taken = set(ids)
         ids += [i for i in siblings if i not in taken]
         claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
         return self._entries(order, claimed)
 
     def claim_message(
-        self, message_id: int, route: str, now: datetime, *, owner: str | None = None
+        self,
+        message_id: int,
+        route: str,
+        now: datetime,
+        *,
+        owner: str | None = None,
+        queued: NewMessage | None = None,
     ) -> QueueEntry | None:
         """Claim the due recipients of one message on ``route`` (e.g. a message just taken
-        in, to deliver its local recipients in the same transaction); None if none is due."""
+        in, to deliver its local recipients in the same transaction); None if none is due.
+
+        ``queued``: the message as :meth:`enqueue_many` queued it at ``now`` in this same
+        transaction, so that no other claimer can hold its rows: they are claimed with one
+        statement and the message is not read back.
+        """
+        if queued is not None:
+            parameters = {"of_message": message_id, "on_route": route, "at": now}
+            rows = self.connection.execute(
+                sql.CLAIM_OF_MESSAGE, {**parameters, "new_owner": owner}
+            ).all()
+            if not rows:
+                return None
+            return _entry_of(message_id, queued, now, sorted(rows, key=lambda r: r.id))
         due = {
             "route": route,
             "precedences": _levels(tuple(Precedence)),
             "now": now,
             "messages": [message_id],
         }
-        ids = list(self.session.scalars(sql.SIBLINGS, due))
+        ids = list(self.connection.scalars(sql.SIBLINGS, due))
         if not ids:
             return None
         claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
@@ -332,7 +364,9 @@ class TransitQueue:
             # Rows are recipients: ask again for the messages still missing when several
             # rows were recipients of one message.
             wanted = limit - len(order)
-            rows = self.session.execute(sql.CHOOSE, {**due, "taken": order, "limit": wanted}).all()
+            rows = self.connection.execute(
+                sql.CHOOSE, {**due, "taken": order, "limit": wanted}
+            ).all()
             ids += [row.id for row in rows]
             order += [m for m in dict.fromkeys(row.message_id for row in rows) if m not in order]
             if len(rows) < wanted:
@@ -400,7 +434,7 @@ class TransitQueue:
 
         Held recipients wait for the operator; in-flight ones finish their attempt.
         """
-        rows = self.session.execute(sql.EXPIRED, {"now": now, "limit": limit}).all()
+        rows = self.connection.execute(sql.EXPIRED, {"now": now, "limit": limit}).all()
         failed = self._transition(sql.TO_EXPIRED, [row.id for row in rows], now)
         return self._entries(list(dict.fromkeys(row.message_id for row in rows)), failed)
 
@@ -410,7 +444,7 @@ class TransitQueue:
         """Recipients per route, precedence and state (the operator's ``qshape``)."""
         return tuple(
             QueueCount(route=route, precedence=Precedence(p), state=state, recipients=n)
-            for route, p, state, n in self.session.execute(sql.COUNTS)
+            for route, p, state, n in self.connection.execute(sql.COUNTS)
         )
 
     def backlog(self, route: str, precedences: Collection[Precedence], now: datetime) -> int:
@@ -418,18 +452,18 @@ class TransitQueue:
         if not precedences:
             return 0
         due = {"route": route, "precedences": _levels(precedences), "now": now}
-        return int(self.session.scalar(sql.BACKLOG, due) or 0)
+        return int(self.connection.scalar(sql.BACKLOG, due) or 0)
 
     def next_due(self, route: str, precedences: Collection[Precedence]) -> datetime | None:
         """When the next pending recipient on ``route`` at these precedences falls due."""
         if not precedences:
             return None
         parameters = {"route": route, "precedences": _levels(precedences)}
-        return cast(datetime | None, self.session.scalar(sql.NEXT_DUE, parameters))
+        return cast(datetime | None, self.connection.scalar(sql.NEXT_DUE, parameters))
 
     def get(self, message_id: int) -> QueueEntry | None:
         """A queued message with all its recipients, or None."""
-        rows = self.session.execute(sql.RECIPIENTS_OF, {"message_id": message_id}).all()
+        rows = self.connection.execute(sql.RECIPIENTS_OF, {"message_id": message_id}).all()
         entries = self._entries([message_id], rows)
         return entries[0] if entries else None
 
@@ -451,7 +485,7 @@ class TransitQueue:
         rows: list[AnyRow] = []
         for part in chunks(sorted(set(recipient_ids))):
             parameters = {"ids": list(part), "at": now, **values}
-            rows += self.session.execute(statement, parameters).all()
+            rows += self.connection.execute(statement, parameters).all()
         return rows
 
     def _per_message(self, statement: Executable, message_ids: Sequence[int], now: datetime) -> int:
@@ -462,7 +496,7 @@ class TransitQueue:
 
     def _count(self, statement: Executable, parameters: Mapping[str, Any]) -> int:
         # UPDATE and DELETE give a CursorResult; its rowcount is the rows matched.
-        result = self.session.execute(statement, parameters)
+        result = self.connection.execute(statement, parameters)
         return cast(CursorResult[Any], result).rowcount
 
     def _entries(self, order: Sequence[int], rows: Sequence[AnyRow]) -> tuple[QueueEntry, ...]:
@@ -476,7 +510,7 @@ class TransitQueue:
 
     def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
         for part in chunks(message_ids):
-            yield from self.session.execute(sql.MESSAGES_BY_ID, {"ids": list(part)})
+            yield from self.connection.execute(sql.MESSAGES_BY_ID, {"ids": list(part)})
 
 
 def _levels(precedences: Collection[Precedence]) -> list[int]:
@@ -509,6 +543,27 @@ def _entry(message: AnyRow, recipients: Sequence[QueueRecipient]) -> QueueEntry:
         expiry_time=message.expiry_time,
         origin_peer=message.origin_peer,
         recipients=tuple(recipients),
+        envelope_recipients=message.envelope_recipients,
+    )
+
+
+def _entry_of(
+    message_id: int, message: NewMessage, arrival: datetime, rows: Sequence[AnyRow]
+) -> QueueEntry:
+    """The entry of a message queued at ``arrival`` in this transaction, from what was
+    queued (as :func:`_entry` would read it back)."""
+    return QueueEntry(
+        message_id=message_id,
+        mts_identifier=message.mts_identifier,
+        kind=message.kind,
+        precedence=message.precedence,
+        originator=message.originator,
+        apdu=message.apdu,
+        arrival_time=arrival,
+        expiry_time=message.expiry_time,
+        origin_peer=message.origin_peer,
+        recipients=tuple(_recipient(row) for row in rows),
+        envelope_recipients=message.envelope_recipients,
     )
 
 

@@ -15,7 +15,14 @@ import pytest
 
 from config.loader import load_config
 from config.schema import MaxAge
-from mta.intake import IntakeError, Site, domain_of, plan_intake, plan_report
+from mta.intake import (
+    IntakeError,
+    Site,
+    domain_of,
+    plan_intake,
+    plan_report,
+    plan_submission,
+)
 from mta.reports import (
     Outcome,
     build_report,
@@ -639,3 +646,48 @@ def test_transfer_of_a_probe_passes_responsibility_for_the_claimed_recipients_on
 def test_transfer_of_a_report_sends_it_as_queued() -> None:
     queued = report_apdu(report_on(envelope(recipient(JONES, 1, REPORT))))
     assert transfer_apdu(entry(queued, ApduKind.REPORT, 1)) == queued
+
+
+# --- planning a submission from the envelope built --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "recipients", [(BROWN, SMITH), (NOBODY, JONES), (NOBODY,)], ids=["routed", "one", "none"]
+)
+def test_a_submission_is_planned_as_its_encoding_would_be(recipients: tuple[ORName, ...]) -> None:
+    message = submit(recipients=recipients, delivery_report=True)
+    planned = plan_submission(message, site_b(), now=NOW)
+    read_back = plan_intake(encode_mts_apdu(message), site_b(), origin_peer=None, now=NOW)
+    # The same rows (the APDU to the octet, with the same trace), the same reports.
+    assert planned == read_back
+
+
+def test_a_submission_is_encoded_once_with_the_trace_of_this_mta() -> None:
+    plan = plan_submission(submit(), site_b(), now=NOW)
+    assert plan.message is not None
+    sent = decoded_message(plan.message.apdu)
+    assert sent.content == CONTENT
+    assert [e.global_domain_identifier for e in sent.envelope.trace_information] == [SITEB]
+    assert [e.mta_name for e in sent.envelope.internal_trace] == [site_b().name]
+
+
+def test_intake_counts_the_recipients_of_an_envelope_responsible_for_all() -> None:
+    both = envelope(recipient(JONES, 1), recipient(SMITH, 2))
+    plan = plan_intake(apdu(both), site_b(), origin_peer="MTA-A", now=NOW)
+    assert plan.message is not None and plan.message.envelope_recipients == 2
+    not_ours = PerRecipientIndicators(responsibility=False)
+    partly = envelope(recipient(JONES, 1), recipient(SMITH, 2, not_ours))
+    plan = plan_intake(apdu(partly), site_b(), origin_peer="MTA-A", now=NOW)
+    assert plan.message is not None and plan.message.envelope_recipients is None
+
+
+def test_a_transfer_of_the_whole_envelope_is_sent_without_decoding_it() -> None:
+    # Not BER at all: a decode would fail.
+    whole = dataclasses.replace(entry(b"opaque", ApduKind.MESSAGE, 1, 2), envelope_recipients=2)
+    assert transfer_apdu(whole) == b"opaque"
+
+
+def test_a_transfer_of_part_of_a_counted_envelope_still_passes_responsibility() -> None:
+    queued = apdu(envelope(recipient(JONES, 1), recipient(BROWN, 2)))
+    part = dataclasses.replace(entry(queued, ApduKind.MESSAGE, 2), envelope_recipients=2)
+    assert responsibility(transfer_apdu(part)) == [False, True]

@@ -8,9 +8,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
+from mta.submission import SubmitRequest
 from mta.units import Units
+from p1.ipm import P772_CONTENT_TYPE
 from p1.precedence import Precedence
 from store import (
     AuditEvent,
@@ -23,10 +25,12 @@ from store import (
     transaction,
 )
 from tests.mta.test_intake import (
+    CONTENT,
     JONES,
     NOW,
     SMITH,
     apdu,
+    decoded_message,
     envelope,
     identifier,
     recipient,
@@ -172,3 +176,79 @@ def units_entry(units: Units) -> QueueEntry:
         entry = TransitQueue(session).get(1)
     assert entry is not None
     return entry
+
+
+def statements(engine: Engine) -> list[str]:
+    """Every statement the engine runs from now on (a list that grows)."""
+    seen: list[str] = []
+
+    def count(*args: object) -> None:
+        seen.append(str(args[2]))
+
+    event.listen(engine, "before_cursor_execute", count)
+    return seen
+
+
+def test_a_transfer_for_a_local_user_is_queued_and_delivered_in_few_statements(
+    units: Units,
+) -> None:
+    made = envelope(recipient(JONES))
+    with transaction(units.engine) as session:
+        session.connection()  # BEGIN before counting
+        seen = statements(units.engine)
+        _, _, delivered = units.receive_and_deliver_in(
+            session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+        )
+    assert delivered is not None
+    # Received key, message, recipients; savepoint, claim, mailbox, delivered, release;
+    # one audit insert for both records; and the commit's own.
+    assert len([s for s in seen if not s.startswith(("PRAGMA", "COMMIT"))]) == 9
+    with transaction(units.engine, read_only=True) as session:
+        events = [
+            r.event for r in AuditLog(session).recent(mts_identifier=made.mts_identifier.text)
+        ]
+    assert events == [AuditEvent.DELIVERED, AuditEvent.RECEIVED]
+
+
+def test_a_failed_immediate_delivery_keeps_the_reception_and_its_audit(
+    units: Units, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("mailbox broken")
+
+    monkeypatch.setattr(MessageStore, "deliver_many", broken)
+    made = envelope(recipient(JONES))
+    with transaction(units.engine) as session:
+        _, result, delivered = units.receive_and_deliver_in(
+            session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+        )
+    assert result is not None and result.queued and delivered is None
+    assert units_entry(units).recipients[0].state is RecipientState.PENDING
+    with transaction(units.engine, read_only=True) as session:
+        events = [
+            r.event for r in AuditLog(session).recent(mts_identifier=made.mts_identifier.text)
+        ]
+    assert events == [AuditEvent.RECEIVED]
+
+
+def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units) -> None:
+    request = SubmitRequest(
+        originator=SMITH,
+        recipients=(JONES,),
+        precedence=Precedence.ROUTINE,
+        content_type=P772_CONTENT_TYPE,
+        content=CONTENT,
+    )
+    identifier_text, plan, result, delivered = units.submit(request, NOW)
+    assert result is not None and delivered is not None
+    assert delivered.users == (JONES.canonical,)
+    with transaction(units.engine, read_only=True) as session:
+        (stored,) = MessageStore(session).list(JONES.canonical)
+        message = MessageStore(session).read(JONES.canonical, stored.id)
+        events = [r.event for r in AuditLog(session).recent(mts_identifier=identifier_text)]
+    assert message is not None and plan.message is not None
+    assert message.apdu == plan.message.apdu
+    sent = decoded_message(message.apdu)
+    assert sent.content == CONTENT
+    assert [e.mta_name for e in sent.envelope.internal_trace] == [units.site.name]
+    assert events == [AuditEvent.DELIVERED, AuditEvent.SUBMITTED]

@@ -3,6 +3,7 @@ duplicates, expiry, counts and batches."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from datetime import datetime
 
@@ -497,3 +498,40 @@ def test_batch_operations_handle_more_than_one_chunk(engine: Engine) -> None:
         )
         assert queue.purge_finished(at(2)) == 600
     assert enqueue(engine, *batch[:3])[0].duplicates == ("c=gb;s=a", "c=gb;s=b")
+
+
+def test_a_message_queued_in_this_transaction_is_claimed_as_read_back(engine: Engine) -> None:
+    message = new_message(
+        "at-once", ("c=gb;s=jones", LOCAL_ROUTE), ("c=gb;s=brown", "mta-b"), origin_peer="mta-a"
+    )
+    message = dataclasses.replace(message, envelope_recipients=2)
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        (result,) = queue.enqueue_many((message,), T0)
+        assert result.message_id is not None
+        entry = queue.claim_message(result.message_id, LOCAL_ROUTE, T0, owner="me", queued=message)
+    # What it built from the message queued is what the store holds.
+    stored = get(engine, result.message_id)
+    local = tuple(r for r in stored.recipients if r.route == LOCAL_ROUTE)
+    assert entry == dataclasses.replace(stored, recipients=local)
+    assert [(r.recipient, r.state, r.attempts) for r in local] == [("c=gb;s=jones", S.IN_FLIGHT, 1)]
+    assert entry.envelope_recipients == 2
+    # The other route's recipient is left pending for its peer.
+    assert claimed_ids(claim(engine)) == [message.mts_identifier]
+
+
+def test_a_message_queued_in_this_transaction_claims_only_what_is_due(engine: Engine) -> None:
+    later = new_message("later", ("c=gb;s=jones", LOCAL_ROUTE), not_before=at(60))
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        (result,) = queue.enqueue_many((later,), T0)
+        assert result.message_id is not None
+        assert queue.claim_message(result.message_id, LOCAL_ROUTE, T0, queued=later) is None
+    assert get(engine, result.message_id).recipients[0].state is S.PENDING
+
+
+def test_the_envelope_recipients_count_is_kept_with_the_message(engine: Engine) -> None:
+    counted = dataclasses.replace(new_message("counted"), envelope_recipients=3)
+    (result,) = enqueue(engine, counted, new_message("unknown"))[:1]
+    assert get(engine, result.message_id).envelope_recipients == 3
+    assert [e.envelope_recipients for e in claim(engine, limit=2)] == [3, None]
