@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
@@ -97,11 +97,30 @@ def open_database(
             pass
         if create:
             Base.metadata.create_all(engine)
+            _check_schema(engine, shown)
     except DBAPIError as exc:
         engine.dispose()
         reason = str(exc.orig).strip() or type(exc.orig).__name__
         raise DatabaseUnavailableError(f"cannot open database {shown}: {reason}") from exc
+    except DatabaseUnavailableError:
+        engine.dispose()
+        raise
     return engine
+
+
+def _check_schema(engine: Engine, shown: str) -> None:
+    """Refuse a database whose tables lack columns of this release's schema (made by an
+    earlier build: create_all adds missing tables, never missing columns)."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in present]
+        if missing:
+            raise DatabaseUnavailableError(
+                f"cannot use database {shown}: its table {table.name} lacks "
+                f"{', '.join(missing)}: it was made by an earlier release of aiox400, "
+                "whose schema is not migrated; move it away to start afresh"
+            )
 
 
 @contextmanager

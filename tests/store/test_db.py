@@ -162,3 +162,13 @@ def test_a_transaction_that_need_not_be_durable_still_commits(engine: Engine) ->
         TransitQueue(session).enqueue(new_message("lazy"), T0)
     with transaction(engine, read_only=True) as session:
         assert len(TransitQueue(session).counts()) == 1
+
+
+def test_a_database_from_an_earlier_schema_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    engine = open_database(f"sqlite:///{path}")
+    with engine.begin() as connection:  # as an earlier build made it
+        connection.exec_driver_sql("ALTER TABLE messages DROP COLUMN envelope_recipients")
+    engine.dispose()
+    with pytest.raises(DatabaseUnavailableError, match="messages lacks envelope_recipients"):
+        open_database(f"sqlite:///{path}")
