@@ -4,7 +4,8 @@ These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
 
     status     the MTA's name, uptime, recipients per queue state, slots connected
-    queue      recipients per route (peer or ``local``), precedence and state (qshape)
+    queue      recipients per route (peer or ``local``), precedence and state (qshape);
+               with ``--list``, each waiting recipient with its message id (for hold)
     channels   every connection slot of every peer: precedences, port, DSCP, mode,
                backlog, and each connection's state, age, transfers and last error
     hold ID... / release ID...   keep queued messages from being sent / let them go
@@ -36,8 +37,16 @@ def add_commands(commands: Any) -> None:
     where.add_argument("--config", "-c", metavar="FILE", help="the MTA's configuration file")
     where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
     commands.add_parser("status", parents=[where], help="the MTA's state in a few lines")
-    commands.add_parser(
+    queue = commands.add_parser(
         "queue", parents=[where], help="queued recipients by route, precedence and state"
+    )
+    queue.add_argument(
+        "--list",
+        nargs="?",
+        const=100,
+        type=int,
+        metavar="N",
+        help="list the first N (100) waiting recipients, most urgent first, with message ids",
     )
     commands.add_parser(
         "channels", parents=[where], help="each connection slot: port, DSCP, mode, connections"
@@ -53,6 +62,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if args.command in ("hold", "release"):
         response, _ = call(path, {"op": args.command, "message_ids": args.ids})
         print(f"{args.command}: {response['changed']} recipient(s) changed", file=out)
+        return 0
+    if args.command == "queue" and args.list is not None:
+        response, _ = call(path, {"op": "messages", "limit": args.list})
+        _list(response, out)
         return 0
     response, _ = call(path, {"op": args.command})
     _SHOW[args.command](response, out)
@@ -80,6 +93,24 @@ def _queue(response: dict[str, Any], out: TextIO) -> None:
     for (route, precedence), states in sorted(table.items()):
         cells = " ".join(f"{states.get(s, 0):>11}" for s in _STATES)
         print(f"{route:<16} {precedence:<10} {cells}", file=out)
+
+
+def _list(response: dict[str, Any], out: TextIO) -> None:
+    rows = response["recipients"]
+    if not rows:
+        print("nothing is waiting", file=out)
+        return
+    print(
+        f"{'ID':>6} {'PRECEDENCE':<10} {'STATE':<9} {'TRIES':>5}  ROUTE / MTS IDENTIFIER", file=out
+    )
+    for r in rows:
+        print(
+            f"{r['message_id']:>6} {r['precedence']:<10} {r['state']:<9} {r['attempts']:>5}"
+            f"  {r['route']}  {r['mts_identifier']}  to {r['recipient']}",
+            file=out,
+        )
+        if r["last_error"]:
+            print(f"{'':34}last error: {r['last_error']}", file=out)
 
 
 def _channels(response: dict[str, Any], out: TextIO) -> None:

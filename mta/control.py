@@ -15,6 +15,8 @@ Operations (answered by :class:`mta.service.Service`):
               deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
     status    -> name, uptime, queue counts by state, channels up/total
     queue     -> counts [{route, precedence, state, recipients}]
+    messages  limit? -> recipients [{message_id, mts_identifier, precedence, recipient,
+              route, state, attempts, next_attempt_at, last_error, ...}]  (service order)
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
     hold / release   message_ids [..] -> changed
     inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}]

@@ -27,7 +27,14 @@ from p1.envelope_fields import ContentType
 from p1.errors import DecodeError
 from p1.orname import ORName, parse_orname
 from p1.precedence import PrecedenceError, parse_precedence
-from store import MailboxSummary, MessageStore, QueueCount, TransitQueue, transaction
+from store import (
+    MailboxSummary,
+    MessageStore,
+    QueueCount,
+    TransitQueue,
+    WaitingRecipient,
+    transaction,
+)
 
 if TYPE_CHECKING:
     from mta.service import Service
@@ -111,6 +118,36 @@ class LocalApi:
                     "recipients": c.recipients,
                 }
                 for c in counts
+            ],
+        }, b""
+
+    async def messages(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        limit = request.get("limit", 100)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
+            raise ControlError("limit must be an integer from 1 to 10000")
+
+        def waiting() -> tuple[WaitingRecipient, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return TransitQueue(session).waiting(limit)
+
+        rows = await self.service.db.run(waiting)
+        return {
+            "ok": True,
+            "recipients": [
+                {
+                    "message_id": r.message_id,
+                    "mts_identifier": r.mts_identifier,
+                    "kind": r.kind.value,
+                    "precedence": r.precedence.label,
+                    "arrival_time": r.arrival_time.isoformat(),
+                    "recipient": r.recipient,
+                    "route": r.route,
+                    "state": r.state.value,
+                    "attempts": r.attempts,
+                    "next_attempt_at": r.next_attempt_at.isoformat(),
+                    "last_error": r.last_error,
+                }
+                for r in rows
             ],
         }, b""
 
@@ -217,6 +254,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "submit": LocalApi.submit,
     "status": LocalApi.status,
     "queue": LocalApi.queue,
+    "messages": LocalApi.messages,
     "channels": LocalApi.channels,
     "hold": LocalApi.hold,
     "release": LocalApi.release,

@@ -29,6 +29,7 @@ from store.queue import (
     QueueEntry,
     QueueRecipient,
     TransitQueue,
+    WaitingRecipient,
 )
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "RecipientState",
     "StoreError",
     "TransitQueue",
+    "WaitingRecipient",
     "open_database",
     "transaction",
 ]

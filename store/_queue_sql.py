@@ -227,6 +227,27 @@ COUNTS: Final[Select[Any]] = (
     .order_by(_r.route, _r.precedence.desc(), _r.state)
 )
 
+WAITING: Final[Select[Any]] = (
+    select(
+        _m.id,
+        _m.mts_identifier,
+        _m.kind,
+        _m.precedence,
+        _m.arrival_time,
+        _r.recipient,
+        _r.route,
+        _r.state,
+        _r.attempts,
+        _r.next_attempt_at,
+        _r.last_error,
+    )
+    .join(MESSAGES, _m.id == _r.message_id)
+    .where(_r.state.in_((_S.PENDING, _S.IN_FLIGHT, _S.HELD)))
+    .order_by(_r.precedence.desc(), _r.arrival_time, _r.message_id, _r.id)
+    .limit(bindparam("limit"))
+)
+"""The recipients the MTA still owes something, in service order (the operator's list)."""
+
 _FINISHED: Final = (
     select(_r.message_id)
     .group_by(_r.message_id)

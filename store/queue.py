@@ -45,6 +45,7 @@ Public API::
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
         .recover_in_flight(now, *, owner=None) -> int
         .counts() -> tuple[QueueCount, ...]
+        .waiting(limit=100) -> tuple[WaitingRecipient, ...]
         .backlog(route, precedences, now) -> int
         .next_due(route, precedences) -> datetime | None
         .get(message_id) -> QueueEntry | None
@@ -78,6 +79,7 @@ __all__ = [
     "QueueEntry",
     "QueueRecipient",
     "TransitQueue",
+    "WaitingRecipient",
 ]
 
 _S = RecipientState
@@ -181,6 +183,24 @@ class QueueCount:
     precedence: Precedence
     state: RecipientState
     recipients: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitingRecipient:
+    """One recipient the MTA still owes something, with its message (``x400ctl queue``)."""
+
+    message_id: int
+    """What ``hold`` and ``release`` take."""
+    mts_identifier: str
+    kind: ApduKind
+    precedence: Precedence
+    arrival_time: datetime
+    recipient: str
+    route: str
+    state: RecipientState
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
 
 
 # --- the repository --------------------------------------------------------------------
@@ -445,6 +465,25 @@ class TransitQueue:
         return tuple(
             QueueCount(route=route, precedence=Precedence(p), state=state, recipients=n)
             for route, p, state, n in self.connection.execute(sql.COUNTS)
+        )
+
+    def waiting(self, limit: int = 100) -> tuple[WaitingRecipient, ...]:
+        """Up to ``limit`` recipients still pending, in flight or held, in service order."""
+        return tuple(
+            WaitingRecipient(
+                message_id=row.id,
+                mts_identifier=row.mts_identifier,
+                kind=ApduKind(row.kind),
+                precedence=Precedence(row.precedence),
+                arrival_time=row.arrival_time,
+                recipient=row.recipient,
+                route=row.route,
+                state=RecipientState(row.state),
+                attempts=row.attempts,
+                next_attempt_at=row.next_attempt_at,
+                last_error=row.last_error,
+            )
+            for row in self.connection.execute(sql.WAITING, {"limit": limit})
         )
 
     def backlog(self, route: str, precedences: Collection[Precedence], now: datetime) -> int:

@@ -115,3 +115,22 @@ async def test_a_stopped_mta_is_reported_with_exit_1(
     err = capsys.readouterr().err
     assert code == x400ctl.EXIT_REFUSED
     assert "x400ctl status: the MTA is not running" in err
+
+
+async def test_queue_list_gives_the_message_ids_that_hold_takes(
+    site_a: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    identifiers = await queue_to_b(site_a)
+    code, out, err = await ctl(site_a, capsys, "queue", "--list")
+    assert code == x400ctl.EXIT_OK, err
+    header, *rows = out.splitlines()
+    assert header.split()[:4] == ["ID", "PRECEDENCE", "STATE", "TRIES"]
+    listed = {i: row.split()[0] for i in identifiers for row in rows if f"  {i}  " in row}
+    assert set(listed) == set(identifiers)
+    assert all(row.split()[2] == "pending" for row in rows)
+    first = listed[identifiers[0]]
+    code, out, _ = await ctl(site_a, capsys, "hold", first)
+    assert out == "hold: 1 recipient(s) changed\n"
+    _, out, _ = await ctl(site_a, capsys, "queue", "--list")
+    held = [row for row in out.splitlines() if identifiers[0] in row]
+    assert held and held[0].split()[2] == "held"

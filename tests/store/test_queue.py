@@ -535,3 +535,37 @@ def test_the_envelope_recipients_count_is_kept_with_the_message(engine: Engine) 
     (result,) = enqueue(engine, counted, new_message("unknown"))[:1]
     assert get(engine, result.message_id).envelope_recipients == 3
     assert [e.envelope_recipients for e in claim(engine, limit=2)] == [3, None]
+
+
+def test_waiting_lists_what_is_owed_most_urgent_first_with_message_ids(engine: Engine) -> None:
+    results = enqueue(
+        engine,
+        new_message("r1", ("c=gb;s=a", "mta-b")),
+        new_message("f1", ("c=gb;s=b", "mta-b"), precedence=P.FLASH),
+        new_message("d1", ("c=gb;s=c", LOCAL_ROUTE)),
+        new_message("t1", ("c=gb;s=d", "mta-c")),
+    )
+    claim(engine, "mta-b", {P.FLASH})  # f1 in flight
+    (sent,) = claim(engine, "mta-c")
+    with transaction(engine) as session:
+        TransitQueue(session).mark_transferred(sent.recipient_ids, T0)  # t1: owed no more
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        queue.hold([results[0].message_id or 0], T0)  # r1 held
+        waiting = queue.waiting()
+    assert [(w.mts_identifier, w.state, w.recipient) for w in waiting] == [
+        (mts_id("f1").text, S.IN_FLIGHT, "c=gb;s=b"),
+        (mts_id("r1").text, S.HELD, "c=gb;s=a"),
+        (mts_id("d1").text, S.PENDING, "c=gb;s=c"),
+    ]
+    assert [w.message_id for w in waiting] == [
+        results[1].message_id,
+        results[0].message_id,
+        results[2].message_id,
+    ]
+
+
+def test_waiting_stops_at_its_limit(engine: Engine) -> None:
+    enqueue(engine, *(new_message(f"m{n}", ("c=gb;s=a", "mta-b")) for n in range(5)))
+    with transaction(engine) as session:
+        assert len(TransitQueue(session).waiting(3)) == 3
