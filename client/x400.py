@@ -50,7 +50,7 @@ from p1.ipm import (
 )
 from p1.orname import ORName, format_orname, parse_orname
 from p1.precedence import Precedence, PrecedenceError, parse_precedence
-from p1.report import NonDeliveryDiagnostic, NonDeliveryReason, Report
+from p1.report import DeliveryReport, NonDeliveryReport, Report
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -231,7 +231,7 @@ def _show_apdu(apdu: object, out: TextIO) -> None:
         content = apdu.content
         print(f"report on:      {content.subject_identifier.text}", file=out)
         for r in content.recipients:
-            outcome = "delivered" if r.delivered else _non_delivery(r.last_trace_information.report)
+            outcome = _non_delivery(r.last_trace_information.report)
             print(f"  {format_orname(r.actual_recipient_name)}: {outcome}", file=out)
         return
     assert isinstance(apdu, Message)
@@ -263,18 +263,12 @@ def _names(recipients: Sequence[Recipient]) -> str:
     return ", ".join(format_orname(r.name) for r in recipients if r.name is not None)
 
 
-def _non_delivery(report: object) -> str:
-    reason = getattr(report, "reason_code", "?")
-    diagnostic = getattr(report, "diagnostic_code", None)
-
-    def name(kind: Any, value: Any) -> str:
-        try:
-            return str(kind(value).name.lower().replace("_", "-"))
-        except ValueError:
-            return str(value)
-
-    text = f"not delivered: {name(NonDeliveryReason, reason)}"
-    return text if diagnostic is None else f"{text} ({name(NonDeliveryDiagnostic, diagnostic)})"
+def _non_delivery(report: DeliveryReport | NonDeliveryReport) -> str:
+    if isinstance(report, DeliveryReport):
+        return "delivered"
+    diagnostic = report.diagnostic_name
+    text = f"not delivered: {report.reason_name}"
+    return text if diagnostic is None else f"{text} ({diagnostic})"
 
 
 def delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

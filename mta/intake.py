@@ -37,8 +37,8 @@ Public API::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from config.schema import MaxAge
 from mta.reports import Outcome, indicator_bits
@@ -99,7 +99,8 @@ class Plan:
     """Recipients given up on at once (no route, loop): each gets a non-delivery outcome."""
     subject: MessageEnvelope | Probe | None = None
     """The envelope, for reports on ``rejected`` (None for a report APDU)."""
-    arrival: datetime = field(default_factory=lambda: datetime.now(UTC))
+    arrival: datetime
+    """When the APDU reached this MTA (the caller's ``now``)."""
     why: str = ""
     """Why recipients were rejected, for the log."""
 

@@ -26,7 +26,7 @@ from mta.submission import SubmitRequest
 from p1.envelope_fields import ContentType
 from p1.errors import DecodeError
 from p1.orname import ORName, parse_orname
-from p1.precedence import PrecedenceError, parse_precedence
+from p1.precedence import Precedence, PrecedenceError, parse_precedence
 from store import (
     MailboxSummary,
     MessageStore,
@@ -284,7 +284,7 @@ def _names(request: JsonObject, key: str) -> list[ORName]:
     return [_name({key: v}, key) for v in values]
 
 
-def _precedence(request: JsonObject) -> Any:
+def _precedence(request: JsonObject) -> Precedence:
     try:
         return parse_precedence(str(request.get("precedence", "routine")))
     except PrecedenceError as error:

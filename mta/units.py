@@ -579,20 +579,8 @@ def _precedence_of(subject: MessageEnvelope | Probe, site: Site) -> Precedence:
 def _non_delivery_text(report: DeliveryReport | NonDeliveryReport) -> str:
     if isinstance(report, DeliveryReport):
         return "delivered"
-    reason = _name(NonDeliveryReason, report.reason_code)
-    diagnostic = (
-        ""
-        if report.diagnostic_code is None
-        else f", {_name(NonDeliveryDiagnostic, report.diagnostic_code)}"
-    )
-    return f"non-delivered: {reason}{diagnostic}"
-
-
-def _name(kind: type[NonDeliveryReason] | type[NonDeliveryDiagnostic], value: int) -> str:
-    try:
-        return kind(value).name.lower().replace("_", "-")
-    except ValueError:
-        return str(value)
+    diagnostic = report.diagnostic_name
+    return f"non-delivered: {report.reason_name}" + (f", {diagnostic}" if diagnostic else "")
 
 
 def _intake_event(origin_peer: str | None) -> AuditEvent:

@@ -215,6 +215,25 @@ class NonDeliveryReport:
     """A :class:`NonDeliveryDiagnostic` (other values are kept as int), or None."""
     wire_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
+    @property
+    def reason_name(self) -> str:
+        """The reason as X.411 names it (``unable-to-transfer``), or its number."""
+        return _code_name(NonDeliveryReason, self.reason_code)
+
+    @property
+    def diagnostic_name(self) -> str | None:
+        """The diagnostic as X.411 names it (``unrecognised-or-name``), its number, or None."""
+        if self.diagnostic_code is None:
+            return None
+        return _code_name(NonDeliveryDiagnostic, self.diagnostic_code)
+
+
+def _code_name(kind: type[enum.IntEnum], value: int) -> str:
+    try:
+        return kind(value).name.lower().replace("_", "-")
+    except ValueError:
+        return str(value)
+
 
 _DELIVERY_MEMBERS = {context(0): "message_delivery_time", context(1): "type_of_mts_user"}
 _NON_DELIVERY_MEMBERS = {context(0): "reason_code", context(1): "diagnostic_code"}
