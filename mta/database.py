@@ -110,8 +110,12 @@ class Database:
         except Exception as error:  # the commit failed: no unit's work is on disk
             outcomes = [(False, error)] * len(units)
         assert outcomes is not None
+        # One wake-up of each waiting loop per batch, not one per unit.
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for (_, future, loop, _), (ok, value) in zip(units, outcomes, strict=True):
-            loop.call_soon_threadsafe(_settle, future, ok, value)
+            by_loop.setdefault(loop, []).append((future, ok, value))
+        for loop, settled in by_loop.items():
+            loop.call_soon_threadsafe(_settle_all, settled)
 
     def _run_all(
         self, units: list[_Waiting], *, durable: bool, savepoints: bool
@@ -155,10 +159,11 @@ def _attempt(session: Session, unit: Callable[[Session], Any]) -> tuple[bool, An
         return False, error
 
 
-def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
-    if future.cancelled():
-        return
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
+def _settle_all(settled: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in settled:
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)

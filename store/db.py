@@ -68,6 +68,9 @@ _READ_ONLY: Final = "aiox400_read_only"
 """Execution option :func:`transaction` sets on a read-only transaction's engine."""
 _LAZY: Final = "aiox400_not_durable"
 """Execution option :func:`transaction` sets on a transaction opened with durable=False."""
+_SYNCHRONOUS: Final = "aiox400_synchronous"
+"""Key of a SQLite connection's current ``synchronous`` level in its pool record's info
+(so that a transaction sets it only when it differs from the last one's)."""
 
 
 class StoreError(Exception):
@@ -174,12 +177,16 @@ def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
             "foreign_keys = ON",
         ):
             connection.execute(f"PRAGMA {pragma}").close()
+        record.info[_SYNCHRONOUS] = "FULL"
 
     def on_begin(connection: Connection) -> None:
         options = connection.get_execution_options()
         # The flush level is the connection's, so each transaction sets its own.
-        lazy = options.get(_LAZY, False)
-        connection.exec_driver_sql(f"PRAGMA synchronous = {'NORMAL' if lazy else 'FULL'}")
+        level = "NORMAL" if options.get(_LAZY, False) else "FULL"
+        info = connection.connection.info  # kept with the DBAPI connection
+        if info.get(_SYNCHRONOUS) != level:
+            connection.exec_driver_sql(f"PRAGMA synchronous = {level}")
+            info[_SYNCHRONOUS] = level
         connection.exec_driver_sql("BEGIN" if options.get(_READ_ONLY, False) else "BEGIN IMMEDIATE")
 
     event.listen(engine, "connect", on_connect)
