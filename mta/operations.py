@@ -84,7 +84,7 @@ class LocalApi:
             raise ControlError(f"message refused: {error}") from error
         log_intake("submitted", plan, result, f"by {submission.originator.canonical}")
         service.delivered(delivered)
-        service.notify(plan)
+        service.notify(plan, delivered=delivered)
         rejected = [o.recipient.canonical for o in plan.rejected]
         return {"ok": True, "mts_identifier": identifier, "rejected": rejected}, b""
 

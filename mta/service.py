@@ -214,11 +214,17 @@ class Service:
 
     # --- wake-ups ----------------------------------------------------------------------
 
-    def notify(self, plan: Plan | None = None) -> None:
-        """Something was queued: wake whoever serves its routes (everyone if unsure)."""
+    def notify(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
+        """Something was queued: wake whoever serves its routes (everyone if unsure).
+
+        ``delivered``: the plan's local recipients were delivered as it was taken in, so
+        the local deliverer has nothing to do for it.
+        """
         routes = {r.route for r in plan.message.recipients} if plan and plan.message else None
         if routes is None or plan is None or plan.rejected:
             routes = {LOCAL_ROUTE, *self._runners}
+        elif delivered is not None:
+            routes.discard(LOCAL_ROUTE)
         if LOCAL_ROUTE in routes:
             self._local_wake.set()
         for route in routes:
@@ -263,7 +269,7 @@ class Service:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
-        self.notify(plan)
+        self.notify(plan, delivered=delivered)
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,6 +61,7 @@ from p1.envelope import (
     Probe,
     RecipientField,
     encode_mts_apdu,
+    message_content,
     peek_envelope,
     replace_message_envelope,
 )
@@ -87,6 +88,8 @@ from store import (
     transaction,
 )
 from store.audit import AuditRecord
+from store.mailbox import MailboxIndex, index_apdu, index_message
+from store.queue import NewMessage, NewRecipient
 
 __all__ = ["LocalOutcome", "Units", "transfer_apdu"]
 
@@ -143,11 +146,14 @@ class Units:
         now: datetime,
         event: AuditEvent,
         journal: list[AuditRecord],
+        *,
+        delivered_route: str | None = None,
     ) -> tuple[Enqueued, ...]:
         """Queue ``plans``; their audit records go to ``journal`` (the caller writes it, so
-        that one statement carries a unit's records)."""
+        that one statement carries a unit's records).  ``delivered_route``: see
+        :meth:`store.TransitQueue.enqueue_many`."""
         messages = [p.message for p in plans if p.message is not None]
-        results = TransitQueue(session).enqueue_many(messages, now)
+        results = TransitQueue(session).enqueue_many(messages, now, delivered_route=delivered_route)
         journal += (
             AuditRecord(
                 at=now,
@@ -234,53 +240,71 @@ class Units:
     def receive_and_deliver_in(
         self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
     ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
-        """:meth:`receive_in`, then the local recipients delivered in the same transaction
+        """:meth:`receive_in`, with the local recipients delivered in the same transaction
         (one commit, not two, between the peer's transfer and the user's mailbox).
 
-        The delivery runs in a savepoint: if it fails, the message stays queued for the
-        local deliverer and the transfer is still taken.
+        A message's local recipients are recorded as delivered as they are queued, never
+        claimed, and their mailbox entries are indexed from the envelope intake decoded.
+        What cannot be delivered so (a probe, a report that does not decode) stays
+        pending for the local deliverer, which reports what is wrong.
         """
         plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
-        result, delivered = self._take_and_deliver(session, plan, now, _intake_event(origin_peer))
+        event = _intake_event(origin_peer)
+        result, delivered = self._take_and_deliver(session, plan, now, event, content=None)
         return plan, result, delivered
 
     def _take_and_deliver(
-        self, session: Session, plan: Plan, now: datetime, event: AuditEvent
-    ) -> tuple[Enqueued | None, LocalOutcome | None]:
-        """Queue ``plan``, then deliver its local recipients in a savepoint; the audit
-        records of both in one statement."""
-        journal: list[AuditRecord] = []
-        results = self._enqueue(session, (plan,), now, event, journal)
-        result = results[0] if results else None
-        outcome = self._deliver_at_once(session, plan, result, now, journal)
-        AuditLog(session).record_many(journal)
-        return result, outcome
-
-    def _deliver_at_once(
         self,
         session: Session,
         plan: Plan,
-        result: Enqueued | None,
+        now: datetime,
+        event: AuditEvent,
+        *,
+        content: bytes | None,
+    ) -> tuple[Enqueued | None, LocalOutcome | None]:
+        """Queue ``plan`` with its local recipients delivered (``content``: the message's
+        content octets if the caller has them); the audit records in one statement."""
+        journal: list[AuditRecord] = []
+        indexes = _local_indexes(plan, content)
+        route = None if indexes is None else LOCAL_ROUTE
+        results = self._enqueue(session, (plan,), now, event, journal, delivered_route=route)
+        result = results[0] if results else None
+        outcome = None
+        if indexes is not None and result is not None and result.message_id is not None:
+            outcome = self._deliver_taken(session, plan, result, indexes, now, journal)
+        AuditLog(session).record_many(journal)
+        return result, outcome
+
+    def _deliver_taken(
+        self,
+        session: Session,
+        plan: Plan,
+        result: Enqueued,
+        indexes: Mapping[str, MailboxIndex],
         now: datetime,
         journal: list[AuditRecord],
-    ) -> LocalOutcome | None:
+    ) -> LocalOutcome:
+        """Mailbox entries for the local recipients just queued as delivered, and the
+        delivery report they asked for."""
         message = plan.message
-        if result is None or result.message_id is None or message is None:
-            return None
-        if all(r.route != LOCAL_ROUTE for r in message.recipients):
-            return None
-        delivered: list[AuditRecord] = []  # kept only if the savepoint is
-        try:
-            with session.begin_nested():
-                entry = TransitQueue(session).claim_message(
-                    result.message_id, LOCAL_ROUTE, now, owner=self.owner, queued=message
-                )
-                outcome = None if entry is None else self._deliver(session, entry, now, delivered)
-        except Exception:  # left for the local deliverer, which reports what is wrong
-            log.exception("%s: immediate delivery failed", message.mts_identifier)
-            return None
-        journal += delivered
-        return outcome
+        assert message is not None
+        fresh = set(result.queued)
+        local = [r for r in message.recipients if r.route == LOCAL_ROUTE and r.recipient in fresh]
+        users = tuple(dict.fromkeys(r.recipient for r in local))
+        MessageStore(session).deliver_many(
+            [Delivery(user=u, apdu=message.apdu, index=indexes[u]) for u in users], now
+        )
+        reported = message.kind is ApduKind.MESSAGE and self._delivery_report(
+            session, local, lambda: plan.subject, plan.arrival, now, journal
+        )
+        journal += _delivered_records(message.mts_identifier, users, now)
+        return LocalOutcome(
+            mts_identifier=message.mts_identifier,
+            kind=message.kind,
+            precedence=message.precedence,
+            users=users,
+            reported=reported,
+        )
 
     def submit(
         self, request: SubmitRequest, now: datetime
@@ -299,7 +323,9 @@ class Units:
         """
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
         plan = plan_submission(message, self.site, now=now)
-        result, delivered = self._take_and_deliver(session, plan, now, AuditEvent.SUBMITTED)
+        result, delivered = self._take_and_deliver(
+            session, plan, now, AuditEvent.SUBMITTED, content=message.content
+        )
         return message.envelope.mts_identifier.text, plan, result, delivered
 
     # --- transfer to peers -------------------------------------------------------------
@@ -419,17 +445,11 @@ class Units:
                 [Delivery(user=user, apdu=entry.apdu) for user in users], now
             )
         if entry.kind is not ApduKind.REPORT:
-            reported = self._delivery_report(session, entry, now, journal)
-        TransitQueue(session).mark_delivered(entry.recipient_ids, now)
-        journal += (
-            AuditRecord(
-                at=now,
-                event=AuditEvent.DELIVERED,
-                mts_identifier=entry.mts_identifier,
-                recipient=user,
+            reported = self._delivery_report(
+                session, entry.recipients, lambda: _subject(entry), entry.arrival_time, now, journal
             )
-            for user in users
-        )
+        TransitQueue(session).mark_delivered(entry.recipient_ids, now)
+        journal += _delivered_records(entry.mts_identifier, users, now)
         return LocalOutcome(
             mts_identifier=entry.mts_identifier,
             kind=entry.kind,
@@ -439,17 +459,25 @@ class Units:
         )
 
     def _delivery_report(
-        self, session: Session, entry: QueueEntry, now: datetime, journal: list[AuditRecord]
+        self,
+        session: Session,
+        recipients: Sequence[QueueRecipient | NewRecipient],
+        subject: Callable[[], MessageEnvelope | Probe | None],
+        arrival: datetime,
+        now: datetime,
+        journal: list[AuditRecord],
     ) -> bool:
+        """Queue the delivery report ``recipients`` asked for, if any; whether one was.
+        ``subject`` gives the envelope, read only when a report is wanted."""
         delivered = DeliveryReport(message_delivery_time=now)
-        wanted = (indicators_from(r.report_request) for r in entry.recipients)
+        wanted = (indicators_from(r.report_request) for r in recipients)
         if not any(wants_report(indicators, delivered) for indicators in wanted):
             return False  # (without decoding the envelope again)
-        subject = _subject(entry)
-        if subject is None:
+        envelope = subject()
+        if envelope is None:
             return False
-        outcomes = [_outcome(r, subject, delivered) for r in entry.recipients]
-        return self._report(session, subject, outcomes, entry.arrival_time, now, journal)
+        outcomes = [_outcome(r, envelope, delivered) for r in recipients]
+        return self._report(session, envelope, outcomes, arrival, now, journal)
 
     # --- expiry and restart ------------------------------------------------------------
 
@@ -548,7 +576,7 @@ def _subject(entry: QueueEntry) -> MessageEnvelope | Probe | None:
 
 
 def _outcome(
-    recipient: QueueRecipient,
+    recipient: QueueRecipient | NewRecipient,
     subject: MessageEnvelope | Probe,
     report: DeliveryReport | NonDeliveryReport,
 ) -> Outcome:
@@ -568,6 +596,48 @@ def _outcome(
         indicators=indicators_from(recipient.report_request),
         report=report,
     )
+
+
+def _local_indexes(plan: Plan, content: bytes | None) -> dict[str, MailboxIndex] | None:
+    """The mailbox index of each local recipient of ``plan``, read from what intake
+    decoded, before anything is written; None when there is none, or when they are left
+    to the local deliverer (a probe, a message whose delivery is deferred, an APDU
+    whose content or report cannot be read here)."""
+    message = plan.message
+    if message is None or all(r.route != LOCAL_ROUTE for r in message.recipients):
+        return None
+    if message.not_before is not None and message.not_before > plan.arrival:
+        return None  # deferred delivery (X.411 12.2.1.1.1.5): delivered when due
+    users = [r.recipient for r in message.recipients if r.route == LOCAL_ROUTE]
+    try:
+        indexes = _indexes(message, plan.subject, content, users)
+    except Exception:  # the local deliverer tries again and reports what is wrong
+        log.exception("%s: cannot index for immediate delivery", message.mts_identifier)
+        return None
+    return None if indexes is None else dict(zip(users, indexes, strict=True))
+
+
+def _indexes(
+    message: NewMessage,
+    subject: MessageEnvelope | Probe | None,
+    content: bytes | None,
+    users: Sequence[str],
+) -> Sequence[MailboxIndex] | None:
+    if message.kind is ApduKind.MESSAGE and isinstance(subject, MessageEnvelope):
+        octets = message_content(message.apdu) if content is None else content
+        return index_message(subject, octets, users)
+    if message.kind is ApduKind.REPORT:
+        return [index_apdu(message.apdu, message.originator)] * len(users)
+    return None
+
+
+def _delivered_records(
+    mts_identifier: str, users: Sequence[str], now: datetime
+) -> list[AuditRecord]:
+    return [
+        AuditRecord(at=now, event=AuditEvent.DELIVERED, mts_identifier=mts_identifier, recipient=u)
+        for u in users
+    ]
 
 
 def _precedence_of(subject: MessageEnvelope | Probe, site: Site) -> Precedence:

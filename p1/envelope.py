@@ -27,6 +27,7 @@ Public API::
     encode_message_envelope(env) -> bytes   decode_message_envelope(data) -> MessageEnvelope
     peek_envelope(data) -> MessageEnvelope | Probe | Report   (a message's content not copied)
     replace_message_envelope(data, envelope) -> bytes         (content bytes kept as received)
+    message_content(data) -> bytes                             (the envelope skipped)
     and the shared fields of p1.envelope_fields (MTSIdentifier, TraceEntry, ExtensionField...)
 
 Every malformed input raises :class:`p1.errors.DecodeError`; every value that cannot be
@@ -168,6 +169,7 @@ __all__ = [
     "find_extension",
     "internal_trace_extension",
     "latest_delivery_time_extension",
+    "message_content",
     "peek_envelope",
     "priority_level_qualifier_extension",
     "prohibition_extension",
@@ -803,6 +805,19 @@ def peek_envelope(data: bytes | bytearray | memoryview) -> MessageEnvelope | Pro
     decoded = _DECODERS[tlv.tag](tlv)
     assert isinstance(decoded, Probe | Report)
     return decoded
+
+
+def message_content(data: bytes | bytearray | memoryview) -> bytes:
+    """The content octets of the message in ``data``, its envelope skipped, not decoded
+    (X.411 12.2.1.1: ``Message ::= SEQUENCE { envelope, content }``).
+
+    Raises DecodeError when ``data`` is not a message.
+    """
+    tlv = _apdu_tlv(data)
+    if tlv.tag != _MESSAGE_TAG:
+        raise DecodeError("the MTS-APDU is not a message", where="MTS-APDU")
+    _, content = _message_parts(tlv, "Message")
+    return ber.read_octets(content, "Message.content")
 
 
 def replace_message_envelope(

@@ -144,24 +144,6 @@ TO_IN_FLIGHT: Final = _transition(
     attempts=_r.attempts + 1,
     owner=bindparam("new_owner"),
 )
-CLAIM_OF_MESSAGE: Final[Update] = (
-    update(RECIPIENTS)
-    .where(
-        _r.message_id == bindparam("of_message"),
-        _r.route == bindparam("on_route"),
-        _r.state == _S.PENDING,
-        _r.next_attempt_at <= _time("at"),
-    )
-    .values(
-        state=_S.IN_FLIGHT,
-        attempts=_r.attempts + 1,
-        owner=bindparam("new_owner"),
-        updated_at=_time("at"),
-    )
-    .returning(*RECIPIENT_COLUMNS)
-)
-"""The due recipients of one message on one route to in flight (as TO_IN_FLIGHT does),
-for a message queued in the same transaction: no other claimer can hold its rows."""
 TO_TRANSFERRED: Final = _transition((_S.IN_FLIGHT,), state=_S.TRANSFERRED)
 TO_DELIVERED: Final = _transition((_S.IN_FLIGHT,), state=_S.DELIVERED)
 TO_DEFERRED: Final = _transition(

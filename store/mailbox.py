@@ -25,8 +25,9 @@ Public API::
         .mark_read(user, entry_ids, *, read=True) -> int
         .delete(user, entry_ids) -> int
         .unread_count(user) -> int
-    Delivery(user, apdu), MailboxSummary, MailboxMessage
+    Delivery(user, apdu, index=None), MailboxSummary, MailboxMessage
     MailboxIndex, index_apdu(apdu, user) -> MailboxIndex, REPORT_PRECEDENCE
+    index_message(envelope, content, users) -> tuple[MailboxIndex, ...]   (envelope decoded)
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from typing import Any, Final, cast
 from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from p1.envelope import Message, MessageEnvelope, Probe, Report, decode_mts_apdu
+from p1.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
 from p1.errors import DecodeError
 from p1.ipm import IPM, IPN, ContentKind, Heading, ORDescriptor, decode_content
 from p1.orname import ORName, format_orname
@@ -55,6 +56,7 @@ __all__ = [
     "MailboxSummary",
     "MessageStore",
     "index_apdu",
+    "index_message",
 ]
 
 REPORT_PRECEDENCE: Final = Precedence.ROUTINE
@@ -72,6 +74,9 @@ class Delivery:
     """Canonical O/R name of the recipient."""
     apdu: bytes
     """The BER of the MTS-APDU (a message or a report)."""
+    index: MailboxIndex | None = None
+    """What the listing shows, when the caller has it already (:func:`index_message` of
+    the envelope it decoded); None: read from ``apdu`` (:func:`index_apdu`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -219,7 +224,7 @@ def _summary(row: AnyRow) -> MailboxSummary:
 
 
 def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
-    index = index_apdu(delivery.apdu, delivery.user)
+    index = delivery.index or index_apdu(delivery.apdu, delivery.user)
     return {
         "user": delivery.user,
         "mts_identifier": index.mts_identifier,
@@ -254,7 +259,7 @@ def index_apdu(apdu: bytes, user: str) -> MailboxIndex:
         )
     if isinstance(decoded, Probe):
         raise ValueError(f"probe {decoded.mts_identifier.text} cannot be delivered")
-    return _index_message(decoded, user)
+    return index_message(decoded.envelope, decoded.content, (user,))[0]
 
 
 def _report_subject(report: Report) -> str:
@@ -270,25 +275,34 @@ def _report_subject(report: Report) -> str:
     return f"{what} on {report.content.subject_identifier.text}"
 
 
-def _index_message(message: Message, user: str) -> MailboxIndex:
-    envelope = message.envelope
-    content = _content(message)
+def index_message(
+    envelope: MessageEnvelope, content_octets: bytes, users: Sequence[str]
+) -> tuple[MailboxIndex, ...]:
+    """What each of ``users``' listings shows of a message with this envelope and
+    content (as :func:`index_apdu` reads them from its APDU); the content is decoded
+    once."""
+    content = _content(envelope, content_octets)
     heading = content.heading if isinstance(content, IPM) else None
-    return MailboxIndex(
-        mts_identifier=envelope.mts_identifier.text,
-        kind=ApduKind.MESSAGE,
-        precedence=_heading_precedence(heading, user) or envelope.precedence,
-        subject=None if heading is None else heading.subject,
-        originator=_originator(content, envelope),
+    subject = None if heading is None else heading.subject
+    originator = _originator(content, envelope)
+    return tuple(
+        MailboxIndex(
+            mts_identifier=envelope.mts_identifier.text,
+            kind=ApduKind.MESSAGE,
+            precedence=_heading_precedence(heading, user) or envelope.precedence,
+            subject=subject,
+            originator=originator,
+        )
+        for user in users
     )
 
 
-def _content(message: Message) -> IPM | IPN | None:
-    content_type = message.envelope.content_type
+def _content(envelope: MessageEnvelope, octets: bytes) -> IPM | IPN | None:
+    content_type = envelope.content_type
     if content_type not in _IPM_CONTENT_TYPES:
         return None
     try:
-        return decode_content(message.content, content_type)
+        return decode_content(octets, content_type)
     except DecodeError:
         return None  # delivered all the same; the user's agent shows what it can
 

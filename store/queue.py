@@ -33,9 +33,8 @@ Public API::
 
     TransitQueue(session)
         .enqueue(message, now) -> Enqueued
-        .enqueue_many(messages, now) -> tuple[Enqueued, ...]
+        .enqueue_many(messages, now, *, delivered_route=None) -> tuple[Enqueued, ...]
         .claim_next(route, precedences, now, *, limit=1, owner=None) -> tuple[QueueEntry, ...]
-        .claim_message(message_id, route, now, *, owner=None, queued=None) -> QueueEntry | None
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -221,20 +220,29 @@ class TransitQueue:
         """Queue ``message`` unless each of its recipients was received before."""
         return self.enqueue_many((message,), now)[0]
 
-    def enqueue_many(self, messages: Sequence[NewMessage], now: datetime) -> tuple[Enqueued, ...]:
+    def enqueue_many(
+        self, messages: Sequence[NewMessage], now: datetime, *, delivered_route: str | None = None
+    ) -> tuple[Enqueued, ...]:
         """Queue several messages in the caller's transaction (in one disk flush).
 
         Each (MTS identifier, recipient) is recorded in ``received`` first; a recipient
         whose key exists already (a peer re-sending after a lost acknowledgement) is
         reported in ``duplicates`` and not queued again.
+
+        ``delivered_route``: recipients on this route (the local one) are recorded as
+        delivered at once, attempted once: the caller puts them in their mailboxes in
+        this same transaction.  A message left with nothing to transfer keeps no copy of
+        its APDU here (its mailbox entries hold it): its row says ``size`` only.
         """
         for message in messages:
             _check(message)
         fresh = self._record_received(messages, now)
         plans = [_split(message, fresh) for message in messages]
         queued = [(m, q) for m, (q, _) in zip(messages, plans, strict=True) if q]
-        ids = self._insert_messages([m for m, _ in queued], now)
-        self._insert_recipients([(i, m, q) for i, (m, q) in zip(ids, queued, strict=True)], now)
+        ids = self._insert_messages([(m, _keeps_apdu(q, delivered_route)) for m, q in queued], now)
+        self._insert_recipients(
+            [(i, m, q) for i, (m, q) in zip(ids, queued, strict=True)], now, delivered_route
+        )
         next_id = iter(ids)
         return tuple(
             Enqueued(
@@ -263,14 +271,16 @@ class TransitQueue:
             (row[0], row[1]) for row in insert_new(self.connection, ReceivedKey, rows, key, key)
         }
 
-    def _insert_messages(self, messages: Sequence[NewMessage], now: datetime) -> list[int]:
+    def _insert_messages(
+        self, messages: Sequence[tuple[NewMessage, bool]], now: datetime
+    ) -> list[int]:
         if not messages:
             return []
         rows = [
             {
                 "mts_identifier": m.mts_identifier,
                 "kind": m.kind,
-                "apdu": m.apdu,
+                "apdu": m.apdu if keep else b"",
                 "size": len(m.apdu),
                 "precedence": int(m.precedence),
                 "originator": m.originator,
@@ -279,7 +289,7 @@ class TransitQueue:
                 "origin_peer": m.origin_peer,
                 "envelope_recipients": m.envelope_recipients,
             }
-            for m in messages
+            for m, keep in messages
         ]
         return [row[0] for row in self.connection.execute(sql.INSERT_MESSAGES, rows)]
 
@@ -287,16 +297,17 @@ class TransitQueue:
         self,
         plan: Sequence[tuple[int, NewMessage, Sequence[NewRecipient]]],
         now: datetime,
+        delivered_route: str | None,
     ) -> None:
         rows = [
             {
                 "message_id": message_id,
                 "recipient": r.recipient,
                 "route": r.route,
-                "state": _S.PENDING,
+                "state": _S.DELIVERED if r.route == delivered_route else _S.PENDING,
                 "precedence": int(m.precedence),
                 "arrival_time": now,
-                "attempts": 0,
+                "attempts": 1 if r.route == delivered_route else 0,
                 "next_attempt_at": now if m.not_before is None else max(now, m.not_before),
                 "last_error": None,
                 "report_request": r.report_request,
@@ -338,43 +349,6 @@ class TransitQueue:
         ids += [i for i in siblings if i not in taken]
         claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
         return self._entries(order, claimed)
-
-    def claim_message(
-        self,
-        message_id: int,
-        route: str,
-        now: datetime,
-        *,
-        owner: str | None = None,
-        queued: NewMessage | None = None,
-    ) -> QueueEntry | None:
-        """Claim the due recipients of one message on ``route`` (e.g. a message just taken
-        in, to deliver its local recipients in the same transaction); None if none is due.
-
-        ``queued``: the message as :meth:`enqueue_many` queued it at ``now`` in this same
-        transaction, so that no other claimer can hold its rows: they are claimed with one
-        statement and the message is not read back.
-        """
-        if queued is not None:
-            parameters = {"of_message": message_id, "on_route": route, "at": now}
-            rows = self.connection.execute(
-                sql.CLAIM_OF_MESSAGE, {**parameters, "new_owner": owner}
-            ).all()
-            if not rows:
-                return None
-            return _entry_of(message_id, queued, now, sorted(rows, key=lambda r: r.id))
-        due = {
-            "route": route,
-            "precedences": _levels(tuple(Precedence)),
-            "now": now,
-            "messages": [message_id],
-        }
-        ids = list(self.connection.scalars(sql.SIBLINGS, due))
-        if not ids:
-            return None
-        claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
-        entries = self._entries([message_id], claimed)
-        return entries[0] if entries else None
 
     def _choose(self, due: Mapping[str, Any], limit: int) -> tuple[list[int], list[int]]:
         """The first ``limit`` messages in service order, with the recipient ids locked."""
@@ -604,6 +578,11 @@ def _entry_of(
         recipients=tuple(_recipient(row) for row in rows),
         envelope_recipients=message.envelope_recipients,
     )
+
+
+def _keeps_apdu(queued: Sequence[NewRecipient], delivered_route: str | None) -> bool:
+    """Whether a message whose ``queued`` recipients are these still needs its APDU."""
+    return any(r.route != delivered_route for r in queued)
 
 
 def _check(message: NewMessage) -> None:

@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event
 
+import mta.units
+from client.x400 import text_ipm
 from mta.submission import SubmitRequest
 from mta.units import Units
+from p1.envelope import Message, encode_mts_apdu
 from p1.ipm import P772_CONTENT_TYPE
 from p1.precedence import Precedence
 from store import (
@@ -24,16 +27,20 @@ from store import (
     open_database,
     transaction,
 )
+from store.mailbox import index_apdu
 from tests.mta.test_intake import (
     CONTENT,
     JONES,
     NOW,
+    SITEA,
+    SITEB,
     SMITH,
     apdu,
     decoded_message,
     envelope,
     identifier,
     recipient,
+    report_on,
     site_b,
 )
 
@@ -200,9 +207,15 @@ def test_a_transfer_for_a_local_user_is_queued_and_delivered_in_few_statements(
             session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
         )
     assert delivered is not None
-    # Received key, message, recipients; savepoint, claim, mailbox, delivered, release;
-    # one audit insert for both records; and the commit's own.
-    assert len([s for s in seen if not s.startswith(("PRAGMA", "COMMIT"))]) == 9
+    # Received key, message, recipient (queued as delivered), mailbox entry, and one
+    # audit insert for both records: no claim, no update, no savepoint.
+    assert [s.split()[2] for s in seen if not s.startswith(("PRAGMA", "COMMIT"))] == [
+        "received",
+        "messages",
+        "recipients",
+        "mailbox",
+        "audit",
+    ]
     with transaction(units.engine, read_only=True) as session:
         events = [
             r.event for r in AuditLog(session).recent(mts_identifier=made.mts_identifier.text)
@@ -210,13 +223,42 @@ def test_a_transfer_for_a_local_user_is_queued_and_delivered_in_few_statements(
     assert events == [AuditEvent.DELIVERED, AuditEvent.RECEIVED]
 
 
-def test_a_failed_immediate_delivery_keeps_the_reception_and_its_audit(
+def test_what_is_delivered_at_once_is_listed_as_read_back_from_its_apdu(units: Units) -> None:
+    content = text_ipm(SMITH, JONES, "at once", b"hello")
+    message = encode_mts_apdu(Message(envelope=envelope(recipient(JONES)), content=content))
+    from_jones = envelope(
+        recipient(SMITH), originator_name=JONES, mts_identifier=identifier("m2", SITEB)
+    )
+    report = encode_mts_apdu(report_on(from_jones, trace_domain=SITEA))
+    for data in (message, report):
+        with transaction(units.engine) as session:
+            _, _, delivered = units.receive_and_deliver_in(
+                session, apdu=data, now=NOW, origin_peer=PEER
+            )
+        assert delivered is not None
+    with transaction(units.engine, read_only=True) as session:
+        store = MessageStore(session)
+        entries = store.list(JONES.canonical)
+        for entry in entries:
+            stored = store.read(JONES.canonical, entry.id)
+            assert stored is not None
+            index = index_apdu(stored.apdu, JONES.canonical)
+            listed = (entry.mts_identifier, entry.kind, entry.precedence, entry.subject)
+            assert listed == (index.mts_identifier, index.kind, index.precedence, index.subject)
+            assert entry.originator == index.originator
+    assert sorted(str(e.subject) for e in entries) == [
+        "at once",
+        f"delivery report on {from_jones.mts_identifier.text}",
+    ]
+
+
+def test_a_message_that_cannot_be_indexed_is_taken_and_left_to_the_local_deliverer(
     units: Units, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("mailbox broken")
+        raise RuntimeError("index broken")
 
-    monkeypatch.setattr(MessageStore, "deliver_many", broken)
+    monkeypatch.setattr(mta.units, "index_message", broken)
     made = envelope(recipient(JONES))
     with transaction(units.engine) as session:
         _, result, delivered = units.receive_and_deliver_in(

@@ -47,6 +47,7 @@ from p1.envelope import (
     decode_mts_apdu,
     encode_message_envelope,
     encode_mts_apdu,
+    message_content,
     peek_envelope,
     priority_level_qualifier_extension,
     replace_message_envelope,
@@ -555,6 +556,22 @@ def test_replace_message_envelope_keeps_the_content_encoding() -> None:
     relayed = replace_message_envelope(data, envelope)
     assert relayed == t(0xA0, encode_message_envelope(envelope), segmented)
     assert peek_envelope(relayed) == envelope
+
+
+def test_message_content_is_read_without_the_envelope() -> None:
+    segmented = t(0x24, t(0x04, b"hel"), t(0x04, b"lo"))
+    assert message_content(t(0xA0, GOLDEN_ENVELOPE, segmented)) == b"hello"
+    assert message_content(GOLDEN_MESSAGE) == decode_message(GOLDEN_MESSAGE).content
+    with pytest.raises(DecodeError, match="not a message"):
+        message_content(t(0xA2, GOLDEN_ENVELOPE))
+    with pytest.raises(DecodeError):
+        message_content(t(0xA0, GOLDEN_ENVELOPE))  # no content
+
+
+def decode_message(data: bytes) -> Message:
+    message = decode_mts_apdu(data)
+    assert isinstance(message, Message)
+    return message
 
 
 def test_indefinite_lengths_are_accepted() -> None:

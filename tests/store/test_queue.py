@@ -500,34 +500,40 @@ def test_batch_operations_handle_more_than_one_chunk(engine: Engine) -> None:
     assert enqueue(engine, *batch[:3])[0].duplicates == ("c=gb;s=a", "c=gb;s=b")
 
 
-def test_a_message_queued_in_this_transaction_is_claimed_as_read_back(engine: Engine) -> None:
+def test_recipients_on_the_delivered_route_are_queued_as_delivered(engine: Engine) -> None:
     message = new_message(
         "at-once", ("c=gb;s=jones", LOCAL_ROUTE), ("c=gb;s=brown", "mta-b"), origin_peer="mta-a"
     )
-    message = dataclasses.replace(message, envelope_recipients=2)
     with transaction(engine) as session:
-        queue = TransitQueue(session)
-        (result,) = queue.enqueue_many((message,), T0)
-        assert result.message_id is not None
-        entry = queue.claim_message(result.message_id, LOCAL_ROUTE, T0, owner="me", queued=message)
-    # What it built from the message queued is what the store holds.
+        (result,) = TransitQueue(session).enqueue_many((message,), T0, delivered_route=LOCAL_ROUTE)
+    assert result.queued == ("c=gb;s=jones", "c=gb;s=brown")
     stored = get(engine, result.message_id)
-    local = tuple(r for r in stored.recipients if r.route == LOCAL_ROUTE)
-    assert entry == dataclasses.replace(stored, recipients=local)
-    assert [(r.recipient, r.state, r.attempts) for r in local] == [("c=gb;s=jones", S.IN_FLIGHT, 1)]
-    assert entry.envelope_recipients == 2
-    # The other route's recipient is left pending for its peer.
-    assert claimed_ids(claim(engine)) == [message.mts_identifier]
+    assert [(r.recipient, r.state, r.attempts) for r in stored.recipients] == [
+        ("c=gb;s=jones", S.DELIVERED, 1),
+        ("c=gb;s=brown", S.PENDING, 0),
+    ]
+    # The peer's recipient still needs the APDU, and is claimed for it as usual.
+    assert stored.apdu == message.apdu
+    (entry,) = claim(engine)
+    assert [r.recipient for r in entry.recipients] == ["c=gb;s=brown"]
+    assert entry.apdu == message.apdu
 
 
-def test_a_message_queued_in_this_transaction_claims_only_what_is_due(engine: Engine) -> None:
-    later = new_message("later", ("c=gb;s=jones", LOCAL_ROUTE), not_before=at(60))
+def test_a_message_delivered_whole_keeps_no_copy_of_its_apdu(engine: Engine) -> None:
+    message = new_message("local", ("c=gb;s=jones", LOCAL_ROUTE), ("c=gb;s=brown", LOCAL_ROUTE))
     with transaction(engine) as session:
+        (result,) = TransitQueue(session).enqueue_many((message,), T0, delivered_route=LOCAL_ROUTE)
+    stored = get(engine, result.message_id)
+    assert stored.apdu == b""
+    assert [r.state for r in stored.recipients] == [S.DELIVERED, S.DELIVERED]
+    with transaction(engine, read_only=True) as session:
         queue = TransitQueue(session)
-        (result,) = queue.enqueue_many((later,), T0)
-        assert result.message_id is not None
-        assert queue.claim_message(result.message_id, LOCAL_ROUTE, T0, queued=later) is None
-    assert get(engine, result.message_id).recipients[0].state is S.PENDING
+        assert queue.backlog(LOCAL_ROUTE, tuple(P), at(1)) == 0
+        assert queue.waiting() == ()
+    # A repeat is a duplicate, recorded nowhere as delivered again.
+    (again,) = enqueue(engine, message)
+    assert again.message_id is None
+    assert again.duplicates == ("c=gb;s=jones", "c=gb;s=brown")
 
 
 def test_the_envelope_recipients_count_is_kept_with_the_message(engine: Engine) -> None:
