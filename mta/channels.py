@@ -59,6 +59,8 @@ log = logging.getLogger("aiox400.channel")
 _POLL = 1.0
 """Seconds between the supervisor's looks at the backlog when nothing wakes it (deferred
 messages come due without a wake-up)."""
+_RECHECK = 0.05
+"""Least seconds between two looks at the backlog while the slot has connections."""
 _STOP_RELEASE = 2.0
 """Seconds a stopping MTA waits for the peer to answer the release of an idle association."""
 _RECONNECT = RetryPolicy(initial=1.0, maximum=60.0, factor=2.0, jitter=0.2)
@@ -212,6 +214,10 @@ class SlotRunner:
             for index in range(wanted):
                 if index not in self._workers:
                     self._start_worker(index)
+            if self._workers:
+                # Connections claim for themselves; the backlog only sizes the slot, so a
+                # burst of wake-ups (one per message queued) is read once per interval.
+                await asyncio.sleep(_RECHECK)
             await self._wait_wake(seen, _POLL)
 
     async def _read_backlog(self) -> int:
