@@ -36,6 +36,7 @@ Public API::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,6 +54,7 @@ from p1.envelope import (
     peek_envelope,
     replace_message_envelope,
 )
+from p1.envelope_extensions import with_internal_trace_entry
 from p1.envelope_fields import GlobalDomainIdentifier
 from p1.envelope_trace import InternalTraceEntry, RoutingAction, TraceEntry
 from p1.errors import DecodeError, EncodeError
@@ -170,14 +172,15 @@ def _plan_subject(
     if not queued:
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
     traced = _with_trace(envelope, site, now)
+    precedence = _precedence(envelope, site)
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
         kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,
         apdu=write(traced),
-        precedence=_precedence(envelope, site),
+        precedence=precedence,
         originator=envelope.originator_name.canonical,
         recipients=tuple(_new_recipient(r, routes[id(r)]) for r in queued),
-        expiry_time=_expiry(envelope, site, now),
+        expiry_time=_expiry(envelope, precedence, site, now),
         not_before=getattr(envelope, "deferred_delivery_time", None),
         origin_peer=origin_peer,
         envelope_recipients=_all_responsible(envelope),
@@ -204,6 +207,8 @@ def _loop(trace: Sequence[TraceEntry], internal: Sequence[InternalTraceEntry], s
 def _outcomes(
     recipients: Sequence[RecipientField], diagnostic: NonDeliveryDiagnostic
 ) -> tuple[Outcome, ...]:
+    if not recipients:
+        return ()  # (the usual case: every recipient routed)
     report = NonDeliveryReport(
         reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER, diagnostic_code=diagnostic
     )
@@ -221,19 +226,19 @@ def _outcomes(
 def _with_trace(
     envelope: MessageEnvelope | Probe, site: Site, now: datetime
 ) -> MessageEnvelope | Probe:
+    """``envelope`` as :meth:`~p1.envelope.MessageEnvelope.with_trace` and then
+    ``with_internal_trace`` would leave it, copied once rather than twice."""
     trace = envelope.trace_information
     if not trace or trace[-1].global_domain_identifier != site.domain:
-        envelope = envelope.with_trace(
-            TraceEntry(global_domain_identifier=site.domain, arrival_time=now)
-        )
-    return envelope.with_internal_trace(
-        InternalTraceEntry(
-            global_domain_identifier=site.domain,
-            mta_name=site.name,
-            arrival_time=now,
-            routing_action=RoutingAction.RELAYED,
-        )
+        trace = (*trace, TraceEntry(global_domain_identifier=site.domain, arrival_time=now))
+    internal = InternalTraceEntry(
+        global_domain_identifier=site.domain,
+        mta_name=site.name,
+        arrival_time=now,
+        routing_action=RoutingAction.RELAYED,
     )
+    extensions = with_internal_trace_entry(envelope.extensions, internal)
+    return dataclasses.replace(envelope, trace_information=trace, extensions=extensions)
 
 
 def _reencode(apdu: bytes, envelope: MessageEnvelope | Probe) -> bytes:
@@ -251,8 +256,10 @@ def _precedence(envelope: MessageEnvelope | Probe, site: Site) -> Precedence:
     return Precedence.ROUTINE  # a probe carries no priority (X.411 12.2.1.2)
 
 
-def _expiry(envelope: MessageEnvelope | Probe, site: Site, now: datetime) -> datetime:
-    limit = now + timedelta(seconds=site.max_age.of(_precedence(envelope, site)))
+def _expiry(
+    envelope: MessageEnvelope | Probe, precedence: Precedence, site: Site, now: datetime
+) -> datetime:
+    limit = now + timedelta(seconds=site.max_age.of(precedence))
     latest = envelope.latest_delivery_time
     return limit if latest is None else min(limit, latest)
 

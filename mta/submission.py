@@ -22,7 +22,6 @@ Public API::
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,7 +32,11 @@ from p1.envelope import (
     PerRecipientIndicators,
     RecipientField,
 )
-from p1.envelope_extensions import latest_delivery_time_extension, with_extension
+from p1.envelope_extensions import (
+    latest_delivery_time_extension,
+    priority_level_qualifier_extension,
+    with_extension,
+)
 from p1.envelope_fields import ContentType
 from p1.orname import ORName
 from p1.precedence import Precedence, PrecedenceTable
@@ -63,11 +66,20 @@ def build_submission(
     if not request.recipients:
         raise ValueError("a message needs at least one recipient")
     indicators = _indicators(request.delivery_report)
+    # What MessageEnvelope.with_precedence would add, given at once: the envelope is
+    # built once, not built and copied.
+    priority, qualifier = table.to_mts(request.precedence)
+    extensions = with_extension((), priority_level_qualifier_extension(qualifier))
+    if request.latest_delivery_time is not None:
+        extension = latest_delivery_time_extension(request.latest_delivery_time)
+        extensions = with_extension(extensions, extension)
     envelope = MessageEnvelope(
         mts_identifier=identifier,
         originator_name=request.originator,
         content_type=request.content_type,
+        priority=priority,
         deferred_delivery_time=request.deferred_delivery_time,
+        extensions=extensions,
         recipients=tuple(
             RecipientField(
                 recipient_name=name,
@@ -76,12 +88,7 @@ def build_submission(
             )
             for number, name in enumerate(request.recipients, start=1)
         ),
-    ).with_precedence(request.precedence, table)
-    if request.latest_delivery_time is not None:
-        extension = latest_delivery_time_extension(request.latest_delivery_time)
-        envelope = dataclasses.replace(
-            envelope, extensions=with_extension(envelope.extensions, extension)
-        )
+    )
     return Message(envelope=envelope, content=request.content)
 
 

@@ -725,7 +725,28 @@ def decode_oraddress(data: bytes) -> ORAddress:
 
 
 def encode_orname(name: ORName) -> bytes:
-    """BER of ``MTSAbstractService.ORName`` (``[APPLICATION 0]``); raises :class:`EncodeError`."""
+    """BER of ``MTSAbstractService.ORName`` (``[APPLICATION 0]``); raises :class:`EncodeError`.
+
+    The encoding of a name without a directory name is kept in the instance (a name is
+    immutable): a local submission encodes the same few names in every envelope.
+    """
+    if type(name) is ORName and name.directory_name is None:
+        fields = name.__dict__
+        encoded: bytes | None = fields.get(_ENCODING)
+        if encoded is None:
+            encoded = fields[_ENCODING] = _encode_orname(name)
+        return encoded
+    return _encode_orname(name)
+
+
+_ENCODING = "_encoding"
+"""Where :func:`encode_orname` keeps a name's BER in its instance dictionary (not a
+field: equality, hashing, ``repr`` and ``dataclasses.replace`` never see it).  A name
+with a directory name is encoded every time: how depends on the ASN.1 module."""
+
+
+def _encode_orname(name: ORName) -> bytes:
+    """:func:`encode_orname`, every time."""
     try:
         if name.directory_name is None:  # (_write_name, inline: most names have none)
             return _tlv(_ORNAME_OCTET, _write_address(name))

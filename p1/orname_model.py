@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -173,9 +174,12 @@ class ORAddress:
         """What breaks X.411's upper bounds, alphabets and structure; empty if nothing."""
         return tuple(_problems(self))
 
-    @property
+    @functools.cached_property
     def canonical(self) -> str:
-        """The comparison and routing key: fixed order, case folded, spaces collapsed."""
+        """The comparison and routing key: fixed order, case folded, spaces collapsed.
+
+        Computed once per object (a name is immutable), then read from the instance.
+        """
         return _canonical(self)
 
     def same_as(self, other: ORAddress) -> bool:
@@ -186,12 +190,13 @@ class ORAddress:
         """(C, ADMD, PRMD, O, OU1, ...) folded as in :attr:`canonical`, for prefix routing.
 
         An absent component inside the tuple is ``""``; trailing absent ones are left out.
+        Computed once per object, like :attr:`canonical`: a router matches it against
+        every prefix.
         """
-        parts = [self.country, self.admd, self.prmd, self.organization, *self.organizational_units]
-        key = ["" if part is None else _fold(part) for part in parts]
-        while key and key[-1] == "":
-            key.pop()
-        return tuple(key)
+        key: tuple[str, ...] | None = self.__dict__.get(_ROUTE_KEY)
+        if key is None:
+            key = self.__dict__[_ROUTE_KEY] = _route_key(self)
+        return key
 
 
 # ORName ::= [APPLICATION 0] SEQUENCE {
@@ -236,9 +241,24 @@ copies these into its instance dictionary and sets the fields it reads there, as
 ``__post_init__`` would leave them: the generated ``__init__`` of a frozen dataclass
 sets its twenty-odd fields one ``object.__setattr__`` call at a time, and an envelope
 and its heading decode several names.  (This is why the two classes keep a
-``__dict__`` rather than slots.)"""
+``__dict__`` rather than slots; values derived from the fields, such as
+:attr:`ORAddress.canonical`, are kept there too once computed.)"""
 
 _new = object.__new__
+
+
+_ROUTE_KEY = "_route_key"
+"""Where :meth:`ORAddress.route_key` keeps its value in the instance dictionary (not a
+field: equality, hashing, ``repr`` and ``dataclasses.replace`` never see it)."""
+
+
+def _route_key(address: ORAddress) -> tuple[str, ...]:
+    units = address.organizational_units
+    parts = [address.country, address.admd, address.prmd, address.organization, *units]
+    key = ["" if part is None else _fold(part) for part in parts]
+    while key and key[-1] == "":
+        key.pop()
+    return tuple(key)
 
 
 def _address_fields(address: ORAddress) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Import the public names from :mod:`p1.orname`; this module builds on its models.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -173,11 +174,26 @@ def _take_prefixed(builder: _Builder, key_tokens: list[_Token], raw_key: str, va
         raise _error(f"unknown attribute `{raw_key}`")
 
 
+_REMEMBERED_NAMES = 1024
+"""How many texts :func:`parse_orname` remembers the names of (least recently used go)."""
+_LONGEST_REMEMBERED_TEXT = 1024
+"""Longer texts are parsed every time: the memory a remembered text takes stays bounded."""
+
+
 def parse_orname(text: str) -> ORName:
     """An O/R name from its semicolon or slash text form (see the module docstring).
 
     Raises :class:`DecodeError` whose ``why`` names the attribute and the problem.
+    A name is immutable, so a text parsed recently gives the same object again (a local
+    submission names the same few users each time); an error is never remembered.
     """
+    if type(text) is str and len(text) <= _LONGEST_REMEMBERED_TEXT:
+        return _parse_remembered(text)
+    return _parse(text)
+
+
+def _parse(text: str) -> ORName:
+    """:func:`parse_orname`, every time."""
     body = text.lstrip()
     separator = "/" if body.startswith("/") else ";"
     segments = _lex(body[1:] if separator == "/" else body, separator)
@@ -206,6 +222,9 @@ def parse_orname(text: str) -> ORName:
     if problems:
         raise _error(problems[0])
     return name
+
+
+_parse_remembered = functools.lru_cache(maxsize=_REMEMBERED_NAMES)(_parse)
 
 
 def _blank_value(raw_key: str, tokens: list[_Token]) -> str:

@@ -18,6 +18,7 @@ from config.schema import MaxAge
 from mta.intake import (
     IntakeError,
     Site,
+    _with_trace,
     domain_of,
     plan_intake,
     plan_report,
@@ -46,6 +47,7 @@ from p1.envelope import (
     decode_mts_apdu,
     encode_mts_apdu,
 )
+from p1.envelope_extensions import latest_delivery_time_extension, with_extension
 from p1.envelope_fields import GlobalDomainIdentifier
 from p1.envelope_trace import InternalTraceEntry, RoutingAction
 from p1.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
@@ -691,3 +693,93 @@ def test_a_transfer_of_part_of_a_counted_envelope_still_passes_responsibility() 
     queued = apdu(envelope(recipient(JONES, 1), recipient(BROWN, 2)))
     part = dataclasses.replace(entry(queued, ApduKind.MESSAGE, 2), envelope_recipients=2)
     assert responsibility(transfer_apdu(part)) == [False, True]
+
+
+# --- work done once: the same results as the step-by-step forms -------------------------------
+
+
+@pytest.mark.parametrize("latest", [None, NOW + timedelta(hours=2)], ids=["", "latest"])
+@pytest.mark.parametrize("precedence", list(Precedence))
+def test_a_submission_envelope_is_the_one_with_precedence_makes(
+    precedence: Precedence, latest: datetime | None
+) -> None:
+    made = submit(precedence=precedence, latest_delivery_time=latest).envelope
+    expected = MessageEnvelope(
+        mts_identifier=identifier("sub-1", SITEB),
+        originator_name=JONES,
+        content_type=P772_CONTENT_TYPE,
+        recipients=made.recipients,
+    ).with_precedence(precedence, DEFAULT_TABLE)
+    if latest is not None:
+        extensions = with_extension(expected.extensions, latest_delivery_time_extension(latest))
+        expected = dataclasses.replace(expected, extensions=extensions)
+    assert made == expected
+    assert encode_mts_apdu(Message(envelope=made, content=CONTENT)) == encode_mts_apdu(
+        Message(envelope=expected, content=CONTENT)
+    )
+
+
+def _probe_from_a() -> Probe:
+    return Probe(
+        probe_identifier=identifier("probe-1"),
+        originator_name=SMITH,
+        content_type=P2_CONTENT_TYPE,
+        trace_information=(TraceEntry(global_domain_identifier=SITEA, arrival_time=EARLIER),),
+        recipients=(recipient(JONES),),
+    )
+
+
+def _serialised(subject: MessageEnvelope | Probe) -> bytes:
+    if isinstance(subject, MessageEnvelope):
+        return encode_mts_apdu(Message(envelope=subject, content=CONTENT))
+    return encode_mts_apdu(subject)
+
+
+@pytest.mark.parametrize(
+    ("subject", "domain_entry"),
+    [
+        (envelope(), True),
+        (envelope(trace=(SITEA, SITEB)), False),
+        (envelope(trace=()), True),
+        (
+            envelope().with_internal_trace(
+                InternalTraceEntry(
+                    global_domain_identifier=SITEA, mta_name="MTA-A", arrival_time=EARLIER
+                )
+            ),
+            True,
+        ),
+        (_probe_from_a(), True),
+    ],
+    ids=["from-a", "our-domain-last", "no-trace", "internal-trace", "probe"],
+)
+def test_our_trace_is_added_as_with_trace_then_with_internal_trace_add_it(
+    subject: MessageEnvelope | Probe, domain_entry: bool
+) -> None:
+    site = site_b()
+    expected = subject
+    if domain_entry:
+        expected = expected.with_trace(TraceEntry(global_domain_identifier=SITEB, arrival_time=NOW))
+    expected = expected.with_internal_trace(
+        InternalTraceEntry(
+            global_domain_identifier=SITEB,
+            mta_name=site.name,
+            arrival_time=NOW,
+            routing_action=RoutingAction.RELAYED,
+        )
+    )
+    traced = _with_trace(subject, site, NOW)
+    assert type(traced) is type(subject)
+    assert traced == expected
+    assert _serialised(traced) == _serialised(expected)
+
+
+def test_an_unroutable_recipient_is_still_rejected_when_others_are_routed() -> None:
+    plan = plan_submission(submit(recipients=(NOBODY, JONES, NOBODY)), site_b(), now=NOW)
+    assert plan.message is not None
+    assert [r.recipient for r in plan.message.recipients] == [JONES.canonical]
+    assert [(o.recipient, o.number) for o in plan.rejected] == [(NOBODY, 1), (NOBODY, 3)]
+    assert all(
+        o.report == non_delivered(NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME) for o in plan.rejected
+    )
+    assert plan.why == "no route"
