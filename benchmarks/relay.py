@@ -5,7 +5,8 @@
 Two ``x400-mta`` processes on loopback (SQLite stores, WAL, synchronous FULL: every
 acknowledgement follows a disk flush), configured like the two-site example (four slots,
 DSCP CS0..CS3).  The benchmark submits through A's local API from several concurrent
-clients and watches B's local API until every message is in B's store.
+clients, each on a connection it keeps (as a user agent does), and watches B's local API
+until every message is in B's store.
 
 Rows:
 
@@ -40,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from client.api import call_async  # noqa: E402
+from client.api import AsyncConnection, call_async  # noqa: E402
 from client.x400 import canned_body, text_ipm  # noqa: E402
 from p1.ipm import P772_CONTENT_TYPE  # noqa: E402
 from p1.orname import parse_orname  # noqa: E402
@@ -150,8 +151,12 @@ async def submit_many(site: Site, count: int, size: int, precedence: str) -> Non
     numbers = iter(range(count))
 
     async def client() -> None:
-        for _ in numbers:
-            await api(site.socket, request, body)
+        connection = await AsyncConnection.open(site.socket)  # kept, as a user agent does
+        try:
+            for _ in numbers:
+                await connection.call(request, body)
+        finally:
+            await connection.close()
 
     await asyncio.gather(*(client() for _ in range(CLIENTS)))
 
@@ -214,11 +219,15 @@ async def flash_latency(backlog: int, samples: int) -> list[float]:
         body = content(1024, "flash")
         request = submission("flash")
         sent: dict[str, datetime] = {}
-        for _ in range(samples):
-            started = datetime.now(UTC)
-            response = await api(a.socket, request, body)
-            sent[response["mts_identifier"]] = started
-            await asyncio.sleep(FLASH_SPACING)  # spacing between samples, not a wait
+        connection = await AsyncConnection.open(a.socket)  # the user agent's, kept open
+        try:
+            for _ in range(samples):
+                started = datetime.now(UTC)
+                response, _ = await connection.call(request, body)
+                sent[response["mts_identifier"]] = started
+                await asyncio.sleep(FLASH_SPACING)  # spacing between samples, not a wait
+        finally:
+            await connection.close()
         await wait_delivered(b, backlog + samples, poll=0.1)
         inbox = await api(b.socket, {"op": "inbox", "user": USER_B})
         delivered = {

@@ -1,13 +1,16 @@
 """The client side of the MTA's local API (the framing is described in ``mta/control.py``).
 
-One request per connection on the daemon's unix socket: a JSON line (plus content), then
-a JSON line (plus content) back.  Synchronous and dependency-free, for command-line tools.
+Requests on the daemon's unix socket: a JSON line (plus content), then a JSON line (plus
+content) back, as often as wanted on one connection.  Dependency-free, for command-line
+tools (synchronous) and asyncio programs.
 
 Public API::
 
     socket_path(config_file, socket) -> Path   where the daemon listens
-    call(path, request, payload=b"", *, timeout) -> (response, payload)
-    await call_async(path, request, payload=b"") -> (response, payload)   for asyncio programs
+    Connection(path, *, timeout)  .call(request, payload=b"") -> (response, payload)  .close()
+    call(path, request, payload=b"", *, timeout) -> (response, payload)   one request
+    await AsyncConnection.open(path)  await .call(request, payload=b"")  await .close()
+    await call_async(path, request, payload=b"") -> (response, payload)   one request
     ApiError            the daemon refused (its message), or could not be reached
 """
 
@@ -18,12 +21,13 @@ import contextlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from config.loader import ConfigError, load_config
 
-__all__ = ["ApiError", "call", "call_async", "socket_path"]
+__all__ = ["ApiError", "AsyncConnection", "Connection", "call", "call_async", "socket_path"]
 
 _ASYNC_LIMIT = 1 << 24
 """Longest answer line :func:`call_async` reads (a listing of thousands of messages)."""
@@ -51,19 +55,49 @@ def socket_path(config_file: str | None, explicit: str | None) -> Path:
         raise ApiError(f"cannot read {config_file}: {error.strerror}") from error
 
 
-def call(
-    path: Path, request: JsonObject, payload: bytes = b"", *, timeout: float = 60.0
-) -> tuple[JsonObject, bytes]:
-    """Send one request and return the daemon's answer; ApiError if it refused."""
-    if payload:
-        request = {**request, "content_length": len(payload)}
+class Connection:
+    """A connection to the daemon's local API carrying one request after another (a
+    user agent submitting many messages keeps one); a context manager."""
+
+    def __init__(self, path: Path, *, timeout: float = 60.0) -> None:
+        self.path, self.timeout = path, timeout
+        with _errors(path, timeout):
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self._socket.settimeout(timeout)
+                self._socket.connect(str(path))
+            except OSError:
+                self._socket.close()
+                raise
+        self._stream = self._socket.makefile("rb")
+
+    def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
+        """Send one request and return the daemon's answer; ApiError if it refused."""
+        if payload:
+            request = {**request, "content_length": len(payload)}
+        with _errors(self.path, self.timeout):
+            self._socket.sendall(json.dumps(request).encode() + b"\n" + payload)
+            response, data = _read_response(self._stream)
+        if not response.get("ok"):
+            raise ApiError(str(response.get("error", "the MTA refused the request")))
+        return response, data
+
+    def close(self) -> None:
+        self._stream.close()
+        self._socket.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _errors(path: Path, timeout: float) -> Iterator[None]:
+    """OSError on the socket as ApiError, saying what the user can do about it."""
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(str(path))
-            sock.sendall(json.dumps(request).encode() + b"\n" + payload)
-            with sock.makefile("rb") as stream:
-                response, data = _read_response(stream)
+        yield
     except FileNotFoundError as error:
         raise ApiError(f"the MTA is not running (no socket {path})") from error
     except ConnectionRefusedError as error:
@@ -74,9 +108,15 @@ def call(
         raise ApiError(f"the MTA did not answer within {timeout:g} s") from error
     except OSError as error:
         raise ApiError(f"cannot talk to the MTA on {path}: {error}") from error
-    if not response.get("ok"):
-        raise ApiError(str(response.get("error", "the MTA refused the request")))
-    return response, data
+
+
+def call(
+    path: Path, request: JsonObject, payload: bytes = b"", *, timeout: float = 60.0
+) -> tuple[JsonObject, bytes]:
+    """Send one request on a connection of its own and return the daemon's answer;
+    ApiError if it refused."""
+    with Connection(path, timeout=timeout) as connection:
+        return connection.call(request, payload)
 
 
 def _read_response(stream: Any) -> tuple[JsonObject, bytes]:
@@ -96,28 +136,49 @@ def _read_response(stream: Any) -> tuple[JsonObject, bytes]:
     return response, data
 
 
+class AsyncConnection:
+    """:class:`Connection` for asyncio programs (load generators, tests)."""
+
+    def __init__(self, path: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.path, self._reader, self._writer = path, reader, writer
+
+    @classmethod
+    async def open(cls, path: Path) -> AsyncConnection:
+        """Connect; OSError, as raised, when nothing listens on ``path``."""
+        reader, writer = await asyncio.open_unix_connection(str(path), limit=_ASYNC_LIMIT)
+        return cls(path, reader, writer)
+
+    async def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
+        """One request and its answer: ApiError when the MTA refuses; OSError when the
+        connection fails."""
+        if payload:
+            request = {**request, "content_length": len(payload)}
+        self._writer.write(json.dumps(request).encode() + b"\n" + payload)
+        await self._writer.drain()
+        line = await self._reader.readline()
+        if not line:
+            raise ConnectionResetError(f"{self.path}: closed without an answer")
+        response = json.loads(line)
+        size = response.get("content_length", 0) if isinstance(response, dict) else 0
+        data = await self._reader.readexactly(size) if size else b""
+        if not isinstance(response, dict) or not response.get("ok"):
+            error = response.get("error") if isinstance(response, dict) else response
+            raise ApiError(str(error or "the MTA refused the request"))
+        return response, data
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+
 async def call_async(
     path: Path, request: JsonObject, payload: bytes = b""
 ) -> tuple[JsonObject, bytes]:
-    """:func:`call` for asyncio programs (load generators, tests): ApiError when the MTA
-    refuses; OSError, as raised, when nothing listens on ``path`` (starting, or dead)."""
-    if payload:
-        request = {**request, "content_length": len(payload)}
-    reader, writer = await asyncio.open_unix_connection(str(path), limit=_ASYNC_LIMIT)
+    """:func:`call` for asyncio programs: ApiError when the MTA refuses; OSError, as
+    raised, when nothing listens on ``path`` (starting, or dead)."""
+    connection = await AsyncConnection.open(path)
     try:
-        writer.write(json.dumps(request).encode() + b"\n" + payload)
-        await writer.drain()
-        line = await reader.readline()
-        if not line:
-            raise ConnectionResetError(f"{path}: closed without an answer")
-        response = json.loads(line)
-        size = response.get("content_length", 0) if isinstance(response, dict) else 0
-        data = await reader.readexactly(size) if size else b""
+        return await connection.call(request, payload)
     finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-    if not isinstance(response, dict) or not response.get("ok"):
-        error = response.get("error") if isinstance(response, dict) else response
-        raise ApiError(str(error or "the MTA refused the request"))
-    return response, data
+        await connection.close()

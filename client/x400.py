@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from client.api import ApiError, call, socket_path
+from client.api import ApiError, Connection, call, socket_path
 from p1.envelope import Message, decode_mts_apdu
 from p1.errors import DecodeError
 from p1.ipm import (
@@ -146,13 +146,14 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     }
     progress = _Progress(args.count, err) if args.count > 1 and err.isatty() else None
     started = time.monotonic()
-    for number in range(1, args.count + 1):
-        response, _ = call(path, request, build_ipm(args, originator, number))
-        print(response["mts_identifier"], file=out)
-        for rejected in response.get("rejected", ()):
-            print(f"x400: no route to {rejected}: a non-delivery report follows", file=err)
-        if progress:
-            progress.show(number)
+    with Connection(path) as connection:
+        for number in range(1, args.count + 1):
+            response, _ = connection.call(request, build_ipm(args, originator, number))
+            print(response["mts_identifier"], file=out)
+            for rejected in response.get("rejected", ()):
+                print(f"x400: no route to {rejected}: a non-delivery report follows", file=err)
+            if progress:
+                progress.show(number)
     if args.count > 1:
         elapsed = time.monotonic() - started
         if progress:

@@ -2,7 +2,9 @@
 
 The local user agent (``x400``) and the operator's tool (``x400ctl``) talk to the daemon
 through this socket; the file's permissions (0660, the daemon's group) decide who may.
-One request per connection:
+A connection carries one request after another, each answered before the next is read
+(a user agent that submits many messages keeps its connection; a one-shot tool closes
+it after the answer):
 
     request   one line of JSON (UTF-8, at most 64 KiB) with "op", then, when it has
               "content_length": N, exactly N octets (a submitted message's content)
@@ -73,7 +75,8 @@ async def serve_control(path: Path, handler: Handler) -> asyncio.Server:
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            await _answer(reader, writer, handler)
+            while await _answer(reader, writer, handler):
+                pass
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -86,37 +89,51 @@ async def serve_control(path: Path, handler: Handler) -> asyncio.Server:
 
 async def _answer(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler
-) -> None:
+) -> bool:
+    """Answer the next request; whether the connection may carry another."""
+    framed = True  # a refused request whose content was not read ends the connection
     try:
         request, payload = await _read_request(reader)
         response, data = await handler.handle(request, payload)
+    except _FramingError as error:
+        framed = False
+        response, data = {"ok": False, "error": str(error)}, b""
     except ControlError as error:
         response, data = {"ok": False, "error": str(error)}, b""
     except (ConnectionError, asyncio.IncompleteReadError):
-        return
+        return False
     except Exception as error:  # a bug must not take the daemon down: say so, log it
         log.exception("control request failed")
         response, data = {"ok": False, "error": f"internal error: {error}"}, b""
     if data:
         response = {**response, "content_length": len(data)}
-    with contextlib.suppress(ConnectionError):
+    try:
         writer.write(json.dumps(response).encode() + b"\n" + data)
         await writer.drain()
+    except ConnectionError:
+        return False
+    return framed
+
+
+class _FramingError(ControlError):
+    """The request cannot be delimited: nothing after it on the connection can be read."""
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes]:
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.LimitOverrunError as error:
-        raise ControlError(f"request line longer than {MAX_LINE} octets") from error
+        raise _FramingError(f"request line longer than {MAX_LINE} octets") from error
     try:
         request = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ControlError(f"request is not JSON: {error}") from error
-    if not isinstance(request, dict) or not isinstance(request.get("op"), str):
-        raise ControlError('request must be a JSON object with "op"')
+        raise _FramingError(f"request is not JSON: {error}") from error
+    if not isinstance(request, dict):
+        raise _FramingError('request must be a JSON object with "op"')
     size = request.get("content_length", 0)
     if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD:
-        raise ControlError(f"content_length must be 0..{MAX_PAYLOAD}")
+        raise _FramingError(f"content_length must be 0..{MAX_PAYLOAD}")
     payload = await reader.readexactly(size) if size else b""
+    if not isinstance(request.get("op"), str):
+        raise ControlError('request must be a JSON object with "op"')
     return request, payload

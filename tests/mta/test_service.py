@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from client.api import ApiError, call
+from client.api import ApiError, AsyncConnection, call
 from config.schema import RetryPolicy
 from mta import channels, daemon
 from mta.intake import domain_of
@@ -568,6 +568,34 @@ async def test_local_api_refuses_a_request_that_is_not_json(solo: Site) -> None:
     await writer.wait_closed()
     assert answer.startswith(b'{"ok": false, "error": "request is not JSON: ')
     assert (await solo.api({"op": "status"}))["ok"] is True
+
+
+async def test_local_api_answers_one_request_after_another_on_a_connection(
+    solo: Site,
+) -> None:
+    connection = await AsyncConnection.open(solo.socket)
+    try:
+        first, _ = await connection.call({"op": "status"})
+        with pytest.raises(ApiError, match="unknown"):
+            await connection.call({"op": "unknown-op"})
+        again, _ = await connection.call({"op": "status"})
+    finally:
+        await connection.close()
+    assert first["name"] == again["name"] == A.name
+
+
+async def test_local_api_closes_a_connection_whose_request_cannot_be_delimited(
+    solo: Site,
+) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(solo.socket))
+    writer.write(b'{"op": "status", "content_length": -1}\n{"op": "status"}\n')
+    await writer.drain()
+    answer = await reader.readline()
+    rest = await reader.read()  # the second request is not answered: the stream is lost
+    writer.close()
+    await writer.wait_closed()
+    assert answer.startswith(b'{"ok": false, "error": "content_length must be 0..')
+    assert rest == b""
 
 
 # --- x400-mta --------------------------------------------------------------------------------
