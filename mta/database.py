@@ -24,6 +24,7 @@ Public API::
     Database(engine)
         await .run(function, *args) -> result      a unit with its own transaction(s)
         await .batch(unit, *, durable=True) -> result   unit(session): group-committed
+        .enqueue(unit, *, durable=True) -> Future       the same, queued at once
         .close()
 """
 
@@ -81,6 +82,13 @@ class Database:
 
         As with :meth:`run`, a cancelled caller does not stop the unit.
         """
+        return await self.enqueue(unit, durable=durable)
+
+    def enqueue(self, unit: Callable[[Session], _T], *, durable: bool = True) -> asyncio.Future[_T]:
+        """:meth:`batch`, queued now (called from the event loop): the future of its
+        result.  Units queued one after the other from one callback run in that order;
+        when the thread is idle, they run in the same transaction (it is started once
+        the callback is done)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         with self._lock:
@@ -88,8 +96,19 @@ class Database:
             start, self._draining = not self._draining, True
         if start:
             # The drain ends itself when nothing waits; its completion is not awaited.
+            loop.call_soon(self._start_drain)
+        return future
+
+    def _start_drain(self) -> None:
+        try:
             self._executor.submit(self._drain)
-        return await future
+        except RuntimeError as error:  # closed: nothing will run what waits
+            with self._lock:
+                waiting, self._draining = list(self._waiting), False
+                self._waiting.clear()
+            for _, future, _, _ in waiting:
+                if not future.done():
+                    future.set_exception(error)
 
     def _drain(self) -> None:
         while True:

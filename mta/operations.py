@@ -79,7 +79,9 @@ class LocalApi:
             unit = functools.partial(
                 service.units.submit_in, request=submission, now=datetime.now(UTC)
             )
-            identifier, plan, result, delivered = await service.db.batch(unit)
+            submitted = service.db.enqueue(unit)
+            service.claim_ahead(submission.recipients, submission.precedence)
+            identifier, plan, result, delivered = await submitted
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
         log_intake("submitted", plan, result, f"by {submission.originator.canonical}")

@@ -23,6 +23,7 @@ Public API::
         await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
         .listening_ports -> list[int]
         .notify(plan)  /  .peer_reachable(peer)   wake the slots that may have work
+        .claim_ahead(recipients, precedence)      an idle connection claims behind a submission
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import functools
 import logging
 import signal
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,10 +47,12 @@ from mta.intake import IntakeError, Plan, Site, domain_of
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
-from mta.routing import Router
+from mta.routing import PeerRoute, Router
 from mta.units import LocalOutcome, Units
 from p1.association import AssociationSettings, BindRequested
 from p1.mtabind import MTABindError, MTABindResult
+from p1.orname import ORName
+from p1.precedence import Precedence
 from store import LOCAL_ROUTE, open_database
 
 __all__ = ["Service"]
@@ -230,6 +233,20 @@ class Service:
         for route in routes:
             for runner in self._runners.get(route, ()):
                 runner.wake()
+
+    def claim_ahead(self, recipients: Iterable[ORName], precedence: Precedence) -> None:
+        """A submission for ``recipients`` at ``precedence`` is queued for commit: for each
+        peer they are routed to, an idle connection of a slot carrying that precedence
+        queues its claim right behind it (:meth:`SlotRunner.claim_ahead`)."""
+        peers = {
+            route.peer
+            for route in map(self.site.router.route, recipients)
+            if isinstance(route, PeerRoute)
+        }
+        for peer in peers:
+            for runner in self._runners.get(peer, ()):
+                if runner.admits(precedence) and runner.claim_ahead():
+                    break
 
     def peer_reachable(self, peer: str) -> None:
         """``peer`` answers (a slot bound to it, or it bound to us): every slot of its

@@ -166,3 +166,31 @@ async def test_a_failing_unit_runs_the_batch_again_with_savepoints(engine: Engin
     assert details(engine) == ["a", "b", "c"]  # each once: the first run was undone
     assert savepoints[0] >= 1
     assert runs.count("b") in (1, 2)
+
+
+async def test_units_queued_from_one_callback_share_a_transaction_in_order(
+    engine: Engine,
+) -> None:
+    database = Database(engine)
+    commits = count_commits(engine)
+    seen: list[str] = []
+
+    def reader(session: Session) -> list[str]:
+        seen.extend(r.detail or "" for r in AuditLog(session).recent(10))
+        return seen
+
+    try:
+        first = database.enqueue(record("first"))
+        second = database.enqueue(reader, durable=False)  # sees what the first wrote
+        assert await first == "first"
+        assert await second == ["first"]
+    finally:
+        database.close()
+    assert commits[0] == 1
+
+
+async def test_a_unit_queued_on_a_closed_database_fails(engine: Engine) -> None:
+    database = Database(engine)
+    database.close()
+    with pytest.raises(RuntimeError):
+        await database.enqueue(record("late"))

@@ -25,6 +25,7 @@ import pytest
 from client.api import ApiError, AsyncConnection, call
 from config.schema import RetryPolicy
 from mta import channels, daemon
+from mta.database import Database
 from mta.intake import domain_of
 from mta.link import BindRefusedError, open_link
 from p1.envelope import (
@@ -168,6 +169,30 @@ async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: La
         "MTA-B/priority": 1,
         "MTA-B/routine+deferred": 2,
     }
+
+
+async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_takes_it(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[list[str]] = []
+    commit = Database._commit
+
+    def recorded(self: Database, units: list[Any]) -> None:
+        batches.append([unit.func.__name__ for unit, *_ in units])
+        commit(self, units)
+
+    monkeypatch.setattr(Database, "_commit", recorded)
+    await lab.start()
+    flash = lab.a.runner(Precedence.FLASH)
+    await until(
+        lambda: [c.state for c in flash.snapshot().connections] == ["idle"],
+        what="A's flash connection idle",
+    )
+    batches.clear()
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    await until(lambda: lab.a.transfers(flash) == 1, what="the flash message transferred")
+    # One transaction takes the submission and claims it for the idle flash connection.
+    assert ["submit_in", "claim_in"] in batches
 
 
 async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: Lab) -> None:
