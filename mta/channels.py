@@ -6,7 +6,8 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 - its supervisor keeps as many connections as :func:`mta.schedule.connections_wanted`
   says for the slot's backlog: one at all times for a permanent slot, one while messages
   wait for an on-demand slot, one more per ``backlog_threshold`` waiting messages up to
-  ``max_connections``;
+  ``max_connections``.  A message waits while it is due in the queue and also while it
+  sits, claimed, in a connection's window behind the transfer in progress;
 - each connection binds (X.411 MTA-bind), then claims the most urgent, oldest messages the
   slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
   by one, and marks them transferred, with its next claim, once the peer confirmed each
@@ -115,6 +116,8 @@ class _Connection:
     since: float = field(default_factory=time.monotonic)
     transfers: int = 0
     last_error: str | None = None
+    unsent: int = 0
+    """Messages claimed in this connection's window and not yet transferred."""
     ahead: asyncio.Future[tuple[QueueEntry, ...]] | None = None
     """A claim queued for this idle connection behind a submission (:meth:`SlotRunner.
     claim_ahead`): its next claim."""
@@ -231,7 +234,7 @@ class SlotRunner:
     async def _supervise(self) -> None:
         while True:
             seen = self._wakes
-            self._backlog = await self._read_backlog()
+            self._backlog = await self._read_backlog() + self._unsent()
             wanted = schedule.connections_wanted(self.slot, self._backlog)
             for index in range(wanted):
                 if index not in self._workers:
@@ -241,6 +244,10 @@ class SlotRunner:
                 # burst of wake-ups (one per message queued) is read once per interval.
                 await asyncio.sleep(_RECHECK)
             await self._wait_wake(seen, _POLL)
+
+    def _unsent(self) -> int:
+        """Messages waiting in the windows of the slot's connections."""
+        return sum(connection.unsent for connection in self._connections.values())
 
     async def _read_backlog(self) -> int:
         now = datetime.now(UTC)
@@ -360,12 +367,15 @@ class SlotRunner:
                 await self._idle(seen, idle_for)
                 fresh = False
                 continue
+            connection.unsent = len(entries)
             for number, entry in enumerate(entries):
                 if not await self._transfer(connection, link, entry):
+                    connection.unsent = 0
                     await self._put_back(
                         done, entry, entries[number + 1 :], connection, at_once=not fresh
                     )
                     return False
+                connection.unsent -= 1
                 done.append(entry)
             idle_since = time.monotonic()
             fresh = True

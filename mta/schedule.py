@@ -41,7 +41,8 @@ from p1.precedence import Precedence
 def connections_wanted(slot: Slot, backlog: int) -> int:
     """How many connections ``slot`` should have open with ``backlog`` messages waiting.
 
-    ``backlog`` counts messages due for the slot and not yet being transferred.
+    ``backlog`` counts the messages waiting for the slot: due in the queue, or claimed
+    into a connection's window behind the transfer in progress.
     """
     if backlog <= 0:
         return 1 if slot.mode is SlotMode.PERMANENT else 0
