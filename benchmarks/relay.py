@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,10 +54,13 @@ FLASH_SPACING = 0.1
 MTA = str(Path(sys.executable).with_name("x400-mta"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports (their sockets are held until all are chosen)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _config(
@@ -171,8 +174,9 @@ async def wait_delivered(site: Site, target: int, *, poll: float = 0.05) -> floa
 async def two_sites() -> AsyncIterator[tuple[Site, Site]]:
     with tempfile.TemporaryDirectory(prefix="aiox400-relay-") as tmp:
         folder = Path(tmp)
-        pa = {d: _free_port() for d in ("CS0", "CS1", "CS2", "CS3")}
-        pb = {d: _free_port() for d in ("CS0", "CS1", "CS2", "CS3")}
+        ports = iter(_free_ports(8))
+        pa = {d: next(ports) for d in ("CS0", "CS1", "CS2", "CS3")}
+        pb = {d: next(ports) for d in ("CS0", "CS1", "CS2", "CS3")}
         a = Site(
             folder,
             "MTA-A",
@@ -195,6 +199,7 @@ async def throughput(count: int, size: int) -> tuple[float, float]:
     async with two_sites() as (a, b):
         await b.start()
         await a.start()
+        await permanent_slots_ready(a)  # measured from steady state, not from start-up
         started = time.monotonic()
         await submit_many(a, count, size, "routine")
         ended = await wait_delivered(b, count)
@@ -241,10 +246,21 @@ async def flash_latency(backlog: int, samples: int) -> list[float]:
 async def flash_slot_ready(site: Site) -> None:
     """Wait until the site's flash slot holds an open, idle connection (its permanent
     connection may be waiting out a reconnection backoff after the peer started)."""
+    await slots_ready(site, lambda slot: "flash" in slot["precedences"])
+
+
+async def permanent_slots_ready(site: Site) -> None:
+    """Wait until each permanent slot of the site holds an open, idle connection (the
+    on-demand routine slot connects when the first message waits, within the run)."""
+    await slots_ready(site, lambda slot: slot["mode"] == "permanent")
+
+
+async def slots_ready(site: Site, wanted: Callable[[dict[str, Any]], bool]) -> None:
     while True:
         slots = (await api(site.socket, {"op": "channels"}))["slots"]
-        flash = next(s for s in slots if "flash" in s["precedences"])
-        if any(c["state"] == "idle" for c in flash["connections"]):
+        if all(
+            any(c["state"] == "idle" for c in slot["connections"]) for slot in slots if wanted(slot)
+        ):
             return
         await asyncio.sleep(0.05)
 
