@@ -111,6 +111,8 @@ class Database:
                     future.set_exception(error)
 
     def _drain(self) -> None:
+        """Commit one batch of what waits, then queue the next drain behind whatever
+        :meth:`run` queued meanwhile (a steady stream of batches must not starve it)."""
         while True:
             with self._lock:
                 count = min(len(self._waiting), _MAX_BATCH)
@@ -119,6 +121,11 @@ class Database:
                     self._draining = False
                     return
             self._commit(units)
+            try:
+                self._executor.submit(self._drain)
+                return
+            except RuntimeError:  # closing: what waits is committed here, before it ends
+                continue
 
     def _commit(self, units: list[_Waiting]) -> None:
         durable = any(waiting[3] for waiting in units)

@@ -4,6 +4,7 @@ savepoint; a unit that raises is undone alone; results arrive only after the com
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -194,3 +195,30 @@ async def test_a_unit_queued_on_a_closed_database_fails(engine: Engine) -> None:
     database.close()
     with pytest.raises(RuntimeError):
         await database.enqueue(record("late"))
+
+
+async def test_work_given_to_run_is_not_held_up_by_a_stream_of_batches(engine: Engine) -> None:
+    database = Database(engine)
+    done: list[str] = []
+
+    def unit(session: Session) -> None:
+        time.sleep(0.005)
+        done.append("batch")
+
+    async def producer() -> list[asyncio.Future[None]]:
+        # New units arrive while each batch runs: the queue is never empty for long.
+        futures = []
+        for _ in range(60):
+            futures.append(database.enqueue(unit, durable=False))
+            await asyncio.sleep(0.002)
+        return futures
+
+    try:
+        producing = asyncio.create_task(producer())
+        await asyncio.sleep(0.01)
+        await database.run(done.append, "run")
+        await asyncio.gather(*await producing)
+    finally:
+        database.close()
+    # Served after the batch in progress, not once the stream of 60 units has dried up.
+    assert done.index("run") < 30
