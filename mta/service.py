@@ -195,6 +195,8 @@ class Service:
             await server.wait_closed()
         self._servers.clear()
         if self._db is not None:
+            # Units queued by the tasks just stopped are committed first, then put back.
+            await self.db.batch(_nothing, durable=False)
             await self.db.run(self.units.recover, datetime.now(UTC))
             self.db.close()
             self._db = None
@@ -356,6 +358,10 @@ class _Inbound(Responder):
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         await self.service.receive(apdu, self.peer.name)
+
+
+def _nothing(session: object) -> None:
+    """A unit that does nothing: awaited, everything queued before it is committed."""
 
 
 def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:
