@@ -350,11 +350,14 @@ class SlotRunner:
         """Transfer until the link fails (False) or closes for idleness (True)."""
         idle_since = time.monotonic()
         fresh = True
+        ended: str | None = None  # why the peer ended the association while it idled
         done: list[QueueEntry] = []  # confirmed by the peer, marked with the next claim
         while True:
             seen = self._wakes
             entries = await self._claim(connection, done)
             done = []
+            if ended is not None:
+                return await self._ended(connection, entries, ended)
             if not entries:
                 idle_for = time.monotonic() - idle_since
                 closing = schedule.should_close(
@@ -364,21 +367,48 @@ class SlotRunner:
                     await self._release(connection, link)
                     return True
                 connection.enter("idle")
-                await self._idle(seen, idle_for)
+                ended = await self._idle(seen, idle_for, link)
                 fresh = False
                 continue
-            connection.unsent = len(entries)
-            for number, entry in enumerate(entries):
-                if not await self._transfer(connection, link, entry):
-                    connection.unsent = 0
-                    await self._put_back(
-                        done, entry, entries[number + 1 :], connection, at_once=not fresh
-                    )
-                    return False
-                connection.unsent -= 1
-                done.append(entry)
+            if not await self._transfer_window(connection, link, entries, done, fresh=fresh):
+                return False
             idle_since = time.monotonic()
             fresh = True
+
+    async def _transfer_window(
+        self,
+        connection: _Connection,
+        link: Link,
+        entries: tuple[QueueEntry, ...],
+        done: list[QueueEntry],
+        *,
+        fresh: bool,
+    ) -> bool:
+        """Transfer ``entries`` one by one (each confirmed goes to ``done``); whether the
+        link is still good.  On a failure the rest is put back."""
+        connection.unsent = len(entries)
+        for number, entry in enumerate(entries):
+            if not await self._transfer(connection, link, entry):
+                connection.unsent = 0
+                await self._put_back(
+                    done, entry, entries[number + 1 :], connection, at_once=not fresh
+                )
+                return False
+            connection.unsent -= 1
+            done.append(entry)
+        return True
+
+    async def _ended(
+        self, connection: _Connection, entries: tuple[QueueEntry, ...], why: str
+    ) -> bool:
+        """The peer ended the association while it idled: what was claimed for it since
+        goes back at once, and the connection is opened again (False: link gone)."""
+        connection.enter("closing")
+        connection.last_error = why
+        log.warning("%s#%d: %s", self.name, connection.index, why)
+        if entries:
+            await self._put_back([], entries[0], entries[1:], connection, at_once=True)
+        return False
 
     async def _claim(
         self, connection: _Connection, transferred: list[QueueEntry]
@@ -409,8 +439,23 @@ class SlotRunner:
             transferred=transferred,
         )
 
-    async def _idle(self, seen: int, idle_for: float) -> None:
-        await self._wait_wake(seen, max(0.05, min(_POLL, self.slot.idle_timeout - idle_for)))
+    async def _idle(self, seen: int, idle_for: float, link: Link) -> str | None:
+        """Wait for a wake-up, reading the idle association meanwhile: None, or why the
+        peer ended it (it aborted, or its end of the connection closed, as when it was
+        stopped or killed), so that the connection is opened again now, not when the
+        next message finds it dead."""
+        timeout = max(0.05, min(_POLL, self.slot.idle_timeout - idle_for))
+        watch = asyncio.create_task(link.ended())
+        wake = asyncio.create_task(self._wait_wake(seen, timeout))
+        try:
+            await asyncio.wait((watch, wake), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watch, wake):
+                task.cancel()
+            # Let both end (the stream then has no reader left waiting); a cancellation
+            # of this task itself still goes through.
+            await asyncio.wait((watch, wake))
+        return None if watch.cancelled() else watch.result()
 
     async def _transfer(self, connection: _Connection, link: Link, entry: QueueEntry) -> bool:
         """Transfer ``entry``; whether the link is still good."""
@@ -478,6 +523,8 @@ class SlotRunner:
     async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
         """The MTA stops: an idle association is released (RT-CLOSE), one caught in a
         transfer is aborted (its message stays in flight and is put back by the MTA)."""
+        if link.association.closed:  # (the peer ended it while it idled)
+            return
         if connection.state != "idle":
             await link.abort("the MTA is stopping")
             return

@@ -157,6 +157,15 @@ class Link:
                 return transfer_id
             self._check_alive(event)
 
+    async def ended(self) -> str:
+        """Read until the peer ends the association (abort, release, or the connection
+        closed); why.  For an idle association: cancelling it loses nothing read."""
+        while True:
+            try:
+                self._check_alive(await self.next_event(None))
+            except LinkClosedError as error:
+                return f"the peer ended the idle association: {error}"
+
     def _check_alive(self, event: Event) -> None:
         if isinstance(event, Aborted):
             raise LinkClosedError(f"association with {self.peer} aborted: {event.why}")

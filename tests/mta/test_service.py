@@ -284,6 +284,30 @@ async def test_permanent_slot_reconnects_after_the_peer_restarts(lab: Lab) -> No
     )
 
 
+async def test_an_idle_connection_notices_at_once_that_the_peer_went_away(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    await lab.start()
+    runner = lab.a.runner(Precedence.FLASH)
+
+    def flash_connection() -> tuple[str, str | None]:
+        connections = runner.snapshot().connections
+        return (connections[0].state, connections[0].last_error) if connections else ("", None)
+
+    await until(lambda: flash_connection() == ("idle", None), what="A's flash slot idle")
+    await lab.b.stop()  # no message is sent: only reading the idle association tells
+    await until(
+        lambda: flash_connection()[0] != "idle" and flash_connection()[1] is not None,
+        what="A's flash connection found ended, and opening again",
+    )
+    ended = [
+        r.getMessage() for r in caplog.records if "ended the idle association" in r.getMessage()
+    ]
+    assert any(m.startswith(f"{runner.name}#0: ") for m in ended), ended
+    await lab.b.start()
+    await until(lambda: flash_connection() == ("idle", None), what="connected again, unasked")
+
+
 async def test_slots_waiting_out_a_backoff_retry_as_soon_as_the_peer_answers(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
