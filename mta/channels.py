@@ -12,6 +12,10 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
   by one, and marks them transferred, with its next claim, once the peer confirmed each
   (the peer has stored it); it closes when :func:`mta.schedule.should_close` says so;
+- an idle connection reads its association, so that a peer that aborted, or whose end of
+  the connection closed (stopped, killed), is noticed at once and the connection opened
+  again; and a submission for the slot is claimed for an idle connection in the very
+  transaction that takes it in (:meth:`SlotRunner.claim_ahead`);
 - a connection that cannot be opened is retried with growing, jittered backoff, cut short
   when the peer is seen to answer again (:meth:`SlotRunner.peer_reachable`: another slot
   bound to it, or it bound to us), so that an urgent slot is not left waiting out its
@@ -28,6 +32,7 @@ Public API::
     ChannelContext(db, units, config, timeouts, settings)
     SlotRunner(context, peer, slot, *, on_connected=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
+        .admits(precedence) / .claim_ahead() -> bool
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
 """
 
