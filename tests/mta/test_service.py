@@ -15,7 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -150,6 +150,28 @@ async def test_each_precedence_is_delivered_once_and_its_delivery_report_comes_b
         (recipient,) = report.content.recipients
         assert isinstance(recipient.last_trace_information.report, DeliveryReport)
         assert recipient.actual_recipient_name.canonical == parse_orname(jones(lab.b)).canonical
+
+
+async def test_two_sites_on_postgresql_deliver_and_report(
+    postgres_schemas: Callable[[], str], lab: Lab
+) -> None:
+    # (Asked for before the lab, so the lab stops before its schemas are dropped.)
+    for site in (lab.a, lab.b):
+        site.settings["database"] = postgres_schemas()  # a schema of its own each
+    await lab.start()
+    sent = [
+        (await lab.a.send(smith(lab.a), jones(lab.b), precedence, delivery_report=True))[0]
+        for precedence in (Precedence.FLASH, Precedence.ROUTINE)
+    ]
+    delivered = await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 2, what="both at B"
+    )
+    assert sorted(m["mts_identifier"] for m in delivered) == sorted(sent)
+    reports = await eventually(
+        lambda: lab.a.reports(smith(lab.a)), lambda found: len(found) == 2, what="reports at A"
+    )
+    assert sorted(r.content.subject_identifier.text for r in reports) == sorted(sent)
+    assert lab.a.running.db.engine.dialect.name == "postgresql"
 
 
 async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: Lab) -> None:
