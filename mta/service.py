@@ -53,7 +53,7 @@ from p1.association import AssociationSettings, BindRequested
 from p1.mtabind import MTABindError, MTABindResult
 from p1.orname import ORName
 from p1.precedence import Precedence
-from store import LOCAL_ROUTE, open_database
+from store import LOCAL_ROUTE, open_database, sweep_spool
 
 __all__ = ["Service"]
 
@@ -132,6 +132,9 @@ class Service:
         recovered = await self.db.run(self.units.recover, datetime.now(UTC))
         if recovered:
             log.info("put back %d recipient(s) left in flight", recovered)
+        swept = await self.db.run(sweep_spool, engine)
+        if swept:
+            log.info("removed %d APDU file(s) that no committed message names", swept)
         try:
             await self._start_parts()
         except BaseException:

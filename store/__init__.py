@@ -14,11 +14,17 @@ ends, so work done in several repositories commits or fails together::
 
 Modules: :mod:`store.db` (opening, transactions), :mod:`store.models` (schema),
 :mod:`store.queue` (:class:`TransitQueue`), :mod:`store.mailbox` (:class:`MessageStore`),
-:mod:`store.audit` (:class:`AuditLog`).
+:mod:`store.audit` (:class:`AuditLog`), :mod:`store.spool` (large APDUs as files).
 """
 
 from store.audit import AuditEvent, AuditLog, AuditRecord
-from store.db import DatabaseUnavailableError, StoreError, open_database, transaction
+from store.db import (
+    DatabaseUnavailableError,
+    StoreError,
+    open_database,
+    sweep_spool,
+    transaction,
+)
 from store.mailbox import Delivery, MailboxMessage, MailboxSummary, MessageStore
 from store.models import LOCAL_ROUTE, ApduKind, RecipientState
 from store.queue import (
@@ -54,5 +60,6 @@ __all__ = [
     "TransitQueue",
     "WaitingRecipient",
     "open_database",
+    "sweep_spool",
     "transaction",
 ]

@@ -70,6 +70,7 @@ MESSAGE_COLUMNS: Final[tuple[Column[Any], ...]] = (
     _m.expiry_time,
     _m.origin_peer,
     _m.envelope_recipients,
+    _m.apdu_file,
 )
 
 
@@ -238,8 +239,8 @@ _FINISHED: Final = (
         func.max(_r.updated_at) < _time("before"),
     )
 )
-PURGE_FINISHED: Final[Delete] = delete(MESSAGES).where(_m.id.in_(_FINISHED))
+PURGE_FINISHED: Final = delete(MESSAGES).where(_m.id.in_(_FINISHED)).returning(_m.id, _m.apdu_file)
 """Messages whose every recipient reached a final state before ``before``; their
-recipients go with them (foreign key ON DELETE CASCADE)."""
+recipients go with them (foreign key ON DELETE CASCADE).  Returns their spool files."""
 
 FORGET_RECEIVED: Final[Delete] = delete(RECEIVED).where(RECEIVED.c.received_at < _time("before"))

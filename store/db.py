@@ -1,8 +1,13 @@
 """Opening the store's database by URL: SQLite (the embedded default) or PostgreSQL.
 
 ``sqlite:////var/lib/aiox400/store.db`` or
-``postgresql+psycopg://mta@db.example/aiox400``.  The schema is created when missing
-(migrations will take over once the schema is released).
+``postgresql+psycopg://mta@db.example/aiox400``.  The schema is created when missing; a
+database made by an earlier release gets the columns added since that may be empty
+(``ALTER TABLE ... ADD COLUMN``); one that lacks any other column is refused.
+
+A SQLite database in a file keeps APDUs of 64 KiB and more in files of its spool folder,
+``<database>-apdus`` (:mod:`store.spool`); :func:`sweep_spool` removes the files no row
+names, when the MTA starts.
 
 SQLite: every connection gets ``journal_mode = WAL`` (readers never block the writer),
 ``synchronous = FULL`` (a commit is on disk when it returns, also after a power cut),
@@ -28,7 +33,8 @@ that nothing outside has been told about.
 
 Public API::
 
-    open_database(url, *, create=True, busy_timeout=30.0) -> Engine
+    open_database(url, *, create=True, busy_timeout=30.0, spool=True) -> Engine
+    sweep_spool(engine) -> int
     transaction(engine, *, read_only=False, durable=True) -> context manager giving a Session;
                            commits on exit, rolls back on an exception
     StoreError, DatabaseUnavailableError
@@ -39,21 +45,24 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Engine, create_engine, event, inspect, make_url, text
+from sqlalchemy import Column, Engine, Table, create_engine, event, inspect, make_url, select, text
 from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from store.models import Base
+from store.models import Base, MailboxEntry, QueuedMessage
+from store.spool import SPOOL_OPTION, Spool, SpoolError
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT",
     "DatabaseUnavailableError",
     "StoreError",
     "open_database",
+    "sweep_spool",
     "transaction",
 ]
 
@@ -82,12 +91,20 @@ class DatabaseUnavailableError(StoreError):
 
 
 def open_database(
-    url: str | URL, *, create: bool = True, busy_timeout: float = DEFAULT_BUSY_TIMEOUT
+    url: str | URL,
+    *,
+    create: bool = True,
+    busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    spool: bool = True,
 ) -> Engine:
     """An engine for ``url``, connected once to prove it works, schema created if missing.
 
+    ``spool``: a SQLite database in a file keeps large APDUs in its spool folder
+    (module docstring); False keeps every APDU in its row.
+
     Raises :class:`DatabaseUnavailableError` naming the URL (password hidden) when the URL
-    is malformed, its driver is missing or the database cannot be reached.
+    is malformed, its driver is missing, the database cannot be reached or its spool
+    folder cannot be made.
     """
     parsed = _parse(url)
     shown = parsed.render_as_string(hide_password=True)
@@ -100,7 +117,10 @@ def open_database(
             pass
         if create:
             Base.metadata.create_all(engine)
-            _check_schema(engine, shown)
+            _add_missing_columns(engine, shown)
+        folder = spool_folder(parsed) if spool else None
+        if folder is not None:
+            engine = engine.execution_options(**{SPOOL_OPTION: _open_spool(folder, shown)})
     except DBAPIError as exc:
         engine.dispose()
         reason = str(exc.orig).strip() or type(exc.orig).__name__
@@ -111,19 +131,74 @@ def open_database(
     return engine
 
 
-def _check_schema(engine: Engine, shown: str) -> None:
-    """Refuse a database whose tables lack columns of this release's schema (made by an
-    earlier build: create_all adds missing tables, never missing columns)."""
+def spool_folder(url: str | URL) -> Path | None:
+    """The spool folder of a SQLite database in a file (``<file>-apdus``), else None."""
+    parsed = _parse(url)
+    name = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not name or name == ":memory:":
+        return None
+    if name.startswith("file:") or parsed.query.get("mode") == "memory":
+        return None
+    return Path(name).with_name(Path(name).name + "-apdus")
+
+
+def _open_spool(folder: Path, shown: str) -> Spool:
+    try:
+        return Spool(folder)
+    except OSError as exc:
+        raise DatabaseUnavailableError(
+            f"cannot open database {shown}: cannot make its APDU folder {folder}: {exc.strerror}"
+        ) from exc
+
+
+def sweep_spool(engine: Engine) -> int:
+    """Remove the spool files that no row names; how many (0 without a spool).
+
+    For the start of the one process that owns the database: a file being written for
+    a transaction not yet committed is named by no row either.
+    """
+    spool = engine.get_execution_options().get(SPOOL_OPTION)
+    if not isinstance(spool, Spool):
+        return 0
+    named: set[str] = set()
+    with engine.connect() as connection:
+        for model in (QueuedMessage, MailboxEntry):
+            column = model.__table__.c.apdu_file
+            rows = connection.execute(select(column).where(column.is_not(None)))
+            named.update(str(row[0]) for row in rows)
+    try:
+        return spool.sweep(named)
+    except OSError as exc:
+        raise SpoolError(f"cannot sweep APDU folder {spool.folder}: {exc.strerror}") from exc
+
+
+def _add_missing_columns(engine: Engine, shown: str) -> None:
+    """Bring a database made by an earlier release up to this schema: create_all adds
+    missing tables, never missing columns.  Columns that may be empty are added; a
+    missing column that may not is refused, naming it."""
     inspector = inspect(engine)
     for table in Base.metadata.sorted_tables:
         present = {column["name"] for column in inspector.get_columns(table.name)}
-        missing = [column.name for column in table.columns if column.name not in present]
-        if missing:
+        missing = [column for column in table.columns if column.name not in present]
+        refused = [column.name for column in missing if not column.nullable]
+        if refused:
             raise DatabaseUnavailableError(
                 f"cannot use database {shown}: its table {table.name} lacks "
-                f"{', '.join(missing)}: it was made by an earlier release of aiox400, "
+                f"{', '.join(refused)}: it was made by an earlier release of aiox400, "
                 "whose schema is not migrated; move it away to start afresh"
             )
+        for column in missing:
+            _add_column(engine, table, column)
+
+
+def _add_column(engine: Engine, table: Table, column: Column[Any]) -> None:
+    preparer = engine.dialect.identifier_preparer
+    kind = column.type.compile(dialect=engine.dialect)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            f"ALTER TABLE {preparer.format_table(table)} "
+            f"ADD COLUMN {preparer.format_column(column)} {kind}"
+        )
 
 
 @contextmanager

@@ -47,6 +47,7 @@ from p1.orname import ORName, format_orname
 from p1.precedence import Precedence
 from store._sql import AnyRow, chunks, insert_new
 from store.models import ApduKind, MailboxEntry
+from store.spool import apdu_columns, spool_of, stored_apdu
 
 __all__ = [
     "REPORT_PRECEDENCE",
@@ -118,6 +119,7 @@ class MessageStore:
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.spool = spool_of(session)
 
     def deliver(self, user: str, apdu: bytes, now: datetime) -> int | None:
         """Store ``apdu`` for ``user``; the entry id, or None if it was there already."""
@@ -129,7 +131,9 @@ class MessageStore:
         Raises :class:`p1.errors.DecodeError` if an APDU is not an MTS-APDU and
         ValueError for a probe (probes are answered, never delivered).
         """
-        rows = [_row(d, now) for d in deliveries]
+        rows = [
+            {**_row(d, now), **apdu_columns(self.spool, self.session, d.apdu)} for d in deliveries
+        ]
         key = ("mts_identifier", "user")
         new = insert_new(self.session.connection(), _E, rows, key, ("id", *key))
         ids = {(row.mts_identifier, row.user): row.id for row in new}
@@ -147,11 +151,16 @@ class MessageStore:
     def read(self, user: str, entry_id: int) -> MailboxMessage | None:
         """One entry of ``user``'s with its bytes, or None (marking it read is separate)."""
         row = self.session.execute(
-            select(*_SUMMARY_COLUMNS, _E.apdu).where(_E.id == entry_id, _E.user == user)
+            select(*_SUMMARY_COLUMNS, _E.apdu_file, _E.apdu).where(
+                _E.id == entry_id, _E.user == user
+            )
         ).first()
         if row is None:
             return None
-        return MailboxMessage(**_summary_fields(row), apdu=row.apdu)
+        return MailboxMessage(
+            **_summary_fields(row),
+            apdu=stored_apdu(self.spool, row.apdu, row.apdu_file, f"mailbox entry {row.id}"),
+        )
 
     def mark_read(self, user: str, entry_ids: Sequence[int], *, read: bool = True) -> int:
         """Set (or clear) the read flag of entries of ``user``'s; how many changed."""
@@ -172,15 +181,18 @@ class MessageStore:
         The (MTS identifier, user) key goes with the entry: a duplicate transfer arriving
         later is caught by the transit queue's received keys, not here.
         """
-        deleted = 0
+        files: list[str | None] = []
         for part in chunks(sorted(set(entry_ids))):
             result = self.session.execute(
                 delete(_E)
                 .where(_E.user == user, _E.id.in_(part))
+                .returning(_E.apdu_file)
                 .execution_options(synchronize_session=False)
             )
-            deleted += cast(CursorResult[Any], result).rowcount
-        return deleted
+            files += [row.apdu_file for row in result]
+        if self.spool is not None:
+            self.spool.discard_after_commit(self.session, files)
+        return len(files)
 
     def unread_count(self, user: str) -> int:
         """How many of ``user``'s entries are unread."""
@@ -229,7 +241,6 @@ def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
         "user": delivery.user,
         "mts_identifier": index.mts_identifier,
         "kind": index.kind,
-        "apdu": delivery.apdu,
         "size": len(delivery.apdu),
         "precedence": int(index.precedence),
         "subject": index.subject,

@@ -139,6 +139,7 @@ _NEVER_REUSE_IDS: Final = {"sqlite_autoincrement": True}
 _NAME = String(1024)  # canonical O/R name text
 _MTS_ID = String(256)  # [C;ADMD;PRMD;local-id]: ub-local-id is 32, domain names 16 each
 _PEER = String(128)
+_FILE = String(64)  # a spool file's name
 
 
 class Base(DeclarativeBase):
@@ -155,8 +156,6 @@ class QueuedMessage(Base):
     mts_identifier: Mapped[str] = mapped_column(_MTS_ID, index=True)
     """Not unique: a message may come back with other recipients (split transfers)."""
     kind: Mapped[ApduKind] = mapped_column(_enum(ApduKind))
-    apdu: Mapped[bytes] = mapped_column(LargeBinary)
-    """The BER of the MTS-APDU to transfer (as received, plus our trace when relayed)."""
     size: Mapped[int] = mapped_column(Integer)
     precedence: Mapped[int] = mapped_column(SmallInteger)
     """:class:`p1.precedence.Precedence` value (0 deferred .. 5 override)."""
@@ -170,6 +169,12 @@ class QueuedMessage(Base):
     envelope_recipients: Mapped[int | None] = mapped_column(Integer, nullable=True)
     """How many recipients the envelope names when each has the responsibility bit set,
     else None: a transfer claiming that many sends the APDU unchanged, without decoding it."""
+    apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)
+    """The spool file holding the APDU (:mod:`store.spool`), or None: it is in ``apdu``."""
+    apdu: Mapped[bytes] = mapped_column(LargeBinary)
+    """The BER of the MTS-APDU to transfer (as received, plus our trace when relayed);
+    empty when spooled, or when nothing is left to transfer.  Last: SQLite reads a row's
+    columns in order, through every overflow page of a large value before them."""
 
     recipients: Mapped[list[QueuedRecipient]] = relationship(
         back_populates="message", cascade="all, delete-orphan", passive_deletes=True
@@ -251,8 +256,6 @@ class MailboxEntry(Base):
     """Canonical O/R name of the recipient."""
     mts_identifier: Mapped[str] = mapped_column(_MTS_ID)
     kind: Mapped[ApduKind] = mapped_column(_enum(ApduKind))
-    apdu: Mapped[bytes] = mapped_column(LargeBinary)
-    """The BER of the delivered MTS-APDU (envelope and content)."""
     size: Mapped[int] = mapped_column(Integer)
     precedence: Mapped[int] = mapped_column(SmallInteger)
     subject: Mapped[str | None] = mapped_column(Text)
@@ -260,6 +263,11 @@ class MailboxEntry(Base):
     """For display: the IPM originator, else the MTS originator (O/R name text)."""
     delivered_at: Mapped[datetime] = mapped_column(UtcDateTime)
     read: Mapped[bool] = mapped_column(Boolean, default=False)
+    apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)
+    """The spool file holding the APDU (:mod:`store.spool`), or None: it is in ``apdu``."""
+    apdu: Mapped[bytes] = mapped_column(LargeBinary)
+    """The BER of the delivered MTS-APDU (envelope and content), empty when spooled.
+    Last, so that a listing does not read through it (see :class:`QueuedMessage`)."""
 
 
 class AuditEntry(Base):

@@ -68,6 +68,7 @@ from store import _queue_sql as sql
 from store._queue_sql import EXPIRED_ERROR
 from store._sql import AnyRow, chunks, insert_new
 from store.models import ApduKind, ReceivedKey, RecipientState
+from store.spool import apdu_columns, spool_of, stored_apdu
 
 __all__ = [
     "EXPIRED_ERROR",
@@ -213,6 +214,7 @@ class TransitQueue:
         # Core statements on the session's connection: the session's own execute() adds
         # bookkeeping to every statement that these plain statements do not need.
         self.connection = session.connection()
+        self.spool = spool_of(session)
 
     # enqueue
 
@@ -280,7 +282,7 @@ class TransitQueue:
             {
                 "mts_identifier": m.mts_identifier,
                 "kind": m.kind,
-                "apdu": m.apdu if keep else b"",
+                **apdu_columns(self.spool, self.session, m.apdu if keep else b""),
                 "size": len(m.apdu),
                 "precedence": int(m.precedence),
                 "originator": m.originator,
@@ -483,8 +485,12 @@ class TransitQueue:
     # housekeeping
 
     def purge_finished(self, before: datetime) -> int:
-        """Delete messages whose every recipient reached a final state before ``before``."""
-        return self._count(sql.PURGE_FINISHED, {"before": before})
+        """Delete messages whose every recipient reached a final state before ``before``
+        (their spool files go once the caller commits)."""
+        rows = self.connection.execute(sql.PURGE_FINISHED, {"before": before}).all()
+        if self.spool is not None:
+            self.spool.discard_after_commit(self.session, (row.apdu_file for row in rows))
+        return len(rows)
 
     def forget_received(self, before: datetime) -> int:
         """Drop duplicate-detection keys received before ``before`` (the dedup window)."""
@@ -519,7 +525,11 @@ class TransitQueue:
             grouped.setdefault(row.message_id, []).append(_recipient(row))
         wanted = [i for i in order if i in grouped]
         messages = {m.id: m for m in self._messages(wanted)}
-        return tuple(_entry(messages[i], grouped[i]) for i in wanted)
+        return tuple(_entry(messages[i], self._apdu(messages[i]), grouped[i]) for i in wanted)
+
+    def _apdu(self, message: AnyRow) -> bytes:
+        what = f"message {message.id}"
+        return stored_apdu(self.spool, message.apdu, message.apdu_file, what)
 
     def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
         for part in chunks(message_ids):
@@ -544,14 +554,14 @@ def _recipient(row: AnyRow) -> QueueRecipient:
     )
 
 
-def _entry(message: AnyRow, recipients: Sequence[QueueRecipient]) -> QueueEntry:
+def _entry(message: AnyRow, apdu: bytes, recipients: Sequence[QueueRecipient]) -> QueueEntry:
     return QueueEntry(
         message_id=message.id,
         mts_identifier=message.mts_identifier,
         kind=message.kind,
         precedence=Precedence(message.precedence),
         originator=message.originator,
-        apdu=message.apdu,
+        apdu=apdu,
         arrival_time=message.arrival_time,
         expiry_time=message.expiry_time,
         origin_peer=message.origin_peer,

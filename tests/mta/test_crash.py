@@ -57,6 +57,9 @@ MESSAGES = 1000
 BODY_SIZE = 1024
 KILL_AFTER = 100
 """The victim is killed once B has delivered at least this many (but not all)."""
+LARGE_MESSAGES = 200
+LARGE_BODY = 128 * 1024
+"""Large enough for the APDU to be kept in a file of its own (store/spool.py)."""
 CLIENTS = 8
 """Concurrent submissions at A."""
 DEADLINE = 180.0
@@ -242,9 +245,10 @@ class CrashLab:
         daemon.start()
         await self.until(lambda: daemon.api({"op": "status"}), bool, what=f"{daemon.name} answers")
 
-    async def submit(self, count: int) -> list[str]:
-        """Submit ``count`` routine messages at A, ``CLIENTS`` at a time; their identifiers."""
-        content = _content(self.sender, self.recipient)
+    async def submit(self, count: int, size: int = BODY_SIZE) -> list[str]:
+        """Submit ``count`` routine messages (bodies of ``size`` octets) at A, ``CLIENTS``
+        at a time; their identifiers."""
+        content = _content(self.sender, self.recipient, size)
         request = {
             "op": "submit",
             "originator": self.sender,
@@ -275,16 +279,18 @@ class CrashLab:
             self.fail(f"{self.a.name} gave the same MTS identifier twice: {repeated}")
         return identifiers
 
-    async def kill_in_the_middle(self, victim: Daemon) -> int:
-        """SIGKILL ``victim`` once B has delivered ``KILL_AFTER``; B's count just before."""
+    async def kill_in_the_middle(
+        self, victim: Daemon, *, after: int = KILL_AFTER, of: int = MESSAGES
+    ) -> int:
+        """SIGKILL ``victim`` once B has delivered ``after`` (of ``of``); B's count then."""
         delivered = await self.until(
             self.b.delivered,
-            lambda n: n >= KILL_AFTER,
-            what=f"{self.b.name} delivers {KILL_AFTER} messages",
+            lambda n: n >= after,
+            what=f"{self.b.name} delivers {after} messages",
         )
         victim.kill()
         self.mark(f"{victim.name} killed at {delivered} delivered")
-        if delivered >= MESSAGES:
+        if delivered >= of:
             self.fail(
                 f"{self.b.name} had delivered all {delivered} messages before {victim.name} "
                 "was killed: the crash hit no transfer"
@@ -357,11 +363,9 @@ def _some(identifiers: list[str], shown: int = 20) -> str:
     return ", ".join(identifiers[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
-def _content(sender: str, recipient: str) -> bytes:
-    """A 1 KB P772 IPM from ``sender`` to ``recipient``."""
-    return text_ipm(
-        parse_orname(sender), parse_orname(recipient), "crash test", canned_body(BODY_SIZE)
-    )
+def _content(sender: str, recipient: str, size: int = BODY_SIZE) -> bytes:
+    """A P772 IPM from ``sender`` to ``recipient`` with a body of ``size`` octets."""
+    return text_ipm(parse_orname(sender), parse_orname(recipient), "crash test", canned_body(size))
 
 
 @pytest.fixture
@@ -409,3 +413,29 @@ async def test_kill_9_of_site_a_in_the_middle_of_1000_transfers(crash_lab: Crash
     await lab.start(lab.a)
     lab.mark(f"{lab.a.name} restarted")
     await lab.check_mailbox(identifiers)
+
+
+async def test_kill_9_of_site_b_while_large_messages_go_through_its_apdu_files(
+    crash_lab: CrashLab,
+) -> None:
+    """Messages large enough to be kept in files (store/spool.py): after B's restart each
+    is in the mailbox once and reads back whole, and B's APDU folder holds exactly the
+    files its mailbox names (what the crash left half written is gone)."""
+    lab = crash_lab
+    await lab.start(lab.a)
+    identifiers = await lab.submit(LARGE_MESSAGES, LARGE_BODY)
+    lab.mark("submitted")
+    await lab.start(lab.b)
+    await lab.kill_in_the_middle(lab.b, after=LARGE_MESSAGES // 5, of=LARGE_MESSAGES)
+    await lab.start(lab.b)
+    lab.mark(f"{lab.b.name} restarted")
+    await lab.check_mailbox(identifiers)
+    entries = await lab.b.mailbox(lab.recipient)
+    for entry in entries:
+        request = {"op": "read", "user": lab.recipient, "id": entry["id"]}
+        _, apdu = await call_async(lab.b.site.socket, request)
+        if len(apdu) != entry["size"] or len(apdu) < LARGE_BODY:
+            lab.fail(f"entry {entry['id']} reads back {len(apdu)} octets of {entry['size']}")
+    folder = lab.b.site.directory / "state" / "aiox400.db-apdus"
+    written = [path for path in folder.iterdir() if path.stat().st_size]
+    assert len(written) == len(entries), f"{len(written)} APDU files for {len(entries)} entries"

@@ -36,6 +36,7 @@ from p1.envelope import (
     RecipientField,
     Report,
     TraceEntry,
+    decode_mts_apdu,
     encode_mts_apdu,
 )
 from p1.envelope_fields import GlobalDomainIdentifier
@@ -150,6 +151,35 @@ async def test_each_precedence_is_delivered_once_and_its_delivery_report_comes_b
         (recipient,) = report.content.recipients
         assert isinstance(recipient.last_trace_information.report, DeliveryReport)
         assert recipient.actual_recipient_name.canonical == parse_orname(jones(lab.b)).canonical
+
+
+async def test_a_large_message_is_relayed_through_both_spools_and_deleted_with_its_entry(
+    lab: Lab,
+) -> None:
+    await lab.start()
+    argv = ["send", "--socket", str(lab.a.socket), "--from", smith(lab.a), "--to", jones(lab.b)]
+    code, out, err = await lab.a.x400(*argv, "--subject", "big", "--size", "1M")
+    assert code == 0, err
+    (entry,) = await eventually(
+        lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="1 MB at B"
+    )
+    _, apdu = await lab.b.read(jones(lab.b), entry["id"])
+    message = decode_mts_apdu(apdu)
+    assert isinstance(message, Message)
+    assert message.envelope.mts_identifier.text == out.strip()
+    assert len(message.content) > 1024 * 1024 and entry["size"] == len(apdu)
+    a_files, b_files = spooled(lab.a), spooled(lab.b)
+    assert len(a_files) == 1  # A's queue keeps what it transferred until it is purged
+    assert len(b_files) == 1 and b_files[0].stat().st_size == len(apdu)  # B's mailbox
+    answer = await lab.b.api({"op": "delete", "user": jones(lab.b), "ids": [entry["id"]]})
+    assert answer["deleted"] == 1
+    assert spooled(lab.b) == []
+
+
+def spooled(site: Site) -> list[Path]:
+    """The APDU files in the spool folder of the site's database (not the blank ones)."""
+    folder = site.directory / "state" / "aiox400.db-apdus"
+    return sorted(path for path in folder.iterdir() if path.stat().st_size)
 
 
 async def test_two_sites_on_postgresql_deliver_and_report(

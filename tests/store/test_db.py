@@ -164,11 +164,35 @@ def test_a_transaction_that_need_not_be_durable_still_commits(engine: Engine) ->
         assert len(TransitQueue(session).counts()) == 1
 
 
-def test_a_database_from_an_earlier_schema_is_refused_by_name(tmp_path: Path) -> None:
+def test_a_database_from_an_earlier_schema_gets_the_columns_that_may_be_empty(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = open_database(url)
+    with transaction(engine) as session:
+        TransitQueue(session).enqueue(new_message("kept"), T0)
+    with engine.begin() as connection:  # as an earlier release made it
+        connection.exec_driver_sql("ALTER TABLE messages DROP COLUMN envelope_recipients")
+        connection.exec_driver_sql("ALTER TABLE mailbox DROP COLUMN apdu_file")
+    engine.dispose()
+    engine = open_database(url)
+    with engine.connect() as connection:
+        for table, column in (("messages", "envelope_recipients"), ("mailbox", "apdu_file")):
+            names = {row[1] for row in connection.exec_driver_sql(f"PRAGMA table_info({table})")}
+            assert column in names
+    with transaction(engine, read_only=True) as session:
+        (count,) = TransitQueue(session).counts()
+    assert count.recipients == 1  # what the earlier release queued is still there
+    engine.dispose()
+
+
+def test_a_database_lacking_a_column_that_may_not_be_empty_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "old.db"
     engine = open_database(f"sqlite:///{path}")
-    with engine.begin() as connection:  # as an earlier build made it
-        connection.exec_driver_sql("ALTER TABLE messages DROP COLUMN envelope_recipients")
+    with engine.begin() as connection:  # not an earlier release of ours: refused
+        connection.exec_driver_sql("ALTER TABLE messages DROP COLUMN size")
     engine.dispose()
-    with pytest.raises(DatabaseUnavailableError, match="messages lacks envelope_recipients"):
+    with pytest.raises(DatabaseUnavailableError, match="messages lacks size"):
         open_database(f"sqlite:///{path}")
