@@ -212,7 +212,11 @@ def inbox(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = socket_path(args.config, args.socket)
-    response, apdu = call(path, {"op": "read", "user": format_orname(_user(args)), "id": args.id})
+    request: dict[str, Any] = {"op": "read", "id": args.id}
+    user = args.user or os.environ.get("X400_USER")
+    if user:
+        request["user"] = format_orname(_orname(user))
+    response, apdu = call(path, request)
     if args.raw:
         sys.stdout.buffer.write(apdu)
         return EXIT_OK
@@ -394,7 +398,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Show a delivered message (heading and body) or report, and mark it read.",
     )
     read_p.add_argument("id", type=int, metavar="ID", help="the message number inbox shows")
-    read_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
+    read_p.add_argument(
+        "--user",
+        "-u",
+        metavar="OR",
+        help="read it only if it is in this user's mailbox (default $X400_USER; without"
+        " either, the message number alone says which)",
+    )
     read_p.add_argument(
         "--raw",
         action="store_true",

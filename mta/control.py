@@ -22,7 +22,8 @@ Operations (answered by :class:`mta.service.Service`):
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
     hold / release   message_ids [..] -> changed
     inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}]
-    read      user, id -> message + content (the MTS-APDU); marks it read
+    read      id, user? -> message + content (the MTS-APDU); marks it read
+              (without user: the entry of whichever mailbox holds it)
     delete    user, ids [..] -> deleted
 
 Public API::

@@ -225,7 +225,7 @@ class LocalApi:
         return {"ok": True, "user": user, "messages": [_summary(e) for e in entries]}, b""
 
     async def read(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        user = _name(request, "user").canonical
+        user = _name(request, "user").canonical if "user" in request else None
         entry_id = _int(request, "id")
 
         def read_and_mark() -> Any:
@@ -233,12 +233,13 @@ class LocalApi:
                 store = MessageStore(session)
                 message = store.read(user, entry_id)
                 if message is not None:
-                    store.mark_read(user, [entry_id])
+                    store.mark_read(message.user, [entry_id])
                 return message
 
         message = await self.service.db.run(read_and_mark)
         if message is None:
-            raise ControlError(f"no message {entry_id} in the mailbox of {user}")
+            where = "any mailbox" if user is None else f"the mailbox of {user}"
+            raise ControlError(f"no message {entry_id} in {where}")
         return {"ok": True, "message": _summary(message)}, message.apdu
 
     async def delete(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:

@@ -21,7 +21,7 @@ Public API::
         .deliver(user, apdu, now) -> int | None            (None: already delivered)
         .deliver_many(deliveries, now) -> tuple[int | None, ...]
         .list(user, *, unread_only=False) -> tuple[MailboxSummary, ...]
-        .read(user, entry_id) -> MailboxMessage | None
+        .read(user | None, entry_id) -> MailboxMessage | None
         .mark_read(user, entry_ids, *, read=True) -> int
         .delete(user, entry_ids) -> int
         .unread_count(user) -> int
@@ -148,11 +148,12 @@ class MessageStore:
         statement = statement.order_by(_E.precedence.desc(), _E.delivered_at, _E.id)
         return tuple(_summary(row) for row in self.session.execute(statement))
 
-    def read(self, user: str, entry_id: int) -> MailboxMessage | None:
-        """One entry of ``user``'s with its bytes, or None (marking it read is separate)."""
+    def read(self, user: str | None, entry_id: int) -> MailboxMessage | None:
+        """One entry of ``user``'s (of anyone's when None) with its bytes, or None (marking
+        it read is separate)."""
         row = self.session.execute(
             select(*_SUMMARY_COLUMNS, _E.apdu_file, _E.apdu).where(
-                _E.id == entry_id, _E.user == user
+                _E.id == entry_id, *(() if user is None else (_E.user == user,))
             )
         ).first()
         if row is None:

@@ -98,6 +98,27 @@ async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:
     assert (code, out) == (x400.EXIT_OK, f"no unread messages for {canonical}\n")
 
 
+async def test_read_by_number_alone_needs_no_user_and_a_user_narrows_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("X400_USER", raising=False)
+    identifier = await send(site, "-s", "By number")
+    (entry_id,) = await inbox_ids(site, jones(site), 1)
+
+    code, out, err = await run(site, "read", str(entry_id))
+    assert (code, err) == (x400.EXIT_OK, "")
+    assert f"MTS identifier: {identifier}\n" in out
+    code, out, _ = await run(site, "inbox", "--user", jones(site), "--unread")
+    assert out.startswith("no unread messages")  # marked read in Jones's mailbox
+
+    code, _, err = await run(site, "read", str(entry_id), "--user", smith(site))
+    assert code != x400.EXIT_OK
+    assert f"no message {entry_id} in the mailbox of {parse_orname(smith(site)).canonical}" in err
+    code, _, err = await run(site, "read", str(entry_id + 1))
+    assert code != x400.EXIT_OK
+    assert f"no message {entry_id + 1} in any mailbox" in err
+
+
 async def test_delete_removes_messages_from_the_mailbox(site: Site) -> None:
     await send(site)
     await send(site)
