@@ -11,6 +11,7 @@ Public API::
     encode_ipm(ipm, kind) -> bytes           decode_ipm(data, kind) -> IPM
     encode_ipn(ipn) -> bytes                 decode_ipn(data) -> IPN
     encode_content(obj, kind) -> bytes       decode_content(data, kind) -> IPM | IPN
+    decode_content_heading(data, kind) -> Heading | IPN     (the body left undecoded)
     encode_message_data(ipm, kind) -> bytes  decode_message_data(data, kind) -> IPM
         (the bare ``IPM`` SEQUENCE of a forwarded or returned message)
     IPM(heading, body), Heading, IPMIdentifier, ORDescriptor, Recipient, RawExtension,
@@ -146,6 +147,7 @@ __all__ = [
     "TextKind",
     "TypeMessage",
     "decode_content",
+    "decode_content_heading",
     "decode_ipm",
     "decode_ipn",
     "decode_message_data",
@@ -198,6 +200,12 @@ def encode_message_data(ipm: IPM, kind: Kind) -> bytes:
 
 def _decode_ipm(data: bytes | bytearray | memoryview, kind: Kind, octet: int) -> IPM:
     content_kind = _content_kind(kind)
+    view, heading, body = _ipm_parts(data, octet)
+    return IPM(heading=decode_heading(view, heading), body=decode_body(view, body, content_kind))
+
+
+def _ipm_parts(data: bytes | bytearray | memoryview, octet: int) -> tuple[View, FlatTlv, FlatTlv]:
+    """The IPM's octets, its heading SET and its body SEQUENCE (X.420 7.1), undecoded."""
     view, outer = _single(data, "IPM")
     if outer[0] != octet:
         raise DecodeError(f"expected tag 0x{octet:02x}, found 0x{view[0]:02x}", where="IPM")
@@ -205,7 +213,7 @@ def _decode_ipm(data: bytes | bytearray | memoryview, kind: Kind, octet: int) ->
     if len(items) != 2 or items[0][0] != SET_OCTET or items[1][0] != SEQUENCE_OCTET:
         raise DecodeError("an IPM is a heading SET and a body SEQUENCE", where="IPM")
     heading, body = items
-    return IPM(heading=decode_heading(view, heading), body=decode_body(view, body, content_kind))
+    return view, heading, body
 
 
 def _single(data: bytes | bytearray | memoryview, what: str) -> tuple[View, FlatTlv]:
@@ -444,6 +452,20 @@ def decode_content(data: bytes | bytearray | memoryview, kind: Kind) -> IPM | IP
     if bytes(memoryview(data)[:1]) == bytes((IPN_OCTET,)):
         return decode_ipn(data)
     return decode_ipm(data, kind)
+
+
+def decode_content_heading(data: bytes | bytearray | memoryview, kind: Kind) -> Heading | IPN:
+    """The heading of the IPM, or the IPN, in content octets of ``kind``: what a listing
+    shows, without decoding the body (its body parts may be megabytes of text)."""
+    if bytes(memoryview(data)[:1]) == bytes((IPN_OCTET,)):
+        return decode_ipn(data)
+    _content_kind(kind)  # (an unknown content type is refused as by decode_ipm)
+
+    def heading() -> Heading:
+        view, tlv, _ = _ipm_parts(data, IPM_OCTET)
+        return decode_heading(view, tlv)
+
+    return _decoding("IPM", heading)
 
 
 _T = TypeVar("_T")

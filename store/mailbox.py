@@ -42,7 +42,7 @@ from sqlalchemy.orm import Session
 
 from p1.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
 from p1.errors import DecodeError
-from p1.ipm import IPM, IPN, ContentKind, Heading, ORDescriptor, decode_content
+from p1.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
 from p1.orname import ORName, format_orname
 from p1.precedence import Precedence
 from store._sql import AnyRow, chunks, insert_new
@@ -294,7 +294,7 @@ def index_message(
     content (as :func:`index_apdu` reads them from its APDU); the content is decoded
     once."""
     content = _content(envelope, content_octets)
-    heading = content.heading if isinstance(content, IPM) else None
+    heading = content if isinstance(content, Heading) else None
     subject = None if heading is None else heading.subject
     originator = _originator(content, envelope)
     return tuple(
@@ -309,12 +309,13 @@ def index_message(
     )
 
 
-def _content(envelope: MessageEnvelope, octets: bytes) -> IPM | IPN | None:
+def _content(envelope: MessageEnvelope, octets: bytes) -> Heading | IPN | None:
+    """The IPM's heading or the IPN: what the listing shows (the body is not decoded)."""
     content_type = envelope.content_type
     if content_type not in _IPM_CONTENT_TYPES:
         return None
     try:
-        return decode_content(octets, content_type)
+        return decode_content_heading(octets, content_type)
     except DecodeError:
         return None  # delivered all the same; the user's agent shows what it can
 
@@ -339,10 +340,10 @@ def _heading_precedence(heading: Heading | None, user: str) -> Precedence | None
     return heading.primary_precedence
 
 
-def _originator(content: IPM | IPN | None, envelope: MessageEnvelope) -> str | None:
+def _originator(content: Heading | IPN | None, envelope: MessageEnvelope) -> str | None:
     descriptor: ORDescriptor | None = None
-    if isinstance(content, IPM):
-        descriptor = content.heading.originator
+    if isinstance(content, Heading):
+        descriptor = content.originator
     elif isinstance(content, IPN):
         descriptor = content.ipn_originator
     if descriptor is not None:

@@ -46,6 +46,7 @@ from p1.ipm import (
     TextKind,
     TypeMessage,
     decode_content,
+    decode_content_heading,
     decode_ipm,
     decode_ipn,
     decode_message_data,
@@ -325,6 +326,21 @@ def test_any_ipm_round_trips(kind_and_ipm: tuple[ContentKind, IPM]) -> None:
     assert decoded == ipm
     assert encode_ipm(decoded, kind) == encoded
     assert decode_content(encoded, kind) == ipm
+    assert decode_content_heading(encoded, kind) == ipm.heading
+
+
+def test_the_heading_reads_without_decoding_the_body() -> None:
+    ipm = full_ipm()
+    encoded = encode_ipm(ipm, P772)
+    view, outer = ber.single(encoded, "IPM")
+    _, (tag, _, start, end, _) = ber.items(view, outer, "IPM")
+    assert tag == 0x30  # the body SEQUENCE: its contents made unreadable, lengths kept
+    broken = encoded[:start] + b"\xff" * (end - start) + encoded[end:]
+    with pytest.raises(DecodeError):
+        decode_ipm(broken, P772)
+    assert decode_content_heading(broken, P772) == ipm.heading
+    with pytest.raises(DecodeError):
+        decode_content_heading(encoded[:-1], P772)
 
 
 def test_content_kind_from_the_envelope_value() -> None:
@@ -528,6 +544,7 @@ def test_ipn_round_trip(ipn: IPN) -> None:
     assert decode_ipn(encoded) == ipn
     assert encode_ipn(decode_ipn(encoded)) == encoded
     assert decode_content(encoded, P772) == ipn
+    assert decode_content_heading(encoded, P772) == ipn
     assert encode_content(ipn, P2) == encoded
     # The X.420 module reads it, and asn1tools writes the same bytes back.
     choice, value = asn1.decode("IPMSInformationObjects", "InformationObject", encoded)
