@@ -11,7 +11,12 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 - each connection binds (X.411 MTA-bind), then claims the most urgent, oldest messages the
   slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
   by one, and marks them transferred, with its next claim, once the peer confirmed each
-  (the peer has stored it); it closes when :func:`mta.schedule.should_close` says so;
+  (the peer has stored it); it closes when :func:`mta.schedule.should_close` says so.
+  On a slot that carries nothing above routine (the slots whose connections claim
+  windows), the next claim is queued halfway through the window, so that the next
+  window is at hand when this one ends instead of one database round trip later (P1
+  over RTSE has one transfer in flight per association, X.228: a connection that waits
+  for its claim sends nothing);
 - an idle connection reads its association, so that a peer that aborted, or whose end of
   the connection closed (stopped, killed), is noticed at once and the connection opened
   again; and a submission for the slot is claimed for an idle connection in the very
@@ -123,6 +128,10 @@ class _Connection:
     last_error: str | None = None
     unsent: int = 0
     """Messages claimed in this connection's window and not yet transferred."""
+    confirmed: list[QueueEntry] = field(default_factory=list)
+    """Confirmed by the peer, to be marked transferred with the next claim."""
+    following: asyncio.Future[tuple[QueueEntry, ...]] | None = None
+    """The claim of the window after this one, queued while this one is transferred."""
     ahead: asyncio.Future[tuple[QueueEntry, ...]] | None = None
     """A claim queued for this idle connection behind a submission (:meth:`SlotRunner.
     claim_ahead`): its next claim."""
@@ -130,6 +139,16 @@ class _Connection:
     def enter(self, state: str) -> None:
         self.state = state
         self.since = time.monotonic()
+
+    def waiting(self) -> int:
+        """Messages claimed for this connection and not yet transferred: the rest of its
+        window, and the window after it once claimed."""
+        following = self.following
+        if following is None or not following.done() or following.cancelled():
+            return self.unsent
+        if following.exception() is not None:
+            return self.unsent
+        return self.unsent + len(following.result())
 
 
 class SlotRunner:
@@ -149,6 +168,8 @@ class SlotRunner:
         self._on_connected = on_connected  # each time a connection has bound to the peer
         self._reached = asyncio.Event()
         self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
+        # Claims overlap transfers where windows are claimed: nothing urgent then waits.
+        self._overlap = all(p <= Precedence.ROUTINE for p in slot.precedences)
         # Wake-ups are counted: a waiter notes the count before it looks at the queue and
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0
@@ -252,7 +273,7 @@ class SlotRunner:
 
     def _unsent(self) -> int:
         """Messages waiting in the windows of the slot's connections."""
-        return sum(connection.unsent for connection in self._connections.values())
+        return sum(connection.waiting() for connection in self._connections.values())
 
     async def _read_backlog(self) -> int:
         now = datetime.now(UTC)
@@ -356,11 +377,9 @@ class SlotRunner:
         idle_since = time.monotonic()
         fresh = True
         ended: str | None = None  # why the peer ended the association while it idled
-        done: list[QueueEntry] = []  # confirmed by the peer, marked with the next claim
         while True:
             seen = self._wakes
-            entries = await self._claim(connection, done)
-            done = []
+            entries = await self._claim(connection)
             if ended is not None:
                 return await self._ended(connection, entries, ended)
             if not entries:
@@ -375,7 +394,7 @@ class SlotRunner:
                 ended = await self._idle(seen, idle_for, link)
                 fresh = False
                 continue
-            if not await self._transfer_window(connection, link, entries, done, fresh=fresh):
+            if not await self._transfer_window(connection, link, entries, fresh=fresh):
                 return False
             idle_since = time.monotonic()
             fresh = True
@@ -385,23 +404,29 @@ class SlotRunner:
         connection: _Connection,
         link: Link,
         entries: tuple[QueueEntry, ...],
-        done: list[QueueEntry],
         *,
         fresh: bool,
     ) -> bool:
-        """Transfer ``entries`` one by one (each confirmed goes to ``done``); whether the
-        link is still good.  On a failure the rest is put back."""
+        """Transfer ``entries`` one by one (each confirmed is kept to be marked with the
+        next claim, which is queued halfway through where claims overlap); whether the
+        link is still good.  On a failure the rest, and the next window, are put back."""
         connection.unsent = len(entries)
         for number, entry in enumerate(entries):
+            if self._overlap and connection.following is None and 2 * number >= len(entries):
+                connection.following = self._queue_claim(connection)
             if not await self._transfer(connection, link, entry):
                 connection.unsent = 0
-                await self._put_back(
-                    done, entry, entries[number + 1 :], connection, at_once=not fresh
-                )
+                unsent = entries[number + 1 :] + await self._take_following(connection)
+                await self._put_back(entry, unsent, connection, at_once=not fresh)
                 return False
             connection.unsent -= 1
-            done.append(entry)
+            connection.confirmed.append(entry)
         return True
+
+    async def _take_following(self, connection: _Connection) -> tuple[QueueEntry, ...]:
+        """The window claimed after the current one (once committed), if one was queued."""
+        following, connection.following = connection.following, None
+        return () if following is None else await following
 
     async def _ended(
         self, connection: _Connection, entries: tuple[QueueEntry, ...], why: str
@@ -412,25 +437,33 @@ class SlotRunner:
         connection.last_error = why
         log.warning("%s#%d: %s", self.name, connection.index, why)
         if entries:
-            await self._put_back([], entries[0], entries[1:], connection, at_once=True)
+            await self._put_back(entries[0], entries[1:], connection, at_once=True)
         return False
 
-    async def _claim(
-        self, connection: _Connection, transferred: list[QueueEntry]
-    ) -> tuple[QueueEntry, ...]:
-        """Mark ``transferred`` and claim the next messages (the connection's window), in
-        one group-committed unit (a cancelled caller does not stop it); or take the claim
-        queued ahead for the connection while it was idle (nothing was transferred since).
+    async def _claim(self, connection: _Connection) -> tuple[QueueEntry, ...]:
+        """The connection's next window: the claim queued while the last one was
+        transferred, unless it found nothing and there are confirmations to mark; else
+        the claim queued ahead for the connection while it was idle (nothing was
+        transferred since); else a new claim (:meth:`_queue_claim`)."""
+        if connection.following is not None:
+            entries = await self._take_following(connection)
+            if entries or not connection.confirmed:
+                return entries
+        ahead, connection.ahead = connection.ahead, None
+        if ahead is not None and not connection.confirmed:
+            return await ahead
+        entries = await self._queue_claim(connection)
+        return entries if ahead is None else entries + await ahead
+
+    def _queue_claim(self, connection: _Connection) -> asyncio.Future[tuple[QueueEntry, ...]]:
+        """Queue a group-committed unit that marks what the peer confirmed since the last
+        claim and claims the next messages (a cancelled caller does not stop it).
 
         Not flushed to disk on its own: a power cut may undo it, and then the messages are
         sent again and the peer, which keeps what it received, does not deliver them twice.
         """
-        ahead, connection.ahead = connection.ahead, None
-        if ahead is not None and not transferred:
-            return await ahead
-        unit = self._claim_unit(transferred)
-        entries = await self.context.db.batch(unit, durable=False)
-        return entries if ahead is None else entries + await ahead
+        transferred, connection.confirmed = connection.confirmed, []
+        return self.context.db.enqueue(self._claim_unit(transferred), durable=False)
 
     def _claim_unit(
         self, transferred: Sequence[QueueEntry]
@@ -488,17 +521,17 @@ class SlotRunner:
 
     async def _put_back(
         self,
-        done: list[QueueEntry],
         failed: QueueEntry,
         unsent: tuple[QueueEntry, ...],
         connection: _Connection,
         *,
         at_once: bool,
     ) -> None:
-        """The transfer of ``failed`` failed: mark ``done`` transferred, defer ``failed``
-        (at once when the link had idled: a stale connection is not the message's fault,
-        else after the configured retry delay for its attempts), and make ``unsent``
-        pending again as they were."""
+        """The transfer of ``failed`` failed: mark what the peer confirmed since the last
+        claim transferred, defer ``failed`` (at once when the link had idled: a stale
+        connection is not the message's fault, else after the configured retry delay for
+        its attempts), and make ``unsent`` pending again as they were."""
+        done, connection.confirmed = connection.confirmed, []
         why = connection.last_error or "transfer failed"
         now = datetime.now(UTC)
         attempts = max(1, max(r.attempts for r in failed.recipients))

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,7 +14,9 @@ import pytest
 from config.loader import load_config
 from mta import channels
 from mta.channels import ChannelContext, SlotRunner
+from mta.link import LinkClosedError
 from p1.precedence import Precedence
+from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "site-a.toml"
 
@@ -56,3 +61,153 @@ async def test_messages_claimed_into_a_window_count_as_waiting() -> None:
 
 async def test_below_the_threshold_no_extra_connection_opens() -> None:
     assert await supervised(routine_runner(), queued=6, in_window=13) == ([], 19)
+
+
+# --- a connection's windows ---------------------------------------------------------------
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def queued(name: str) -> QueueEntry:
+    """A report for one recipient (transferred as queued, no envelope to rewrite)."""
+    recipient = QueueRecipient(
+        id=int(name[1:]),
+        recipient="C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones",
+        route="MTA-B",
+        state=RecipientState.IN_FLIGHT,
+        attempts=1,
+        next_attempt_at=NOW,
+        last_error=None,
+        report_request=0,
+        recipient_number=None,
+    )
+    return QueueEntry(
+        message_id=recipient.id,
+        mts_identifier=name,
+        kind=ApduKind.REPORT,
+        precedence=Precedence.ROUTINE,
+        originator="C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith",
+        apdu=name.encode(),
+        arrival_time=NOW,
+        expiry_time=None,
+        origin_peer=None,
+        recipients=(recipient,),
+    )
+
+
+@dataclass
+class Queue:
+    """The store's side of a connection, and its database thread (units run as queued):
+    what happens, in order, in ``events``."""
+
+    pending: list[QueueEntry]
+    events: list[str] = field(default_factory=list)
+
+    def enqueue(self, unit: Callable[[None], Any], *, durable: bool = True) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_result(unit(None))
+        return future
+
+    async def batch(self, unit: Callable[[None], Any], *, durable: bool = True) -> Any:
+        return await self.enqueue(unit, durable=durable)
+
+    async def run(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    def claim_in(
+        self, session: None, *, limit: int, transferred: Sequence[QueueEntry], **_: Any
+    ) -> tuple[QueueEntry, ...]:
+        taken, self.pending = self.pending[:limit], self.pending[limit:]
+        self.events.append(f"mark {names(transferred)}, claim {names(taken)}")
+        return tuple(taken)
+
+    def put_back(
+        self,
+        *,
+        transferred: Sequence[QueueEntry],
+        failed: QueueEntry,
+        unsent: Sequence[QueueEntry],
+        **_: Any,
+    ) -> None:
+        self.events.append(
+            f"mark {names(transferred)}, defer {failed.mts_identifier}, unclaim {names(unsent)}"
+        )
+
+
+def names(entries: Sequence[QueueEntry]) -> str:
+    return ",".join(e.mts_identifier for e in entries) or "-"
+
+
+@dataclass
+class FakeLink:
+    """Confirms every transfer but ``failing``; the peer ends the association once idle."""
+
+    events: list[str]
+    failing: bytes = b""
+
+    async def transfer(self, apdu: bytes, *, timeout: float) -> int:
+        await asyncio.sleep(0)
+        if apdu == self.failing:
+            self.events.append(f"{apdu.decode()} failed")
+            raise LinkClosedError("connection reset")
+        self.events.append(f"{apdu.decode()} confirmed")
+        return 1
+
+    async def ended(self) -> str:
+        return "the peer ended the idle association"
+
+
+async def serve(precedence: Precedence, count: int, *, failing: str = "") -> list[str]:
+    """One connection of the slot carrying ``precedence`` serves ``count`` queued messages
+    with a backlog of 4 (its window: 4 on the routine slot, 1 on the others)."""
+    config = load_config(EXAMPLE)
+    peer = config.peers[0]
+    (slot,) = [s for s in peer.slots if precedence in s.precedences]
+    queue = Queue([queued(f"m{n}") for n in range(1, count + 1)])
+    context = ChannelContext(db=cast(Any, queue), units=cast(Any, queue), config=config)
+    runner = SlotRunner(context, peer, slot)
+    runner._backlog = 4
+    link = FakeLink(queue.events, failing.encode())
+    assert not await runner._serve(channels._Connection(0), cast(Any, link))
+    return queue.events
+
+
+async def test_routine_connection_claims_its_next_window_halfway_through_this_one() -> None:
+    # The next window is at hand when this one ends: no transfer waits for a claim.
+    assert await serve(Precedence.ROUTINE, 6) == [
+        "mark -, claim m1,m2,m3,m4",
+        "m1 confirmed",
+        "m2 confirmed",
+        "mark m1,m2, claim m5,m6",
+        "m3 confirmed",
+        "m4 confirmed",
+        "m5 confirmed",
+        "mark m3,m4,m5, claim -",
+        "m6 confirmed",
+        "mark m6, claim -",  # found nothing, but confirmations were left to mark
+        "mark -, claim -",  # (the peer ended the association while it idled)
+    ]
+
+
+async def test_urgent_connection_claims_only_once_its_transfer_is_confirmed() -> None:
+    # Rule 4 of mta.schedule: an urgent message never waits behind one claimed before it.
+    assert await serve(Precedence.FLASH, 2) == [
+        "mark -, claim m1",
+        "m1 confirmed",
+        "mark m1, claim m2",
+        "m2 confirmed",
+        "mark m2, claim -",
+        "mark -, claim -",
+    ]
+
+
+async def test_failed_transfer_puts_back_the_next_window_claimed_meanwhile() -> None:
+    assert await serve(Precedence.ROUTINE, 6, failing="m4") == [
+        "mark -, claim m1,m2,m3,m4",
+        "m1 confirmed",
+        "m2 confirmed",
+        "mark m1,m2, claim m5,m6",
+        "m3 confirmed",
+        "m4 failed",
+        "mark m3, defer m4, unclaim m5,m6",
+    ]
