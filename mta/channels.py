@@ -194,6 +194,11 @@ class SlotRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    @property
+    def wakes(self) -> int:
+        """How many times the slot was told a message may be waiting (:meth:`wake`)."""
+        return self._wakes
+
     def wake(self) -> None:
         """A message may be waiting: look at the backlog now."""
         self._wakes += 1

@@ -223,21 +223,25 @@ class Service:
     # --- wake-ups ----------------------------------------------------------------------
 
     def notify(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
-        """Something was queued: wake whoever serves its routes (everyone if unsure).
+        """Something was queued: wake whoever serves its routes at its precedence
+        (everyone if unsure).
 
         ``delivered``: the plan's local recipients were delivered as it was taken in, so
         the local deliverer has nothing to do for it.
         """
-        routes = {r.route for r in plan.message.recipients} if plan and plan.message else None
+        message = plan.message if plan is not None else None
+        precedence = message.precedence if message is not None else None
+        routes = {r.route for r in message.recipients} if message is not None else None
         if routes is None or plan is None or plan.rejected:
-            routes = {LOCAL_ROUTE, *self._runners}
+            routes, precedence = {LOCAL_ROUTE, *self._runners}, None
         elif delivered is not None:
             routes.discard(LOCAL_ROUTE)
         if LOCAL_ROUTE in routes:
             self._local_wake.set()
         for route in routes:
             for runner in self._runners.get(route, ()):
-                runner.wake()
+                if precedence is None or runner.admits(precedence):
+                    runner.wake()  # (a slot that does not carry it would claim nothing)
 
     def claim_ahead(self, recipients: Iterable[ORName], precedence: Precedence) -> None:
         """A submission for ``recipients`` at ``precedence`` is queued for commit: for each

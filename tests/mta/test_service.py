@@ -223,6 +223,18 @@ async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: La
     }
 
 
+async def test_a_message_wakes_only_the_slots_that_carry_its_precedence(lab: Lab) -> None:
+    await lab.start()
+    for precedence in (Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY):
+        await until_connected(lab.a, precedence)
+    runners = lab.a.running.runners
+    before = {runner.name: runner.wakes for runner in runners}
+    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.IMMEDIATE)
+    await eventually(lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="at B")
+    woken = {runner.name for runner in runners if runner.wakes != before[runner.name]}
+    assert woken == {"MTA-B/immediate"}
+
+
 async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_takes_it(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
