@@ -265,6 +265,19 @@ async def slots_ready(site: Site, wanted: Callable[[dict[str, Any]], bool]) -> N
         await asyncio.sleep(0.05)
 
 
+def cpu_check() -> float:
+    """Seconds this interpreter takes for 10 million additions in a loop.
+
+    Printed before and after the runs: on a shared machine the CPU's speed drifts (here by
+    up to 1.7x within an hour), and the figures move with it.
+    """
+    started = time.perf_counter()
+    total = 0
+    for number in range(10_000_000):
+        total += number
+    return time.perf_counter() - started
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -277,10 +290,12 @@ async def main(args: argparse.Namespace) -> None:
         f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
         " SQLite, synchronous FULL)\n"
     )
+    before = cpu_check()
     small = await throughput(args.messages, 1024)
     large = await throughput(args.large, 1024 * 1024)
     idle = await flash_latency(0, args.flash)
     loaded = await flash_latency(args.backlog, args.flash)
+    print(f"CPU check (10 million additions): {before:.2f} s before, {cpu_check():.2f} s after\n")
     print("| measure | result | target |")
     print("|---|---:|---:|")
     print(f"| 1 KB messages, {args.messages} | {small[0]:,.0f} msgs/s | >= 600 msgs/s |")
