@@ -1,6 +1,7 @@
 """Relay benchmark: user -> MTA A -> MTA B -> B's message store, every step durable.
 
     python benchmarks/relay.py [--messages 2000] [--large 50] [--backlog 2000] [--flash 20]
+                               [--routine-connections 2]
 
 Two ``x400-mta`` processes on loopback (SQLite stores, WAL, synchronous FULL: every
 acknowledgement follows a disk flush), configured like the two-site example (four slots,
@@ -49,6 +50,8 @@ from p1.orname import parse_orname  # noqa: E402
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
 CLIENTS = 8
+ROUTINE_CONNECTIONS = 2
+"""Most connections of the routine slot (as in config/examples; --routine-connections)."""
 FLASH_SPACING = 0.1
 """Seconds between two flash samples."""
 MTA = str(Path(sys.executable).with_name("x400-mta"))
@@ -79,7 +82,7 @@ def _config(
         (["override", "flash"], "CS3", "permanent", 1),
         (["immediate"], "CS2", "permanent", 1),
         (["priority"], "CS1", "permanent", 1),
-        (["routine", "deferred"], "CS0", "on-demand", 2),
+        (["routine", "deferred"], "CS0", "on-demand", ROUTINE_CONNECTIONS),
     ]
     slot_text = "".join(
         f"[[peers.slots]]\nprecedences = {json.dumps(p)}\nport = {peer_ports[d]}\n"
@@ -286,9 +289,12 @@ def percentile(values: list[float], fraction: float) -> float:
 async def main(args: argparse.Namespace) -> None:
     if not os.access(MTA, os.X_OK):
         raise SystemExit(f"{MTA} is missing: run 'make install' first")
+    global ROUTINE_CONNECTIONS
+    ROUTINE_CONNECTIONS = args.routine_connections
     print(
         f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-        " SQLite, synchronous FULL)\n"
+        f" SQLite, synchronous FULL; routine slot of up to {ROUTINE_CONNECTIONS}"
+        " connections)\n"
     )
     before = cpu_check()
     small = await throughput(args.messages, 1024)
@@ -313,8 +319,19 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=2000)
-    parser.add_argument("--large", type=int, default=50)
-    parser.add_argument("--backlog", type=int, default=2000)
-    parser.add_argument("--flash", type=int, default=20)
+    parser.add_argument(
+        "--messages", type=int, default=2000, help="1 KB messages of the throughput run"
+    )
+    parser.add_argument("--large", type=int, default=50, help="1 MB messages of the MB/s run")
+    parser.add_argument(
+        "--backlog", type=int, default=2000, help="routine messages queued ahead of flash"
+    )
+    parser.add_argument("--flash", type=int, default=20, help="flash samples per latency row")
+    parser.add_argument(
+        "--routine-connections",
+        type=int,
+        default=ROUTINE_CONNECTIONS,
+        help="most connections of the routine slot (default 2, as in config/examples); P1"
+        " over RTSE carries one transfer at a time per connection",
+    )
     asyncio.run(main(parser.parse_args()))
