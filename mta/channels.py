@@ -480,6 +480,7 @@ class SlotRunner:
             now=datetime.now(UTC),
             limit=schedule.transfer_window(self.slot, self._backlog),
             transferred=transferred,
+            max_octets=schedule.MAX_WINDOW_OCTETS,
         )
 
     async def _idle(self, seen: int, idle_for: float, link: Link) -> str | None:

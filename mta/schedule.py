@@ -65,6 +65,11 @@ MAX_WINDOW = 16
 (one transaction) over many transfers, few enough that a connection that fails puts
 back little."""
 
+MAX_WINDOW_OCTETS = 8 * 1024 * 1024
+"""Most octets of APDUs a window holds beyond its first message: a connection holds its
+window (and, on routine slots, the next one) in memory, and sixteen 10 MB messages
+would be 160 MB per connection."""
+
 
 def transfer_window(slot: Slot, backlog: int) -> int:
     """How many messages a connection of ``slot`` claims at once with ``backlog`` waiting.

@@ -347,14 +347,16 @@ class Units:
         now: datetime,
         limit: int = 1,
         transferred: Sequence[QueueEntry] = (),
+        max_octets: int | None = None,
     ) -> tuple[QueueEntry, ...]:
         """:meth:`claim` in the caller's transaction, first marking ``transferred`` as
         :meth:`transferred` does: a connection's next claim commits with its last
-        confirmations (one transaction per claim instead of one per message)."""
+        confirmations (one transaction per claim instead of one per message).
+        ``max_octets``: see :meth:`store.queue.TransitQueue.claim_next`."""
         if transferred:
             self.transferred_in(session, entries=transferred, peer=peer, now=now)
         return TransitQueue(session).claim_next(
-            peer, precedences, now, limit=limit, owner=self.owner
+            peer, precedences, now, limit=limit, owner=self.owner, max_octets=max_octets
         )
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:

@@ -120,6 +120,9 @@ NEXT_DUE: Final[Select[Any]] = select(func.min(_r.next_attempt_at)).where(
     _r.precedence.in_(_ids("precedences")),
 )
 
+SIZES: Final[Select[Any]] = select(_m.id, _m.size).where(_m.id.in_(_ids("ids")))
+"""(id, APDU size) of messages ``ids``."""
+
 MESSAGES_BY_ID: Final[Select[Any]] = select(*MESSAGE_COLUMNS).where(_m.id.in_(_ids("ids")))
 
 RECIPIENTS_OF: Final[Select[Any]] = select(*RECIPIENT_COLUMNS).where(

@@ -34,7 +34,8 @@ Public API::
     TransitQueue(session)
         .enqueue(message, now) -> Enqueued
         .enqueue_many(messages, now, *, delivered_route=None) -> tuple[Enqueued, ...]
-        .claim_next(route, precedences, now, *, limit=1, owner=None) -> tuple[QueueEntry, ...]
+        .claim_next(route, precedences, now, *, limit=1, owner=None, max_octets=None)
+            -> tuple[QueueEntry, ...]
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -333,29 +334,38 @@ class TransitQueue:
         *,
         limit: int = 1,
         owner: str | None = None,
+        max_octets: int | None = None,
     ) -> tuple[QueueEntry, ...]:
         """Claim up to ``limit`` messages due on ``route``: most urgent first, then oldest.
 
         Every due pending recipient of a chosen message on this route comes with it (one
         transfer carries them all), unless another process holds it locked.  Claimed
         recipients are in flight, their attempts counted, ``owner`` recorded.
+        ``max_octets``: the messages after the first stop where their APDUs would come to
+        more than this (what a claim holds in memory, for large messages).
         """
         if limit < 1 or not precedences:
             return ()
         due = {"route": route, "precedences": _levels(precedences), "now": now}
         order, ids = self._choose(due, limit)
+        if max_octets is not None and len(order) > 1:
+            order, ids = self._within(order, ids, max_octets)
         if not order:
             return ()
         siblings = self.connection.scalars(sql.SIBLINGS, {**due, "messages": order})
-        taken = set(ids)
-        ids += [i for i in siblings if i not in taken]
-        claimed = self._transition(sql.TO_IN_FLIGHT, ids, now, new_owner=owner)
+        recipients = [i for i, _ in ids]
+        taken = set(recipients)
+        recipients += [i for i in siblings if i not in taken]
+        claimed = self._transition(sql.TO_IN_FLIGHT, recipients, now, new_owner=owner)
         return self._entries(order, claimed)
 
-    def _choose(self, due: Mapping[str, Any], limit: int) -> tuple[list[int], list[int]]:
-        """The first ``limit`` messages in service order, with the recipient ids locked."""
+    def _choose(
+        self, due: Mapping[str, Any], limit: int
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The first ``limit`` messages in service order, with the (recipient id, message
+        id) of the recipients locked."""
         order: list[int] = []
-        ids: list[int] = []
+        ids: list[tuple[int, int]] = []
         while len(order) < limit:
             # Rows are recipients: ask again for the messages still missing when several
             # rows were recipients of one message.
@@ -363,11 +373,29 @@ class TransitQueue:
             rows = self.connection.execute(
                 sql.CHOOSE, {**due, "taken": order, "limit": wanted}
             ).all()
-            ids += [row.id for row in rows]
+            ids += [(row.id, row.message_id) for row in rows]
             order += [m for m in dict.fromkeys(row.message_id for row in rows) if m not in order]
             if len(rows) < wanted:
                 break
         return order, ids
+
+    def _within(
+        self, order: list[int], ids: list[tuple[int, int]], max_octets: int
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """The first messages of ``order`` whose sizes add up to at most ``max_octets``
+        (the first one whatever its size), and their recipients of ``ids``.  Those left
+        out stay pending (on PostgreSQL their rows stay locked until the claim commits)."""
+        rows = self.connection.execute(sql.SIZES, {"ids": order})
+        sizes: dict[int, int] = {int(row.id): int(row.size) for row in rows}
+        kept: list[int] = []
+        total = 0
+        for message_id in order:
+            total += sizes.get(message_id, 0)
+            if kept and total > max_octets:
+                break
+            kept.append(message_id)
+        chosen = set(kept)
+        return kept, [pair for pair in ids if pair[1] in chosen]
 
     # state changes
 

@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from config.loader import load_config
-from mta import channels
+from mta import channels, schedule
 from mta.channels import ChannelContext, SlotRunner
 from mta.link import LinkClosedError
 from p1.precedence import Precedence
@@ -102,6 +102,8 @@ class Queue:
 
     pending: list[QueueEntry]
     events: list[str] = field(default_factory=list)
+    budgets: list[int | None] = field(default_factory=list)
+    """The ``max_octets`` of each claim."""
 
     def enqueue(self, unit: Callable[[None], Any], *, durable: bool = True) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -115,8 +117,15 @@ class Queue:
         return function(*args, **kwargs)
 
     def claim_in(
-        self, session: None, *, limit: int, transferred: Sequence[QueueEntry], **_: Any
+        self,
+        session: None,
+        *,
+        limit: int,
+        transferred: Sequence[QueueEntry],
+        max_octets: int | None = None,
+        **_: Any,
     ) -> tuple[QueueEntry, ...]:
+        self.budgets.append(max_octets)
         taken, self.pending = self.pending[:limit], self.pending[limit:]
         self.events.append(f"mark {names(transferred)}, claim {names(taken)}")
         return tuple(taken)
@@ -157,9 +166,16 @@ class FakeLink:
         return "the peer ended the idle association"
 
 
-async def serve(precedence: Precedence, count: int, *, failing: str = "") -> list[str]:
+async def serve(
+    precedence: Precedence,
+    count: int,
+    *,
+    failing: str = "",
+    budgets: list[int | None] | None = None,
+) -> list[str]:
     """One connection of the slot carrying ``precedence`` serves ``count`` queued messages
-    with a backlog of 4 (its window: 4 on the routine slot, 1 on the others)."""
+    with a backlog of 4 (its window: 4 on the routine slot, 1 on the others); each
+    claim's ``max_octets`` goes to ``budgets``."""
     config = load_config(EXAMPLE)
     peer = config.peers[0]
     (slot,) = [s for s in peer.slots if precedence in s.precedences]
@@ -169,7 +185,15 @@ async def serve(precedence: Precedence, count: int, *, failing: str = "") -> lis
     runner._backlog = 4
     link = FakeLink(queue.events, failing.encode())
     assert not await runner._serve(channels._Connection(0), cast(Any, link))
+    if budgets is not None:
+        budgets += queue.budgets
     return queue.events
+
+
+async def test_every_claim_bounds_the_octets_of_its_window() -> None:
+    budgets: list[int | None] = []
+    await serve(Precedence.ROUTINE, 6, budgets=budgets)
+    assert budgets and set(budgets) == {schedule.MAX_WINDOW_OCTETS}
 
 
 async def test_routine_connection_claims_its_next_window_halfway_through_this_one() -> None:

@@ -294,6 +294,24 @@ def test_a_claim_brings_every_recipient_of_the_message_on_that_route(engine: Eng
     assert [r.recipient for r in other.recipients] == ["c=gb;s=b"]
 
 
+def test_a_claim_stops_where_its_apdus_would_pass_max_octets(engine: Engine) -> None:
+    sizes = (600, 300, 200, 100, 50)
+    messages = [
+        dataclasses.replace(new_message(f"m{i}"), apdu=bytes(size)) for i, size in enumerate(sizes)
+    ]
+    enqueue(engine, *messages)
+    with transaction(engine) as session:
+        first = TransitQueue(session).claim_next("mta-b", ALL, T0, limit=5, max_octets=1000)
+    # 600 + 300 fit; with the next 200 it would be 1,100.
+    assert claimed_ids(first) == [mts_id(f"m{i}").text for i in range(2)]
+    with transaction(engine) as session:
+        big = TransitQueue(session).claim_next("mta-b", ALL, T0, limit=5, max_octets=10)
+    assert claimed_ids(big) == [mts_id("m2").text]  # the first whatever its size
+    rest = claim(engine, limit=5)  # what was left out is still pending
+    assert claimed_ids(rest) == [mts_id("m3").text, mts_id("m4").text]
+    assert claim(engine, limit=5) == ()
+
+
 def test_the_limit_counts_messages(engine: Engine) -> None:
     enqueue(engine, *(new_message(f"m{i}") for i in range(5)))
     entries = claim(engine, limit=3)
