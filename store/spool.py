@@ -17,7 +17,9 @@ Nothing acknowledged is lost, nothing is left behind:
   commit) is named by no row: it is removed at the rollback, or by the sweep
   (:func:`store.db.sweep_spool`) when the MTA starts, as are unused blank files;
 * a row deleted (a purged message, a mailbox entry the user deleted) has its file removed
-  after its transaction commits, never before (a rollback keeps both).
+  after its transaction commits, never before (a rollback keeps both);
+* savepoints count as transactions: a unit of a group commit that fails in its savepoint
+  takes its files with it, and a row deleted in it keeps its file.
 
 PostgreSQL keeps every APDU in its rows: several MTA processes may share its queue,
 possibly on different hosts, and a file would be on one of them only.
@@ -27,6 +29,7 @@ Public API::
     Spool(folder, threshold=SPOOL_THRESHOLD)
         .wants(apdu) -> bool        .put(session, apdu) -> name
         .get(name) -> bytes         .discard_after_commit(session, names)
+        .names() -> set[str]        .remove(names) -> int      .sweep(referenced) -> int
     spool_of(session) -> Spool | None       (the spool of the session's database)
     apdu_columns(spool, session, apdu) -> {"apdu": ..., "apdu_file": ...}   (a new row's)
     stored_apdu(spool, apdu, apdu_file, what) -> bytes                      (a row's APDU)
