@@ -51,7 +51,8 @@ USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
 CLIENTS = 8
 ROUTINE_CONNECTIONS = 2
-"""Most connections of the routine slot (as in config/examples; --routine-connections)."""
+"""Default most connections of the routine slot, as in config/examples
+(--routine-connections)."""
 FLASH_SPACING = 0.1
 """Seconds between two flash samples."""
 MTA = str(Path(sys.executable).with_name("x400-mta"))
@@ -73,6 +74,7 @@ def _config(
     peer_domain: str,
     ports: dict[str, int],
     peer_ports: dict[str, int],
+    routine_connections: int,
 ) -> str:
     listeners = "".join(
         f'[[listeners]]\naddress = "127.0.0.1"\nport = {ports[d]}\ndscp = "{d}"\n\n'
@@ -82,7 +84,7 @@ def _config(
         (["override", "flash"], "CS3", "permanent", 1),
         (["immediate"], "CS2", "permanent", 1),
         (["priority"], "CS1", "permanent", 1),
-        (["routine", "deferred"], "CS0", "on-demand", ROUTINE_CONNECTIONS),
+        (["routine", "deferred"], "CS0", "on-demand", routine_connections),
     ]
     slot_text = "".join(
         f"[[peers.slots]]\nprecedences = {json.dumps(p)}\nport = {peer_ports[d]}\n"
@@ -174,7 +176,9 @@ async def wait_delivered(site: Site, target: int, *, poll: float = 0.05) -> floa
 
 
 @contextlib.asynccontextmanager
-async def two_sites() -> AsyncIterator[tuple[Site, Site]]:
+async def two_sites(
+    routine_connections: int = ROUTINE_CONNECTIONS,
+) -> AsyncIterator[tuple[Site, Site]]:
     with tempfile.TemporaryDirectory(prefix="aiox400-relay-") as tmp:
         folder = Path(tmp)
         ports = iter(_free_ports(8))
@@ -183,12 +187,28 @@ async def two_sites() -> AsyncIterator[tuple[Site, Site]]:
         a = Site(
             folder,
             "MTA-A",
-            _config("MTA-A", "C=GB;ADMD= ;PRMD=SITEA", "MTA-B", "C=GB;ADMD= ;PRMD=SITEB", pa, pb),
+            _config(
+                "MTA-A",
+                "C=GB;ADMD= ;PRMD=SITEA",
+                "MTA-B",
+                "C=GB;ADMD= ;PRMD=SITEB",
+                pa,
+                pb,
+                routine_connections,
+            ),
         )
         b = Site(
             folder,
             "MTA-B",
-            _config("MTA-B", "C=GB;ADMD= ;PRMD=SITEB", "MTA-A", "C=GB;ADMD= ;PRMD=SITEA", pb, pa),
+            _config(
+                "MTA-B",
+                "C=GB;ADMD= ;PRMD=SITEB",
+                "MTA-A",
+                "C=GB;ADMD= ;PRMD=SITEA",
+                pb,
+                pa,
+                routine_connections,
+            ),
         )
         try:
             yield a, b
@@ -197,9 +217,11 @@ async def two_sites() -> AsyncIterator[tuple[Site, Site]]:
             b.stop()
 
 
-async def throughput(count: int, size: int) -> tuple[float, float]:
+async def throughput(
+    count: int, size: int, routine_connections: int = ROUTINE_CONNECTIONS
+) -> tuple[float, float]:
     """(messages/s, MB/s of body) from the first submission to the last stored at B."""
-    async with two_sites() as (a, b):
+    async with two_sites(routine_connections) as (a, b):
         await b.start()
         await a.start()
         await permanent_slots_ready(a)  # measured from steady state, not from start-up
@@ -210,7 +232,9 @@ async def throughput(count: int, size: int) -> tuple[float, float]:
     return count / seconds, count * size / seconds / 1e6
 
 
-async def flash_latency(backlog: int, samples: int) -> list[float]:
+async def flash_latency(
+    backlog: int, samples: int, routine_connections: int = ROUTINE_CONNECTIONS
+) -> list[float]:
     """Milliseconds from submitting each flash message at A to its delivery at B.
 
     The flash messages are sent one every ``FLASH_SPACING`` seconds while the routine
@@ -218,7 +242,7 @@ async def flash_latency(backlog: int, samples: int) -> list[float]:
     ``delivered_at``, stamped as its delivery's transaction starts), so that watching for
     it loads neither daemon while it travels.
     """
-    async with two_sites() as (a, b):
+    async with two_sites(routine_connections) as (a, b):
         await a.start()
         if backlog:
             await submit_many(a, backlog, 1024, "routine")
@@ -289,18 +313,17 @@ def percentile(values: list[float], fraction: float) -> float:
 async def main(args: argparse.Namespace) -> None:
     if not os.access(MTA, os.X_OK):
         raise SystemExit(f"{MTA} is missing: run 'make install' first")
-    global ROUTINE_CONNECTIONS
-    ROUTINE_CONNECTIONS = args.routine_connections
     print(
         f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-        f" SQLite, synchronous FULL; routine slot of up to {ROUTINE_CONNECTIONS}"
+        f" SQLite, synchronous FULL; routine slot of up to {args.routine_connections}"
         " connections)\n"
     )
     before = cpu_check()
-    small = await throughput(args.messages, 1024)
-    large = await throughput(args.large, 1024 * 1024)
-    idle = await flash_latency(0, args.flash)
-    loaded = await flash_latency(args.backlog, args.flash)
+    connections = args.routine_connections
+    small = await throughput(args.messages, 1024, connections)
+    large = await throughput(args.large, 1024 * 1024, connections)
+    idle = await flash_latency(0, args.flash, connections)
+    loaded = await flash_latency(args.backlog, args.flash, connections)
     print(f"CPU check (10 million additions): {before:.2f} s before, {cpu_check():.2f} s after\n")
     print("| measure | result | target |")
     print("|---|---:|---:|")

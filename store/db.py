@@ -54,6 +54,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from store._sql import table as core_table
 from store.models import Base, MailboxEntry, QueuedMessage
 from store.spool import SPOOL_OPTION, Spool, SpoolError
 
@@ -163,7 +164,7 @@ def sweep_spool(engine: Engine) -> int:
     named: set[str] = set()
     with engine.connect() as connection:
         for model in (QueuedMessage, MailboxEntry):
-            column = model.__table__.c.apdu_file
+            column = core_table(model).c.apdu_file
             rows = connection.execute(select(column).where(column.is_not(None)))
             named.update(str(row[0]) for row in rows)
     try:

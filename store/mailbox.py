@@ -151,11 +151,10 @@ class MessageStore:
     def read(self, user: str | None, entry_id: int) -> MailboxMessage | None:
         """One entry of ``user``'s (of anyone's when None) with its bytes, or None (marking
         it read is separate)."""
-        row = self.session.execute(
-            select(*_SUMMARY_COLUMNS, _E.apdu_file, _E.apdu).where(
-                _E.id == entry_id, *(() if user is None else (_E.user == user,))
-            )
-        ).first()
+        statement = select(*_SUMMARY_COLUMNS, _E.apdu_file, _E.apdu).where(_E.id == entry_id)
+        if user is not None:
+            statement = statement.where(_E.user == user)
+        row = self.session.execute(statement).first()
         if row is None:
             return None
         return MailboxMessage(
