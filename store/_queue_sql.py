@@ -13,7 +13,6 @@ from typing import Any, Final
 from sqlalchemy import (
     Column,
     Delete,
-    Insert,
     Select,
     Update,
     bindparam,
@@ -26,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql import ColumnElement
 
+from store._prepared import Prepared
 from store._sql import table
 from store.models import (
     FINAL_STATES,
@@ -84,8 +84,41 @@ def _ids(name: str) -> Any:
 
 # --- enqueue -------------------------------------------------------------------------------
 
-INSERT_MESSAGES: Final[Insert] = insert(MESSAGES).returning(_m.id, sort_by_parameter_order=True)
-INSERT_RECIPIENTS: Final[Insert] = insert(RECIPIENTS)
+INSERT_MESSAGES: Final = Prepared(
+    insert(MESSAGES).returning(_m.id),
+    (
+        "mts_identifier",
+        "kind",
+        "apdu",
+        "apdu_file",
+        "size",
+        "precedence",
+        "originator",
+        "arrival_time",
+        "expiry_time",
+        "origin_peer",
+        "envelope_recipients",
+    ),
+)
+"""Returns each message's id, in the order of the rows."""
+INSERT_RECIPIENTS: Final = Prepared(
+    insert(RECIPIENTS),
+    (
+        "message_id",
+        "recipient",
+        "route",
+        "state",
+        "precedence",
+        "arrival_time",
+        "attempts",
+        "next_attempt_at",
+        "last_error",
+        "report_request",
+        "recipient_number",
+        "owner",
+        "updated_at",
+    ),
+)
 
 # --- claim: route, precedences, now --------------------------------------------------------
 

@@ -25,12 +25,15 @@ from typing import Any, Final, cast
 from sqlalchemy import CursorResult, delete, insert, select
 from sqlalchemy.orm import Session
 
-from store._sql import table
+from store._prepared import Prepared
+from store._sql import connection_of, table
 from store.models import AuditEntry
 
 __all__ = ["AuditEvent", "AuditLog", "AuditRecord"]
 
-_INSERT: Final = insert(table(AuditEntry))
+_INSERT: Final = Prepared(
+    insert(table(AuditEntry)), ("at", "event", "mts_identifier", "recipient", "peer", "detail")
+)
 
 
 class AuditEvent(enum.StrEnum):
@@ -113,7 +116,7 @@ class AuditLog:
             for r in records
         ]
         if rows:  # Core, on the connection: no session bookkeeping for a plain insert
-            self.session.connection().execute(_INSERT, rows)
+            _INSERT.insert(connection_of(self.session), rows)
 
     def recent(
         self, limit: int = 100, *, mts_identifier: str | None = None

@@ -45,7 +45,7 @@ from p1.errors import DecodeError
 from p1.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
 from p1.orname import ORName, format_orname
 from p1.precedence import Precedence
-from store._sql import AnyRow, chunks, insert_new
+from store._sql import AnyRow, chunks, connection_of, insert_new
 from store.models import ApduKind, MailboxEntry
 from store.spool import apdu_columns, spool_of, stored_apdu
 
@@ -135,8 +135,8 @@ class MessageStore:
             {**_row(d, now), **apdu_columns(self.spool, self.session, d.apdu)} for d in deliveries
         ]
         key = ("mts_identifier", "user")
-        new = insert_new(self.session.connection(), _E, rows, key, ("id", *key))
-        ids = {(row.mts_identifier, row.user): row.id for row in new}
+        new = insert_new(connection_of(self.session), _E, rows, key, ("id", *key))
+        ids = {(mts_identifier, user): entry_id for entry_id, mts_identifier, user in new}
         # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
         return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)
 

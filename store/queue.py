@@ -67,7 +67,7 @@ from sqlalchemy.orm import Session
 from p1.precedence import Precedence
 from store import _queue_sql as sql
 from store._queue_sql import EXPIRED_ERROR
-from store._sql import AnyRow, chunks, insert_new
+from store._sql import AnyRow, chunks, connection_of, insert_new
 from store.models import ApduKind, ReceivedKey, RecipientState
 from store.spool import apdu_columns, spool_of, stored_apdu
 
@@ -214,7 +214,7 @@ class TransitQueue:
         self.session = session
         # Core statements on the session's connection: the session's own execute() adds
         # bookkeeping to every statement that these plain statements do not need.
-        self.connection = session.connection()
+        self.connection = connection_of(session)
         self.spool = spool_of(session)
 
     # enqueue
@@ -294,7 +294,7 @@ class TransitQueue:
             }
             for m, keep in messages
         ]
-        return [row[0] for row in self.connection.execute(sql.INSERT_MESSAGES, rows)]
+        return [row[0] for row in sql.INSERT_MESSAGES.insert(self.connection, rows)]
 
     def _insert_recipients(
         self,
@@ -322,7 +322,7 @@ class TransitQueue:
             for r in recipients
         ]
         if rows:
-            self.connection.execute(sql.INSERT_RECIPIENTS, rows)
+            sql.INSERT_RECIPIENTS.insert(self.connection, rows)
 
     # claim
 

@@ -51,6 +51,8 @@ from typing import Any, Final
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
 
+from store._sql import connection_of
+
 __all__ = [
     "SPOOL_OPTION",
     "SPOOL_THRESHOLD",
@@ -171,7 +173,7 @@ class Spool:
 
 def spool_of(session: Session) -> Spool | None:
     """The spool of ``session``'s database, or None when its APDUs stay in rows."""
-    spool = session.connection().get_execution_options().get(SPOOL_OPTION)
+    spool = connection_of(session).get_execution_options().get(SPOOL_OPTION)
     return spool if isinstance(spool, Spool) else None
 
 
