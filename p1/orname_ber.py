@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from p1 import asn1, ber
 from p1.errors import CodecError, DecodeError, EncodeError
@@ -756,7 +756,30 @@ def _encode_orname(name: ORName) -> bytes:
 
 
 def decode_orname(data: bytes) -> ORName:
-    """An :class:`ORName` from its BER; raises :class:`DecodeError` only."""
+    """An :class:`ORName` from its BER; raises :class:`DecodeError` only.
+
+    The names of the last few thousand encodings seen are kept and handed out again (a
+    name is immutable): an MTA decodes the same originators and recipients in every
+    envelope and trace, and a name handed out again keeps its computed canonical text.
+    """
+    known = _DECODED.get(data) if type(data) is bytes else None
+    if known is not None:
+        return known
+    name = _decode_orname(data)
+    if type(data) is bytes:
+        if len(_DECODED) >= _DECODED_MOST:
+            _DECODED.clear()  # simpler than LRU; refilled within a few messages
+        _DECODED[data] = name
+    return name
+
+
+_DECODED: dict[bytes, ORName] = {}
+_DECODED_MOST: Final = 4096
+"""Most encodings :func:`decode_orname` keeps (each a few hundred bytes with its name)."""
+
+
+def _decode_orname(data: bytes) -> ORName:
+    """:func:`decode_orname`, every time."""
     view = data if type(data) is bytes else _as_bytes(data)
     if view is not None:
         try:
