@@ -1,62 +1,90 @@
-"""INSERT statements run on the driver's cursor, compiled once per dialect (not public).
+"""Hot statements run on the driver's cursor, compiled once per dialect (not public).
 
 SQLAlchemy's ``Connection.execute`` spends 50-80 us of Python per statement (execution
 context, events, parameter and result processing), more than SQLite takes to insert a
-small row; a transfer received costs five inserts.  :class:`Prepared` keeps what the
-compiler made of one INSERT for the engine's dialect (the SQL text, parameter order,
-each parameter's bind processor and each returned column's result processor) and runs it
-on the DBAPI cursor of the caller's connection, in the caller's transaction: the same SQL
-with the same converted values as ``Connection.execute`` would send (the store's tests
-run every insert through it, on SQLite and PostgreSQL).
+small row or claim a recipient; a transfer received costs five statements and a claim
+four.  :class:`Prepared` keeps what SQLAlchemy's compiler made of one Core statement for
+the engine's dialect (the SQL text, the order of its parameters, each parameter's bind
+processor, each result column's result processor) and runs it on the DBAPI cursor of
+the caller's connection, in the caller's transaction: the same SQL with the same
+converted values that ``Connection.execute`` would send, and the same converted values
+back (the store's tests run every such statement on SQLite and on PostgreSQL).
 
-Limits, checked when a dialect's form is first built: INSERT only, no expanding
-parameters, and the rows give every column that has a Python-side default (it would not
-be applied); a column left out is not inserted, as with ``Connection.execute``.  A
-driver error is raised as SQLAlchemy's :class:`~sqlalchemy.exc.DBAPIError` subclass and a
-value no bind processor takes (a naive datetime, an unknown state) as
-:class:`~sqlalchemy.exc.StatementError`, as ``Connection.execute`` raises them.
+Expanding parameters (``IN`` lists) are supported: one form is kept per dialect and
+combination of list lengths, as SQLAlchemy renders them.  Literal values in the statement
+(``state = 'pending'``) are bound from the statement itself.
+
+Limits, checked when a form is first built: statements whose parameters are all given by
+the caller or the statement, without parameters rendered into the SQL text; an INSERT's
+rows give every column that has a Python-side default (it would not be applied), and a
+column they leave out is not inserted.  A driver error is raised as SQLAlchemy's
+:class:`~sqlalchemy.exc.DBAPIError` subclass and a value no bind processor takes (a naive
+datetime, an unknown state) as :class:`~sqlalchemy.exc.StatementError`, as
+``Connection.execute`` raises them.
 
 Public API (within the store)::
 
-    Prepared(statement, columns)
-        .insert(connection, rows) -> list[tuple]     rows returned, in the order of rows
+    Prepared(statement, columns=())      columns: what an INSERT's rows give
+        .insert(connection, rows) -> list[row]     rows RETURNING gives, in rows' order
+        .rows(connection, parameters) -> list[row]
+        .scalar(connection, parameters) -> first column of the first row, or None
+    rows are named tuples: row.id, row[0]
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import collections
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, Insert
+from sqlalchemy import ColumnElement, Connection, Dialect, Executable, Insert, Select
 from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.dml import UpdateBase
 
 __all__ = ["Prepared"]
 
 _Processor = Callable[[Any], Any] | None
+_GIVEN: Any = object()
+"""The value of a parameter the caller gives (as opposed to a literal of the statement)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """Where one placeholder's value comes from."""
+
+    name: str
+    """The placeholder's name in the SQL (for a named paramstyle)."""
+    source: str
+    """The parameter's name (an expanded list's, for one of its elements)."""
+    index: int | None
+    """Which element of an expanded list; None for a plain parameter."""
+    literal: Any
+    """The statement's own value, or ``_GIVEN``."""
+    process: _Processor
 
 
 @dataclass(frozen=True, slots=True)
 class _Form:
-    """One statement as compiled for one dialect."""
+    """One statement as compiled for one dialect (and lengths of its lists)."""
 
     sql: str
-    names: tuple[str, ...]
-    """Parameter names in the order of the placeholders."""
+    slots: tuple[_Slot, ...]
     positional: bool
-    binds: tuple[_Processor, ...]
     results: tuple[_Processor, ...]
-    """One per returned column (empty: the statement returns nothing)."""
+    """One per result column (empty: the statement returns nothing)."""
+    row: Callable[[Iterable[Any]], tuple[Any, ...]]
 
 
 class Prepared:
-    """An INSERT of rows that give exactly ``columns``, compiled once per dialect."""
+    """A Core statement run on the driver's cursor (module docstring)."""
 
-    def __init__(self, statement: Insert, columns: Sequence[str]) -> None:
+    def __init__(self, statement: Executable, columns: Sequence[str] = ()) -> None:
         self.statement = statement
         self.columns = tuple(columns)
-        self._forms: dict[str, _Form] = {}
+        self._compiled: dict[str, SQLCompiler] = {}
+        self._forms: dict[tuple[Any, ...], _Form] = {}
 
     def insert(
         self, connection: Connection, rows: Sequence[Mapping[str, Any]]
@@ -66,21 +94,164 @@ class Prepared:
         if not rows:
             return []
         dialect = connection.dialect
-        form = self._forms.get(dialect.name) or self._compile(dialect)
+        form = self._forms.get((dialect.name,)) or self._compile_insert(dialect)
+        values = [self._bound(form, row) for row in rows]
+        if not form.results:
+            self._run(connection, form, values, many=True)
+            return []
+        returned: list[tuple[Any, ...]] = []
+        for value in values:
+            returned += self._run(connection, form, [value], many=False)
+        return returned
+
+    def rows(self, connection: Connection, parameters: Mapping[str, Any]) -> list[Any]:
+        """Run the statement once with ``parameters``; the rows it returns."""
+        dialect = connection.dialect
+        key = self._key(dialect, parameters)
+        form = self._forms.get(key) or self._compile(dialect, key, parameters)
+        return self._run(connection, form, [self._bound(form, parameters)], many=False)
+
+    def scalar(self, connection: Connection, parameters: Mapping[str, Any]) -> Any:
+        """The first column of the first row, or None."""
+        rows = self.rows(connection, parameters)
+        return rows[0][0] if rows else None
+
+    # forms
+
+    def _key(self, dialect: Dialect, parameters: Mapping[str, Any]) -> tuple[Any, ...]:
+        compiled = self._compiled.get(dialect.name) or self._compile_plain(dialect)
+        lengths = tuple(
+            len(parameters[bind.key]) if bind.key in parameters else -1
+            for bind in compiled.post_compile_params
+        )
+        return (dialect.name, *lengths)
+
+    def _compile_plain(self, dialect: Dialect) -> SQLCompiler:
+        compiled = self.statement.compile(dialect=dialect)  # type: ignore[attr-defined]
+        assert isinstance(compiled, SQLCompiler)
+        if compiled.literal_execute_params:
+            raise ValueError(f"{self._what()}: renders parameters into its SQL text")
+        self._compiled[dialect.name] = compiled
+        return compiled
+
+    def _compile(
+        self, dialect: Dialect, key: tuple[Any, ...], parameters: Mapping[str, Any]
+    ) -> _Form:
+        compiled = self._compiled[dialect.name]
+        for bind in compiled.binds.values():
+            if bind.required and bind.key not in parameters:
+                message = f"parameter {bind.key} is not given"
+                raise StatementError(message, compiled.string, None, None)
+        expanded = compiled.construct_expanded_state(dict(parameters))
+        origin: dict[str, tuple[str, int | None]] = {
+            element: (name, index)
+            for name, elements in expanded.parameter_expansion.items()
+            for index, element in enumerate(elements)
+        }
+        names = (
+            tuple(expanded.positiontup or ()) if compiled.positional else tuple(expanded.parameters)
+        )
+        slots = tuple(
+            self._slot(compiled, dialect, name, *origin.get(name, (name, None)), parameters)
+            for name in names
+        )
+        form = _Form(
+            expanded.statement, slots, compiled.positional, *self._results(compiled, dialect)
+        )
+        self._forms[key] = form
+        return form
+
+    def _compile_insert(self, dialect: Dialect) -> _Form:
+        if not isinstance(self.statement, Insert):
+            raise TypeError(f"{self._what()}: insert() needs an INSERT")
+        # for_executemany: no RETURNING of the key unless the statement asks (PostgreSQL
+        # would add one to a single-row insert).
+        compiled = self.statement.compile(
+            dialect=dialect, column_keys=list(self.columns), for_executemany=True
+        )
+        assert isinstance(compiled, SQLCompiler)
+        if compiled.post_compile_params or compiled.literal_execute_params:
+            raise ValueError(f"{self._what()}: has expanding parameters, cannot be prepared")
+        names = tuple(compiled.positiontup or ()) if compiled.positional else tuple(compiled.binds)
+        missing = sorted(set(names) - set(self.columns))
+        if missing:
+            raise ValueError(
+                f"{self._what()}: the rows must give {', '.join(missing)} (column defaults "
+                "are not applied)"
+            )
+        given = dict.fromkeys(self.columns)
+        slots = tuple(self._slot(compiled, dialect, n, n, None, given) for n in names)
+        form = _Form(compiled.string, slots, compiled.positional, *self._results(compiled, dialect))
+        self._forms[(dialect.name,)] = form
+        return form
+
+    def _slot(
+        self,
+        compiled: SQLCompiler,
+        dialect: Dialect,
+        name: str,
+        source: str,
+        index: int | None,
+        parameters: Mapping[str, Any],
+    ) -> _Slot:
+        bind = compiled.binds[source]
+        literal: Any = _GIVEN
+        if source not in parameters and not bind.required:
+            literal = bind.effective_value
+            if index is not None:
+                literal = literal[index]
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if literal is not _GIVEN and process is not None:
+            literal, process = process(literal), None
+        return _Slot(name, source, index, literal, process)
+
+    def _results(
+        self, compiled: SQLCompiler, dialect: Dialect
+    ) -> tuple[tuple[_Processor, ...], Callable[[Iterable[Any]], tuple[Any, ...]]]:
+        columns: Sequence[ColumnElement[Any]]
+        if isinstance(self.statement, Select):
+            columns = list(self.statement.selected_columns)
+            names = list(self.statement.selected_columns.keys())
+        elif isinstance(self.statement, UpdateBase):
+            columns = list(compiled.effective_returning or ())
+            names = [str(getattr(column, "key", f"c{i}")) for i, column in enumerate(columns)]
+        else:
+            raise TypeError(f"{self._what()}: neither a SELECT nor an INSERT, UPDATE or DELETE")
+        processors = tuple(
+            column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
+        )
+        row_type = collections.namedtuple("Row", names, rename=True)  # type: ignore[misc]
+        return processors, row_type._make
+
+    # running
+
+    def _bound(self, form: _Form, parameters: Mapping[str, Any]) -> Any:
         try:
-            values = [_bound(form, row) for row in rows]
+            values = [_value(slot, parameters) for slot in form.slots]
+        except KeyError as error:
+            message = f"parameter {error.args[0]} is not given"
+            raise StatementError(message, form.sql, None, error) from error
         except (TypeError, ValueError, LookupError) as error:  # as execute() reports them
             raise StatementError(str(error), form.sql, None, error) from error
-        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        if form.positional:
+            return values
+        return {slot.name: value for slot, value in zip(form.slots, values, strict=True)}
+
+    def _run(
+        self, connection: Connection, form: _Form, values: list[Any], *, many: bool
+    ) -> list[Any]:
+        dialect = connection.dialect
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        cursor = driver.cursor()
         try:
-            if not form.results:
+            if many:
                 cursor.executemany(form.sql, values)
                 return []
-            returned: list[tuple[Any, ...]] = []
-            for value in values:
-                cursor.execute(form.sql, value)
-                returned += (_converted(form, row) for row in cursor.fetchall())
-            return returned
+            cursor.execute(form.sql, values[0])
+            if not form.results:
+                return []
+            return [form.row(map(_apply, form.results, row)) for row in cursor.fetchall()]
         except dialect.loaded_dbapi.Error as error:
             raise DBAPIError.instance(
                 form.sql, values, error, dialect.loaded_dbapi.Error, dialect=dialect
@@ -88,45 +259,18 @@ class Prepared:
         finally:
             cursor.close()
 
-    def _compile(self, dialect: Dialect) -> _Form:
-        # for_executemany: no RETURNING of the key unless the statement asks (PostgreSQL
-        # would add one to a single-row insert).
-        compiled = self.statement.compile(
-            dialect=dialect, column_keys=list(self.columns), for_executemany=True
-        )
-        assert isinstance(compiled, SQLCompiler)
-        into = f"INSERT INTO {self.statement.table}"
-        if compiled.post_compile_params or compiled.literal_execute_params:
-            raise ValueError(f"{into}: has expanding parameters, cannot be prepared")
-        names = tuple(compiled.positiontup or ()) if compiled.positional else tuple(compiled.binds)
-        missing = sorted(set(names) - set(self.columns))
-        if missing:
-            raise ValueError(
-                f"{into}: the rows must give {', '.join(missing)} (column defaults are not applied)"
-            )
-        binds = tuple(
-            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-            for name in names
-        )
-        results = tuple(
-            column.type.dialect_impl(dialect).result_processor(dialect, None)
-            for column in compiled.effective_returning or ()
-        )
-        form = _Form(compiled.string, names, compiled.positional, binds, results)
-        self._forms[dialect.name] = form
-        return form
+    def _what(self) -> str:
+        return " ".join(str(self.statement).split())[:80]
 
 
-def _bound(form: _Form, row: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
-    values = [
-        row[name] if process is None else process(row[name])
-        for name, process in zip(form.names, form.binds, strict=True)
-    ]
-    return values if form.positional else dict(zip(form.names, values, strict=True))
+def _value(slot: _Slot, parameters: Mapping[str, Any]) -> Any:
+    if slot.literal is not _GIVEN:
+        return slot.literal
+    value = parameters[slot.source]
+    if slot.index is not None:
+        value = value[slot.index]
+    return value if slot.process is None else slot.process(value)
 
 
-def _converted(form: _Form, row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(
-        value if process is None else process(value)
-        for value, process in zip(row, form.results, strict=True)
-    )
+def _apply(process: _Processor, value: Any) -> Any:
+    return value if process is None else process(value)

@@ -2,8 +2,9 @@
 
 The queue manager runs these several times per message; building a statement costs more
 than running it on SQLite, so each is built here once, with bound parameters, and the
-repository only executes them.  Names of the parameters are those of the ``bindparam``
-calls below.
+repository only executes them.  Those run for every message (enqueue, claim, state
+changes) are :class:`store._prepared.Prepared`, run on the driver's cursor.  Names of
+the parameters are those of the ``bindparam`` calls below.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ _DUE: Final[tuple[ColumnElement[bool], ...]] = (
     _r.next_attempt_at <= _time("now"),
 )
 
-CHOOSE: Final[Select[Any]] = (
+CHOOSE: Final = Prepared(
     select(_r.id, _r.message_id)
     .where(*_DUE, _r.message_id.not_in(_ids("taken")))
     .order_by(_r.precedence.desc(), _r.arrival_time, _r.message_id, _r.id)
@@ -138,36 +139,38 @@ CHOOSE: Final[Select[Any]] = (
 )
 """The next due recipients in service order, skipping rows another claimer holds."""
 
-SIBLINGS: Final[Select[Any]] = (
+SIBLINGS: Final = Prepared(
     select(_r.id)
     .where(_r.message_id.in_(_ids("messages")), *_DUE)
     .with_for_update(skip_locked=True)
 )
 """The other due recipients, on the same route, of the messages chosen."""
 
-BACKLOG: Final[Select[Any]] = select(func.count(func.distinct(_r.message_id))).where(*_DUE)
+BACKLOG: Final = Prepared(select(func.count(func.distinct(_r.message_id))).where(*_DUE))
 
-NEXT_DUE: Final[Select[Any]] = select(func.min(_r.next_attempt_at)).where(
-    _r.route == bindparam("route"),
-    _r.state == _S.PENDING,
-    _r.precedence.in_(_ids("precedences")),
+NEXT_DUE: Final = Prepared(
+    select(func.min(_r.next_attempt_at)).where(
+        _r.route == bindparam("route"),
+        _r.state == _S.PENDING,
+        _r.precedence.in_(_ids("precedences")),
+    )
 )
 
-SIZES: Final[Select[Any]] = select(_m.id, _m.size).where(_m.id.in_(_ids("ids")))
+SIZES: Final = Prepared(select(_m.id, _m.size).where(_m.id.in_(_ids("ids"))))
 """(id, APDU size) of messages ``ids``."""
 
-MESSAGES_BY_ID: Final[Select[Any]] = select(*MESSAGE_COLUMNS).where(_m.id.in_(_ids("ids")))
+MESSAGES_BY_ID: Final = Prepared(select(*MESSAGE_COLUMNS).where(_m.id.in_(_ids("ids"))))
 
-RECIPIENTS_OF: Final[Select[Any]] = select(*RECIPIENT_COLUMNS).where(
-    _r.message_id == bindparam("message_id")
+RECIPIENTS_OF: Final = Prepared(
+    select(*RECIPIENT_COLUMNS).where(_r.message_id == bindparam("message_id"))
 )
 
 # --- state changes: ids, at ------------------------------------------------------------------
 
 
-def _transition(from_states: tuple[RecipientState, ...], **values: Any) -> Update:
+def _transition(from_states: tuple[RecipientState, ...], **values: Any) -> Prepared:
     """Recipients ``ids`` still in ``from_states`` move; their rows as now stored return."""
-    return (
+    return Prepared(
         update(RECIPIENTS)
         .where(_r.id.in_(_ids("ids")), _r.state.in_(from_states))
         .values(updated_at=_time("at"), **values)
@@ -229,7 +232,7 @@ RECOVER_ALL: Final[Update] = (
 )
 RECOVER_OWNER: Final[Update] = RECOVER_ALL.where(_r.owner == bindparam("of_owner"))
 
-EXPIRED: Final[Select[Any]] = (
+EXPIRED: Final = Prepared(
     select(_r.id, _r.message_id)
     .join(MESSAGES, _m.id == _r.message_id)
     .where(_r.state == _S.PENDING, _m.expiry_time <= _time("now"))

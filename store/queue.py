@@ -66,6 +66,7 @@ from sqlalchemy.orm import Session
 
 from p1.precedence import Precedence
 from store import _queue_sql as sql
+from store._prepared import Prepared
 from store._queue_sql import EXPIRED_ERROR
 from store._sql import AnyRow, chunks, connection_of, insert_new
 from store.models import ApduKind, ReceivedKey, RecipientState
@@ -352,7 +353,9 @@ class TransitQueue:
             order, ids = self._within(order, ids, max_octets)
         if not order:
             return ()
-        siblings = self.connection.scalars(sql.SIBLINGS, {**due, "messages": order})
+        siblings = [
+            row.id for row in sql.SIBLINGS.rows(self.connection, {**due, "messages": order})
+        ]
         recipients = [i for i, _ in ids]
         taken = set(recipients)
         recipients += [i for i in siblings if i not in taken]
@@ -370,9 +373,7 @@ class TransitQueue:
             # Rows are recipients: ask again for the messages still missing when several
             # rows were recipients of one message.
             wanted = limit - len(order)
-            rows = self.connection.execute(
-                sql.CHOOSE, {**due, "taken": order, "limit": wanted}
-            ).all()
+            rows = sql.CHOOSE.rows(self.connection, {**due, "taken": order, "limit": wanted})
             ids += [(row.id, row.message_id) for row in rows]
             order += [m for m in dict.fromkeys(row.message_id for row in rows) if m not in order]
             if len(rows) < wanted:
@@ -385,7 +386,7 @@ class TransitQueue:
         """The first messages of ``order`` whose sizes add up to at most ``max_octets``
         (the first one whatever its size), and their recipients of ``ids``.  Those left
         out stay pending (on PostgreSQL their rows stay locked until the claim commits)."""
-        rows = self.connection.execute(sql.SIZES, {"ids": order})
+        rows = sql.SIZES.rows(self.connection, {"ids": order})
         sizes: dict[int, int] = {int(row.id): int(row.size) for row in rows}
         kept: list[int] = []
         total = 0
@@ -458,7 +459,7 @@ class TransitQueue:
 
         Held recipients wait for the operator; in-flight ones finish their attempt.
         """
-        rows = self.connection.execute(sql.EXPIRED, {"now": now, "limit": limit}).all()
+        rows = sql.EXPIRED.rows(self.connection, {"now": now, "limit": limit})
         failed = self._transition(sql.TO_EXPIRED, [row.id for row in rows], now)
         return self._entries(list(dict.fromkeys(row.message_id for row in rows)), failed)
 
@@ -495,18 +496,18 @@ class TransitQueue:
         if not precedences:
             return 0
         due = {"route": route, "precedences": _levels(precedences), "now": now}
-        return int(self.connection.scalar(sql.BACKLOG, due) or 0)
+        return int(sql.BACKLOG.scalar(self.connection, due) or 0)
 
     def next_due(self, route: str, precedences: Collection[Precedence]) -> datetime | None:
         """When the next pending recipient on ``route`` at these precedences falls due."""
         if not precedences:
             return None
         parameters = {"route": route, "precedences": _levels(precedences)}
-        return cast(datetime | None, self.connection.scalar(sql.NEXT_DUE, parameters))
+        return cast(datetime | None, sql.NEXT_DUE.scalar(self.connection, parameters))
 
     def get(self, message_id: int) -> QueueEntry | None:
         """A queued message with all its recipients, or None."""
-        rows = self.connection.execute(sql.RECIPIENTS_OF, {"message_id": message_id}).all()
+        rows = sql.RECIPIENTS_OF.rows(self.connection, {"message_id": message_id})
         entries = self._entries([message_id], rows)
         return entries[0] if entries else None
 
@@ -527,12 +528,11 @@ class TransitQueue:
     # helpers
 
     def _transition(
-        self, statement: Executable, recipient_ids: Sequence[int], now: datetime, **values: Any
-    ) -> list[AnyRow]:
-        rows: list[AnyRow] = []
+        self, statement: Prepared, recipient_ids: Sequence[int], now: datetime, **values: Any
+    ) -> list[Any]:
+        rows: list[Any] = []
         for part in chunks(sorted(set(recipient_ids))):
-            parameters = {"ids": list(part), "at": now, **values}
-            rows += self.connection.execute(statement, parameters).all()
+            rows += statement.rows(self.connection, {"ids": list(part), "at": now, **values})
         return rows
 
     def _per_message(self, statement: Executable, message_ids: Sequence[int], now: datetime) -> int:
@@ -561,7 +561,7 @@ class TransitQueue:
 
     def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
         for part in chunks(message_ids):
-            yield from self.connection.execute(sql.MESSAGES_BY_ID, {"ids": list(part)})
+            yield from sql.MESSAGES_BY_ID.rows(self.connection, {"ids": list(part)})
 
 
 def _levels(precedences: Collection[Precedence]) -> list[int]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from store import ApduKind, transaction
@@ -169,3 +169,72 @@ def test_the_connection_is_asked_for_once_per_transaction(engine: Engine) -> Non
             assert connection_of(session) is first  # the same connection, asked again
     with transaction(engine) as session:
         assert connection_of(session) is not first
+
+
+# --- statements with lists and literals ---------------------------------------------------
+
+SOME = Prepared(
+    select(MESSAGES.c.id, MESSAGES.c.kind, MESSAGES.c.arrival_time, MESSAGES.c.apdu)
+    .where(
+        MESSAGES.c.mts_identifier.in_(bindparam("names", expanding=True)),
+        MESSAGES.c.kind.in_([ApduKind.REPORT, ApduKind.MESSAGE]),  # a literal list
+        MESSAGES.c.precedence >= bindparam("lowest"),
+    )
+    .order_by(MESSAGES.c.id)
+)
+
+
+def test_a_select_with_lists_returns_what_execute_returns(engine: Engine) -> None:
+    names = [f"m{i}" for i in range(4)]
+    with transaction(engine) as session:
+        PREPARED.insert(connection_of(session), [message_row(n) for n in names])
+        connection = connection_of(session)
+        for wanted in ([], ["m1"], ["m0", "m2", "m3"], ["m2"]):  # a form per list length
+            parameters = {"names": wanted, "lowest": 5}
+            expected = [tuple(row) for row in connection.execute(SOME.statement, parameters)]
+            got = SOME.rows(connection, parameters)
+            assert [tuple(row) for row in got] == expected
+            assert len(got) == len(wanted)
+        (row,) = SOME.rows(connection, {"names": ["m1"], "lowest": 5})
+    assert row.kind is ApduKind.REPORT  # named fields, values through result processors
+    assert row.arrival_time == T0
+    assert row.apdu == b"\x00\x01 apdu \xff"
+
+
+def test_an_update_binds_its_own_values_and_returns_rows(engine: Engine) -> None:
+    later = T0 + timedelta(hours=1)
+    moved = Prepared(
+        update(MESSAGES)
+        .where(MESSAGES.c.id.in_(bindparam("ids", expanding=True)))
+        .values(kind=ApduKind.PROBE, arrival_time=bindparam("at"), origin_peer=None)
+        .returning(MESSAGES.c.mts_identifier, MESSAGES.c.kind, MESSAGES.c.arrival_time)
+    )
+    with transaction(engine) as session:
+        ids = PREPARED.insert(connection_of(session), [message_row("a"), message_row("b")])
+        rows = moved.rows(connection_of(session), {"ids": [ids[1][0]], "at": later})
+    assert [tuple(r) for r in rows] == [("b", ApduKind.PROBE, later)]
+    assert stored(engine, "b") == {
+        **stored(engine, "a"),
+        "kind": ApduKind.PROBE,
+        "arrival_time": later,
+        "origin_peer": None,
+    }
+
+
+def test_scalar(engine: Engine) -> None:
+    latest = Prepared(
+        select(func.max(MESSAGES.c.arrival_time)).where(MESSAGES.c.origin_peer == bindparam("peer"))
+    )
+    with transaction(engine) as session:
+        assert latest.scalar(connection_of(session), {"peer": "MTA-B"}) is None
+        PREPARED.insert(connection_of(session), [message_row("a")])
+        assert latest.scalar(connection_of(session), {"peer": "MTA-B"}) == T0
+
+
+def test_a_parameter_not_given_is_named(engine: Engine) -> None:
+    for names in (["m1"], ["m1", "m2", "m3", "m4", "m5"]):  # a form made before, a new one
+        with (
+            pytest.raises(StatementError, match="parameter lowest is not given"),
+            transaction(engine) as session,
+        ):
+            SOME.rows(connection_of(session), {"names": names})
