@@ -143,3 +143,31 @@ def test_a_name_with_a_directory_name_is_encoded_every_time() -> None:
     name = ORName(country="GB", admd=" ", surname="Smith", directory_name=b"\x30\x00")
     assert encode_orname(name) == encode_orname(name) == orname_ber._encode_orname(name)
     assert "_encoding" not in vars(name)
+
+
+# --- decode_orname's memory of encodings ---------------------------------------------------
+
+
+@given(strategies.ornames())
+def test_a_decoded_name_handed_out_again_equals_a_fresh_decode(name: ORName) -> None:
+    data = encode_orname(name)
+    first = decode_orname(data)
+    assert decode_orname(data) is first
+    assert orname_ber._decode_orname(data) == first
+    assert first.canonical == orname_ber._decode_orname(data).canonical
+
+
+def test_a_bad_encoding_fails_every_time_and_is_not_kept() -> None:
+    bad = encode_orname(parse_orname(SMITH))[:-1]
+    for _ in range(2):
+        with pytest.raises(DecodeError):
+            decode_orname(bad)
+    assert bad not in orname_ber._DECODED
+
+
+def test_the_memory_of_encodings_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(orname_ber, "_DECODED", {})
+    names = [parse_orname(f"C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=User{i}") for i in range(5000)]
+    for name in names:
+        assert decode_orname(encode_orname(name)) == name
+    assert 0 < len(orname_ber._DECODED) <= orname_ber._DECODED_MOST
