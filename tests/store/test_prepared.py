@@ -11,36 +11,20 @@ from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from store import ApduKind, transaction
+from store import _queue_sql as sql
 from store._prepared import Prepared
 from store._sql import connection_of, table
 from store.models import QueuedMessage, QueuedRecipient
 
 MESSAGES = table(QueuedMessage)
 RECIPIENTS = table(QueuedRecipient)
-COLUMNS = (
-    "mts_identifier",
-    "kind",
-    "apdu",
-    "apdu_file",
-    "size",
-    "precedence",
-    "originator",
-    "arrival_time",
-    "expiry_time",
-    "origin_peer",
-    "envelope_recipients",
+COLUMNS = sql.INSERT_MESSAGES.columns  # every column but the key
+RECIPIENT_COLUMNS = tuple(
+    name
+    for name in sql.INSERT_RECIPIENTS.columns
+    if name not in {"last_error", "report_request", "recipient_number", "owner"}
 )
-RECIPIENT_COLUMNS = (
-    "message_id",
-    "recipient",
-    "route",
-    "state",
-    "precedence",
-    "arrival_time",
-    "attempts",
-    "next_attempt_at",
-    "updated_at",
-)
+"""Without report_request, which has a Python-side default."""
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
