@@ -21,7 +21,7 @@ Public API::
         await .send(sender, recipient, precedence, ...) -> [MTS identifiers]
     SlotSpec, LAB_SLOTS, A, B (site identities)
     to_toml(data) -> str
-    free_port() -> int
+    free_ports(count) -> list[int]   distinct ports nothing listens on
     await eventually(probe, ok, *, what, timeout) -> the probe's last value
     await until(condition, *, what, timeout)
 """
@@ -29,6 +29,7 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import socket
@@ -92,12 +93,17 @@ async def until(condition: Callable[[], bool], *, what: str, timeout: float = DE
 # --- configuration -----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on at the moment (127.0.0.1)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports nothing listens on at the moment (127.0.0.1): each
+    socket is held until all are chosen, so the kernel cannot hand out one twice."""
+    with contextlib.ExitStack() as stack:
+        sockets = [
+            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            for _ in range(count)
+        ]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
@@ -345,8 +351,8 @@ class Lab:
 
     @classmethod
     def create(cls, directory: Path, slots: Sequence[SlotSpec] = LAB_SLOTS) -> Lab:
-        ports_a = [free_port() for _ in slots]
-        ports_b = [free_port() for _ in slots]
+        ports = free_ports(2 * len(slots))
+        ports_a, ports_b = ports[: len(slots)], ports[len(slots) :]
         settings_a = _settings(A, ports_a, slots) | {"peers": [_peer(B, ports_b, slots)]}
         settings_b = _settings(B, ports_b, slots) | {"peers": [_peer(A, ports_a, slots)]}
         return cls(
