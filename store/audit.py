@@ -115,7 +115,7 @@ class AuditLog:
             }
             for r in records
         ]
-        if rows:  # Core, on the connection: no session bookkeeping for a plain insert
+        if rows:  # on the driver's cursor (store._prepared): one plain insert
             _INSERT.insert(connection_of(self.session), rows)
 
     def recent(

@@ -598,26 +598,6 @@ def _entry(message: AnyRow, apdu: bytes, recipients: Sequence[QueueRecipient]) -
     )
 
 
-def _entry_of(
-    message_id: int, message: NewMessage, arrival: datetime, rows: Sequence[AnyRow]
-) -> QueueEntry:
-    """The entry of a message queued at ``arrival`` in this transaction, from what was
-    queued (as :func:`_entry` would read it back)."""
-    return QueueEntry(
-        message_id=message_id,
-        mts_identifier=message.mts_identifier,
-        kind=message.kind,
-        precedence=message.precedence,
-        originator=message.originator,
-        apdu=message.apdu,
-        arrival_time=arrival,
-        expiry_time=message.expiry_time,
-        origin_peer=message.origin_peer,
-        recipients=tuple(_recipient(row) for row in rows),
-        envelope_recipients=message.envelope_recipients,
-    )
-
-
 def _keeps_apdu(queued: Sequence[NewRecipient], delivered_route: str | None) -> bool:
     """Whether a message whose ``queued`` recipients are these still needs its APDU."""
     return any(r.route != delivered_route for r in queued)
