@@ -20,13 +20,14 @@ A local submission, whose envelope this MTA has just built, is planned from that
 (:func:`plan_submission`) and encoded once, with its trace, instead of being encoded,
 read back and encoded again.
 
-Pure: no I/O, no clock; the caller passes ``now`` and new MTS identifiers.
+Pure: no I/O, no clock; the caller passes ``now``, new MTS identifiers and how to look up
+the precedence of a report's subject.
 
 Public API::
 
     Site(name, domain, router, table, max_age)      what this MTA is
     Plan(message, rejected, subject, arrival)
-    plan_intake(apdu, site, *, origin_peer, now) -> Plan
+    plan_intake(apdu, site, *, origin_peer, now, subject_precedence) -> Plan
     plan_submission(message, site, *, now) -> Plan     as plan_intake(encode_mts_apdu(message),
                                                    origin_peer=None), encoding once
     plan_report(report, site, *, precedence, now) -> Plan
@@ -114,14 +115,28 @@ def domain_of(address: ORAddress) -> GlobalDomainIdentifier:
     )
 
 
-def plan_intake(apdu: bytes, site: Site, *, origin_peer: str | None, now: datetime) -> Plan:
-    """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally)."""
+def plan_intake(
+    apdu: bytes,
+    site: Site,
+    *,
+    origin_peer: str | None,
+    now: datetime,
+    subject_precedence: Callable[[str], Precedence | None] = lambda _: None,
+) -> Plan:
+    """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally).
+
+    A report carries no priority (X.411 12.2.1.3): it goes on at the precedence
+    ``subject_precedence`` gives for the MTS identifier of its subject (the precedence
+    this MTA queued that message at), routine when that is None.
+    """
     try:
         envelope = peek_envelope(apdu)
     except DecodeError as error:
         raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):
-        return _plan_report(envelope, site, origin_peer=origin_peer, now=now)
+        subject = envelope.content.subject_identifier.text
+        precedence = subject_precedence(subject) or Precedence.ROUTINE
+        return _plan_report(envelope, site, origin_peer=origin_peer, now=now, precedence=precedence)
 
     def write(traced: MessageEnvelope | Probe) -> bytes:
         return _reencode(apdu, traced)

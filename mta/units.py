@@ -231,7 +231,7 @@ class Units:
         self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
     ) -> tuple[Plan, Enqueued | None]:
         """:meth:`receive` in the caller's transaction (for group commit)."""
-        plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
+        plan = self._plan(session, apdu, now, origin_peer)
         journal: list[AuditRecord] = []
         results = self._enqueue(session, (plan,), now, _intake_event(origin_peer), journal)
         AuditLog(session).record_many(journal)
@@ -248,10 +248,20 @@ class Units:
         What cannot be delivered so (a probe, a report that does not decode) stays
         pending for the local deliverer, which reports what is wrong.
         """
-        plan = plan_intake(apdu, self.site, origin_peer=origin_peer, now=now)
+        plan = self._plan(session, apdu, now, origin_peer)
         event = _intake_event(origin_peer)
         result, delivered = self._take_and_deliver(session, plan, now, event, content=None)
         return plan, result, delivered
+
+    def _plan(self, session: Session, apdu: bytes, now: datetime, origin_peer: str | None) -> Plan:
+        """:func:`mta.intake.plan_intake`, a report at its subject's queued precedence."""
+        return plan_intake(
+            apdu,
+            self.site,
+            origin_peer=origin_peer,
+            now=now,
+            subject_precedence=lambda subject: TransitQueue(session).subject_precedence(subject),
+        )
 
     def _take_and_deliver(
         self,
@@ -444,7 +454,11 @@ class Units:
         reported = False
         if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
             MessageStore(session).deliver_many(
-                [Delivery(user=user, apdu=entry.apdu) for user in users], now
+                [
+                    Delivery(user=user, apdu=entry.apdu, report_precedence=entry.precedence)
+                    for user in users
+                ],
+                now,
             )
         if entry.kind is not ApduKind.REPORT:
             reported = self._delivery_report(
@@ -629,7 +643,8 @@ def _indexes(
         octets = message_content(message.apdu) if content is None else content
         return index_message(subject, octets, users)
     if message.kind is ApduKind.REPORT:
-        return [index_apdu(message.apdu, message.originator)] * len(users)
+        index = index_apdu(message.apdu, message.originator, report_precedence=message.precedence)
+        return [index] * len(users)
     return None
 
 

@@ -30,6 +30,7 @@ from store._prepared import Prepared
 from store._sql import table
 from store.models import (
     FINAL_STATES,
+    ApduKind,
     QueuedMessage,
     QueuedRecipient,
     ReceivedKey,
@@ -160,6 +161,13 @@ SIZES: Final = Prepared(select(_m.id, _m.size).where(_m.id.in_(_ids("ids"))))
 """(id, APDU size) of messages ``ids``."""
 
 MESSAGES_BY_ID: Final = Prepared(select(*MESSAGE_COLUMNS).where(_m.id.in_(_ids("ids"))))
+
+SUBJECT_PRECEDENCE: Final = Prepared(
+    select(func.max(_m.precedence)).where(
+        _m.mts_identifier == bindparam("mts_identifier"), _m.kind == ApduKind.MESSAGE
+    )
+)
+"""The precedence this MTA queued message ``mts_identifier`` at (None: not queued here)."""
 
 RECIPIENTS_OF: Final = Prepared(
     select(*RECIPIENT_COLUMNS).where(_r.message_id == bindparam("message_id"))

@@ -25,8 +25,8 @@ Public API::
         .mark_read(user, entry_ids, *, read=True) -> int
         .delete(user, entry_ids) -> int
         .unread_count(user) -> int
-    Delivery(user, apdu, index=None), MailboxSummary, MailboxMessage
-    MailboxIndex, index_apdu(apdu, user) -> MailboxIndex, REPORT_PRECEDENCE
+    Delivery(user, apdu, index=None, report_precedence=REPORT_PRECEDENCE)
+    MailboxIndex, index_apdu(apdu, user, *, report_precedence) -> MailboxIndex, REPORT_PRECEDENCE
     index_message(envelope, content, users) -> tuple[MailboxIndex, ...]   (envelope decoded)
 """
 
@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 REPORT_PRECEDENCE: Final = Precedence.ROUTINE
-"""A report's envelope carries no priority (X.411 12.2.1.3): listed as routine."""
+"""A report's envelope carries no priority (X.411 12.2.1.3): a report whose subject this
+MTA does not know is listed as routine; otherwise at its subject's precedence."""
 
 _E = MailboxEntry
 _IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
@@ -78,6 +79,9 @@ class Delivery:
     index: MailboxIndex | None = None
     """What the listing shows, when the caller has it already (:func:`index_message` of
     the envelope it decoded); None: read from ``apdu`` (:func:`index_apdu`)."""
+    report_precedence: Precedence = REPORT_PRECEDENCE
+    """The precedence a report is listed at when ``index`` is None: that of the message
+    it is on, as this MTA queued it (ignored for a message)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,7 +240,9 @@ def _summary(row: AnyRow) -> MailboxSummary:
 
 
 def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
-    index = delivery.index or index_apdu(delivery.apdu, delivery.user)
+    index = delivery.index or index_apdu(
+        delivery.apdu, delivery.user, report_precedence=delivery.report_precedence
+    )
     return {
         "user": delivery.user,
         "mts_identifier": index.mts_identifier,
@@ -253,8 +259,11 @@ def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
 # --- indexing --------------------------------------------------------------------------
 
 
-def index_apdu(apdu: bytes, user: str) -> MailboxIndex:
-    """What ``user``'s listing shows of ``apdu`` (a message or a report).
+def index_apdu(
+    apdu: bytes, user: str, *, report_precedence: Precedence = REPORT_PRECEDENCE
+) -> MailboxIndex:
+    """What ``user``'s listing shows of ``apdu`` (a message or a report; a report is
+    listed at ``report_precedence``, its subject's when the caller knows it).
 
     Raises :class:`p1.errors.DecodeError` if ``apdu`` is not an MTS-APDU, ValueError for
     a probe.
@@ -264,7 +273,7 @@ def index_apdu(apdu: bytes, user: str) -> MailboxIndex:
         return MailboxIndex(
             mts_identifier=decoded.mts_identifier.text,
             kind=ApduKind.REPORT,
-            precedence=REPORT_PRECEDENCE,
+            precedence=report_precedence,
             subject=_report_subject(decoded),
             originator=None,
         )

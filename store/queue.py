@@ -49,6 +49,7 @@ Public API::
         .backlog(route, precedences, now) -> int
         .next_due(route, precedences) -> datetime | None
         .get(message_id) -> QueueEntry | None
+        .subject_precedence(mts_identifier) -> Precedence | None
         .purge_finished(before) -> int          .forget_received(before) -> int
     NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
     EXPIRED_ERROR
@@ -510,6 +511,13 @@ class TransitQueue:
         rows = sql.RECIPIENTS_OF.rows(self.connection, {"message_id": message_id})
         entries = self._entries([message_id], rows)
         return entries[0] if entries else None
+
+    def subject_precedence(self, mts_identifier: str) -> Precedence | None:
+        """The precedence of message ``mts_identifier`` as queued here, for a report on it
+        (X.411 12.2.1.3: a report's envelope carries none); None if it is not in the queue
+        (never here, or purged)."""
+        level = sql.SUBJECT_PRECEDENCE.scalar(self.connection, {"mts_identifier": mts_identifier})
+        return None if level is None else Precedence(level)
 
     # housekeeping
 

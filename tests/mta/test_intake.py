@@ -390,6 +390,36 @@ def test_report_received_from_a_peer_gets_our_domain_in_its_trace() -> None:
     ]
 
 
+def test_report_received_from_a_peer_goes_on_at_its_subjects_queued_precedence() -> None:
+    subject = envelope(recipient(JONES, 1, REPORT), originator_name=JONES)
+    asked: list[str] = []
+
+    def queued_at(identifier: str) -> Precedence | None:
+        asked.append(identifier)
+        return Precedence.FLASH
+
+    received = report_apdu(report_on(subject, trace_domain=SITEA))
+    plan = plan_intake(
+        received, site_b(), origin_peer="MTA-A", now=NOW, subject_precedence=queued_at
+    )
+    assert asked == [subject.mts_identifier.text]
+    assert plan.message is not None
+    assert plan.message.precedence is Precedence.FLASH
+    assert plan.message.expiry_time == NOW + timedelta(
+        seconds=site_b().max_age.of(Precedence.FLASH)
+    )
+
+
+def test_report_on_a_subject_not_queued_here_goes_on_as_routine() -> None:
+    subject = envelope(recipient(JONES, 1, REPORT), originator_name=JONES)
+    received = report_apdu(report_on(subject, trace_domain=SITEA))
+    plan = plan_intake(
+        received, site_b(), origin_peer="MTA-A", now=NOW, subject_precedence=lambda _: None
+    )
+    assert plan.message is not None
+    assert plan.message.precedence is Precedence.ROUTINE
+
+
 def test_report_without_a_route_is_dropped() -> None:
     subject = envelope(recipient(JONES, 1, REPORT), originator_name=NOBODY)
     plan = plan_report(report_on(subject), site_b(), precedence=Precedence.ROUTINE, now=NOW)

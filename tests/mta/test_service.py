@@ -271,6 +271,15 @@ async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: La
     )
     others = [r for r in lab.b.running.runners if r not in (flash, priority)]
     assert [lab.b.transfers(r) for r in others] == [0] * len(others)
+    # A lists each report at the precedence it sent the message at (a report's envelope
+    # carries none: A takes it from its own queue).
+    listed = await eventually(
+        lambda: lab.a.inbox(smith(lab.a)), lambda found: len(found) == 2, what="two reports at A"
+    )
+    assert sorted((m["kind"], m["precedence"]) for m in listed) == [
+        ("report", "flash"),
+        ("report", "priority"),
+    ]
 
 
 async def test_the_channels_operation_shows_each_slot_and_its_transfers(lab: Lab) -> None:

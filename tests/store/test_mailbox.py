@@ -124,6 +124,14 @@ def test_a_report_is_indexed_as_a_report() -> None:
     )
 
 
+def test_a_report_is_listed_at_the_precedence_the_caller_knows_for_its_subject() -> None:
+    index = index_apdu(report_apdu("r1"), SMITH.canonical, report_precedence=Precedence.FLASH)
+    assert (index.kind, index.precedence) == (ApduKind.REPORT, Precedence.FLASH)
+    # A message is listed at its own precedence, whatever is said for reports.
+    message = index_apdu(raw_apdu("m1", 22, b""), ANNE, report_precedence=Precedence.FLASH)
+    assert message.precedence is Precedence.PRIORITY
+
+
 def test_a_probe_is_not_delivered() -> None:
     with pytest.raises(ValueError, match="probe"):
         index_apdu(probe_apdu("p1"), ANNE)
@@ -160,6 +168,16 @@ def test_deliver_many_in_one_transaction(engine: Engine) -> None:
     assert len(set(results)) == 4  # three ids and None
     assert [e.mts_identifier for e in listing(engine, ANNE)] == [mts_id("m1").text]
     assert [e.kind for e in listing(engine, SMITH.canonical)] == [ApduKind.REPORT]
+
+
+def test_a_delivered_report_is_listed_at_its_subjects_precedence(engine: Engine) -> None:
+    deliver(
+        engine,
+        Delivery(user=SMITH.canonical, apdu=report_apdu("r1"), report_precedence=Precedence.FLASH),
+        Delivery(user=SMITH.canonical, apdu=report_apdu("r2")),
+    )
+    listed = {e.mts_identifier: e.precedence for e in listing(engine, SMITH.canonical)}
+    assert listed == {mts_id("r1").text: Precedence.FLASH, mts_id("r2").text: REPORT_PRECEDENCE}
 
 
 def test_a_failed_transaction_delivers_nothing(engine: Engine) -> None:

@@ -179,6 +179,34 @@ def test_received_keys_outlive_the_queue_until_forgotten(engine: Engine) -> None
     assert accepted.message_id is not None and accepted.message_id != result.message_id
 
 
+def test_a_reports_subject_precedence_is_the_one_its_message_was_queued_at(
+    engine: Engine,
+) -> None:
+    enqueue(engine, new_message("m1", precedence=P.FLASH), new_message("m2"))
+    report = dataclasses.replace(
+        new_message("r1", precedence=P.OVERRIDE), kind=ApduKind.REPORT, mts_identifier="m3"
+    )
+    enqueue(engine, report)
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        assert queue.subject_precedence(mts_id("m1").text) is P.FLASH
+        assert queue.subject_precedence(mts_id("m2").text) is P.ROUTINE
+        assert queue.subject_precedence(mts_id("unknown").text) is None
+        # Only messages count: a report is never the subject of a report.
+        assert queue.subject_precedence("m3") is None
+
+
+def test_a_purged_subject_has_no_precedence(engine: Engine) -> None:
+    enqueue(engine, new_message("m1", precedence=P.IMMEDIATE))
+    (entry,) = claim(engine)
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        queue.mark_transferred(entry.recipient_ids, at(1))
+        assert queue.subject_precedence(mts_id("m1").text) is P.IMMEDIATE
+        assert queue.purge_finished(at(2)) == 1
+        assert queue.subject_precedence(mts_id("m1").text) is None
+
+
 # --- order, slots, due times -----------------------------------------------------------
 
 
