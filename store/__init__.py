@@ -24,6 +24,7 @@ from store.db import (
     open_database,
     sweep_spool,
     transaction,
+    warm_statements,
 )
 from store.mailbox import Delivery, MailboxMessage, MailboxSummary, MessageStore
 from store.models import LOCAL_ROUTE, ApduKind, RecipientState
@@ -62,4 +63,5 @@ __all__ = [
     "open_database",
     "sweep_spool",
     "transaction",
+    "warm_statements",
 ]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
-from sqlalchemy import Connection, Insert, Row, Table
+from sqlalchemy import Connection, Dialect, Insert, Row, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, SessionTransaction
 
 from store._prepared import Prepared
+from store._prepared import warm as warm_prepared
 from store.models import Base
 
 _T = TypeVar("_T")
@@ -60,43 +60,65 @@ def table(model: type[Base]) -> Table:
     return mapped
 
 
-def insert_new(
-    connection: Connection,
-    model: type[Base],
-    rows: Sequence[Mapping[str, Any]],
-    key: tuple[str, ...],
-    returning: tuple[str, ...],
-) -> list[tuple[Any, ...]]:
-    """Insert ``rows``, skipping those whose unique ``key`` exists; ``returning`` of the new.
+class InsertNew:
+    """``INSERT ... ON CONFLICT (key) DO NOTHING RETURNING``: insert rows, skipping those
+    whose unique ``key`` exists; atomic on both databases, also against a concurrent
+    insert of the same key (PostgreSQL waits for the other transaction, then skips), so
+    a duplicate never aborts the transaction it is in.
 
-    ``INSERT ... ON CONFLICT DO NOTHING RETURNING``: atomic on both databases, also
-    against a concurrent insert of the same key (PostgreSQL waits for the other
-    transaction, then skips), so a duplicate never aborts the transaction it is in.
-    Every row gives the same columns; what returns are tuples in ``returning`` order.
+    Every row gives the ``given`` columns (and only those are inserted); what returns
+    are tuples in ``returning`` order.  The statement differs per dialect, so it is
+    built per dialect, once (:func:`warm` builds it for the dialect in use).
     """
-    if not rows:
-        return []
-    prepared = _insert_new(connection.dialect.name, model, key, returning, tuple(rows[0]))
-    return prepared.insert(connection, rows)
+
+    def __init__(
+        self,
+        model: type[Base],
+        *,
+        key: tuple[str, ...],
+        returning: tuple[str, ...],
+        given: tuple[str, ...],
+    ) -> None:
+        self.model, self.key, self.returning, self.given = model, key, returning, given
+        self._prepared: dict[str, Prepared] = {}
+        _INSERTS.append(self)
+
+    def insert(
+        self, connection: Connection, rows: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[Any, ...]]:
+        """The rows inserted (those already there are skipped), as ``returning`` says."""
+        if not rows:
+            return []
+        return self.prepared(connection.dialect.name).insert(connection, rows)
+
+    def prepared(self, dialect: str) -> Prepared:
+        """The statement for ``dialect``, built on first use."""
+        found = self._prepared.get(dialect)
+        if found is None:
+            found = self._prepared[dialect] = self._build(dialect)
+        return found
+
+    def _build(self, dialect: str) -> Prepared:
+        target = table(self.model)
+        columns = [target.c[name] for name in self.returning]
+        statement: Insert
+        if dialect == "postgresql":
+            pg = postgresql.insert(target).on_conflict_do_nothing(index_elements=list(self.key))
+            statement = pg.returning(*columns)
+        elif dialect == "sqlite":
+            lite = sqlite.insert(target).on_conflict_do_nothing(index_elements=list(self.key))
+            statement = lite.returning(*columns)
+        else:
+            raise NotImplementedError(f"the store supports SQLite and PostgreSQL, not {dialect}")
+        return Prepared(statement, self.given, dialect=dialect)
 
 
-@functools.cache
-def _insert_new(
-    dialect: str,
-    model: type[Base],
-    key: tuple[str, ...],
-    returning: tuple[str, ...],
-    given: tuple[str, ...],
-) -> Prepared:
-    target = table(model)
-    columns = [target.c[name] for name in returning]
-    statement: Insert
-    if dialect == "postgresql":
-        pg = postgresql.insert(target).on_conflict_do_nothing(index_elements=list(key))
-        statement = pg.returning(*columns)
-    elif dialect == "sqlite":
-        lite = sqlite.insert(target).on_conflict_do_nothing(index_elements=list(key))
-        statement = lite.returning(*columns)
-    else:
-        raise NotImplementedError(f"the store supports SQLite and PostgreSQL, not {dialect}")
-    return Prepared(statement, given)
+_INSERTS: Final[list[InsertNew]] = []
+
+
+def warm(dialect: Dialect) -> int:
+    """Build every statement of the store for ``dialect`` now (module docstring of
+    :mod:`store._prepared`); how many forms were built."""
+    for insert in _INSERTS:
+        insert.prepared(dialect.name)
+    return warm_prepared(dialect)

@@ -45,7 +45,7 @@ from p1.errors import DecodeError
 from p1.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
 from p1.orname import ORName, format_orname
 from p1.precedence import Precedence
-from store._sql import AnyRow, chunks, connection_of, insert_new
+from store._sql import AnyRow, InsertNew, chunks, connection_of
 from store.models import ApduKind, MailboxEntry
 from store.spool import apdu_columns, spool_of, stored_apdu
 
@@ -65,6 +65,25 @@ REPORT_PRECEDENCE: Final = Precedence.ROUTINE
 MTA does not know is listed as routine; otherwise at its subject's precedence."""
 
 _E = MailboxEntry
+_NEW_ENTRIES: Final = InsertNew(
+    _E,
+    key=("mts_identifier", "user"),
+    returning=("id", "mts_identifier", "user"),
+    given=(
+        "user",
+        "mts_identifier",
+        "kind",
+        "size",
+        "precedence",
+        "subject",
+        "originator",
+        "delivered_at",
+        "read",
+        "apdu",
+        "apdu_file",
+    ),
+)
+"""Mailbox entries, those already delivered skipped."""
 _IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
 
 
@@ -138,8 +157,7 @@ class MessageStore:
         rows = [
             {**_row(d, now), **apdu_columns(self.spool, self.session, d.apdu)} for d in deliveries
         ]
-        key = ("mts_identifier", "user")
-        new = insert_new(connection_of(self.session), _E, rows, key, ("id", *key))
+        new = _NEW_ENTRIES.insert(connection_of(self.session), rows)
         ids = {(mts_identifier, user): entry_id for entry_id, mts_identifier, user in new}
         # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
         return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)

@@ -60,7 +60,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from sqlalchemy import CursorResult, Executable
 from sqlalchemy.orm import Session
@@ -69,7 +69,7 @@ from p1.precedence import Precedence
 from store import _queue_sql as sql
 from store._prepared import Prepared
 from store._queue_sql import EXPIRED_ERROR
-from store._sql import AnyRow, chunks, connection_of, insert_new
+from store._sql import AnyRow, InsertNew, chunks, connection_of
 from store.models import ApduKind, ReceivedKey, RecipientState
 from store.spool import apdu_columns, spool_of, stored_apdu
 
@@ -271,10 +271,7 @@ class TransitQueue:
             for m in messages
             for r in m.recipients
         ]
-        key = ("mts_identifier", "recipient")
-        return {
-            (row[0], row[1]) for row in insert_new(self.connection, ReceivedKey, rows, key, key)
-        }
+        return {(row[0], row[1]) for row in _NEW_RECEIVED.insert(self.connection, rows)}
 
     def _insert_messages(
         self, messages: Sequence[tuple[NewMessage, bool]], now: datetime
@@ -570,6 +567,15 @@ class TransitQueue:
     def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
         for part in chunks(message_ids):
             yield from sql.MESSAGES_BY_ID.rows(self.connection, {"ids": list(part)})
+
+
+_NEW_RECEIVED: Final = InsertNew(
+    ReceivedKey,
+    key=("mts_identifier", "recipient"),
+    returning=("mts_identifier", "recipient"),
+    given=("mts_identifier", "recipient", "received_at", "origin_peer"),
+)
+"""Duplicate-detection keys, those already there skipped."""
 
 
 def _levels(precedences: Collection[Precedence]) -> list[int]:
