@@ -53,7 +53,7 @@ from p1.association import AssociationSettings, BindRequested
 from p1.mtabind import MTABindError, MTABindResult
 from p1.orname import ORName
 from p1.precedence import Precedence
-from store import LOCAL_ROUTE, open_database, sweep_spool, warm_statements
+from store import LOCAL_ROUTE, open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]
 
@@ -135,7 +135,8 @@ class Service:
         swept = await self.db.run(sweep_spool, engine)
         if swept:
             log.info("removed %d APDU file(s) that no committed message names", swept)
-        built = await self.db.run(warm_statements, engine)
+        slots = [slot.precedences for peer in config.peers for slot in peer.slots]
+        built = await self.db.run(warm_up, engine, slots, now=datetime.now(UTC))
         log.debug("built %d store statement(s) before the first message", built)
         try:
             await self._start_parts()

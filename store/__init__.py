@@ -14,7 +14,8 @@ ends, so work done in several repositories commits or fails together::
 
 Modules: :mod:`store.db` (opening, transactions), :mod:`store.models` (schema),
 :mod:`store.queue` (:class:`TransitQueue`), :mod:`store.mailbox` (:class:`MessageStore`),
-:mod:`store.audit` (:class:`AuditLog`), :mod:`store.spool` (large APDUs as files).
+:mod:`store.audit` (:class:`AuditLog`), :mod:`store.spool` (large APDUs as files),
+:mod:`store.warm` (ready for the first message after a start).
 """
 
 from store.audit import AuditEvent, AuditLog, AuditRecord
@@ -24,7 +25,6 @@ from store.db import (
     open_database,
     sweep_spool,
     transaction,
-    warm_statements,
 )
 from store.mailbox import Delivery, MailboxMessage, MailboxSummary, MessageStore
 from store.models import LOCAL_ROUTE, ApduKind, RecipientState
@@ -38,6 +38,7 @@ from store.queue import (
     TransitQueue,
     WaitingRecipient,
 )
+from store.warm import warm_up
 
 __all__ = [
     "LOCAL_ROUTE",
@@ -63,5 +64,5 @@ __all__ = [
     "open_database",
     "sweep_spool",
     "transaction",
-    "warm_statements",
+    "warm_up",
 ]

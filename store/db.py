@@ -35,7 +35,6 @@ Public API::
 
     open_database(url, *, create=True, busy_timeout=30.0, spool=True) -> Engine
     sweep_spool(engine) -> int
-    warm_statements(engine) -> int
     transaction(engine, *, read_only=False, durable=True) -> context manager giving a Session;
                            commits on exit, rolls back on an exception
     StoreError, DatabaseUnavailableError
@@ -56,7 +55,6 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from store._sql import table as core_table
-from store._sql import warm
 from store.models import Base, MailboxEntry, QueuedMessage
 from store.spool import SPOOL_OPTION, Spool, SpoolError
 
@@ -67,7 +65,6 @@ __all__ = [
     "open_database",
     "sweep_spool",
     "transaction",
-    "warm_statements",
 ]
 
 DEFAULT_BUSY_TIMEOUT: Final = 30.0
@@ -174,16 +171,6 @@ def sweep_spool(engine: Engine) -> int:
         return spool.sweep(named)
     except OSError as exc:
         raise SpoolError(f"cannot sweep APDU folder {spool.folder}: {exc.strerror}") from exc
-
-
-def warm_statements(engine: Engine) -> int:
-    """Build the store's hot statements for ``engine``'s dialect now; how many forms.
-
-    For the start of an MTA: otherwise its first message pays for compiling some twenty
-    statements (5-10 ms), which a flash message should not.  Only the repositories'
-    modules imported so far count (``import store`` imports them all).
-    """
-    return warm(engine.dialect)
 
 
 def _add_missing_columns(engine: Engine, shown: str) -> None:

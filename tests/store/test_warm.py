@@ -1,7 +1,9 @@
-"""The store builds its hot statements when the MTA starts (store.warm_statements), so
-that the first message after a start compiles no SQL: on SQLite and on PostgreSQL.
+"""The store gets ready for the first message when the MTA starts (store.warm_up): the
+first message then compiles no SQL, and the rehearsal leaves the database as it was; on
+SQLite and on PostgreSQL.
 
-Each run is a fresh interpreter: statements, once built, stay built for the process.
+Each compile count is taken in a fresh interpreter: statements, once built, stay built
+for the process.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import BindParameter, Engine, bindparam
 
+from p1.precedence import Precedence
+from store import TransitQueue, transaction, warm_up
 from store._prepared import Prepared
 from store._sql import table
-from store.models import QueuedRecipient
+from store.models import Base, QueuedRecipient
+from tests.store.samples import T0, mts_id, new_message
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,22 +29,29 @@ import sys
 from sqlalchemy.sql.compiler import SQLCompiler
 from p1.precedence import Precedence
 from store import AuditEvent, AuditLog, AuditRecord, Delivery, MessageStore, TransitQueue
-from store import open_database, transaction, warm_statements
+from store import open_database, transaction, warm_up
+from store._prepared import Prepared
 from tests.store.samples import JONES, T0, ipm_apdu, new_message
 
 engine = open_database(sys.argv[1])
 if sys.argv[2] == "warm":
-    warm_statements(engine)
+    warm_up(engine, [(Precedence.OVERRIDE, Precedence.FLASH)], now=T0)
 compiled = []
 original = SQLCompiler.__init__
 def counted(self, *args, **kwargs):
     original(self, *args, **kwargs)
     compiled.append(self.string[:60])
 SQLCompiler.__init__ = counted
+expand = Prepared._compile
+def expanded(self, dialect, key, parameters):
+    compiled.append(f"{key}: {self.statement}"[:60])
+    return expand(self, dialect, key, parameters)
+Prepared._compile = expanded
 with transaction(engine) as session:
     queue = TransitQueue(session)
     queue.enqueue_many([new_message("m1", precedence=Precedence.FLASH)], T0)
-    (entry,) = queue.claim_next("mta-b", frozenset(Precedence), T0, limit=1)
+    flash_slot = (Precedence.OVERRIDE, Precedence.FLASH)
+    (entry,) = queue.claim_next("mta-b", flash_slot, T0, limit=1, max_octets=1 << 23)
     queue.mark_transferred(entry.recipient_ids, T0)
     MessageStore(session).deliver_many([Delivery(user=JONES.canonical, apdu=ipm_apdu("m2"))], T0)
     record = AuditRecord(at=T0, event=AuditEvent.TRANSFERRED, mts_identifier="m1")
@@ -51,7 +63,9 @@ for statement in compiled:
 
 
 def first_message(url: str, how: str) -> tuple[int, str]:
-    """How many statements the first message compiles in a fresh process, and which."""
+    """How many statements the first message compiles in a fresh process, and which
+    (a new SQLAlchemy compilation, or a prepared statement's new form for the lengths of
+    its lists)."""
     done = subprocess.run(
         [sys.executable, "-c", FIRST_MESSAGE, url, how],
         cwd=ROOT,
@@ -72,7 +86,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
-def test_after_warming_the_first_message_compiles_nothing(url: str) -> None:
+def test_after_warming_up_the_first_message_compiles_nothing(url: str) -> None:
     count, which = first_message(url, "warm")
     assert count == 0, which
 
@@ -96,3 +110,26 @@ def test_a_statement_written_for_another_dialect_is_not_built(engine: Engine) ->
     other = "postgresql" if engine.dialect.name == "sqlite" else "sqlite"
     prepared = Prepared(recipients.select(), dialect=other)
     assert prepared.warm(engine.dialect) == 0
+
+
+def snapshot(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every table of the store."""
+    with engine.connect() as connection:
+        return {
+            name: sorted(tuple(row) for row in connection.execute(t.select()))
+            for name, t in Base.metadata.tables.items()
+        }
+
+
+def test_warming_up_leaves_the_database_as_it_was(engine: Engine) -> None:
+    enqueue_flash = new_message("m1", precedence=Precedence.FLASH)
+    with transaction(engine) as session:
+        TransitQueue(session).enqueue_many([enqueue_flash], T0)
+    before = snapshot(engine)
+    slots = [(Precedence.OVERRIDE, Precedence.FLASH), (Precedence.ROUTINE, Precedence.DEFERRED)]
+    assert warm_up(engine, slots, now=T0) >= 0
+    assert snapshot(engine) == before
+    # The real message is still there to be claimed, by the route it is on.
+    with transaction(engine) as session:
+        (entry,) = TransitQueue(session).claim_next("mta-b", slots[0], T0)
+    assert entry.mts_identifier == mts_id("m1").text
