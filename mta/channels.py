@@ -7,7 +7,11 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   says for the slot's backlog: one at all times for a permanent slot, one while messages
   wait for an on-demand slot, one more per ``backlog_threshold`` waiting messages up to
   ``max_connections``.  A message waits while it is due in the queue and also while it
-  sits, claimed, in a connection's window behind the transfer in progress;
+  sits, claimed, in a connection's window behind the transfer in progress.  It looks at
+  the backlog when woken by a message, at most every ``_RECHECK`` seconds, but not while
+  the slot has every connection it may have (a permanent flash slot, nearly always):
+  then only a connection that ends, or ``_POLL``, makes it look (its database read
+  would otherwise run just as the message's transfer starts);
 - each connection binds (X.411 MTA-bind), then claims the most urgent, oldest messages the
   slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
   by one, and marks them transferred, with its next claim, once the peer confirmed each
@@ -174,6 +178,7 @@ class SlotRunner:
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0
         self._woken = asyncio.Event()
+        self._reaped = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._connections: dict[int, _Connection] = {}
@@ -274,7 +279,20 @@ class SlotRunner:
                 # Connections claim for themselves; the backlog only sizes the slot, so a
                 # burst of wake-ups (one per message queued) is read once per interval.
                 await asyncio.sleep(_RECHECK)
-            await self._wait_wake(seen, _POLL)
+            if len(self._workers) >= self.slot.max_connections:
+                # Every connection the slot may have is open: a message needs no decision
+                # here, only a connection that ends.  (Reading the backlog on each wake-up
+                # would run in the database thread just as the message's transfer starts.)
+                await self._wait_reaped(_POLL)
+            else:
+                await self._wait_wake(seen, _POLL)
+
+    async def _wait_reaped(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for a connection task to end (:meth:`_reap`)."""
+        self._reaped = reaped = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await reaped.wait()
 
     def _unsent(self) -> int:
         """Messages waiting in the windows of the slot's connections."""
@@ -299,6 +317,7 @@ class SlotRunner:
             self._connections.pop(index, None)
         if not task.cancelled() and task.exception() is not None:
             log.error("%s#%d: stopped by an error", self.name, index, exc_info=task.exception())
+        self._reaped.set()
         self.wake()  # the supervisor decides whether another is wanted
 
     # --- one connection ----------------------------------------------------------------

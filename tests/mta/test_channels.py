@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -235,3 +236,78 @@ async def test_failed_transfer_puts_back_the_next_window_claimed_meanwhile() -> 
         "m4 failed",
         "mark m3, defer m4, unclaim m5,m6",
     ]
+
+
+# --- the supervisor's wake-ups ------------------------------------------------------------
+
+
+async def watched(
+    runner: SlotRunner, monkeypatch: pytest.MonkeyPatch, connections: int
+) -> tuple[list[int], list[asyncio.Task[None]], asyncio.Task[None]]:
+    """The supervisor of ``runner`` with ``connections`` open (their tasks) and the
+    backlog reads it makes (each appends 1); it polls no more on its own."""
+    monkeypatch.setattr(channels, "_POLL", 3600.0)
+    reads: list[int] = []
+
+    async def read_backlog() -> int:
+        reads.append(1)
+        return 0
+
+    tasks: list[asyncio.Task[None]] = []
+    for index in range(connections):
+        runner._connections[index] = channels._Connection(index, state="idle")
+        task = asyncio.create_task(asyncio.sleep(3600))
+        task.add_done_callback(functools.partial(runner._reap, index))
+        runner._workers[index] = task
+        tasks.append(task)
+    runner._read_backlog = read_backlog  # type: ignore[method-assign]
+    runner._start_worker = lambda index: None  # type: ignore[method-assign]
+    return reads, tasks, asyncio.create_task(runner._supervise())
+
+
+async def until_true(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(30):
+        while not condition():
+            await asyncio.sleep(0.01)
+
+
+async def stopped(*tasks: asyncio.Task[None]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_slot_with_all_its_connections_reads_no_backlog_on_wake_ups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = routine_runner()
+    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
+    await until_true(lambda: len(reads) == 1)
+    for _ in range(5):  # one per message queued
+        runner.wake()
+        await asyncio.sleep(2 * channels._RECHECK)
+    assert len(reads) == 1
+    await stopped(supervisor, *tasks)
+
+
+async def test_a_slot_that_lacks_a_connection_reads_the_backlog_when_woken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = routine_runner()
+    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=1)
+    await until_true(lambda: len(reads) == 1)
+    runner.wake()
+    await until_true(lambda: len(reads) == 2)
+    await stopped(supervisor, *tasks)
+
+
+async def test_a_full_slot_that_loses_a_connection_looks_again_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner = routine_runner()
+    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
+    await until_true(lambda: len(reads) == 1)
+    tasks[1].cancel()  # the second connection's task ends (reaped)
+    await until_true(lambda: len(reads) == 2)
+    assert list(runner._workers) == [0]
+    await stopped(supervisor, *tasks)
