@@ -135,7 +135,8 @@ def plan_intake(
         raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):
         subject = envelope.content.subject_identifier.text
-        precedence = subject_precedence(subject) or Precedence.ROUTINE
+        queued_at = subject_precedence(subject)  # (deferred is 0: compare with None)
+        precedence = Precedence.ROUTINE if queued_at is None else queued_at
         return _plan_report(envelope, site, origin_peer=origin_peer, now=now, precedence=precedence)
 
     def write(traced: MessageEnvelope | Probe) -> bytes:

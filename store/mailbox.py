@@ -327,7 +327,7 @@ def index_message(
         MailboxIndex(
             mts_identifier=envelope.mts_identifier.text,
             kind=ApduKind.MESSAGE,
-            precedence=_heading_precedence(heading, user) or envelope.precedence,
+            precedence=_or(_heading_precedence(heading, user), envelope.precedence),
             subject=subject,
             originator=originator,
         )
@@ -344,6 +344,11 @@ def _content(envelope: MessageEnvelope, octets: bytes) -> Heading | IPN | None:
         return decode_content_heading(octets, content_type)
     except DecodeError:
         return None  # delivered all the same; the user's agent shows what it can
+
+
+def _or(given: Precedence | None, otherwise: Precedence) -> Precedence:
+    """``given`` unless it is None (deferred is 0, so ``or`` would pass it over)."""
+    return otherwise if given is None else given
 
 
 def _heading_precedence(heading: Heading | None, user: str) -> Precedence | None:

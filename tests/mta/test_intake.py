@@ -410,6 +410,20 @@ def test_report_received_from_a_peer_goes_on_at_its_subjects_queued_precedence()
     )
 
 
+def test_report_on_a_deferred_subject_goes_on_as_deferred() -> None:
+    subject = envelope(recipient(JONES, 1, REPORT), originator_name=JONES)
+    received = report_apdu(report_on(subject, trace_domain=SITEA))
+    plan = plan_intake(
+        received,
+        site_b(),
+        origin_peer="MTA-A",
+        now=NOW,
+        subject_precedence=lambda _: Precedence.DEFERRED,
+    )
+    assert plan.message is not None
+    assert plan.message.precedence is Precedence.DEFERRED
+
+
 def test_report_on_a_subject_not_queued_here_goes_on_as_routine() -> None:
     subject = envelope(recipient(JONES, 1, REPORT), originator_name=JONES)
     received = report_apdu(report_on(subject, trace_domain=SITEA))

@@ -68,6 +68,15 @@ def test_an_ipm_is_indexed_by_subject_originator_and_the_users_precedence() -> N
     assert index_apdu(apdu, SMITH.canonical).precedence == Precedence.FLASH
 
 
+def test_a_deferred_heading_precedence_is_not_passed_over() -> None:
+    # Deferred is 0: the envelope's precedence (priority here) must not take its place.
+    apdu = ipm_apdu(
+        "m1", primary_precedence=Precedence.DEFERRED, copy_precedence=Precedence.DEFERRED
+    )
+    assert index_apdu(apdu, ANNE).precedence is Precedence.DEFERRED
+    assert index_apdu(apdu, BROWN_NAME).precedence is Precedence.DEFERRED
+
+
 def test_a_p2_ipm_is_indexed_too() -> None:
     apdu = ipm_apdu("m1", subject="lunch", kind=ContentKind.P2)
     assert index_apdu(apdu, ANNE).subject == "lunch"
