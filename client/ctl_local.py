@@ -3,7 +3,8 @@
 These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
 
-    status     the MTA's name, uptime, recipients per queue state, slots connected
+    status     the MTA's name, uptime, recipients per queue state, slots connected,
+               the garbage collector's work
     queue      recipients per route (peer or ``local``), precedence and state (qshape);
                with ``--list``, each waiting recipient with its message id (for hold)
     channels   every connection slot of every peer: precedences, port, DSCP, mode,
@@ -80,6 +81,14 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"slots: {response['slots_connected']} of {response['slots']} connected", file=out)
+    gc = response.get("gc")
+    if gc is not None:
+        runs = " / ".join(str(count) for count in gc["collections"])
+        print(
+            f"garbage collector: {gc['frozen']:,} objects of start-up left out; "
+            f"collections by generation {runs}",
+            file=out,
+        )
 
 
 def _queue(response: dict[str, Any], out: TextIO) -> None:

@@ -15,7 +15,8 @@ Operations (answered by :class:`mta.service.Service`):
 
     submit    originator, recipients [..], precedence, content_type, delivery_report,
               deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
-    status    -> name, uptime, queue counts by state, channels up/total
+    status    -> name, uptime, queue counts by state, channels up/total, garbage collector
+                 (objects of start-up left out of it, collections per generation)
     queue     -> counts [{route, precedence, state, recipients}]
     messages  limit? -> recipients [{message_id, mts_identifier, precedence, recipient,
               route, state, attempts, next_attempt_at, last_error, ...}]  (service order)

@@ -13,6 +13,7 @@ Public API::
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -106,6 +107,10 @@ class LocalApi:
             "recipients": states,
             "slots": len(slots),
             "slots_connected": up,
+            "gc": {
+                "frozen": gc.get_freeze_count(),
+                "collections": [generation["collections"] for generation in gc.get_stats()],
+            },
         }, b""
 
     async def queue(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:

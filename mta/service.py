@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import logging
 import signal
 import time
@@ -216,6 +217,7 @@ class Service:
             loop.add_signal_handler(signum, stopping.set)
         try:
             await self.start()
+            _freeze_start_up()
             await stopping.wait()
             log.info("stopping on signal")
         finally:
@@ -338,6 +340,19 @@ class Service:
                 log.warning("expired %d recipient(s): non-delivery reports queued", expired)
                 self.notify()
             await asyncio.sleep(self.expiry_interval)
+
+
+def _freeze_start_up() -> None:
+    """Leave what start-up made out of the garbage collector's full collections.
+
+    Modules, ASN.1 specifications, the schema, the prepared statements: about 100,000
+    objects that live as long as the process, which every full collection walked, 45-50
+    ms each (seen under a 10,000 message backlog), a pause that would hold up a flash
+    message in flight.  ``gc.freeze`` moves them to a generation no collection visits.
+    """
+    gc.collect()
+    gc.freeze()
+    log.debug("%d objects of start-up left out of garbage collection", gc.get_freeze_count())
 
 
 class _Inbound(Responder):

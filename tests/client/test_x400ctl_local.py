@@ -51,6 +51,7 @@ async def test_status_names_the_mta_and_counts_what_waits(
     assert out.startswith("MTA-A: up ")
     assert "pending 2" in out
     assert "slots: 0 of 4 connected" in out or "of 4 connected" in out
+    assert "garbage collector: " in out
 
 
 async def test_queue_shows_recipients_by_route_precedence_and_state(

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -770,3 +771,29 @@ def test_installed_x400_mta_checks_a_configuration(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"configuration of {A.name} is valid" in done.stdout
+
+
+def test_a_running_x400_mta_leaves_its_start_up_out_of_garbage_collection(
+    tmp_path: Path,
+) -> None:
+    command = shutil.which("x400-mta", path=os.path.dirname(sys.executable))
+    assert command is not None, "x400-mta is not installed next to the interpreter"
+    site = solo_site(tmp_path / "frozen")
+    log = (tmp_path / "frozen.log").open("wb")
+    process = subprocess.Popen([command, "--config", str(site.write())], stderr=log)
+    try:
+        status = None
+        for _ in range(600):  # until it answers (or 60 s)
+            try:
+                status, _ = call(site.socket, {"op": "status"})
+                break
+            except ApiError:  # not listening yet
+                time.sleep(0.1)
+        assert status is not None, (tmp_path / "frozen.log").read_text()
+        # Frozen once it started (a full collection then visits only what came later).
+        assert status["gc"]["frozen"] > 10_000
+        assert len(status["gc"]["collections"]) == 3
+    finally:
+        process.terminate()
+        assert process.wait(timeout=60) == daemon.EXIT_OK
+        log.close()
