@@ -14,8 +14,8 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
    a non-delivery outcome here and is never queued.
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
-none) and the outcomes to report.  The envelope is re-encoded with its new trace while
-the content's octets are kept as received (:func:`p1.envelope.replace_message_envelope`).
+none) and the outcomes to report.  A received message's trace entries are added to its
+bytes, every other octet kept as received (:func:`p1.envelope_relay.with_trace_added`).
 A local submission, whose envelope this MTA has just built, is planned from that envelope
 (:func:`plan_submission`) and encoded once, with its trace, instead of being encoded,
 read back and encoded again.
@@ -53,10 +53,10 @@ from p1.envelope import (
     Report,
     encode_mts_apdu,
     peek_envelope,
-    replace_message_envelope,
 )
 from p1.envelope_extensions import with_internal_trace_entry
 from p1.envelope_fields import GlobalDomainIdentifier
+from p1.envelope_relay import with_trace_added
 from p1.envelope_trace import InternalTraceEntry, RoutingAction, TraceEntry
 from p1.errors import DecodeError, EncodeError
 from p1.orname import ORAddress
@@ -139,8 +139,17 @@ def plan_intake(
         precedence = Precedence.ROUTINE if queued_at is None else queued_at
         return _plan_report(envelope, site, origin_peer=origin_peer, now=now, precedence=precedence)
 
-    def write(traced: MessageEnvelope | Probe) -> bytes:
-        return _reencode(apdu, traced)
+    def write(
+        subject: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
+    ) -> bytes:
+        try:
+            if isinstance(subject, MessageEnvelope):  # (its other octets as received)
+                return with_trace_added(apdu, trace, internal)
+            probe = _with_trace(subject, trace, internal)
+            assert isinstance(probe, Probe)
+            return encode_mts_apdu(probe)
+        except (DecodeError, EncodeError) as error:
+            raise IntakeError(f"the envelope cannot be written with our trace: {error}") from error
 
     return _plan_subject(write, envelope, site, origin_peer=origin_peer, now=now)
 
@@ -149,7 +158,10 @@ def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
     """The plan for a message submitted locally, whose envelope this MTA built: the same
     as :func:`plan_intake` of its encoding, but encoded once, with its trace."""
 
-    def write(traced: MessageEnvelope | Probe) -> bytes:
+    def write(
+        subject: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
+    ) -> bytes:
+        traced = _with_trace(subject, trace, internal)
         assert isinstance(traced, MessageEnvelope)
         try:
             return encode_mts_apdu(Message(envelope=traced, content=message.content))
@@ -167,8 +179,12 @@ def plan_report(report: Report, site: Site, *, precedence: Precedence, now: date
 # --- messages and probes ---------------------------------------------------------------
 
 
+_Write = Callable[[MessageEnvelope | Probe, TraceEntry | None, InternalTraceEntry], bytes]
+"""Writes the APDU of a subject with this MTA's trace entries (X.411 12.2.1.1.1.10)."""
+
+
 def _plan_subject(
-    write: Callable[[MessageEnvelope | Probe], bytes],
+    write: _Write,
     envelope: MessageEnvelope | Probe,
     site: Site,
     *,
@@ -187,12 +203,11 @@ def _plan_subject(
     why = "no route" if unroutable else ""
     if not queued:
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
-    traced = _with_trace(envelope, site, now)
     precedence = _precedence(envelope, site)
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
         kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,
-        apdu=write(traced),
+        apdu=write(envelope, *_trace_entries(envelope, site, now)),
         precedence=precedence,
         originator=envelope.originator_name.canonical,
         recipients=tuple(_new_recipient(r, routes[id(r)]) for r in queued),
@@ -239,31 +254,33 @@ def _outcomes(
     )
 
 
-def _with_trace(
+def _trace_entries(
     envelope: MessageEnvelope | Probe, site: Site, now: datetime
-) -> MessageEnvelope | Probe:
-    """``envelope`` as :meth:`~p1.envelope.MessageEnvelope.with_trace` and then
-    ``with_internal_trace`` would leave it, copied once rather than twice."""
+) -> tuple[TraceEntry | None, InternalTraceEntry]:
+    """What this MTA adds to the trace: a trace-information element when its domain is
+    not the last one there, and its internal-trace-information element."""
     trace = envelope.trace_information
+    ours = None
     if not trace or trace[-1].global_domain_identifier != site.domain:
-        trace = (*trace, TraceEntry(global_domain_identifier=site.domain, arrival_time=now))
+        ours = TraceEntry(global_domain_identifier=site.domain, arrival_time=now)
     internal = InternalTraceEntry(
         global_domain_identifier=site.domain,
         mta_name=site.name,
         arrival_time=now,
         routing_action=RoutingAction.RELAYED,
     )
+    return ours, internal
+
+
+def _with_trace(
+    envelope: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
+) -> MessageEnvelope | Probe:
+    """``envelope`` with the entries of :func:`_trace_entries` (as
+    :meth:`~p1.envelope.MessageEnvelope.with_trace` and then ``with_internal_trace``
+    would leave it, copied once rather than twice)."""
+    entries = envelope.trace_information if trace is None else (*envelope.trace_information, trace)
     extensions = with_internal_trace_entry(envelope.extensions, internal)
-    return dataclasses.replace(envelope, trace_information=trace, extensions=extensions)
-
-
-def _reencode(apdu: bytes, envelope: MessageEnvelope | Probe) -> bytes:
-    try:
-        if isinstance(envelope, MessageEnvelope):
-            return replace_message_envelope(apdu, envelope)
-        return encode_mts_apdu(envelope)
-    except (DecodeError, EncodeError) as error:
-        raise IntakeError(f"the envelope cannot be written with our trace: {error}") from error
+    return dataclasses.replace(envelope, trace_information=entries, extensions=extensions)
 
 
 def _precedence(envelope: MessageEnvelope | Probe, site: Site) -> Precedence:

@@ -18,6 +18,7 @@ from config.schema import MaxAge
 from mta.intake import (
     IntakeError,
     Site,
+    _trace_entries,
     _with_trace,
     domain_of,
     plan_intake,
@@ -812,7 +813,7 @@ def test_our_trace_is_added_as_with_trace_then_with_internal_trace_add_it(
             routing_action=RoutingAction.RELAYED,
         )
     )
-    traced = _with_trace(subject, site, NOW)
+    traced = _with_trace(subject, *_trace_entries(subject, site, NOW))
     assert type(traced) is type(subject)
     assert traced == expected
     assert _serialised(traced) == _serialised(expected)
