@@ -108,7 +108,7 @@ class LocalApi:
             "slots": len(slots),
             "slots_connected": up,
             "gc": {
-                "frozen": gc.get_freeze_count(),
+                "frozen": self.service.frozen,
                 "collections": [generation["collections"] for generation in gc.get_stats()],
             },
         }, b""

@@ -89,6 +89,8 @@ class Service:
             max_age=config.max_age,
         )
         self.started = time.monotonic()
+        self.frozen = 0
+        """Objects of start-up left out of garbage collection (set once :meth:`run` started)."""
         self._db: Database | None = None
         self._units: Units | None = None
         self._servers: list[asyncio.Server] = []
@@ -217,7 +219,7 @@ class Service:
             loop.add_signal_handler(signum, stopping.set)
         try:
             await self.start()
-            _freeze_start_up()
+            self.frozen = _freeze_start_up()
             await stopping.wait()
             log.info("stopping on signal")
         finally:
@@ -342,7 +344,7 @@ class Service:
             await asyncio.sleep(self.expiry_interval)
 
 
-def _freeze_start_up() -> None:
+def _freeze_start_up() -> int:
     """Leave what start-up made out of the garbage collector's full collections.
 
     Modules, ASN.1 specifications, the schema, the prepared statements: about 100,000
@@ -352,7 +354,9 @@ def _freeze_start_up() -> None:
     """
     gc.collect()
     gc.freeze()
-    log.debug("%d objects of start-up left out of garbage collection", gc.get_freeze_count())
+    frozen = gc.get_freeze_count()  # (it counts them one by one: asked once, here)
+    log.debug("%d objects of start-up left out of garbage collection", frozen)
+    return frozen
 
 
 class _Inbound(Responder):
