@@ -324,16 +324,31 @@ class SlotRunner:
 
     async def _work(self, connection: _Connection) -> None:
         attempt = 0
+        said = ""  # the failure last logged as a warning
+        down_since = 0.0
         while True:
             reached = self._reached  # set if the peer answers another slot meanwhile
             link = await self._connect(connection)
             if link is None:
                 attempt += 1
-                if not self._still_wanted(connection.index):
+                down_since = down_since if attempt > 1 else time.monotonic()
+                wanted = self._still_wanted(connection.index)
+                delay = _RECONNECT.delay(attempt, random.random())
+                said = self._log_failure(connection, attempt, delay if wanted else None, said)
+                if not wanted:
                     return
-                await self._backoff(connection, attempt, reached)
+                await self._backoff(connection, delay, reached)
                 continue
-            attempt = 0
+            if attempt:
+                down_for = time.monotonic() - down_since
+                log.warning(
+                    "%s#%d: connected again after %d failed attempt(s) in %.1f s",
+                    self.name,
+                    connection.index,
+                    attempt,
+                    down_for,
+                )
+            attempt, said = 0, ""
             try:
                 if await self._serve(connection, link):
                     return  # closed for idleness
@@ -346,11 +361,28 @@ class SlotRunner:
     def _still_wanted(self, index: int) -> bool:
         return index < schedule.connections_wanted(self.slot, self._backlog)
 
-    async def _backoff(self, connection: _Connection, attempt: int, reached: asyncio.Event) -> None:
-        """Wait before the next attempt, or until the peer has answered since the failed one."""
+    def _log_failure(
+        self, connection: _Connection, attempt: int, delay: float | None, said: str
+    ) -> str:
+        """Log a failed attempt to connect: a warning when it fails anew or for another
+        reason than the last warning said, else (the peer stays down) at info level, so
+        that a peer down for an hour does not fill the log; the failure warned about."""
+        why = connection.last_error or "cannot connect"
+        then = "no further attempt" if delay is None else f"next attempt in {delay:.1f} s"
+        if why != said:
+            log.warning("%s#%d: %s; %s", self.name, connection.index, why, then)
+            return why
+        log.info(
+            "%s#%d: attempt %d failed the same way; %s", self.name, connection.index, attempt, then
+        )
+        return said
+
+    async def _backoff(self, connection: _Connection, delay: float, reached: asyncio.Event) -> None:
+        """Wait ``delay`` seconds before the next attempt, or until the peer has answered
+        since the failed one."""
         connection.enter("backoff")
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_RECONNECT.delay(attempt, random.random())):
+            async with asyncio.timeout(delay):
                 await reached.wait()
 
     async def _connect(self, connection: _Connection) -> Link | None:
@@ -368,7 +400,9 @@ class SlotRunner:
         except BindRefusedError as error:
             connection.last_error = f"bind refused: {_bind_error(error)}"
         except (OSError, TimeoutError, LinkError) as error:
-            connection.last_error = f"cannot connect: {error or type(error).__name__}"
+            text = str(error) or type(error).__name__
+            prefix = "" if text.startswith("cannot connect") else "cannot connect: "
+            connection.last_error = prefix + text
         else:
             name = accepted.result.responder_name
             if name is not None and name != peer.their_credentials.name:
@@ -386,7 +420,6 @@ class SlotRunner:
             if self._on_connected is not None:
                 self._on_connected()
             return link
-        log.warning("%s#%d: %s", self.name, connection.index, connection.last_error)
         return None
 
     def _bind_argument(self) -> MTABindArgument:

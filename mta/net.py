@@ -19,6 +19,7 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -91,7 +92,14 @@ async def open_marked_connection(
 
 
 def _reasons(errors: list[OSError]) -> str:
-    return "; ".join(str(error) for error in errors) or "no address"
+    """Why each address failed, as the system names it ("connection refused")."""
+    return "; ".join(_reason(error) for error in errors) or "no address"
+
+
+def _reason(error: OSError) -> str:
+    if error.errno is None:
+        return str(error)
+    return os.strerror(error.errno).lower()
 
 
 async def start_marked_server(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -355,6 +356,36 @@ async def test_permanent_slot_reconnects_after_the_peer_restarts(lab: Lab) -> No
             == [("idle", 2, None)]
         ),
         what="the flash slot connected again, with both transfers",
+    )
+
+
+async def test_a_peer_that_stays_down_is_warned_about_once_and_its_return_is_logged(
+    lab: Lab, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiox400.channel")
+    monkeypatch.setattr(channels, "_RECONNECT", RetryPolicy(initial=0.05, maximum=0.1))
+    await lab.a.start()  # B is down
+    runner = lab.a.runner(Precedence.FLASH)
+    port = runner.slot.port
+
+    def mine(level: int) -> list[str]:
+        prefix = f"{runner.name}#0: "
+        return [
+            r.getMessage()[len(prefix) :]
+            for r in caplog.records
+            if r.levelno == level and r.getMessage().startswith(prefix)
+        ]
+
+    await until(lambda: len(mine(logging.INFO)) >= 3, what="three more failed attempts")
+    (warning,) = mine(logging.WARNING)
+    assert warning.startswith(f"cannot connect to 127.0.0.1 port {port}: connection refused; ")
+    assert "next attempt in " in warning
+    assert "attempt 2 failed the same way; next attempt in " in mine(logging.INFO)[0]
+
+    await lab.b.start()
+    await until(lambda: len(mine(logging.WARNING)) == 2, what="A's flash slot connected again")
+    assert re.fullmatch(
+        r"connected again after \d+ failed attempt\(s\) in [\d.]+ s", mine(logging.WARNING)[1]
     )
 
 
