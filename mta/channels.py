@@ -174,6 +174,8 @@ class SlotRunner:
         self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
         # Claims overlap transfers where windows are claimed: nothing urgent then waits.
         self._overlap = all(p <= Precedence.ROUTINE for p in slot.precedences)
+        # A slot that carries a precedence above routine claims ahead of routine work.
+        self._urgent = not self._overlap
         # Wake-ups are counted: a waiter notes the count before it looks at the queue and
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0
@@ -231,7 +233,7 @@ class SlotRunner:
         for connection in self._connections.values():
             if connection.state == "idle" and connection.ahead is None:
                 unit = self._claim_unit(())
-                connection.ahead = self.context.db.enqueue(unit, durable=False)
+                connection.ahead = self.context.db.enqueue(unit, durable=False, urgent=self._urgent)
                 self.wake()
                 return True
         return False
@@ -520,7 +522,8 @@ class SlotRunner:
         sent again and the peer, which keeps what it received, does not deliver them twice.
         """
         transferred, connection.confirmed = connection.confirmed, []
-        return self.context.db.enqueue(self._claim_unit(transferred), durable=False)
+        unit = self._claim_unit(transferred)
+        return self.context.db.enqueue(unit, durable=False, urgent=self._urgent)
 
     def _claim_unit(
         self, transferred: Sequence[QueueEntry]

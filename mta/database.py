@@ -15,6 +15,13 @@ but the session, so running one again is safe.  Under load, the submissions, tra
 received and transfers confirmed of many connections share one flush instead of paying
 one each.
 
+Precedence: a unit given with ``urgent=True`` (a submission above routine, a claim of a
+slot that carries a precedence above routine) goes into the next transaction with the
+other urgent units and nothing else, ahead of the routine units and of the work given
+to :meth:`run`, so it waits only for the transaction already under way.  Units received
+from a peer are not told apart: their precedence is known only once the unit decodes
+them.
+
 A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
 flush of its own (:func:`store.db.transaction`); a batch is flushed when any of its
 units is durable.
@@ -24,7 +31,7 @@ Public API::
     Database(engine)
         await .run(function, *args) -> result      a unit with its own transaction(s)
         await .batch(unit, *, durable=True) -> result   unit(session): group-committed
-        .enqueue(unit, *, durable=True) -> Future       the same, queued at once
+        .enqueue(unit, *, durable=True, urgent=False) -> Future   the same, queued at once
         .close()
 """
 
@@ -64,6 +71,7 @@ class Database:
         )
         self._lock = threading.Lock()
         self._waiting: collections.deque[_Waiting] = collections.deque()
+        self._urgent: collections.deque[_Waiting] = collections.deque()
         self._draining = False
 
     async def run(self, function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -84,15 +92,22 @@ class Database:
         """
         return await self.enqueue(unit, durable=durable)
 
-    def enqueue(self, unit: Callable[[Session], _T], *, durable: bool = True) -> asyncio.Future[_T]:
+    def enqueue(
+        self, unit: Callable[[Session], _T], *, durable: bool = True, urgent: bool = False
+    ) -> asyncio.Future[_T]:
         """:meth:`batch`, queued now (called from the event loop): the future of its
-        result.  Units queued one after the other from one callback run in that order;
-        when the thread is idle, they run in the same transaction (it is started once
-        the callback is done)."""
+        result.  Units queued one after the other from one callback run in that order
+        (among the urgent ones, and among the others); when the thread is idle, they run
+        in the same transaction (it is started once the callback is done).
+
+        ``urgent`` (the work of a precedence above routine): the next transaction takes
+        the urgent units waiting and nothing else, ahead of the others and of the work
+        given to :meth:`run`; only the transaction already under way is waited for.
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         with self._lock:
-            self._waiting.append((unit, future, loop, durable))
+            (self._urgent if urgent else self._waiting).append((unit, future, loop, durable))
             start, self._draining = not self._draining, True
         if start:
             # The drain ends itself when nothing waits; its completion is not awaited.
@@ -104,7 +119,8 @@ class Database:
             self._executor.submit(self._drain)
         except RuntimeError as error:  # closed: nothing will run what waits
             with self._lock:
-                waiting, self._draining = list(self._waiting), False
+                waiting, self._draining = [*self._urgent, *self._waiting], False
+                self._urgent.clear()
                 self._waiting.clear()
             for _, future, _, _ in waiting:
                 if not future.done():
@@ -112,15 +128,18 @@ class Database:
 
     def _drain(self) -> None:
         """Commit one batch of what waits, then queue the next drain behind whatever
-        :meth:`run` queued meanwhile (a steady stream of batches must not starve it)."""
+        :meth:`run` queued meanwhile (a steady stream of batches must not starve it),
+        unless urgent units wait: those are committed first."""
         while True:
             with self._lock:
-                count = min(len(self._waiting), _MAX_BATCH)
-                units = [self._waiting.popleft() for _ in range(count)]
+                queue = self._urgent or self._waiting
+                units = [queue.popleft() for _ in range(min(len(queue), _MAX_BATCH))]
                 if not units:
                     self._draining = False
                     return
             self._commit(units)
+            if self._urgent:  # (read without the lock: a unit queued just after waits one turn)
+                continue
             try:
                 self._executor.submit(self._drain)
                 return

@@ -80,7 +80,8 @@ class LocalApi:
             unit = functools.partial(
                 service.units.submit_in, request=submission, now=datetime.now(UTC)
             )
-            submitted = service.db.enqueue(unit)
+            urgent = submission.precedence > Precedence.ROUTINE
+            submitted = service.db.enqueue(unit, urgent=urgent)
             service.claim_ahead(submission.recipients, submission.precedence)
             identifier, plan, result, delivered = await submitted
         except IntakeError as error:

@@ -106,7 +106,9 @@ class Queue:
     budgets: list[int | None] = field(default_factory=list)
     """The ``max_octets`` of each claim."""
 
-    def enqueue(self, unit: Callable[[None], Any], *, durable: bool = True) -> asyncio.Future[Any]:
+    def enqueue(
+        self, unit: Callable[[None], Any], *, durable: bool = True, urgent: bool = False
+    ) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         future.set_result(unit(None))
         return future

@@ -4,6 +4,7 @@ savepoint; a unit that raises is undone alone; results arrive only after the com
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -222,3 +223,32 @@ async def test_work_given_to_run_is_not_held_up_by_a_stream_of_batches(engine: E
         database.close()
     # Served after the batch in progress, not once the stream of 60 units has dried up.
     assert done.index("run") < 30
+
+
+async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> None:
+    database = Database(engine)
+    commits = count_commits(engine)
+    ran: list[str] = []
+    release = threading.Event()
+
+    def named(name: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
+            ran.append(name)
+            return name
+
+        return unit
+
+    try:
+        busy = asyncio.ensure_future(database.run(release.wait, 30))  # the thread is busy
+        routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
+        flash = [database.enqueue(named(f"flash-{i}"), urgent=True) for i in range(2)]
+        await asyncio.sleep(0.05)  # (all five wait behind the busy thread)
+        before = commits[0]
+        release.set()
+        await asyncio.gather(busy, *routine, *flash)
+    finally:
+        database.close()
+    # The urgent ones first, in their order, in a transaction of their own; then the rest.
+    assert ran == ["flash-0", "flash-1", "routine-0", "routine-1", "routine-2"]
+    assert commits[0] - before == 2
