@@ -18,9 +18,8 @@ one each.
 Precedence: a unit given with ``urgent=True`` (a submission above routine, a claim of a
 slot that carries a precedence above routine) goes into the next transaction with the
 other urgent units and nothing else, ahead of the routine units and of the work given
-to :meth:`run`, so it waits only for the transaction already under way.  Units received
-from a peer are not told apart: their precedence is known only once the unit decodes
-them.
+to :meth:`run`, so it waits only for the transaction already under way.  (A transfer
+received from a peer is urgent when its envelope, read on the event loop, says so.)
 
 A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
 flush of its own (:func:`store.db.transaction`); a batch is flushed when any of its
@@ -30,7 +29,8 @@ Public API::
 
     Database(engine)
         await .run(function, *args) -> result      a unit with its own transaction(s)
-        await .batch(unit, *, durable=True) -> result   unit(session): group-committed
+        await .batch(unit, *, durable=True, urgent=False) -> result   unit(session):
+                                                         group-committed
         .enqueue(unit, *, durable=True, urgent=False) -> Future   the same, queued at once
         .close()
 """
@@ -84,13 +84,15 @@ class Database:
         call = functools.partial(function, *args, **kwargs)
         return await loop.run_in_executor(self._executor, call)
 
-    async def batch(self, unit: Callable[[Session], _T], *, durable: bool = True) -> _T:
+    async def batch(
+        self, unit: Callable[[Session], _T], *, durable: bool = True, urgent: bool = False
+    ) -> _T:
         """``unit(session)`` in a transaction shared with the other waiting units; its
         result once that transaction is committed (or its exception).
 
         As with :meth:`run`, a cancelled caller does not stop the unit.
         """
-        return await self.enqueue(unit, durable=durable)
+        return await self.enqueue(unit, durable=durable, urgent=urgent)
 
     def enqueue(
         self, unit: Callable[[Session], _T], *, durable: bool = True, urgent: bool = False

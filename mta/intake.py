@@ -27,7 +27,7 @@ Public API::
 
     Site(name, domain, router, table, max_age)      what this MTA is
     Plan(message, rejected, subject, arrival)
-    plan_intake(apdu, site, *, origin_peer, now, subject_precedence) -> Plan
+    plan_intake(apdu, site, *, origin_peer, now, subject_precedence, envelope) -> Plan
     plan_submission(message, site, *, now) -> Plan     as plan_intake(encode_mts_apdu(message),
                                                    origin_peer=None), encoding once
     plan_report(report, site, *, precedence, now) -> Plan
@@ -122,15 +122,17 @@ def plan_intake(
     origin_peer: str | None,
     now: datetime,
     subject_precedence: Callable[[str], Precedence | None] = lambda _: None,
+    envelope: MessageEnvelope | Probe | Report | None = None,
 ) -> Plan:
     """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally).
+    ``envelope``: :func:`p1.envelope.peek_envelope` of ``apdu``, if the caller has it.
 
     A report carries no priority (X.411 12.2.1.3): it goes on at the precedence
     ``subject_precedence`` gives for the MTS identifier of its subject (the precedence
     this MTA queued that message at), routine when that is None.
     """
     try:
-        envelope = peek_envelope(apdu)
+        envelope = peek_envelope(apdu) if envelope is None else envelope
     except DecodeError as error:
         raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):

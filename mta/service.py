@@ -51,6 +51,8 @@ from mta.operations import LocalApi
 from mta.routing import PeerRoute, Router
 from mta.units import LocalOutcome, Units
 from p1.association import AssociationSettings, BindRequested
+from p1.envelope import MessageEnvelope, Probe, Report, peek_envelope
+from p1.errors import DecodeError
 from p1.mtabind import MTABindError, MTABindResult
 from p1.orname import ORName
 from p1.precedence import Precedence
@@ -293,16 +295,29 @@ class Service:
     async def receive(self, apdu: bytes, peer: str) -> None:
         """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
         now = datetime.now(UTC)
+        envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
         try:
             unit = functools.partial(
-                self.units.receive_and_deliver_in, apdu=apdu, now=now, origin_peer=peer
+                self.units.receive_and_deliver_in,
+                apdu=apdu,
+                now=now,
+                origin_peer=peer,
+                envelope=envelope,
             )
-            plan, result, delivered = await self.db.batch(unit)
+            urgent = self._precedence(envelope) > Precedence.ROUTINE
+            plan, result, delivered = await self.db.batch(unit, urgent=urgent)
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
+
+    def _precedence(self, envelope: MessageEnvelope | Probe | Report | None) -> Precedence:
+        """A received message's precedence; routine for anything else (a report's is
+        known only once its subject is looked up)."""
+        if isinstance(envelope, MessageEnvelope):
+            return envelope.precedence_in(self.site.table)
+        return Precedence.ROUTINE
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""
@@ -387,6 +402,14 @@ class _Inbound(Responder):
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         await self.service.receive(apdu, self.peer.name)
+
+
+def _peek(apdu: bytes) -> MessageEnvelope | Probe | Report | None:
+    """The APDU's envelope, or None if it does not decode (the unit then refuses it)."""
+    try:
+        return peek_envelope(apdu)
+    except DecodeError:
+        return None
 
 
 def _nothing(session: object) -> None:

@@ -60,6 +60,7 @@ from p1.envelope import (
     MTSIdentifier,
     Probe,
     RecipientField,
+    Report,
     encode_mts_apdu,
     message_content,
     peek_envelope,
@@ -238,7 +239,13 @@ class Units:
         return plan, results[0] if results else None
 
     def receive_and_deliver_in(
-        self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
+        self,
+        session: Session,
+        *,
+        apdu: bytes,
+        now: datetime,
+        origin_peer: str | None,
+        envelope: MessageEnvelope | Probe | Report | None = None,
     ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
         """:meth:`receive_in`, with the local recipients delivered in the same transaction
         (one commit, not two, between the peer's transfer and the user's mailbox).
@@ -246,14 +253,22 @@ class Units:
         A message's local recipients are recorded as delivered as they are queued, never
         claimed, and their mailbox entries are indexed from the envelope intake decoded.
         What cannot be delivered so (a probe, a report that does not decode) stays
-        pending for the local deliverer, which reports what is wrong.
+        pending for the local deliverer, which reports what is wrong.  ``envelope``:
+        the APDU's, if the caller decoded it already.
         """
-        plan = self._plan(session, apdu, now, origin_peer)
+        plan = self._plan(session, apdu, now, origin_peer, envelope)
         event = _intake_event(origin_peer)
         result, delivered = self._take_and_deliver(session, plan, now, event, content=None)
         return plan, result, delivered
 
-    def _plan(self, session: Session, apdu: bytes, now: datetime, origin_peer: str | None) -> Plan:
+    def _plan(
+        self,
+        session: Session,
+        apdu: bytes,
+        now: datetime,
+        origin_peer: str | None,
+        envelope: MessageEnvelope | Probe | Report | None = None,
+    ) -> Plan:
         """:func:`mta.intake.plan_intake`, a report at its subject's queued precedence."""
         return plan_intake(
             apdu,
@@ -261,6 +276,7 @@ class Units:
             origin_peer=origin_peer,
             now=now,
             subject_precedence=lambda subject: TransitQueue(session).subject_precedence(subject),
+            envelope=envelope,
         )
 
     def _take_and_deliver(

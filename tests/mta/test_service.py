@@ -9,6 +9,7 @@ deadline that only a failing test reaches.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -235,6 +236,39 @@ async def test_a_message_wakes_only_the_slots_that_carry_its_precedence(lab: Lab
     await eventually(lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="at B")
     woken = {runner.name for runner in runners if runner.wakes != before[runner.name]}
     assert woken == {"MTA-B/immediate"}
+
+
+def has_precedence(label: str, messages: list[dict[str, Any]]) -> bool:
+    return any(m["precedence"] == label for m in messages)
+
+
+async def test_work_above_routine_is_queued_as_urgent_at_both_sites(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queued: list[tuple[str, bool]] = []
+    enqueue = Database.enqueue
+
+    def recorded(self: Database, unit: Any, **options: Any) -> Any:
+        if unit.func.__name__ in ("submit_in", "receive_and_deliver_in"):
+            queued.append((unit.func.__name__, bool(options.get("urgent"))))
+        return enqueue(self, unit, **options)
+
+    monkeypatch.setattr(Database, "enqueue", recorded)
+    await lab.start()
+    for precedence in (Precedence.FLASH, Precedence.ROUTINE):
+        label = precedence.label
+        await lab.a.send(smith(lab.a), jones(lab.b), precedence)
+        await eventually(
+            lambda: lab.b.inbox(jones(lab.b)),
+            functools.partial(has_precedence, label),
+            what=f"the {label} message delivered at B",
+        )
+    assert queued == [
+        ("submit_in", True),  # A: the flash submission
+        ("receive_and_deliver_in", True),  # B: the flash transfer
+        ("submit_in", False),
+        ("receive_and_deliver_in", False),
+    ]
 
 
 async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_takes_it(

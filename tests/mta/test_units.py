@@ -17,7 +17,7 @@ import mta.units
 from client.x400 import text_ipm
 from mta.submission import SubmitRequest
 from mta.units import Units
-from p1.envelope import Message, encode_mts_apdu
+from p1.envelope import Message, encode_mts_apdu, peek_envelope
 from p1.ipm import P772_CONTENT_TYPE
 from p1.precedence import Precedence
 from store import (
@@ -298,3 +298,19 @@ def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units)
     assert sent.content == CONTENT
     assert [e.mta_name for e in sent.envelope.internal_trace] == [units.site.name]
     assert events == [AuditEvent.DELIVERED, AuditEvent.SUBMITTED]
+
+
+def test_a_transfer_planned_from_the_envelope_given_is_planned_as_from_its_bytes(
+    units: Units, tmp_path: Path
+) -> None:
+    made = envelope(recipient(JONES), precedence=Precedence.FLASH)
+    data = apdu(made)
+    with transaction(units.engine) as session:
+        given = units.receive_and_deliver_in(
+            session, apdu=data, now=NOW, origin_peer=PEER, envelope=peek_envelope(data)
+        )
+        session.rollback()
+    with transaction(units.engine) as session:
+        decoded = units.receive_and_deliver_in(session, apdu=data, now=NOW, origin_peer=PEER)
+    assert given[0] == decoded[0]  # the same plan: APDU with trace, routes, precedence
+    assert given[0].message is not None and given[0].message.precedence is Precedence.FLASH
