@@ -80,15 +80,23 @@ class InsertNew:
         given: tuple[str, ...],
     ) -> None:
         self.model, self.key, self.returning, self.given = model, key, returning, given
+        self._given = frozenset(given)
         self._prepared: dict[str, Prepared] = {}
         _INSERTS.append(self)
 
     def insert(
         self, connection: Connection, rows: Sequence[Mapping[str, Any]]
     ) -> list[tuple[Any, ...]]:
-        """The rows inserted (those already there are skipped), as ``returning`` says."""
+        """The rows inserted (those already there are skipped), as ``returning`` says.
+
+        Raises ValueError for a column the rows give that is not in ``given`` (it would
+        not be inserted); one they lack is a StatementError that names it.
+        """
         if not rows:
             return []
+        extra = rows[0].keys() - self._given
+        if extra:
+            raise ValueError(f"{self.model.__name__} rows give {sorted(extra)}, not inserted")
         return self.prepared(connection.dialect.name).insert(connection, rows)
 
     def prepared(self, dialect: str) -> Prepared:

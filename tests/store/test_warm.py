@@ -1,6 +1,7 @@
 """The store gets ready for the first message when the MTA starts (store.warm_up): the
 first message then compiles no SQL, and the rehearsal leaves the database as it was; on
-SQLite and on PostgreSQL.
+SQLite and on PostgreSQL.  Also the declared inserts of new rows (store._sql.InsertNew),
+which warming builds ahead.
 
 Each compile count is taken in a fresh interpreter: statements, once built, stay built
 for the process.
@@ -18,8 +19,8 @@ from sqlalchemy import BindParameter, Engine, bindparam
 from p1.precedence import Precedence
 from store import TransitQueue, transaction, warm_up
 from store._prepared import Prepared
-from store._sql import table
-from store.models import Base, QueuedRecipient
+from store._sql import InsertNew, table
+from store.models import Base, QueuedRecipient, ReceivedKey
 from tests.store.samples import T0, mts_id, new_message
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,3 +134,19 @@ def test_warming_up_leaves_the_database_as_it_was(engine: Engine) -> None:
     with transaction(engine) as session:
         (entry,) = TransitQueue(session).claim_next("mta-b", slots[0], T0)
     assert entry.mts_identifier == mts_id("m1").text
+
+
+def test_an_insert_of_new_rows_refuses_a_column_it_would_leave_out(engine: Engine) -> None:
+    keys = InsertNew(
+        ReceivedKey,
+        key=("mts_identifier", "recipient"),
+        returning=("mts_identifier", "recipient"),
+        given=("mts_identifier", "recipient", "received_at"),
+    )
+    row = {"mts_identifier": "m1", "recipient": "c=gb;s=jones", "received_at": T0}
+    with transaction(engine) as session:
+        connection = session.connection()
+        with pytest.raises(ValueError, match=r"rows give \['origin_peer'\], not inserted"):
+            keys.insert(connection, [{**row, "origin_peer": "MTA-A"}])
+        assert keys.insert(connection, [row]) == [("m1", "c=gb;s=jones")]
+        assert keys.insert(connection, [row]) == []  # there already: skipped
