@@ -22,6 +22,7 @@ Public API::
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Collection, Iterable
 from datetime import datetime, timedelta
 from typing import Final
@@ -65,7 +66,8 @@ def warm_up(engine: Engine, slots: Iterable[Collection[Precedence]] = (), *, now
 
 def _rehearse(session: Session, shapes: list[frozenset[Precedence]], now: datetime) -> None:
     queue = TransitQueue(session)
-    messages = [_message(number, max(shape), now) for number, shape in enumerate(shapes)]
+    run = secrets.token_hex(4)  # (two processes sharing a queue never wait on each other)
+    messages = [_message(f"{run}-{n}", max(shape), now) for n, shape in enumerate(shapes)]
     queue.enqueue_many(messages, now, delivered_route=LOCAL_ROUTE)
     MessageStore(session).deliver_many([_delivery(m) for m in messages], now)
     journal = []
@@ -82,9 +84,9 @@ def _rehearse(session: Session, shapes: list[frozenset[Precedence]], now: dateti
     AuditLog(session).record_many(journal)
 
 
-def _message(number: int, precedence: Precedence, now: datetime) -> NewMessage:
+def _message(name: str, precedence: Precedence, now: datetime) -> NewMessage:
     return NewMessage(
-        mts_identifier=f"{_USER}-{number}",
+        mts_identifier=f"{_USER}-{name}",
         kind=ApduKind.MESSAGE,
         apdu=b"\x00",
         precedence=precedence,
