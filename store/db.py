@@ -259,11 +259,23 @@ def _configure_sqlite(engine: Engine, busy_timeout: float) -> None:
         options = connection.get_execution_options()
         # The flush level is the connection's, so each transaction sets its own.
         level = "NORMAL" if options.get(_LAZY, False) else "FULL"
-        info = connection.connection.info  # kept with the DBAPI connection
-        if info.get(_SYNCHRONOUS) != level:
-            connection.exec_driver_sql(f"PRAGMA synchronous = {level}")
-            info[_SYNCHRONOUS] = level
-        connection.exec_driver_sql("BEGIN" if options.get(_READ_ONLY, False) else "BEGIN IMMEDIATE")
+        pooled = connection.connection  # its info stays with the DBAPI connection
+        driver = pooled.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        statements = (
+            [] if pooled.info.get(_SYNCHRONOUS) == level else [f"PRAGMA synchronous = {level}"]
+        )
+        statements.append("BEGIN" if options.get(_READ_ONLY, False) else "BEGIN IMMEDIATE")
+        # On the driver itself: a transaction starts for every batch of the daemon, and
+        # SQLAlchemy's execution of two fixed statements costs more than SQLite's.
+        for statement in statements:
+            try:
+                driver.execute(statement).close()
+            except sqlite3.Error as error:  # raised as SQLAlchemy raises it ("locked")
+                raise DBAPIError.instance(
+                    statement, None, error, sqlite3.Error, dialect=engine.dialect
+                ) from error
+        pooled.info[_SYNCHRONOUS] = level
 
     event.listen(engine, "connect", on_connect)
     event.listen(engine, "begin", on_begin)
