@@ -32,6 +32,7 @@ Public API::
                                                    origin_peer=None), encoding once
     plan_report(report, site, *, precedence, now) -> Plan
     domain_of(address) -> GlobalDomainIdentifier
+    precedence_of(envelope, site) -> Precedence      a message's; routine for the rest
     IntakeError                                    the APDU cannot be taken (decode error)
 """
 
@@ -73,6 +74,7 @@ __all__ = [
     "plan_intake",
     "plan_report",
     "plan_submission",
+    "precedence_of",
 ]
 
 
@@ -205,7 +207,7 @@ def _plan_subject(
     why = "no route" if unroutable else ""
     if not queued:
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
-    precedence = _precedence(envelope, site)
+    precedence = precedence_of(envelope, site)
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
         kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,
@@ -285,10 +287,13 @@ def _with_trace(
     return dataclasses.replace(envelope, trace_information=entries, extensions=extensions)
 
 
-def _precedence(envelope: MessageEnvelope | Probe, site: Site) -> Precedence:
+def precedence_of(envelope: MessageEnvelope | Probe | Report | None, site: Site) -> Precedence:
+    """A message's precedence under the site's table; routine for anything else: a probe
+    carries no priority (X.411 12.2.1.2), and a report's is its subject's, known only
+    from the queue (:func:`plan_intake`)."""
     if isinstance(envelope, MessageEnvelope):
         return envelope.precedence_in(site.table)
-    return Precedence.ROUTINE  # a probe carries no priority (X.411 12.2.1.2)
+    return Precedence.ROUTINE
 
 
 def _expiry(

@@ -44,7 +44,7 @@ from mta import net
 from mta.channels import ChannelContext, SlotRunner
 from mta.control import serve_control
 from mta.database import Database
-from mta.intake import IntakeError, Plan, Site, domain_of
+from mta.intake import IntakeError, Plan, Site, domain_of, precedence_of
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
@@ -304,20 +304,13 @@ class Service:
                 origin_peer=peer,
                 envelope=envelope,
             )
-            urgent = self._precedence(envelope) > Precedence.ROUTINE
+            urgent = precedence_of(envelope, self.site) > Precedence.ROUTINE
             plan, result, delivered = await self.db.batch(unit, urgent=urgent)
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
-
-    def _precedence(self, envelope: MessageEnvelope | Probe | Report | None) -> Precedence:
-        """A received message's precedence; routine for anything else (a report's is
-        known only once its subject is looked up)."""
-        if isinstance(envelope, MessageEnvelope):
-            return envelope.precedence_in(self.site.table)
-        return Precedence.ROUTINE
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

@@ -52,7 +52,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission
+from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
 from p1.envelope import (
@@ -201,7 +201,7 @@ class Units:
         )
         if report is None:
             return False
-        precedence = _precedence_of(subject, self.site)
+        precedence = precedence_of(subject, self.site)
         plan = plan_report(report, self.site, precedence=precedence, now=now)
         if plan.message is None:
             log.warning("report on %s dropped: %s", subject.mts_identifier.text, plan.why)
@@ -671,12 +671,6 @@ def _delivered_records(
         AuditRecord(at=now, event=AuditEvent.DELIVERED, mts_identifier=mts_identifier, recipient=u)
         for u in users
     ]
-
-
-def _precedence_of(subject: MessageEnvelope | Probe, site: Site) -> Precedence:
-    if isinstance(subject, MessageEnvelope):
-        return subject.precedence_in(site.table)
-    return Precedence.ROUTINE
 
 
 def _non_delivery_text(report: DeliveryReport | NonDeliveryReport) -> str:
