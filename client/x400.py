@@ -3,7 +3,7 @@
     x400 send --from OR --to OR [--to OR ...] [--cc OR ...] --precedence LEVEL --subject S
               (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
               [--delivery-report] [--count N] [--p2]
-    x400 inbox --user OR [--unread]
+    x400 inbox --user OR [--unread] [--follow]
     x400 read ID --user OR [--raw]
     x400 delete ID [ID ...] --user OR
 
@@ -11,7 +11,8 @@ Messages are STANAG 4406 (P772) military messages unless ``--p2``: the heading c
 the primary precedence, the envelope the matching P1 priority and priority-level-qualifier.
 ``send`` prints the MTS identifier of each message once the MTA has it safely on disk;
 ``--count`` sends N copies (a progress bar on a terminal) for load tests, and ``--size``
-gives the body a canned size (k = 1024 octets, M = 1024 k).
+gives the body a canned size (k = 1024 octets, M = 1024 k).  ``inbox --follow`` goes on
+printing each message or report as it is delivered, until interrupted.
 
 Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
 ``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
@@ -188,26 +189,58 @@ def inbox(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = socket_path(args.config, args.socket)
     user = _user(args)
     request = {"op": "inbox", "user": format_orname(user), "unread_only": args.unread}
-    response, _ = call(path, request)
-    messages = response["messages"]
-    if not messages:
-        print(f"no {'unread ' if args.unread else ''}messages for {response['user']}", file=out)
-        return EXIT_OK
+    with Connection(path, timeout=FOLLOW_WAIT + 15) as connection:
+        response, _ = connection.call(request)
+        messages = response["messages"]
+        if messages or args.follow:
+            _inbox_heading(out)
+        else:
+            print(f"no {'unread ' if args.unread else ''}messages for {response['user']}", file=out)
+        for m in messages:
+            _inbox_line(m, out)
+        if args.follow:
+            after = max((m["id"] for m in messages), default=0)
+            _follow(connection, response["user"], after, out, err)
+    return EXIT_OK
+
+
+FOLLOW_WAIT = 30.0
+"""Seconds one ``wait`` request of ``inbox --follow`` asks the MTA to hold."""
+
+
+def _follow(connection: Connection, user: str, after: int, out: TextIO, err: TextIO) -> None:
+    """Print each entry delivered to ``user`` from now on, until interrupted."""
+    print(f"following the mailbox of {user}; Ctrl-C to stop", file=err)
+    out.flush()
+    try:
+        while True:
+            request = {"op": "wait", "user": user, "after": after, "timeout": FOLLOW_WAIT}
+            response, _ = connection.call(request)
+            for m in response["messages"]:
+                _inbox_line(m, out)
+            out.flush()
+            after = response["after"]
+    except KeyboardInterrupt:
+        return
+
+
+def _inbox_heading(out: TextIO) -> None:
     print(
         f"{'ID':>5}  {'':1} {'PRECEDENCE':<10} {'KIND':<7} {'DELIVERED':<19}  FROM / SUBJECT",
         file=out,
     )
-    for m in messages:
-        when = datetime.fromisoformat(m["delivered_at"]).strftime("%Y-%m-%d %H:%M:%S")
-        flag = " " if m["read"] else "N"
-        origin = m["originator"] or "-"
-        subject = m["subject"] or ""
-        print(
-            f"{m['id']:>5}  {flag} {m['precedence']:<10} {m['kind']:<7} {when}  {origin}"
-            + (f"\n{'':47}{subject}" if subject else ""),
-            file=out,
-        )
-    return EXIT_OK
+
+
+def _inbox_line(m: dict[str, Any], out: TextIO) -> None:
+    when = datetime.fromisoformat(m["delivered_at"]).strftime("%Y-%m-%d %H:%M:%S")
+    flag = " " if m["read"] else "N"
+    origin = m["originator"] or "-"
+    subject = m["subject"] or ""
+    print(
+        f"{m['id']:>5}  {flag} {m['precedence']:<10} {m['kind']:<7} {when}  {origin}"
+        + (f"\n{'':47}{subject}" if subject else ""),
+        file=out,
+    )
 
 
 def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -390,6 +423,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
     inbox_p.add_argument("--unread", action="store_true", help="unread messages only")
+    inbox_p.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="after the listing, print each message or report as it is delivered, until"
+        " Ctrl-C (or the MTA stops)",
+    )
     inbox_p.set_defaults(run=inbox)
     read_p = commands.add_parser(
         "read",

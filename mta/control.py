@@ -23,6 +23,10 @@ Operations (answered by :class:`mta.service.Service`):
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
     hold / release   message_ids [..] -> changed
     inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}]
+    wait      user, after?, timeout? (seconds, default 30) -> after, messages [..] (the
+              user's entries numbered above after, or above the newest when it is not
+              given, in delivery order, once there are any), stored_at (when the daemon
+              saw committed the delivery that woke it; null if none did)
     read      id, user? -> message + content (the MTS-APDU); marks it read
               (without user: the entry of whichever mailbox holds it)
     delete    user, ids [..] -> deleted

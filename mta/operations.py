@@ -12,6 +12,7 @@ Public API::
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import logging
@@ -20,10 +21,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Engine
+
 from mta.control import ControlError, JsonObject
 from mta.intake import IntakeError
 from mta.journal import log_intake
 from mta.submission import SubmitRequest
+from mta.watch import WatchClosedError
 from p1.envelope_fields import ContentType
 from p1.errors import DecodeError
 from p1.orname import ORName, parse_orname
@@ -43,6 +47,13 @@ if TYPE_CHECKING:
 __all__ = ["LocalApi"]
 
 log = logging.getLogger("aiox400.api")
+
+WAIT_TIMEOUT = 30.0
+"""Seconds a ``wait`` request waits when it does not say."""
+WAIT_TIMEOUT_MOST = 3600.0
+"""Longest ``timeout`` a ``wait`` request may ask for."""
+WAIT_LIMIT = 100
+"""Most entries one ``wait`` answer carries (the next request, after the last, gets more)."""
 
 _Operation = Callable[["LocalApi", JsonObject, bytes], Awaitable[tuple[JsonObject, bytes]]]
 
@@ -230,6 +241,40 @@ class LocalApi:
         entries = await self.service.db.run(listing)
         return {"ok": True, "user": user, "messages": [_summary(e) for e in entries]}, b""
 
+    async def wait(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """A user's entries numbered above ``after`` (given, or the newest now), once
+        there are any or ``timeout`` seconds have passed; ``stored_at``: when the daemon
+        saw committed the delivery that woke the request (None if none did)."""
+        user = _name(request, "user").canonical
+        after = _int(request, "after") if request.get("after") is not None else None
+        timeout = _seconds(request, "timeout", default=WAIT_TIMEOUT, most=WAIT_TIMEOUT_MOST)
+        db = self.service.db
+        deadline = time.monotonic() + timeout
+        stored_at: datetime | None = None
+        while True:
+            with self.service.watch.watching(user) as stored:
+                if after is None:
+                    after = await db.run(_newest_id, db.engine, user)
+                else:
+                    entries = await db.run(_since, db.engine, user, after)
+                    if entries:
+                        break
+                try:
+                    stored_at = await asyncio.wait_for(stored, deadline - time.monotonic())
+                except TimeoutError:
+                    entries = ()
+                    break
+                except WatchClosedError as error:
+                    raise ControlError("the MTA is stopping") from error
+        messages = [_summary(e) for e in entries]
+        return {
+            "ok": True,
+            "user": user,
+            "after": max((e.id for e in entries), default=after),
+            "messages": messages,
+            "stored_at": None if stored_at is None else stored_at.isoformat(),
+        }, b""
+
     async def read(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         user = _name(request, "user").canonical if "user" in request else None
         entry_id = _int(request, "id")
@@ -268,6 +313,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "hold": LocalApi.hold,
     "release": LocalApi.release,
     "inbox": LocalApi.inbox,
+    "wait": LocalApi.wait,
     "read": LocalApi.read,
     "delete": LocalApi.delete,
 }
@@ -318,6 +364,23 @@ def _time(request: JsonObject, key: str) -> datetime | None:
     if moment.tzinfo is None:
         raise ControlError(f"{key} {value!r} needs a time zone")
     return moment
+
+
+def _seconds(request: JsonObject, key: str, *, default: float, most: float) -> float:
+    value = request.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= most:
+        raise ControlError(f"{key} must be a number of seconds from 0 to {most:g}")
+    return float(value)
+
+
+def _newest_id(engine: Engine, user: str) -> int:
+    with transaction(engine, read_only=True) as session:
+        return MessageStore(session).newest_id(user)
+
+
+def _since(engine: Engine, user: str, after: int) -> tuple[MailboxSummary, ...]:
+    with transaction(engine, read_only=True) as session:
+        return MessageStore(session).since(user, after, limit=WAIT_LIMIT)
 
 
 def _int(request: JsonObject, key: str) -> int:

@@ -11,11 +11,13 @@
 - the local deliverer, which moves local recipients into their mailboxes and queues the
   delivery reports they asked for;
 - the expirer, which non-delivers recipients past their expiry time;
-- the local API (:mod:`mta.control`) on ``control_socket``.
+- the local API (:mod:`mta.control`) on ``control_socket``, whose ``wait`` requests
+  are woken by the deliveries committed to their user (:mod:`mta.watch`).
 
 Start-up: open the database, put back what a crash left in flight, then listen and
-connect.  Stop: close the listeners and the local API, cancel every task and wait for it,
-put back what was in flight, close the database.  Nothing committed is lost at any point.
+connect.  Stop: answer the user agents waiting for mail, close the listeners and the
+local API, cancel every task and wait for it, put back what was in flight, close the
+database.  Nothing committed is lost at any point.
 
 Public API::
 
@@ -24,6 +26,8 @@ Public API::
         .listening_ports -> list[int]
         .notify(plan)  /  .peer_reachable(peer)   wake the slots that may have work
         .claim_ahead(recipients, precedence)      an idle connection claims behind a submission
+        .delivered(outcome)      a local delivery was committed: log it, wake its watchers
+        .watch -> MailboxWatch   users waiting for their next delivery
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
 from mta.routing import PeerRoute, Router
 from mta.units import LocalOutcome, Units
+from mta.watch import MailboxWatch
 from p1.association import AssociationSettings, BindRequested
 from p1.envelope import MessageEnvelope, Probe, Report, peek_envelope
 from p1.errors import DecodeError
@@ -100,6 +105,8 @@ class Service:
         self._tasks: set[asyncio.Task[None]] = set()
         self._inbound: set[asyncio.Task[Any]] = set()
         self._local_wake = asyncio.Event()
+        self.watch = MailboxWatch()
+        """The users waiting for their next delivery (the local API's ``wait``)."""
 
     # --- parts -------------------------------------------------------------------------
 
@@ -192,6 +199,7 @@ class Service:
 
     async def stop(self) -> None:
         """Stop everything and wait for it; what was in flight is put back."""
+        self.watch.close()  # (user agents waiting for mail are told at once)
         for server in self._servers:
             server.close()
         for runner in self.runners:
@@ -316,6 +324,7 @@ class Service:
         """Log a local delivery; send on the delivery report it queued."""
         if outcome is None:
             return
+        self.watch.stored(outcome.users, datetime.now(UTC))
         log.info(
             "delivered %s %s (%s) to %s%s",
             outcome.kind.value,

@@ -21,6 +21,8 @@ Public API::
         .deliver(user, apdu, now) -> int | None            (None: already delivered)
         .deliver_many(deliveries, now) -> tuple[int | None, ...]
         .list(user, *, unread_only=False) -> tuple[MailboxSummary, ...]
+        .since(user, after, *, limit=100) -> tuple[MailboxSummary, ...]   (in delivery order)
+        .newest_id(user) -> int                                   (0 for an empty mailbox)
         .read(user | None, entry_id) -> MailboxMessage | None
         .mark_read(user, entry_ids, *, read=True) -> int
         .delete(user, entry_ids) -> int
@@ -169,6 +171,26 @@ class MessageStore:
             statement = statement.where(_E.read.is_(False))
         statement = statement.order_by(_E.precedence.desc(), _E.delivered_at, _E.id)
         return tuple(_summary(row) for row in self.session.execute(statement))
+
+    def since(self, user: str, after: int, *, limit: int = 100) -> tuple[MailboxSummary, ...]:
+        """``user``'s entries numbered above ``after``, in delivery order, at most
+        ``limit`` of them (a watching user agent's next ones).
+
+        Entry numbers follow the order of commits: the daemon writes through one thread
+        (:mod:`mta.database`), so an entry never becomes visible below one already seen.
+        """
+        statement = (
+            select(*_SUMMARY_COLUMNS)
+            .where(_E.user == user, _E.id > after)
+            .order_by(_E.id)
+            .limit(limit)
+        )
+        return tuple(_summary(row) for row in self.session.execute(statement))
+
+    def newest_id(self, user: str) -> int:
+        """The number of ``user``'s newest entry; 0 when the mailbox is empty."""
+        newest = self.session.scalar(select(func.max(_E.id)).where(_E.user == user))
+        return int(newest or 0)
 
     def read(self, user: str | None, entry_id: int) -> MailboxMessage | None:
         """One entry of ``user``'s (of anyone's when None) with its bytes, or None (marking

@@ -7,6 +7,7 @@ while the test's event loop serves the daemon.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import socket
 from collections.abc import AsyncIterator
@@ -16,7 +17,7 @@ import pytest
 
 from client import x400
 from p1.orname import parse_orname
-from tests.mta.sites import Site, eventually, solo_site
+from tests.mta.sites import Site, eventually, solo_site, until
 
 NOWHERE = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
 
@@ -75,6 +76,26 @@ async def test_send_prints_the_identifier_and_inbox_lists_the_message(site: Site
     assert line.split()[:4] == [str(entry_id), "N", "flash", "message"]
     assert line.endswith(f"  {smith(site)}")
     assert subject.strip() == "SITREP 42"
+
+
+async def test_inbox_follow_prints_each_delivery_until_the_mta_stops(site: Site) -> None:
+    await send(site, "--precedence", "routine", "--subject", "BEFORE")
+    (before,) = await inbox_ids(site, jones(site), 1)
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["inbox", "--socket", str(site.socket), "--user", jones(site), "--follow"]
+    following = asyncio.create_task(asyncio.to_thread(x400.main, argv, out=out, err=err))
+    await until(lambda: site.running.watch.waiting == 1, what="x400 waiting for mail")
+    assert "following the mailbox of" in err.getvalue()
+    await send(site, "--precedence", "flash", "--subject", "ARRIVED")
+    (after,) = set(await inbox_ids(site, jones(site), 2)) - {before}
+    await until(lambda: "ARRIVED" in out.getvalue(), what="the new message printed")
+    await site.stop()
+    assert await following == x400.EXIT_FAILED
+    header, old, old_subject, new, new_subject = out.getvalue().splitlines()
+    assert header.split()[0] == "ID"
+    assert (old.split()[:3], old_subject.strip()) == ([str(before), "N", "routine"], "BEFORE")
+    assert (new.split()[:3], new_subject.strip()) == ([str(after), "N", "flash"], "ARRIVED")
+    assert err.getvalue().endswith("x400: the MTA is stopping\n")
 
 
 async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:

@@ -723,6 +723,16 @@ SUBMIT = {
         ({**SUBMIT, "content_type": "p772"}, b"content", "content_type must be"),
         ({"op": "inbox"}, b"", "user must be an O/R address in text form"),
         ({"op": "read", "user": SUBMIT["originator"], "id": "one"}, b"", "id must be an integer"),
+        (
+            {"op": "wait", "user": SUBMIT["originator"], "timeout": -1},
+            b"",
+            "timeout must be a number of seconds from 0 to 3600",
+        ),
+        (
+            {"op": "wait", "user": SUBMIT["originator"], "after": "newest"},
+            b"",
+            "after must be an integer",
+        ),
     ],
     ids=[
         "unknown-op",
@@ -734,6 +744,8 @@ SUBMIT = {
         "bad-content-type",
         "no-user",
         "bad-id",
+        "bad-wait-timeout",
+        "bad-wait-after",
     ],
 )
 async def test_local_api_refuses_a_bad_request_and_keeps_serving(
@@ -784,6 +796,53 @@ async def test_local_api_closes_a_connection_whose_request_cannot_be_delimited(
     await writer.wait_closed()
     assert answer.startswith(b'{"ok": false, "error": "content_length must be 0..')
     assert rest == b""
+
+
+# --- waiting for mail --------------------------------------------------------------------
+
+
+async def wait_for_mail(site: Site, user: str, **arguments: object) -> dict[str, Any]:
+    """A ``wait`` request on a connection of its own (from a worker thread)."""
+    response, _ = await asyncio.to_thread(
+        call, site.socket, {"op": "wait", "user": user, **arguments}
+    )
+    return response
+
+
+async def test_wait_answers_at_once_with_the_entries_above_after(solo: Site) -> None:
+    await solo.send(smith(solo), jones(solo), Precedence.PRIORITY, count=2)
+    first, second = await eventually(
+        lambda: solo.inbox(jones(solo)), lambda m: len(m) == 2, what="two messages"
+    )
+    answer = await wait_for_mail(solo, jones(solo), after=0, timeout=30)
+    assert [m["id"] for m in answer["messages"]] == [first["id"], second["id"]]
+    assert (answer["after"], answer["stored_at"]) == (second["id"], None)
+    answer = await wait_for_mail(solo, jones(solo), after=first["id"], timeout=30)
+    assert [m["id"] for m in answer["messages"]] == [second["id"]]
+
+
+async def test_wait_is_woken_by_a_delivery_to_its_user_only(solo: Site) -> None:
+    for_jones = asyncio.create_task(wait_for_mail(solo, jones(solo), timeout=30))
+    for_brown = asyncio.create_task(wait_for_mail(solo, solo.address("Brown"), timeout=1))
+    await until(lambda: solo.running.watch.waiting == 2, what="both requests waiting")
+    sent = datetime.now(UTC)
+    (identifier,) = await solo.send(smith(solo), jones(solo), Precedence.FLASH)
+    answer = await for_jones
+    (message,) = answer["messages"]
+    assert (message["mts_identifier"], message["precedence"]) == (identifier, "flash")
+    assert answer["after"] == message["id"]
+    assert sent < datetime.fromisoformat(answer["stored_at"]) < datetime.now(UTC)
+    quiet = await for_brown
+    assert (quiet["messages"], quiet["after"], quiet["stored_at"]) == ([], 0, None)
+    assert solo.running.watch.waiting == 0
+
+
+async def test_a_waiting_request_is_answered_when_the_mta_stops(solo: Site) -> None:
+    waiting = asyncio.create_task(wait_for_mail(solo, jones(solo), timeout=30))
+    await until(lambda: solo.running.watch.waiting == 1, what="the request waiting")
+    await solo.stop()
+    with pytest.raises(ApiError, match="the MTA is stopping"):
+        await waiting
 
 
 # --- x400-mta --------------------------------------------------------------------------------

@@ -232,6 +232,28 @@ def test_the_list_is_most_urgent_first_then_in_delivery_order(engine: Engine) ->
     assert (first.delivered_at, first.read, first.size) == (at(1), False, len(ipm_apdu("flash-1")))
 
 
+def test_since_gives_a_users_newer_entries_in_delivery_order(engine: Engine) -> None:
+    with transaction(engine) as session:
+        assert MessageStore(session).newest_id(ANNE) == 0
+    (first,) = deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("routine")))
+    deliver(engine, Delivery(user=BROWN_NAME, apdu=ipm_apdu("other")))
+    (second,) = deliver(
+        engine,
+        Delivery(user=ANNE, apdu=ipm_apdu("override", primary_precedence=Precedence.OVERRIDE)),
+    )
+    (third,) = deliver(engine, Delivery(user=ANNE, apdu=ipm_apdu("flash")))
+    assert first is not None and second is not None and third is not None
+    with transaction(engine) as session:
+        store = MessageStore(session)
+        assert store.newest_id(ANNE) == third
+        # In delivery order, not the listing's most-urgent-first; only Anne's.
+        assert [e.id for e in store.since(ANNE, 0)] == [first, second, third]
+        assert [e.id for e in store.since(ANNE, first)] == [second, third]
+        assert [e.id for e in store.since(ANNE, first, limit=1)] == [second]
+        assert store.since(ANNE, third) == ()
+        assert store.newest_id(BROWN_NAME) not in (0, first, second, third)
+
+
 def test_read_returns_the_bytes_only_to_their_user(engine: Engine) -> None:
     apdu = ipm_apdu("m1")
     (entry_id,) = deliver(engine, Delivery(user=ANNE, apdu=apdu))
