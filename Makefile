@@ -28,6 +28,7 @@ demo: install
 bench: install
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/stack.py
+	$(BIN)/python benchmarks/cold.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
