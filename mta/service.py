@@ -52,6 +52,7 @@ from mta.intake import IntakeError, Plan, Site, domain_of, precedence_of
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
+from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
@@ -61,7 +62,7 @@ from p1.errors import DecodeError
 from p1.mtabind import MTABindError, MTABindResult
 from p1.orname import ORName
 from p1.precedence import Precedence
-from store import LOCAL_ROUTE, open_database, sweep_spool, warm_up
+from store import LOCAL_ROUTE, ApduKind, open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]
 
@@ -107,6 +108,9 @@ class Service:
         self._local_wake = asyncio.Event()
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
+        self.recent = RecentPrecedences()
+        """The precedences of the messages taken in lately (a report's unit is scheduled
+        at its subject's)."""
 
     # --- parts -------------------------------------------------------------------------
 
@@ -247,6 +251,8 @@ class Service:
         the local deliverer has nothing to do for it.
         """
         message = plan.message if plan is not None else None
+        if message is not None and message.kind is not ApduKind.REPORT:
+            self.recent.note(message.mts_identifier, message.precedence)
         precedence = message.precedence if message is not None else None
         routes = {r.route for r in message.recipients} if message is not None else None
         if routes is None or plan is None or plan.rejected:
@@ -304,6 +310,7 @@ class Service:
         """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
+        precedence = self._scheduling_precedence(envelope)
         try:
             unit = functools.partial(
                 self.units.receive_and_deliver_in,
@@ -312,13 +319,23 @@ class Service:
                 origin_peer=peer,
                 envelope=envelope,
             )
-            urgent = precedence_of(envelope, self.site) > Precedence.ROUTINE
+            urgent = precedence > Precedence.ROUTINE
             plan, result, delivered = await self.db.batch(unit, urgent=urgent)
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
+
+    def _scheduling_precedence(
+        self, envelope: MessageEnvelope | Probe | Report | None
+    ) -> Precedence:
+        """The precedence a received APDU's unit is scheduled at: a message's own; a
+        report's subject's when this MTA took the subject in lately (:mod:`mta.recent`)."""
+        if isinstance(envelope, Report):
+            subject = self.recent.of(envelope.content.subject_identifier.text)
+            return Precedence.ROUTINE if subject is None else subject
+        return precedence_of(envelope, self.site)
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

@@ -257,16 +257,18 @@ async def test_work_above_routine_is_queued_as_urgent_at_both_sites(
     await lab.start()
     for precedence in (Precedence.FLASH, Precedence.ROUTINE):
         label = precedence.label
-        await lab.a.send(smith(lab.a), jones(lab.b), precedence)
+        await lab.a.send(smith(lab.a), jones(lab.b), precedence, delivery_report=True)
         await eventually(
-            lambda: lab.b.inbox(jones(lab.b)),
+            lambda: lab.a.inbox(smith(lab.a)),
             functools.partial(has_precedence, label),
-            what=f"the {label} message delivered at B",
+            what=f"the {label} message's delivery report back at A",
         )
     assert queued == [
         ("submit_in", True),  # A: the flash submission
         ("receive_and_deliver_in", True),  # B: the flash transfer
+        ("receive_and_deliver_in", True),  # A: its delivery report, by its subject
         ("submit_in", False),
+        ("receive_and_deliver_in", False),
         ("receive_and_deliver_in", False),
     ]
 
