@@ -28,6 +28,7 @@ Public API::
         .claim_ahead(recipients, precedence)      an idle connection claims behind a submission
         .delivered(outcome)      a local delivery was committed: log it, wake its watchers
         .watch -> MailboxWatch   users waiting for their next delivery
+        .recent -> RecentPrecedences   the precedences of the messages taken in lately
 """
 
 from __future__ import annotations
@@ -244,8 +245,9 @@ class Service:
     # --- wake-ups ----------------------------------------------------------------------
 
     def notify(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
-        """Something was queued: wake whoever serves its routes at its precedence
-        (everyone if unsure).
+        """Something was queued: note a message's precedence (:attr:`recent`, for its
+        reports), and wake whoever serves its routes at its precedence (everyone if
+        unsure).
 
         ``delivered``: the plan's local recipients were delivered as it was taken in, so
         the local deliverer has nothing to do for it.
