@@ -119,6 +119,7 @@ def open_database(
         if create:
             Base.metadata.create_all(engine)
             _add_missing_columns(engine, shown)
+            _add_missing_indexes(engine)
         folder = spool_folder(parsed) if spool else None
         if folder is not None:
             engine = engine.execution_options(**{SPOOL_OPTION: _open_spool(folder, shown)})
@@ -190,6 +191,17 @@ def _add_missing_columns(engine: Engine, shown: str) -> None:
             )
         for column in missing:
             _add_column(engine, table, column)
+
+
+def _add_missing_indexes(engine: Engine) -> None:
+    """Create the indexes this schema has and a database made by an earlier release lacks
+    (create_all makes a table's indexes only with the table)."""
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {index["name"] for index in inspector.get_indexes(table.name)}
+        for index in sorted(table.indexes, key=lambda index: str(index.name)):
+            if index.name not in present:
+                index.create(engine)
 
 
 def _add_column(engine: Engine, table: Table, column: Column[Any]) -> None:

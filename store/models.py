@@ -248,6 +248,7 @@ class MailboxEntry(Base):
     __table_args__ = (
         UniqueConstraint("mts_identifier", "user", name="uq_mailbox_delivery"),
         Index("ix_mailbox_user", "user", "read"),
+        Index("ix_mailbox_user_id", "user", "id"),  # a user's newest entries (``wait``)
         _NEVER_REUSE_IDS,
     )
 

@@ -186,6 +186,18 @@ def test_a_database_from_an_earlier_schema_gets_the_columns_that_may_be_empty(
     engine.dispose()
 
 
+def test_a_database_from_an_earlier_schema_gets_its_missing_indexes(engine: Engine) -> None:
+    with engine.begin() as connection:  # as an earlier release made it
+        connection.exec_driver_sql("DROP INDEX ix_mailbox_user_id")
+    assert "ix_mailbox_user_id" not in mailbox_indexes(engine)
+    open_database(engine.url).dispose()
+    assert "ix_mailbox_user_id" in mailbox_indexes(engine)
+
+
+def mailbox_indexes(engine: Engine) -> set[str | None]:
+    return {index["name"] for index in inspect(engine).get_indexes("mailbox")}
+
+
 def test_a_database_lacking_a_column_that_may_not_be_empty_is_refused_by_name(
     tmp_path: Path,
 ) -> None:

@@ -4,14 +4,16 @@ reports, listing, reading, read flags and deletion, each scoped to its user."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from p1.errors import DecodeError
 from p1.ipm import ContentKind, ORDescriptor
 from p1.precedence import Precedence
-from store.db import transaction
+from store.db import open_database, transaction
 from store.mailbox import (
     REPORT_PRECEDENCE,
     Delivery,
@@ -252,6 +254,33 @@ def test_since_gives_a_users_newer_entries_in_delivery_order(engine: Engine) -> 
         assert [e.id for e in store.since(ANNE, first, limit=1)] == [second]
         assert store.since(ANNE, third) == ()
         assert store.newest_id(BROWN_NAME) not in (0, first, second, third)
+
+
+def test_since_and_newest_id_read_a_users_newest_entries_through_an_index(
+    tmp_path: Path,
+) -> None:
+    """A watching user agent asks after every delivery: neither query may read the whole
+    mailbox, or sort it (SQLite's plan for the statements the store runs)."""
+    engine = open_database(f"sqlite:///{tmp_path / 'store.db'}")
+    statements: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, sql: str, parameters: Any, *_: Any) -> None:
+        statements.append((sql, parameters))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    with transaction(engine, read_only=True) as session:
+        MessageStore(session).since(ANNE, 5)
+        MessageStore(session).newest_id(ANNE)
+    event.remove(engine, "before_cursor_execute", seen)
+    with engine.connect() as connection:
+        for sql, parameters in statements[-2:]:
+            plan = " ".join(
+                row[3]
+                for row in connection.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", parameters)
+            )
+            assert "INDEX ix_mailbox_user_id (user=?" in plan, (sql, plan)
+            assert "TEMP B-TREE" not in plan, (sql, plan)
+    engine.dispose()
 
 
 def test_read_returns_the_bytes_only_to_their_user(engine: Engine) -> None:
