@@ -199,8 +199,7 @@ def inbox(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         for m in messages:
             _inbox_line(m, out)
         if args.follow:
-            after = max((m["id"] for m in messages), default=0)
-            _follow(connection, response["user"], after, out, err)
+            _follow(connection, response["user"], response["newest"], out, err)
     return EXIT_OK
 
 

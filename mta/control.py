@@ -22,7 +22,8 @@ Operations (answered by :class:`mta.service.Service`):
               route, state, attempts, next_attempt_at, last_error, ...}]  (service order)
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
     hold / release   message_ids [..] -> changed
-    inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}]
+    inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}],
+              newest (the number of the user's newest entry, read or not; 0 if none)
     wait      user, after?, timeout? (seconds, default 30) -> after, messages [..] (the
               user's entries numbered above after, or above the newest when it is not
               given, in delivery order, once there are any), stored_at (when the daemon

@@ -234,12 +234,14 @@ class LocalApi:
         user = _name(request, "user").canonical
         unread_only = bool(request.get("unread_only", False))
 
-        def listing() -> tuple[MailboxSummary, ...]:
+        def listing() -> tuple[tuple[MailboxSummary, ...], int]:
             with transaction(self.service.db.engine, read_only=True) as session:
-                return MessageStore(session).list(user, unread_only=unread_only)
+                store = MessageStore(session)
+                return store.list(user, unread_only=unread_only), store.newest_id(user)
 
-        entries = await self.service.db.run(listing)
-        return {"ok": True, "user": user, "messages": [_summary(e) for e in entries]}, b""
+        entries, newest = await self.service.db.run(listing)
+        messages = [_summary(e) for e in entries]
+        return {"ok": True, "user": user, "messages": messages, "newest": newest}, b""
 
     async def wait(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         """A user's entries numbered above ``after`` (given, or the newest now), once

@@ -98,6 +98,26 @@ async def test_inbox_follow_prints_each_delivery_until_the_mta_stops(site: Site)
     assert err.getvalue().endswith("x400: the MTA is stopping\n")
 
 
+async def test_inbox_unread_follow_goes_on_after_the_newest_entry_read_or_not(
+    site: Site,
+) -> None:
+    await send(site, "--precedence", "routine", "--subject", "UNREAD")
+    (unread,) = await inbox_ids(site, jones(site), 1)
+    await send(site, "--precedence", "routine", "--subject", "READ")
+    (read,) = set(await inbox_ids(site, jones(site), 2)) - {unread}
+    await site.read(jones(site), read)  # newer than the unread one, and read
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["inbox", "--socket", str(site.socket), "-u", jones(site), "--unread", "--follow"]
+    following = asyncio.create_task(asyncio.to_thread(x400.main, argv, out=out, err=err))
+    await until(lambda: site.running.watch.waiting == 1, what="x400 waiting for mail")
+    await send(site, "--precedence", "flash", "--subject", "NEW")
+    await until(lambda: "NEW" in out.getvalue(), what="the new message printed")
+    await site.stop()
+    assert await following == x400.EXIT_FAILED
+    subjects = [line.strip() for line in out.getvalue().splitlines()[2::2]]
+    assert subjects == ["UNREAD", "NEW"]  # the read one is neither listed nor "new"
+
+
 async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:
     identifier = await send(
         site, "-p", "immediate", "-s", "Orders", "--body", "Move at dawn.", "--cc", smith(site)
