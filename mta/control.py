@@ -27,7 +27,11 @@ Operations (answered by :class:`mta.service.Service`):
     wait      user, after?, timeout? (seconds, default 30) -> after, messages [..] (the
               user's entries numbered above after, or above the newest when it is not
               given, in delivery order, once there are any), stored_at (when the daemon
-              saw committed the delivery that woke it; null if none did)
+              saw committed the delivery that woke it; null if none did).  Woken by this
+              daemon's deliveries; entry numbers follow its commits, as it writes through
+              one thread.  With several daemons sharing one PostgreSQL store, another
+              daemon's delivery is found at the timeout at the latest, and one committed
+              after a higher number was seen is not returned (inbox lists it)
     read      id, user? -> message + content (the MTS-APDU); marks it read
               (without user: the entry of whichever mailbox holds it)
     delete    user, ids [..] -> deleted
