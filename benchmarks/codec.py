@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import samples  # noqa: E402
 from p1 import asn1  # noqa: E402
-from p1.envelope import (  # noqa: E402
+from p1.ipms.ipm import IPM, ContentKind, decode_ipm, encode_ipm  # noqa: E402
+from p1.mts.envelope import (  # noqa: E402
     Message,
     MessageEnvelope,
     TraceEntry,
@@ -46,7 +47,6 @@ from p1.envelope import (  # noqa: E402
     peek_envelope,
     replace_message_envelope,
 )
-from p1.ipm import IPM, ContentKind, decode_ipm, encode_ipm  # noqa: E402
 
 SIZES = (("1 KB", 1024, 2000), ("1 MB", 1024**2, 30), ("10 MB", 10 * 1024**2, 8))
 

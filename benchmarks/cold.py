@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import samples  # noqa: E402
-from p1.envelope import Message, decode_mts_apdu  # noqa: E402
-from p1.ipm import decode_content_heading  # noqa: E402
+from p1.ipms.ipm import decode_content_heading  # noqa: E402
+from p1.mts.envelope import Message, decode_mts_apdu  # noqa: E402
 
 WARM_UP = 300
 """Runs before anything is timed (imports, caches of the interpreter)."""

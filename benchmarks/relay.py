@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))
 
 from client.api import AsyncConnection, call_async  # noqa: E402
 from client.x400 import canned_body, text_ipm  # noqa: E402
-from p1.ipm import P772_CONTENT_TYPE  # noqa: E402
-from p1.orname import parse_orname  # noqa: E402
+from p1.ipms.ipm import P772_CONTENT_TYPE  # noqa: E402
+from p1.mts.orname import parse_orname  # noqa: E402
 
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from p1.envelope import (
-    Message,
-    MessageEnvelope,
-    MTSIdentifier,
-    PerRecipientIndicators,
-    RecipientField,
-    TraceEntry,
-    encode_mts_apdu,
-)
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.ipm import (
+from p1.ipms.ipm import (
     IPM,
     P772_CONTENT_TYPE,
     ContentKind,
@@ -26,8 +16,18 @@ from p1.ipm import (
     TextBodyPart,
     encode_ipm,
 )
-from p1.orname import ORName, parse_orname
-from p1.precedence import Precedence
+from p1.mts.envelope import (
+    Message,
+    MessageEnvelope,
+    MTSIdentifier,
+    PerRecipientIndicators,
+    RecipientField,
+    TraceEntry,
+    encode_mts_apdu,
+)
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.orname import ORName, parse_orname
+from p1.mts.precedence import Precedence
 
 DOMAIN = GlobalDomainIdentifier(country="GB", admd=" ", prmd="NATO")
 SENT = datetime(2026, 11, 22, 9, 30, 0, tzinfo=UTC)

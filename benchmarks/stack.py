@@ -6,8 +6,9 @@ One association, one message at a time (RT-TRANSFER is one session activity: the
 only after the receiver confirmed the last), the receiver confirming each at once.  The
 message is a STANAG 4406 P772 MTS-APDU with a 1 KB or 1 MB body (benchmarks/samples.py).
 
-* *in memory*: an initiator and a responder :class:`p1.association.P1Association` with the
-  bytes handed from one to the other in the same thread: the stack's own cost.
+* *in memory*: an initiator and a responder
+  :class:`p1.association.connection.P1Association` with the bytes handed from one to the
+  other in the same thread: the stack's own cost.
 * *loopback*: :func:`mta.link.open_link` against :func:`mta.link.serve_link` over TCP on
   127.0.0.1 in one event loop: the stack plus asyncio and the kernel.
 
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import samples  # noqa: E402
 from mta import link as links  # noqa: E402
 from mta import net  # noqa: E402
-from p1.association import (  # noqa: E402
+from p1.association.connection import (  # noqa: E402
     AssociationSettings,
     BindAccepted,
     BindRequested,
@@ -37,7 +38,7 @@ from p1.association import (  # noqa: E402
     TransferConfirmed,
     TransferReceived,
 )
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult  # noqa: E402
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult  # noqa: E402
 from p1.osi import Event, Role  # noqa: E402
 
 ARGUMENT = MTABindArgument(initiator_name="bench-a", password="secret")

@@ -33,9 +33,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from client.api import ApiError, Connection, call, socket_path
-from p1.envelope import Message, decode_mts_apdu
 from p1.errors import DecodeError
-from p1.ipm import (
+from p1.ipms.ipm import (
     IPM,
     P2_CONTENT_TYPE,
     P772_CONTENT_TYPE,
@@ -49,9 +48,10 @@ from p1.ipm import (
     decode_content,
     encode_ipm,
 )
-from p1.orname import ORName, format_orname, parse_orname
-from p1.precedence import Precedence, PrecedenceError, parse_precedence
-from p1.report import DeliveryReport, NonDeliveryReport, Report
+from p1.mts.envelope import Message, decode_mts_apdu
+from p1.mts.orname import ORName, format_orname, parse_orname
+from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.mts.report import DeliveryReport, NonDeliveryReport, Report
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from client import ctl_local
 from client.api import ApiError
 from mta.link import BindRefusedError, LinkError, Timeouts, open_link
-from p1.mtabind import MTABindArgument
-from p1.precedence import InvalidDscpError, dscp_name, parse_dscp
+from p1.association.mtabind import MTABindArgument
+from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

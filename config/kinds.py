@@ -23,8 +23,8 @@ from typing import Generic, TypeGuard, TypeVar
 
 from config.schema import AddressPrefix, LogLevel, Secret, SlotMode
 from p1.errors import DecodeError
-from p1.orname import ORName, parse_orname
-from p1.precedence import (
+from p1.mts.orname import ORName, parse_orname
+from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,
     UnknownPrecedenceError,

@@ -102,9 +102,9 @@ from config.schema import (
     Secret,
     Slot,
 )
-from p1.orname import ORName
+from p1.mts.orname import ORName
+from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.osi import StackLimits
-from p1.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 
 __all__ = ["ConfigError", "load_config"]
 

@@ -28,9 +28,9 @@ import hmac
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from p1.orname import ORAddress
+from p1.mts.orname import ORAddress
+from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.osi import DEFAULT_LIMITS, StackLimits
-from p1.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 
 __all__ = [
     "DEFAULT_MAX_AGE",
@@ -124,7 +124,7 @@ class AddressPrefix:
     text: str
     """The prefix as written in the configuration."""
     key: tuple[str, ...]
-    """:meth:`p1.orname.ORAddress.route_key` of the prefix: (c, admd, prmd, o, ou1, ...)."""
+    """:meth:`p1.mts.orname.ORAddress.route_key` of the prefix: (c, admd, prmd, o, ou1, ...)."""
 
     def matches(self, address: ORAddress) -> bool:
         """Whether ``address`` lies under this prefix."""

@@ -64,9 +64,9 @@ from mta import schedule
 from mta.database import Database
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
 from mta.units import Units, transfer_apdu
-from p1.association import AssociationSettings
-from p1.mtabind import MTABindArgument
-from p1.precedence import Precedence, dscp_name
+from p1.association.connection import AssociationSettings
+from p1.association.mtabind import MTABindArgument
+from p1.mts.precedence import Precedence, dscp_name
 from store import QueueEntry
 
 __all__ = ["ChannelContext", "ConnectionSnapshot", "SlotRunner", "SlotSnapshot"]

@@ -15,7 +15,7 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
 none) and the outcomes to report.  A received message's trace entries are added to its
-bytes, every other octet kept as received (:func:`p1.envelope_relay.with_trace_added`).
+bytes, every other octet kept as received (:func:`p1.mts.relay.with_trace_added`).
 A local submission, whose envelope this MTA has just built, is planned from that envelope
 (:func:`plan_submission`) and encoded once, with its trace, instead of being encoded,
 read back and encoded again.
@@ -46,7 +46,8 @@ from datetime import datetime, timedelta
 from config.schema import MaxAge
 from mta.reports import Outcome, indicator_bits
 from mta.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
-from p1.envelope import (
+from p1.errors import DecodeError, EncodeError
+from p1.mts.envelope import (
     Message,
     MessageEnvelope,
     Probe,
@@ -55,14 +56,13 @@ from p1.envelope import (
     encode_mts_apdu,
     peek_envelope,
 )
-from p1.envelope_extensions import with_internal_trace_entry
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.envelope_relay import with_trace_added
-from p1.envelope_trace import InternalTraceEntry, RoutingAction, TraceEntry
-from p1.errors import DecodeError, EncodeError
-from p1.orname import ORAddress
-from p1.precedence import Precedence, PrecedenceTable
-from p1.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from p1.mts.extensions import with_internal_trace_entry
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.orname import ORAddress
+from p1.mts.precedence import Precedence, PrecedenceTable
+from p1.mts.relay import with_trace_added
+from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from p1.mts.trace import InternalTraceEntry, RoutingAction, TraceEntry
 from store.models import LOCAL_ROUTE, ApduKind
 from store.queue import NewMessage, NewRecipient
 
@@ -127,7 +127,7 @@ def plan_intake(
     envelope: MessageEnvelope | Probe | Report | None = None,
 ) -> Plan:
     """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally).
-    ``envelope``: :func:`p1.envelope.peek_envelope` of ``apdu``, if the caller has it.
+    ``envelope``: :func:`p1.mts.envelope.peek_envelope` of ``apdu``, if the caller has it.
 
     A report carries no priority (X.411 12.2.1.3): it goes on at the precedence
     ``subject_precedence`` gives for the MTS identifier of its subject (the precedence
@@ -280,7 +280,7 @@ def _with_trace(
     envelope: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
 ) -> MessageEnvelope | Probe:
     """``envelope`` with the entries of :func:`_trace_entries` (as
-    :meth:`~p1.envelope.MessageEnvelope.with_trace` and then ``with_internal_trace``
+    :meth:`~p1.mts.envelope.MessageEnvelope.with_trace` and then ``with_internal_trace``
     would leave it, copied once rather than twice)."""
     entries = envelope.trace_information if trace is None else (*envelope.trace_information, trace)
     extensions = with_internal_trace_entry(envelope.extensions, internal)

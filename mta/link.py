@@ -1,4 +1,4 @@
-"""P1 associations on asyncio streams: a thin adapter around p1.association.P1Association.
+"""P1 associations on asyncio streams: a thin adapter around :class:`P1Association`.
 
 A :class:`Link` owns one TCP connection and one association.  It runs no task of its own:
 whoever awaits :meth:`Link.next_event` reads the socket, feeds the association, writes what
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mta import net
-from p1.association import (
+from p1.association.connection import (
     Aborted,
     AssociationSettings,
     BindAccepted,
@@ -45,7 +45,7 @@ from p1.association import (
     TransferConfirmed,
     TransferReceived,
 )
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, Role
 
 log = logging.getLogger("aiox400.link")

@@ -28,10 +28,10 @@ from mta.intake import IntakeError
 from mta.journal import log_intake
 from mta.submission import SubmitRequest
 from mta.watch import WatchClosedError
-from p1.envelope_fields import ContentType
 from p1.errors import DecodeError
-from p1.orname import ORName, parse_orname
-from p1.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.mts.fields import ContentType
+from p1.mts.orname import ORName, parse_orname
+from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
 from store import (
     MailboxSummary,
     MessageStore,

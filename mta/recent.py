@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 
 __all__ = ["RecentPrecedences"]
 

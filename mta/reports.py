@@ -27,16 +27,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from p1.envelope import (
+from p1.mts.envelope import (
     MessageEnvelope,
     MTSIdentifier,
     Probe,
     encode_mts_apdu,
 )
-from p1.envelope_fields import GlobalDomainIdentifier, PerRecipientIndicators
-from p1.envelope_trace import RoutingAction, TraceEntry
-from p1.orname import ORName
-from p1.report import (
+from p1.mts.fields import GlobalDomainIdentifier, PerRecipientIndicators
+from p1.mts.orname import ORName
+from p1.mts.report import (
     DeliveryReport,
     LastTraceInformation,
     NonDeliveryReport,
@@ -45,6 +44,7 @@ from p1.report import (
     ReportEnvelope,
     ReportRecipientField,
 )
+from p1.mts.trace import RoutingAction, TraceEntry
 
 __all__ = [
     "Outcome",

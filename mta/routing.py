@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.schema import AddressPrefix, MtaConfig
-from p1.orname import ORAddress
-from p1.report import NonDeliveryDiagnostic, NonDeliveryReason
+from p1.mts.orname import ORAddress
+from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 
 
 @dataclass(frozen=True, slots=True)

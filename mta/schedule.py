@@ -35,7 +35,7 @@ Public API::
 from __future__ import annotations
 
 from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 
 
 def connections_wanted(slot: Slot, backlog: int) -> int:

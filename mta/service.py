@@ -57,12 +57,12 @@ from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
-from p1.association import AssociationSettings, BindRequested
-from p1.envelope import MessageEnvelope, Probe, Report, peek_envelope
+from p1.association.connection import AssociationSettings, BindRequested
+from p1.association.mtabind import MTABindError, MTABindResult
 from p1.errors import DecodeError
-from p1.mtabind import MTABindError, MTABindResult
-from p1.orname import ORName
-from p1.precedence import Precedence
+from p1.mts.envelope import MessageEnvelope, Probe, Report, peek_envelope
+from p1.mts.orname import ORName
+from p1.mts.precedence import Precedence
 from store import LOCAL_ROUTE, ApduKind, open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]

@@ -7,7 +7,7 @@ message transfer envelope:
 - originator, recipients (each with the responsibility bit set: this MTA takes them all);
 - content type (built-in 22 for P2, extended 1.3.26.0.4406.0.4.1 for P772);
 - P1 priority and the STANAG 4406 priority-level-qualifier for the precedence
-  (:mod:`p1.precedence`, with the configured table);
+  (:mod:`p1.mts.precedence`, with the configured table);
 - report requests: with ``delivery_report`` both the originator and the originating MTA
   ask for ``report`` (delivery and non-delivery), else for ``non-delivery-report`` only;
 - deferred delivery time and latest delivery time when given.
@@ -25,21 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from p1.envelope import (
+from p1.mts.envelope import (
     Message,
     MessageEnvelope,
     MTSIdentifier,
     PerRecipientIndicators,
     RecipientField,
 )
-from p1.envelope_extensions import (
+from p1.mts.extensions import (
     latest_delivery_time_extension,
     priority_level_qualifier_extension,
     with_extension,
 )
-from p1.envelope_fields import ContentType
-from p1.orname import ORName
-from p1.precedence import Precedence, PrecedenceTable
+from p1.mts.fields import ContentType
+from p1.mts.orname import ORName
+from p1.mts.precedence import Precedence, PrecedenceTable
 
 __all__ = ["SubmitRequest", "build_submission"]
 

@@ -55,7 +55,8 @@ from sqlalchemy.orm import Session
 from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
-from p1.envelope import (
+from p1.errors import DecodeError
+from p1.mts.envelope import (
     MessageEnvelope,
     MTSIdentifier,
     Probe,
@@ -66,10 +67,9 @@ from p1.envelope import (
     peek_envelope,
     replace_message_envelope,
 )
-from p1.errors import DecodeError
-from p1.orname import parse_orname
-from p1.precedence import Precedence
-from p1.report import (
+from p1.mts.orname import parse_orname
+from p1.mts.precedence import Precedence
+from p1.mts.report import (
     DeliveryReport,
     NonDeliveryDiagnostic,
     NonDeliveryReason,

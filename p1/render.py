@@ -54,8 +54,8 @@ def _enum_name(value: enum.Enum) -> str:
 
 def _format_hook(value: object) -> str | None:
     """O/R names and MTS identifiers render as text: the forms operators read and type."""
-    from p1.envelope_fields import GlobalDomainIdentifier, MTSIdentifier
-    from p1.orname import ORAddress, format_orname
+    from p1.mts.fields import GlobalDomainIdentifier, MTSIdentifier
+    from p1.mts.orname import ORAddress, format_orname
 
     if isinstance(value, ORAddress):
         return format_orname(value)

@@ -42,11 +42,11 @@ from typing import Any, Final, cast
 from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from p1.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
 from p1.errors import DecodeError
-from p1.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
-from p1.orname import ORName, format_orname
-from p1.precedence import Precedence
+from p1.ipms.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
+from p1.mts.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
+from p1.mts.orname import ORName, format_orname
+from p1.mts.precedence import Precedence
 from store._sql import AnyRow, InsertNew, chunks, connection_of
 from store.models import ApduKind, MailboxEntry
 from store.spool import apdu_columns, spool_of, stored_apdu

@@ -10,8 +10,8 @@ Tables::
     mailbox      delivered messages and reports, per user
     audit        what happened to which message, when
 
-Names are canonical O/R name text (:attr:`p1.orname.ORName.canonical`); MTS identifiers
-are :attr:`p1.envelope.MTSIdentifier.text`.  Every time is an aware ``datetime``; it is
+Names are canonical O/R name text (:attr:`p1.mts.orname.ORName.canonical`); MTS identifiers
+are :attr:`p1.mts.envelope.MTSIdentifier.text`.  Every time is an aware ``datetime``; it is
 stored as UTC (``timestamptz`` on PostgreSQL, ISO text on SQLite, where text order is time
 order because the format is fixed).  A naive datetime is refused rather than guessed at.
 
@@ -158,7 +158,7 @@ class QueuedMessage(Base):
     kind: Mapped[ApduKind] = mapped_column(_enum(ApduKind))
     size: Mapped[int] = mapped_column(Integer)
     precedence: Mapped[int] = mapped_column(SmallInteger)
-    """:class:`p1.precedence.Precedence` value (0 deferred .. 5 override)."""
+    """:class:`p1.mts.precedence.Precedence` value (0 deferred .. 5 override)."""
     originator: Mapped[str] = mapped_column(_NAME)
     """Canonical O/R name of the originator (report: of the report's destination)."""
     arrival_time: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -65,7 +65,7 @@ from typing import Any, Final, cast
 from sqlalchemy import CursorResult, Executable
 from sqlalchemy.orm import Session
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store import _queue_sql as sql
 from store._prepared import Prepared
 from store._queue_sql import EXPIRED_ERROR
@@ -110,7 +110,7 @@ class NewMessage:
     """An MTS-APDU to queue, with what the router read from its envelope."""
 
     mts_identifier: str
-    """:attr:`p1.envelope.MTSIdentifier.text`."""
+    """:attr:`p1.mts.envelope.MTSIdentifier.text`."""
     kind: ApduKind
     apdu: bytes
     precedence: Precedence

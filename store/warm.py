@@ -30,7 +30,7 @@ from typing import Final
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store._sql import warm
 from store.audit import AuditEvent, AuditLog, AuditRecord
 from store.db import transaction

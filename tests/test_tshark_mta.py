@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from p1.envelope import MTSIdentifier
-from p1.ipm import P772_CONTENT_TYPE
-from p1.precedence import DEFAULT_TABLE, Precedence, Priority, parse_dscp
+from p1.ipms.ipm import P772_CONTENT_TYPE
+from p1.mts.envelope import MTSIdentifier
+from p1.mts.precedence import DEFAULT_TABLE, Precedence, Priority, parse_dscp
 from tests import tshark
 from tests.mta.sites import A, B, Identity, Lab, Site, eventually, until
 from tests.tshark import Direction

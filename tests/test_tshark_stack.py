@@ -30,8 +30,11 @@ import pytest_asyncio
 from benchmarks import samples
 from mta import link as links
 from mta import net
-from p1.association import AssociationSettings, BindAccepted, BindRequested
-from p1.envelope import (
+from p1.association.connection import AssociationSettings, BindAccepted, BindRequested
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.transfer import encode_transfer
+from p1.ipms.ipm import P772_CONTENT_TYPE
+from p1.mts.envelope import (
     DeliveryReport,
     MTSIdentifier,
     Report,
@@ -41,12 +44,9 @@ from p1.envelope import (
     TraceEntry,
     encode_mts_apdu,
 )
-from p1.ipm import P772_CONTENT_TYPE
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.precedence import DEFAULT_TABLE, Precedence, Priority
-from p1.report import LastTraceInformation
-from p1.rtse_transfer import CHECKPOINT_UNIT
-from p1.transfer import encode_transfer
+from p1.mts.precedence import DEFAULT_TABLE, Precedence, Priority
+from p1.mts.report import LastTraceInformation
+from p1.osi.rtse_transfer import CHECKPOINT_UNIT
 from tests import tshark
 from tests.tshark import Direction
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from client import x400
-from p1.orname import parse_orname
+from p1.mts.orname import parse_orname
 from tests.mta.sites import Site, eventually, solo_site, until
 
 NOWHERE = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from client import x400ctl
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from tests.mta.sites import Lab, Site, eventually
 
 

@@ -22,9 +22,9 @@ from config import (
     SlotMode,
     load_config,
 )
-from p1.orname import parse_orname
+from p1.mts.orname import parse_orname
+from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
 from p1.osi import DEFAULT_LIMITS
-from p1.precedence import DEFAULT_TABLE, Precedence, dscp_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 

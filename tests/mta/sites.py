@@ -45,8 +45,8 @@ from client.api import call
 from config.loader import load_config
 from mta.channels import SlotRunner
 from mta.service import Service
-from p1.envelope import Report, decode_mts_apdu
-from p1.precedence import Precedence
+from p1.mts.envelope import Report, decode_mts_apdu
+from p1.mts.precedence import Precedence
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]

@@ -16,7 +16,7 @@ from config.loader import load_config
 from mta import channels, schedule
 from mta.channels import ChannelContext, SlotRunner
 from mta.link import LinkClosedError
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "site-a.toml"

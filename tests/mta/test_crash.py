@@ -43,10 +43,10 @@ import pytest
 
 from client.api import ApiError, call_async
 from client.x400 import canned_body, text_ipm
-from p1.ipm import (
+from p1.ipms.ipm import (
     P772_CONTENT_TYPE,
 )
-from p1.orname import parse_orname
+from p1.mts.orname import parse_orname
 from tests.mta.sites import Lab, Site
 
 T = TypeVar("T")

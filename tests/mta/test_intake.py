@@ -36,7 +36,8 @@ from mta.reports import (
 from mta.routing import Router
 from mta.submission import SubmitRequest, build_submission
 from mta.units import transfer_apdu
-from p1.envelope import (
+from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
+from p1.mts.envelope import (
     Message,
     MessageEnvelope,
     MTSIdentifier,
@@ -48,18 +49,17 @@ from p1.envelope import (
     decode_mts_apdu,
     encode_mts_apdu,
 )
-from p1.envelope_extensions import latest_delivery_time_extension, with_extension
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.envelope_trace import InternalTraceEntry, RoutingAction
-from p1.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
-from p1.orname import ORName, parse_orname
-from p1.precedence import DEFAULT_TABLE, Precedence
-from p1.report import (
+from p1.mts.extensions import latest_delivery_time_extension, with_extension
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.orname import ORName, parse_orname
+from p1.mts.precedence import DEFAULT_TABLE, Precedence
+from p1.mts.report import (
     DeliveryReport,
     NonDeliveryDiagnostic,
     NonDeliveryReason,
     NonDeliveryReport,
 )
+from p1.mts.trace import InternalTraceEntry, RoutingAction
 from store import LOCAL_ROUTE, ApduKind, QueueEntry, QueueRecipient, RecipientState
 from store.queue import NewRecipient
 

@@ -11,10 +11,10 @@ import pytest
 from benchmarks import samples
 from mta import link as links
 from mta import net
-from p1.association import AssociationSettings, BindRequested
-from p1.envelope import Message, decode_mts_apdu
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.precedence import Precedence
+from p1.association.connection import AssociationSettings, BindRequested
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.mts.envelope import Message, decode_mts_apdu
+from p1.mts.precedence import Precedence
 
 ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
 RESULT = MTABindResult(responder_name="mta-b", password="b-pw")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mta.recent import RecentPrecedences
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 
 
 def test_a_noted_message_is_found_and_an_unknown_one_is_not() -> None:

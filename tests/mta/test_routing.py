@@ -10,8 +10,8 @@ import pytest
 from config.loader import load_config
 from config.schema import MtaConfig
 from mta.routing import LocalRoute, NoRoute, PeerRoute, Router
-from p1.orname import parse_orname
-from p1.report import NonDeliveryDiagnostic, NonDeliveryReason
+from p1.mts.orname import parse_orname
+from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 

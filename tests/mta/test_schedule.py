@@ -17,7 +17,7 @@ from mta.schedule import (
     should_close,
     transfer_window,
 )
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 
 PERMANENT = Slot(
     precedences=(Precedence.FLASH,),

@@ -31,20 +31,8 @@ from mta import channels, daemon
 from mta.database import Database
 from mta.intake import domain_of
 from mta.link import BindRefusedError, open_link
-from p1.envelope import (
-    Message,
-    MessageEnvelope,
-    MTSIdentifier,
-    PerRecipientIndicators,
-    RecipientField,
-    Report,
-    TraceEntry,
-    decode_mts_apdu,
-    encode_mts_apdu,
-)
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.envelope_trace import InternalTraceEntry
-from p1.ipm import (
+from p1.association.mtabind import MTABindArgument, MTABindError
+from p1.ipms.ipm import (
     IPM,
     P772_CONTENT_TYPE,
     ContentKind,
@@ -55,15 +43,27 @@ from p1.ipm import (
     TextBodyPart,
     encode_ipm,
 )
-from p1.mtabind import MTABindArgument, MTABindError
-from p1.orname import parse_orname
-from p1.precedence import Precedence
-from p1.report import (
+from p1.mts.envelope import (
+    Message,
+    MessageEnvelope,
+    MTSIdentifier,
+    PerRecipientIndicators,
+    RecipientField,
+    Report,
+    TraceEntry,
+    decode_mts_apdu,
+    encode_mts_apdu,
+)
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.orname import parse_orname
+from p1.mts.precedence import Precedence
+from p1.mts.report import (
     DeliveryReport,
     NonDeliveryDiagnostic,
     NonDeliveryReason,
     NonDeliveryReport,
 )
+from p1.mts.trace import InternalTraceEntry
 from store import LOCAL_ROUTE
 from tests.mta.sites import A, B, Lab, Site, eventually, solo_site, until
 

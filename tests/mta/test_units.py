@@ -17,9 +17,9 @@ import mta.units
 from client.x400 import text_ipm
 from mta.submission import SubmitRequest
 from mta.units import Units
-from p1.envelope import Message, encode_mts_apdu, peek_envelope
-from p1.ipm import P772_CONTENT_TYPE
-from p1.precedence import Precedence
+from p1.ipms.ipm import P772_CONTENT_TYPE
+from p1.mts.envelope import Message, encode_mts_apdu, peek_envelope
+from p1.mts.precedence import Precedence
 from store import (
     AuditEvent,
     AuditLog,

@@ -1,6 +1,6 @@
 """Two P1 associations wired together in memory, and what travels between them (test helper).
 
-:class:`Pair` holds an initiator and a responder :class:`~p1.association.P1Association`;
+:class:`Pair` holds an initiator and a responder :class:`~p1.association.connection.P1Association`;
 :meth:`Pair.pump` writes what each has queued into the other until neither has anything
 left, collecting the events of each side (as h11's ``ConnectionPair`` and aioquic's
 ``client_and_server`` do).  The other helpers read and write raw bytes: TPKT / X.224
@@ -13,18 +13,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p1 import acse, ber, mtabind, presentation, rtse, session, spdu, tpdu
-from p1.association import (
+from p1 import ber
+from p1.association import mtabind
+from p1.association.connection import (
     MTS_TRANSFER_CONTEXT,
     AssociationSettings,
     BindAccepted,
     BindRequested,
     P1Association,
 )
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, Role
-from p1.rtse import DialogueMode
-from p1.tpkt import encode_tpkt
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.osi import Event, Role, acse, presentation, rtse, session, spdu, tpdu
+from p1.osi.rtse import DialogueMode
+from p1.osi.tpkt import encode_tpkt
 
 TPKT_HEADER = 4
 DT_HEADER = 3

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from p1 import ber
-from p1.envelope import (
+from p1.mts.envelope import (
     Criticality,
     DeliveryReport,
     EncodedInformationTypes,
@@ -41,16 +41,16 @@ from p1.envelope import (
     RoutingAction,
     TraceEntry,
 )
-from p1.envelope_extensions import (
+from p1.mts.extensions import (
     StandardExtension,
     internal_trace_extension,
     latest_delivery_time_extension,
     priority_level_qualifier_extension,
     prohibition_extension,
 )
-from p1.envelope_fields import BuiltInEncodedInformationTypes
-from p1.orname import ExtensionAttribute, ORName
-from p1.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier, Priority
+from p1.mts.fields import BuiltInEncodedInformationTypes
+from p1.mts.orname import ExtensionAttribute, ORName
+from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier, Priority
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""ACSE APDUs, kernel (X.227): p1.acse.
+"""ACSE APDUs, kernel (X.227): p1.osi.acse.
 
 Tables of values and bytes, the APDUs of a real MTA's captures decoded and re-encoded
 byte for byte, our encodings read back by the compiled ACSE-1 module, property round
@@ -16,8 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1, ber, rtse
-from p1.acse import (
+from p1 import asn1, ber
+from p1.association.mtabind import MTABindError, decode_bind_error, unwrap_bind_error
+from p1.errors import DecodeError, EncodeError
+from p1.osi import rtse
+from p1.osi.acse import (
     ACCEPTED,
     NO_REASON_GIVEN,
     NULL_DIAGNOSTIC,
@@ -41,9 +44,7 @@ from p1.acse import (
     encode_acse,
     encode_external,
 )
-from p1.errors import DecodeError, EncodeError
-from p1.mtabind import MTABindError, decode_bind_error, unwrap_bind_error
-from p1.presentation import BER, RTSE_CONTEXT, Encoding
+from p1.osi.presentation import BER, RTSE_CONTEXT, Encoding
 from tests.p1 import golden
 
 ACSE = "ACSE-1"

@@ -14,7 +14,7 @@ ACSE, X.228 RTSE, MTA-bind) on both ends of one in-memory pipe (tests/p1/associa
 - hypothesis: random calls of both users (in lock step and with deliveries interleaved)
   and random or mutated bytes give only events and leave both ends agreeing.
 
-The tests at the end pin down defects p1/association.py once had, each named by what
+The tests at the end pin down defects p1/association/connection.py once had, each named by what
 went wrong.
 """
 
@@ -27,8 +27,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import acse, ber, presentation, rtse, spdu, tpdu
-from p1.association import (
+from p1 import ber
+from p1.association.connection import (
     Aborted,
     AssociationSettings,
     BindAccepted,
@@ -42,14 +42,24 @@ from p1.association import (
     TurnGiven,
     TurnRequested,
 )
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.transfer import encode_transfer
 from p1.errors import EncodeError
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, LocalProtocolError, Role, StackLimits
-from p1.rtse import AbortReason, DialogueMode
-from p1.rtse_transfer import CHECKPOINT_UNIT
-from p1.spdu import Kind
-from p1.tpkt import encode_tpkt
-from p1.transfer import encode_transfer
+from p1.osi import (
+    Event,
+    LocalProtocolError,
+    Role,
+    StackLimits,
+    acse,
+    presentation,
+    rtse,
+    spdu,
+    tpdu,
+)
+from p1.osi.rtse import AbortReason, DialogueMode
+from p1.osi.rtse_transfer import CHECKPOINT_UNIT
+from p1.osi.spdu import Kind
+from p1.osi.tpkt import encode_tpkt
 from tests.p1.association_pair import (
     ARGUMENT,
     BIND_OPEN,
@@ -1137,7 +1147,7 @@ def test_mutated_bytes_in_reads_of_any_size_give_only_events(data: bytes, reads:
         start += size
 
 
-# --- defects p1/association.py once had, pinned down -----------------------------------------
+# --- defects p1/association/connection.py once had, pinned down -------------------------
 
 
 def test_release_crossing_a_turn_request_releases_both_ends() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from p1 import mtabind
-from p1.association import (
+from p1.association import mtabind
+from p1.association.connection import (
     AssociationSettings,
     BindAccepted,
     BindRefused,
@@ -24,9 +24,9 @@ from p1.association import (
     Released,
     State,
 )
-from p1.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, Role
-from p1.rtse import DialogueMode
+from p1.osi.rtse import DialogueMode
 from tests.p1 import golden
 
 SUCCESS = "x400-ping-success"

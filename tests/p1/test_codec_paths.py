@@ -1,5 +1,5 @@
-"""The codecs' quick paths give what their general paths give (p1.ber, p1.ipm_body,
-p1.ipm_heading, p1.ipm, p1.orname, p1.envelope_fields, p1.envelope_extensions): decoded
+"""The codecs' quick paths give what their general paths give (p1.ber, p1.ipms.body,
+p1.ipms.heading, p1.ipms.ipm, p1.mts.orname, p1.mts.fields, p1.mts.extensions): decoded
 values, encodings and decode errors; and models the decoders build without ``__init__``
 are the ones ``__init__`` builds."""
 
@@ -17,8 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import samples
-from p1 import asn1, ber, envelope_extensions, ipm, ipm_body, ipm_heading, orname
-from p1.envelope import (
+from p1 import asn1, ber
+from p1.errors import DecodeError, EncodeError
+from p1.ipms import body as ipm_body
+from p1.ipms import heading as ipm_heading
+from p1.ipms import ipm
+from p1.ipms.heading import read_enum
+from p1.ipms.ipm import IPM, P772_CONTENT_TYPE, ContentKind, TextBodyPart, decode_ipm, encode_ipm
+from p1.ipms.models import Importance, Repertoire
+from p1.mts import extensions as envelope_extensions
+from p1.mts import orname
+from p1.mts.envelope import (
     ExtensionField,
     Message,
     MessageEnvelope,
@@ -28,7 +37,7 @@ from p1.envelope import (
     encode_message_envelope,
     encode_mts_apdu,
 )
-from p1.envelope_fields import (
+from p1.mts.fields import (
     GDI_TAG,
     BuiltInContentType,
     GlobalDomainIdentifier,
@@ -40,12 +49,8 @@ from p1.envelope_fields import (
     encode_bits,
     encode_gdi,
 )
-from p1.errors import DecodeError, EncodeError
-from p1.ipm import IPM, P772_CONTENT_TYPE, ContentKind, TextBodyPart, decode_ipm, encode_ipm
-from p1.ipm_heading import read_enum
-from p1.ipm_models import Importance, Repertoire
-from p1.orname import ExtensionAttribute, ORName, decode_orname, encode_orname
-from p1.precedence import PRIORITY_LEVEL_QUALIFIER_OID
+from p1.mts.orname import ExtensionAttribute, ORName, decode_orname, encode_orname
+from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID
 from tests.p1 import strategies, test_ipm
 
 # --- O/R names: decoded values built without __init__ ---------------------------------

@@ -1,5 +1,5 @@
-"""Transport class 0 over RFC 1006 (X.224): the TPDU codec (p1.tpdu) and the connection
-(p1.cotp).  Byte tables, a real product's CR / CC / DT, an in-memory initiator and responder,
+"""Transport class 0 over RFC 1006 (X.224): the TPDU codec (p1.osi.tpdu) and the connection
+(p1.osi.cotp).  Byte tables, a real product's CR / CC / DT, an in-memory initiator and responder,
 every (state, input) of the transition table, and random or mutated bytes."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import tpdu as x224
-from p1.cotp import (
+from p1.errors import EncodeError
+from p1.osi import Event, LocalProtocolError, RemoteProtocolError, Role, StackLimits
+from p1.osi import tpdu as x224
+from p1.osi.cotp import (
     TRANSITIONS,
     Connected,
     ConnectRequested,
@@ -22,9 +24,7 @@ from p1.cotp import (
     TsduReceived,
     class_0_allowed,
 )
-from p1.errors import EncodeError
-from p1.osi import Event, LocalProtocolError, RemoteProtocolError, Role, StackLimits
-from p1.tpkt import TpktReader, encode_tpkt
+from p1.osi.tpkt import TpktReader, encode_tpkt
 from tests.p1 import golden
 
 SUCCESS = "x400-ping-success"

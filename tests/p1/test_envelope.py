@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p1 import asn1, ber
-from p1.envelope import (
+from p1.errors import DecodeError, EncodeError
+from p1.mts.envelope import (
     Criticality,
     DeliveryReport,
     ExtensionField,
@@ -52,10 +53,9 @@ from p1.envelope import (
     priority_level_qualifier_extension,
     replace_message_envelope,
 )
-from p1.envelope_extensions import encode_extension, latest_delivery_time_extension
-from p1.errors import DecodeError, EncodeError
-from p1.orname import ExtensionAttribute, ORName
-from p1.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier
+from p1.mts.extensions import encode_extension, latest_delivery_time_extension
+from p1.mts.orname import ExtensionAttribute, ORName
+from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier
 from tests.p1 import strategies
 
 HYPOTHESIS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

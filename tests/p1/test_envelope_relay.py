@@ -1,4 +1,4 @@
-"""p1.envelope_relay: a received message's trace grown on its bytes, the rest as received."""
+"""p1.mts.relay: a received message's trace grown on its bytes, the rest as received."""
 
 from __future__ import annotations
 
@@ -10,24 +10,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p1 import ber
-from p1.envelope import (
+from p1.errors import DecodeError
+from p1.mts.envelope import (
     Message,
     MessageEnvelope,
     decode_mts_apdu,
     encode_mts_apdu,
     replace_message_envelope,
 )
-from p1.envelope_extensions import (
+from p1.mts.extensions import (
     ExtensionField,
     StandardExtension,
     find_extension,
     internal_trace_extension,
     with_internal_trace_entry,
 )
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.envelope_relay import with_trace_added
-from p1.envelope_trace import InternalTraceEntry, RoutingAction, TraceEntry
-from p1.errors import DecodeError
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.relay import with_trace_added
+from p1.mts.trace import InternalTraceEntry, RoutingAction, TraceEntry
 from tests.p1 import strategies
 from tests.p1.test_envelope import GOLDEN_MESSAGE, GOLDEN_REPORT, make_envelope
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from p1 import asn1, mtabind
+from p1 import asn1
+from p1.association import mtabind
 from tests.p1 import golden
 
 SUCCESS = "x400-ping-success"

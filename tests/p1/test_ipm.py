@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from p1 import asn1, ber
 from p1.errors import DecodeError, EncodeError
-from p1.ipm import (
+from p1.ipms.ipm import (
     IPM,
     IPN,
     P2_CONTENT_TYPE,
@@ -55,8 +55,8 @@ from p1.ipm import (
     encode_ipn,
     encode_message_data,
 )
-from p1.orname import parse_orname
-from p1.precedence import Precedence
+from p1.mts.orname import parse_orname
+from p1.mts.precedence import Precedence
 from tests.p1 import strategies
 
 P2 = ContentKind.P2

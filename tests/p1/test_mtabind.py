@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1.errors import DecodeError, EncodeError
-from p1.mtabind import (
+from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
     MTABindResult,
@@ -26,6 +25,7 @@ from p1.mtabind import (
     wrap_bind_error,
     wrap_bind_result,
 )
+from p1.errors import DecodeError, EncodeError
 
 # StrongCredentials { bind-token [0] Token { [0] 1.2.3.4, [1] INTEGER 5 } }, as a SET
 STRONG = bytes.fromhex("310ca00a80032a0304a103020105")

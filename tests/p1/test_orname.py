@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1, orname
+from p1 import asn1
 from p1.errors import DecodeError, EncodeError
-from p1.orname import (
+from p1.mts import orname
+from p1.mts.orname import (
     NUMERIC_CHARACTERS,
     PRINTABLE_CHARACTERS,
     ExtensionAttribute,

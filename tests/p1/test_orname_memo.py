@@ -12,9 +12,9 @@ import dataclasses
 import pytest
 from hypothesis import given
 
-from p1 import orname_ber, orname_model, orname_text
 from p1.errors import DecodeError, EncodeError
-from p1.orname import ORName, decode_orname, encode_orname, format_orname, parse_orname
+from p1.mts import orname_ber, orname_model, orname_text
+from p1.mts.orname import ORName, decode_orname, encode_orname, format_orname, parse_orname
 from tests.p1 import strategies
 
 SMITH = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"

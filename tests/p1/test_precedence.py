@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from p1.precedence import (
+from p1.mts.precedence import (
     DEFAULT_TABLE,
     PRIORITY_LEVEL_QUALIFIER_OID,
     InvalidDscpError,

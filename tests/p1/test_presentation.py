@@ -1,4 +1,4 @@
-"""Presentation PPDUs, normal mode, kernel (X.226 clause 8): p1.presentation.
+"""Presentation PPDUs, normal mode, kernel (X.226 clause 8): p1.osi.presentation.
 
 Tables of values and bytes, the PPDUs of a real MTA's captures decoded and re-encoded,
 our encodings read back by the compiled ISO8823-PRESENTATION module, negotiate(), the
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from p1 import asn1, ber
 from p1.errors import DecodeError, EncodeError
-from p1.presentation import (
+from p1.osi.presentation import (
     ACSE_AS,
     ACSE_CONTEXT,
     ARP_PROTOCOL_ERROR,

@@ -1,4 +1,4 @@
-"""RTSE APDUs, normal mode (X.228): p1.rtse.
+"""RTSE APDUs, normal mode (X.228): p1.osi.rtse.
 
 Tables of values and bytes, the APDUs of a real MTA's captures decoded and re-encoded byte
 for byte, our encodings read back by the compiled Reliable-Transfer-APDU module, the
@@ -18,9 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1 import acse, asn1, ber
-from p1.errors import DecodeError, EncodeError
-from p1.mtabind import (
+from p1 import asn1, ber
+from p1.association.mtabind import (
     MTABindError,
     decode_bind_argument,
     decode_bind_error,
@@ -29,7 +28,9 @@ from p1.mtabind import (
     unwrap_bind_error,
     unwrap_bind_result,
 )
-from p1.rtse import (
+from p1.errors import DecodeError, EncodeError
+from p1.osi import acse
+from p1.osi.rtse import (
     AbortReason,
     DialogueMode,
     RefuseReason,

@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1 import spdu
-from p1.osi import DEFAULT_LIMITS, Event, LocalProtocolError, Role, StackLimits
-from p1.session import (
+from p1.osi import DEFAULT_LIMITS, Event, LocalProtocolError, Role, StackLimits, spdu
+from p1.osi.session import (
     RTSE_REQUIREMENTS,
     Aborted,
     ActivityDiscardConfirmed,
@@ -44,8 +43,8 @@ from p1.session import (
     TokensGiven,
     TokensRequested,
 )
-from p1.session_machine import TABLE, Input, State
-from p1.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
+from p1.osi.session_machine import TABLE, Input, State
+from p1.osi.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
 
 ALL_RTSE_TOKENS = Token.DATA | Token.MINOR_SYNC | Token.MAJOR_ACTIVITY
 ACTIVITY_ID = b"\x02\x01\x01"  # what RTSE puts there: a BER INTEGER, the transfer number

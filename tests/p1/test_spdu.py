@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1 import spdu
 from p1.errors import DecodeError, EncodeError
-from p1.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
+from p1.osi import spdu
+from p1.osi.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
 from tests.p1 import golden
 
 # (SPDU, the TSDU that carries it): encode_tsdu gives the bytes, decode_tsdu the value.

@@ -16,9 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import samples
-from p1 import ber, cotp, presentation, rtse, spdu, tpkt
-from p1 import tpdu as x224
-from p1.association import (
+from p1 import ber
+from p1.association.connection import (
     AssociationSettings,
     BindAccepted,
     BindRequested,
@@ -26,14 +25,22 @@ from p1.association import (
     TransferConfirmed,
     TransferReceived,
 )
-from p1.association_pdus import plain_apdu
+from p1.association.mtabind import MTABindArgument, MTABindResult
+from p1.association.pdus import plain_apdu
+from p1.association.transfer import decode_transfer, encode_transfer
 from p1.errors import DecodeError, EncodeError
-from p1.mtabind import MTABindArgument, MTABindResult
-from p1.osi import Event, Role
-from p1.rtse_transfer import CHECKPOINT_UNIT, End, InboundTransfer, OutboundTransfer, Piece, Sync
-from p1.session import DataReceived, DataViewReceived, SessionConnection
-from p1.spdu import Kind, Spdu
-from p1.transfer import decode_transfer, encode_transfer
+from p1.osi import Event, Role, cotp, presentation, rtse, spdu, tpkt
+from p1.osi import tpdu as x224
+from p1.osi.rtse_transfer import (
+    CHECKPOINT_UNIT,
+    End,
+    InboundTransfer,
+    OutboundTransfer,
+    Piece,
+    Sync,
+)
+from p1.osi.session import DataReceived, DataViewReceived, SessionConnection
+from p1.osi.spdu import Kind, Spdu
 from tests.p1.test_session import RECIPES, Pair
 
 SERIAL_KINDS = (Kind.MIP, Kind.MIA, Kind.MAP, Kind.MAA)

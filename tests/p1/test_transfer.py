@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from benchmarks import samples
 from p1 import asn1, ber
-from p1.envelope import Message, decode_mts_apdu
+from p1.association.transfer import MTSE_CONTEXT, Transfer, decode_transfer, encode_transfer
 from p1.errors import DecodeError
-from p1.transfer import MTSE_CONTEXT, Transfer, decode_transfer, encode_transfer
+from p1.mts.envelope import Message, decode_mts_apdu
 
 APDU = samples.message_bytes(200)
 

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from p1.envelope import (
+from p1.ipms.ipm import (
+    IPM,
+    IPN,
+    ContentKind,
+    Heading,
+    IPMIdentifier,
+    ORDescriptor,
+    ReceiptFields,
+    Recipient,
+    TextBodyPart,
+    encode_content,
+)
+from p1.mts.envelope import (
     DeliveryReport,
     LastTraceInformation,
     Message,
@@ -20,21 +32,9 @@ from p1.envelope import (
     TraceEntry,
     encode_mts_apdu,
 )
-from p1.envelope_fields import GlobalDomainIdentifier
-from p1.ipm import (
-    IPM,
-    IPN,
-    ContentKind,
-    Heading,
-    IPMIdentifier,
-    ORDescriptor,
-    ReceiptFields,
-    Recipient,
-    TextBodyPart,
-    encode_content,
-)
-from p1.orname import ORName, parse_orname
-from p1.precedence import Precedence
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.orname import ORName, parse_orname
+from p1.mts.precedence import Precedence
 from store.models import ApduKind
 from store.queue import NewMessage, NewRecipient
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import Engine
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store.db import open_database, transaction
 from store.queue import TransitQueue
 from tests.store.samples import T0, at, mts_id, new_message

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import Engine, event
 
 from p1.errors import DecodeError
-from p1.ipm import ContentKind, ORDescriptor
-from p1.precedence import Precedence
+from p1.ipms.ipm import ContentKind, ORDescriptor
+from p1.mts.precedence import Precedence
 from store.db import open_database, transaction
 from store.mailbox import (
     REPORT_PRECEDENCE,

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import StatementError
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store.db import transaction
 from store.models import LOCAL_ROUTE, ApduKind, QueuedRecipient, RecipientState
 from store.queue import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, event, select
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store.db import open_database, spool_folder, sweep_spool, transaction
 from store.mailbox import Delivery, MessageStore
 from store.models import MailboxEntry, QueuedMessage

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import BindParameter, Engine, bindparam
 
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store import TransitQueue, transaction, warm_up
 from store._prepared import Prepared
 from store._sql import InsertNew, table
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIRST_MESSAGE = """
 import sys
 from sqlalchemy.sql.compiler import SQLCompiler
-from p1.precedence import Precedence
+from p1.mts.precedence import Precedence
 from store import AuditEvent, AuditLog, AuditRecord, Delivery, MessageStore, TransitQueue
 from store import open_database, transaction, warm_up
 from store._prepared import Prepared

@@ -15,8 +15,8 @@ import asyncio
 
 from mta import link as links
 from mta import net
-from p1.association import BindRequested
-from p1.mtabind import MTABindError, MTABindResult
+from p1.association.connection import BindRequested
+from p1.association.mtabind import MTABindError, MTABindResult
 
 
 class _Responder:

@@ -1,0 +1,193 @@
+"""``x400-dump``: decode an MTS-APDU, an IPM or an MTA-bind PDU and print it.
+
+Input is a file (or ``-`` for standard input) holding the BER bytes, or the same bytes as
+hex text (whitespace allowed).  The kind is auto-detected, or given with ``--as``:
+
+* ``mts-apdu``: X.411 MTS-APDU (message, report or probe).  A message whose content is
+  an IPM (P2, built-in 22, or P772, extended 1.3.26.0.4406.0.4.1) has its content decoded
+  too, unless ``--no-content``.
+* ``ipm``: X.420 / STANAG 4406 IPM or IPN content (P772 heading extensions shown by name).
+* ``bind``: MTABindArgument, MTABindResult or MTABindError (X.411 clause 12.1.1), bare or
+  inside its RTSE wrapper (``[16]``, ``[17]``, ``[18]``).
+
+Exit status: 0 decoded, 1 the input is not a valid PDU of the kind (the reason and where
+it was found go to standard error), 2 bad usage or an unreadable file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from p1.errors import DecodeError
+from p1.render import Plain, to_plain, to_text
+
+KINDS = ("auto", "mts-apdu", "ipm", "bind")
+_HEX_TEXT = re.compile(rb"\s*[0-9A-Fa-f][0-9A-Fa-f\s]*")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decoded:
+    """What the input turned out to be, and its plain rendering."""
+
+    kind: str
+    plain: Plain
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    """How to render: decode a message's content; print long byte strings whole."""
+
+    with_content: bool = True
+    full_bytes: bool = False
+
+
+def _decode_mts_apdu(data: bytes, options: Options) -> Plain:
+    from p1.mts.envelope import Message, decode_mts_apdu
+
+    apdu = decode_mts_apdu(data)
+    plain = to_plain(apdu, full_bytes=options.full_bytes)
+    envelope = plain.get("envelope") if isinstance(plain, dict) else None
+    if isinstance(apdu, Message) and isinstance(envelope, dict):
+        # What priority and priority-level-qualifier stand for (STANAG 4406 Annex A).
+        envelope["precedence"] = apdu.envelope.precedence.label
+    if options.with_content and isinstance(apdu, Message) and isinstance(plain, dict):
+        content = _content_plain(apdu, options)
+        if content is not None:
+            plain["content"] = content
+    return plain
+
+
+def _content_plain(message: object, options: Options) -> Plain | None:
+    """The message's IPM, decoded for display, when its content type is P2 or P772."""
+    from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE, decode_ipm
+    from p1.mts.envelope import Message
+
+    assert isinstance(message, Message)
+    content_type = message.envelope.content_type
+    if content_type not in (P2_CONTENT_TYPE, P772_CONTENT_TYPE):
+        return None
+    try:
+        ipm = decode_ipm(message.content, content_type)
+        return to_plain(ipm, full_bytes=options.full_bytes)
+    except DecodeError as exc:
+        return {"undecodable-content": str(exc)}
+
+
+def _decode_ipm(data: bytes, options: Options) -> Plain:
+    from p1.ipms.ipm import ContentKind, decode_content
+
+    # P772 and P2 share the IPM syntax; read as P772, the military heading extensions
+    # are named and extended body parts are the expected form.
+    return to_plain(decode_content(data, ContentKind.P772), full_bytes=options.full_bytes)
+
+
+def _decode_bind(data: bytes, options: Options) -> Plain:
+    from p1.association import mtabind
+
+    # Inside its RTSE wrapper the PDU says what it is; bare, an argument and a result
+    # share one syntax, so a bare one is shown as an argument.
+    decoders: tuple[Callable[[bytes], object], ...] = (
+        lambda d: mtabind.decode_bind_argument(mtabind.unwrap_bind_argument(d)),
+        lambda d: mtabind.decode_bind_result(mtabind.unwrap_bind_result(d)),
+        lambda d: mtabind.decode_bind_error(mtabind.unwrap_bind_error(d)),
+        mtabind.decode_bind_argument,
+        mtabind.decode_bind_error,
+    )
+    return to_plain(_first_that_decodes(data, decoders), full_bytes=options.full_bytes)
+
+
+def _first_that_decodes(data: bytes, decoders: Sequence[Callable[[bytes], object]]) -> object:
+    errors: list[str] = []
+    for decode in decoders:
+        try:
+            return decode(data)
+        except DecodeError as exc:
+            errors.append(str(exc))
+    raise DecodeError("; ".join(errors))
+
+
+_DECODERS: dict[str, Callable[[bytes, Options], Plain]] = {
+    "mts-apdu": _decode_mts_apdu,
+    "ipm": _decode_ipm,
+    "bind": _decode_bind,
+}
+
+
+def decode_any(data: bytes, kind: str = "auto", options: Options | None = None) -> Decoded:
+    """Decode ``data`` as ``kind``; with ``auto`` try MTS-APDU, IPM, then MTA bind."""
+    options = options or Options()
+    chosen = list(_DECODERS) if kind == "auto" else [kind]
+    reasons: list[str] = []
+    for name in chosen:
+        try:
+            return Decoded(kind=name, plain=_DECODERS[name](data, options))
+        except DecodeError as exc:
+            reasons.append(f"as {name}: {exc}")
+    raise DecodeError("\n  ".join(["", *reasons]) if len(reasons) > 1 else reasons[0])
+
+
+def read_input(source: str) -> bytes:
+    """The bytes of ``source`` (a path or ``-``); hex text is turned into its bytes."""
+    raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    if _HEX_TEXT.fullmatch(raw):
+        compact = b"".join(raw.split())
+        if len(compact) % 2 == 0:
+            return bytes.fromhex(compact.decode("ascii"))
+    return raw
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="x400-dump",
+        description=(
+            "Decode an X.400 MTS-APDU (message, report, probe), an IPM/IPN (P2 or "
+            "STANAG 4406 P772) or an MTA-bind PDU and print it: O/R names as text, "
+            "precedence by name."
+        ),
+        epilog="Input may be raw BER or hex text. Exit status: 0 ok, 1 not decodable, 2 usage.",
+    )
+    parser.add_argument("file", help="file with the PDU, or - for standard input")
+    parser.add_argument(
+        "--as", dest="kind", choices=KINDS, default="auto", help="what the input is (auto)"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument(
+        "--full", action="store_true", help="print long byte strings whole, not summarised"
+    )
+    parser.add_argument(
+        "--no-content", action="store_true", help="do not decode a message's IPM content"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``x400-dump``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        data = read_input(args.file)
+    except OSError as exc:
+        print(f"x400-dump: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    options = Options(with_content=not args.no_content, full_bytes=args.full)
+    try:
+        decoded = decode_any(data, args.kind, options)
+    except DecodeError as exc:
+        print(f"x400-dump: {args.file}: not a valid PDU: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"kind": decoded.kind, "value": decoded.plain}, indent=2))
+    else:
+        model = decoded.plain.get("@type") if isinstance(decoded.plain, dict) else None
+        print(f"kind: {decoded.kind}" + (f" ({model})" if model else ""))
+        print(to_text(decoded.plain))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

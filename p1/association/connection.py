@@ -1,0 +1,724 @@
+"""A P1 association between two MTAs: the whole upper-layer stack composed (X.419 clause 7).
+
+One object per TCP connection, initiator or responder, sans-I/O: :meth:`receive_data` takes
+the bytes TCP delivered and returns events; ``send_*`` methods queue bytes that
+:meth:`data_to_send` hands back.  Inside, the layers are pumped in order::
+
+    MTA-BIND / MTS-APDU          X.411, X.419  (p1.association.mtabind, p1.association.transfer)
+    RTSE normal mode             X.228         (p1.osi.rtse, p1.osi.rtse_transfer)
+    ACSE                         X.227         (p1.osi.acse)
+    presentation kernel          X.226         (p1.osi.presentation)
+    session version 2            X.225         (p1.osi.session)
+    transport class 0 + TPKT     X.224, RFC 1006 (p1.osi.cotp, p1.osi.tpkt)
+
+The PDUs across those layers are built and read by :mod:`p1.association.pdus`; the states
+and transitions are :mod:`p1.association.machine`'s; the events :mod:`p1.association.events`'.
+
+Rules:
+
+1. The bind is A-ASSOCIATE carrying RT-OPEN carrying MTA-BIND: CN{CP{AARQ{RTORQ{[16] arg}}}}
+   answered by AC{CPA{AARE{RTOAC{[17] result}}}} or RF{CPR{AARE{RTORJ{[18] error}}}}.  An
+   AARQ for another application context is rejected by ACSE's user, before RTSE sees it.
+2. A transfer is one session activity; the receiver gets :class:`TransferReceived` at the
+   activity end and the sender's :class:`TransferConfirmed` comes only after the receiver's
+   user called :meth:`confirm_transfer`, i.e. once the message is safely stored.  A transfer
+   the sender discards or interrupts is dropped; one the receiver reports an exception
+   against cannot be recovered (we keep no checkpoints), so the association is aborted.
+3. One transfer at a time per direction; only the side holding the turn (the session data
+   and activity tokens) may transfer.  The turn moves only in two-way alternate mode; in
+   monologue the initiator keeps it.  Only the initiator releases (RT-CLOSE), holding the turn.
+4. Any malformed PDU from the peer aborts the association with the abort its layer
+   prescribes (ER, AB, ARP, or ABRT carrying RTAB) and returns :class:`Aborted`.
+5. :meth:`receive_data` only returns events.  Once CLOSED it ignores what it is given; when
+   a read ends in a TPDU that closes the transport, what the layers above answered to the
+   earlier TPDUs of that read is not sent (the transport's ER is).
+6. A ``send_*`` that raises LocalProtocolError changes nothing.
+
+Public API::
+
+    AssociationSettings(...)
+    P1Association(role, settings)
+        .state .closed .has_turn .busy
+        send_bind(argument)                  initiator: connect and bind
+        accept_bind(result) / refuse_bind(error)     responder, after BindRequested
+        send_transfer(apdu) -> transfer id   confirm_transfer(transfer id)
+        request_turn(priority) / give_turn()           two-way alternate only
+        send_release() / abort(why)                    release: the initiator only
+        receive_data(data) -> list[Event] / receive_eof() -> list[Event] / data_to_send()
+    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferConfirmed,
+            TurnRequested, TurnGiven, Released, Aborted
+    State, MTS_TRANSFER_CONTEXT
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from p1.association.events import (
+    Aborted,
+    BindAccepted,
+    BindRefused,
+    BindRequested,
+    Released,
+    TransferConfirmed,
+    TransferReceived,
+    TurnGiven,
+    TurnRequested,
+)
+from p1.association.machine import DISCARDED, TABLE, Input, State
+from p1.association.mtabind import (
+    MTABindArgument,
+    MTABindError,
+    MTABindResult,
+    decode_bind_argument,
+    decode_bind_error,
+    decode_bind_result,
+    encode_bind_argument,
+    encode_bind_result,
+    unwrap_bind_argument,
+    unwrap_bind_error,
+    unwrap_bind_result,
+    wrap_bind_argument,
+    wrap_bind_result,
+)
+from p1.association.pdus import (
+    MTS_TRANSFER_CONTEXT,
+    SUPPORTED_SYNTAXES,
+    abort_data,
+    accept_data,
+    acse_value,
+    activity_identifier,
+    activity_number,
+    bind_rejection,
+    check_rtse_context,
+    connect_data,
+    context_rejection,
+    describe_rejection,
+    piece_prefix,
+    plain_apdu,
+    refuse_data,
+    release_request_data,
+    release_response_data,
+    rtse_value,
+    transfer_head,
+    turn_please_data,
+    turn_priority,
+)
+from p1.association.transfer import MTSE_CONTEXT, decode_transfer
+from p1.errors import DecodeError
+from p1.osi import (
+    DEFAULT_LIMITS,
+    Event,
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    Role,
+    StackLimits,
+    acse,
+    cotp,
+    presentation,
+    rtse,
+    session,
+)
+from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
+
+__all__ = [
+    "MTS_TRANSFER_CONTEXT",
+    "Aborted",
+    "AssociationSettings",
+    "BindAccepted",
+    "BindRefused",
+    "BindRequested",
+    "P1Association",
+    "Released",
+    "State",
+    "TransferConfirmed",
+    "TransferReceived",
+    "TurnGiven",
+    "TurnRequested",
+]
+
+_TURN_TOKENS = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
+_TURN_BITS = _TURN_TOKENS.value
+# Where the session connection exists, so that an abort is told to the peer (AB).
+_SESSION_STATES = frozenset({State.BINDING, State.BIND_PENDING, State.OPEN, State.RELEASING})
+_TEMPORARILY_UNABLE = 1
+"""The reason code (PI 50) of an ED saying "temporarily unable to continue" (X.225)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssociationSettings:
+    """How this end of an association behaves (both roles)."""
+
+    dialogue_mode: rtse.DialogueMode = rtse.DialogueMode.MONOLOGUE
+    """Initiator: the dialogue mode proposed (X.228 RTORQ dialogueMode)."""
+    accepted_dialogue_modes: frozenset[rtse.DialogueMode] = frozenset(rtse.DialogueMode)
+    """Responder: modes it accepts; another gives MTABindError unacceptable-dialogue-mode."""
+    checkpoint_size: int = 0
+    """Initiator: checkpoint size proposed, in units of 1024 octets (0: no checkpoints)."""
+    window_size: int = 3
+    """Initiator: window proposed (unconfirmed checkpoints at a time)."""
+    calling_tsap: bytes = b""
+    called_tsap: bytes = b""
+    limits: StackLimits = DEFAULT_LIMITS
+
+
+@dataclass(slots=True)
+class _Negotiated:
+    dialogue_mode: rtse.DialogueMode = rtse.DialogueMode.MONOLOGUE
+    checkpoint_size: int = 0
+    window_size: int = 3
+
+
+@dataclass(slots=True)
+class _Transfers:
+    next_id: int = 1
+    outbound: OutboundTransfer | None = None
+    inbound: InboundTransfer | None = None
+    unconfirmed: int | None = None  # received, awaiting confirm_transfer
+
+
+class P1Association:
+    """One P1 association over one TCP connection (see the module docstring)."""
+
+    def __init__(self, role: Role, settings: AssociationSettings | None = None) -> None:
+        self.role = role
+        self.settings = settings or AssociationSettings()
+        limits = self.settings.limits
+        self.state = State.IDLE
+        self._transport = cotp.TransportConnection(
+            role,
+            limits=limits,
+            calling_tsap=self.settings.calling_tsap,
+            called_tsap=self.settings.called_tsap,
+        )
+        # DT user data as views: one RTTR is read from it where it lies (p1.osi.presentation
+        # and p1.osi.rtse read views too), so a large transfer is copied once on the way up.
+        self._session = session.SessionConnection(role, limits=limits, data_views=True)
+        self._bind_argument: MTABindArgument | None = None
+        self._calling_tsap = b""
+        self._agreed = _Negotiated()
+        self._transfers = _Transfers()
+        self._context_results: tuple[presentation.ContextResult, ...] = ()
+
+    # --- state ----------------------------------------------------------------------
+
+    def _next(self, what: Input, error: type[ProtocolError] = LocalProtocolError) -> State:
+        """The state ``what`` leads to (not taken yet); a pair missing from the table
+        raises ``error``: LocalProtocolError for our user's call, else the peer's."""
+        after = TABLE.get((self.state, what))
+        if after is None:
+            raise error(f"{what.value} is not allowed in state {self.state.value}", layer="p1")
+        return after
+
+    def _expect(self, what: Input) -> None:
+        """Take a peer's ``what``; a missing pair is the peer's protocol error."""
+        self.state = self._next(what, RemoteProtocolError)
+
+    def _close(self) -> State:
+        """Take an abort (from any state but CLOSED); the state it ended."""
+        was = self.state
+        self.state = TABLE[was, Input.ABORT]
+        return was
+
+    @property
+    def closed(self) -> bool:
+        """True once the association has ended (released, refused or aborted)."""
+        return self.state is State.CLOSED
+
+    @property
+    def has_turn(self) -> bool:
+        """True when this end may transfer or release (it holds the session tokens)."""
+        return self._session.tokens.value & _TURN_BITS == _TURN_BITS
+
+    @property
+    def busy(self) -> bool:
+        """True while an outbound transfer waits for its confirmation."""
+        return self._transfers.outbound is not None
+
+    # --- bind -------------------------------------------------------------------------
+
+    def send_bind(self, argument: MTABindArgument) -> None:
+        """Initiator: open the transport, then A-ASSOCIATE + RT-OPEN carrying MTA-BIND."""
+        if self.role is not Role.INITIATOR:
+            raise LocalProtocolError("only the initiator binds", layer="p1")
+        after = self._next(Input.SEND_BIND)
+        self._transport.send_connect()
+        self._bind_argument = argument
+        self.state = after
+
+    def accept_bind(self, result: MTABindResult) -> None:
+        """Responder: accept the bind with ``result`` (AC{CPA{AARE{RTOAC{[17] result}}}})."""
+        after = self._next(Input.ACCEPT_BIND)
+        rtoac = rtse.Rtoac(
+            checkpoint_size=self._agreed.checkpoint_size,
+            window_size=self._agreed.window_size,
+            open=wrap_bind_result(encode_bind_result(result)),
+        )
+        self._session.send_accept(accept_data(self._context_results, rtoac))
+        self.state = after
+
+    def refuse_bind(self, error: MTABindError) -> None:
+        """Responder: refuse the bind (RF{CPR{AARE rejected{RTORJ{[18] error}}}})."""
+        self._refuse(bind_rejection(error))
+
+    def _refuse(self, aare: acse.Aare) -> None:
+        after = self._next(Input.REFUSE_BIND)
+        self._session.send_refuse(refuse_data(self._context_results, aare))
+        self.state = after
+
+    def _connect_data(self) -> bytes:
+        argument = self._bind_argument
+        assert argument is not None
+        settings = self.settings
+        rtorq = rtse.Rtorq(
+            checkpoint_size=settings.checkpoint_size,
+            window_size=settings.window_size,
+            dialogue_mode=settings.dialogue_mode,
+            open=wrap_bind_argument(encode_bind_argument(argument)),
+        )
+        return connect_data(rtorq)
+
+    def _on_connect_requested(self, event: session.ConnectRequested) -> list[Event]:
+        self._expect(Input.RECV_BIND)
+        cp = presentation.decode_cp(event.user_data)
+        self._context_results = presentation.negotiate(cp.contexts, SUPPORTED_SYNTAXES)
+        aarq = acse_value(cp.user_data, acse.Aarq)
+        if aarq.application_context != MTS_TRANSFER_CONTEXT:
+            self._refuse(context_rejection())  # refused before its user is asked
+            return []
+        rtorq = rtse_value(aarq.user_information, rtse.Rtorq)
+        refusal = self._refusal_for(rtorq)
+        if refusal is not None:
+            self._refuse(bind_rejection(refusal))
+            return []
+        argument = _bind_argument_of(rtorq)
+        self._agreed = _Negotiated(rtorq.dialogue_mode, rtorq.checkpoint_size, rtorq.window_size)
+        return [
+            BindRequested(
+                argument=argument,
+                dialogue_mode=rtorq.dialogue_mode,
+                checkpoint_size=rtorq.checkpoint_size,
+                window_size=rtorq.window_size,
+                calling_tsap=self._calling_tsap,
+            )
+        ]
+
+    def _refusal_for(self, rtorq: rtse.Rtorq) -> MTABindError | None:
+        """Why this bind is refused before the user sees it, or None."""
+        if rtorq.recover is not None:
+            # RT-OPEN asking to recover a transfer: we keep no checkpoints across
+            # associations (X.228 7.3), so the peer is to start afresh later.
+            return MTABindError.BUSY
+        if rtorq.dialogue_mode not in self.settings.accepted_dialogue_modes:
+            return MTABindError.UNACCEPTABLE_DIALOGUE_MODE
+        return None
+
+    def _on_connect_accepted(self, event: session.ConnectAccepted) -> list[Event]:
+        cpa = presentation.decode_cpa(event.user_data)
+        aare = acse_value(cpa.user_data, acse.Aare)
+        if aare.result != acse.ACCEPTED:
+            raise RemoteProtocolError("AC carries an AARE that is not accepted", layer="acse")
+        rtoac = rtse_value(aare.user_information, rtse.Rtoac)
+        if rtoac.open is None:
+            raise RemoteProtocolError("RTOAC without the MTA-bind result", layer="rtse")
+        result = decode_bind_result(unwrap_bind_result(rtoac.open))
+        self._expect(Input.RECV_BIND_ACCEPTED)
+        mode = self.settings.dialogue_mode
+        self._agreed = _Negotiated(mode, rtoac.checkpoint_size, rtoac.window_size)
+        return [
+            BindAccepted(
+                result=result,
+                dialogue_mode=mode,
+                checkpoint_size=rtoac.checkpoint_size,
+                window_size=rtoac.window_size,
+            )
+        ]
+
+    def _on_connect_refused(self, event: session.ConnectRefused) -> list[Event]:
+        self._expect(Input.RECV_BIND_REFUSED)
+        try:
+            cpr = presentation.decode_cpr(event.user_data)
+            aare = acse_value(cpr.user_data, acse.Aare)
+            if not aare.user_information:  # rejected by ACSE's user: no RT-OPEN answer
+                return [BindRefused(error=None, why=describe_rejection(aare))]
+            rtorj = rtse_value(aare.user_information, rtse.Rtorj)
+            if rtorj.user_data is None:
+                return [BindRefused(error=None, why="refused without an MTA-bind error")]
+            error = decode_bind_error(unwrap_bind_error(rtorj.user_data))
+        except (DecodeError, RemoteProtocolError) as problem:
+            return [
+                BindRefused(error=None, why=f"refused (session reason {event.reason}): {problem}")
+            ]
+        return [BindRefused(error=error, why=error.name.lower().replace("_", "-"))]
+
+    # --- transfers (RT-TRANSFER, X.228 7.5) -------------------------------------------
+
+    def send_transfer(self, apdu: bytes) -> int:
+        """RT-TRANSFER request of one MTS-APDU; returns its transfer id."""
+        self._check_transfer_allowed()
+        after = self._next(Input.DATA_PHASE)
+        head = transfer_head(apdu)  # (EncodeError for what is not one BER value)
+        transfers = self._transfers
+        transfer_id = transfers.next_id
+        outbound = OutboundTransfer(
+            transfer_id,
+            apdu,
+            self._agreed.checkpoint_size,
+            self._agreed.window_size,
+            head=head,
+        )
+        self._session.send_activity_start(activity_identifier(transfer_id))
+        transfers.next_id += 1
+        transfers.outbound = outbound
+        self.state = after
+        self._advance()
+        return transfer_id
+
+    def _check_transfer_allowed(self) -> None:
+        if self._transfers.outbound is not None:
+            raise LocalProtocolError("a transfer is already in progress", layer="rtse")
+        if not self.has_turn:
+            raise LocalProtocolError("this end does not hold the turn", layer="rtse")
+        if self._transfers.inbound is not None or self._transfers.unconfirmed is not None:
+            raise LocalProtocolError("an inbound transfer is not finished", layer="rtse")
+
+    def _advance(self) -> None:
+        outbound = self._transfers.outbound
+        assert outbound is not None
+        for step in outbound.steps():
+            if isinstance(step, Piece):
+                # P-DATA{RTTR{head + data}}: the headers are built alone and data, a view of
+                # the MTS-APDU, is first copied when the transport's TPKTs are joined.
+                prefix = piece_prefix(len(step.head) + len(step.data))
+                self._session.send_data(step.data, prefix=prefix + step.head)
+            elif isinstance(step, Sync):
+                self._session.send_minor_sync(confirm=True)
+            else:
+                self._session.send_activity_end()
+
+    def confirm_transfer(self, transfer_id: int) -> None:
+        """The message of ``transfer_id`` is safely stored: acknowledge the activity end."""
+        if self._transfers.unconfirmed != transfer_id:
+            raise LocalProtocolError(f"transfer {transfer_id} awaits no confirmation", layer="rtse")
+        after = self._next(Input.DATA_PHASE)
+        self._session.send_activity_end_response()
+        self._transfers.unconfirmed = None
+        self.state = after
+
+    def _on_activity_started(self, event: session.ActivityStarted) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        transfers = self._transfers
+        if transfers.inbound is not None or transfers.unconfirmed is not None:
+            raise RemoteProtocolError("activity started before the last one ended", layer="rtse")
+        transfers.inbound = InboundTransfer(
+            activity_number(event.activity_id), self.settings.limits.max_message_size
+        )
+        return []
+
+    def _on_data(self, event: session.DataViewReceived) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        inbound = self._transfers.inbound
+        if inbound is None:
+            raise RemoteProtocolError("P-DATA outside an activity", layer="rtse")
+        single = presentation.decode_pdv_view(event.user_data)
+        if single is not None:  # the usual P-DATA: one RTTR, read without copying it
+            context_id, value = single
+            check_rtse_context(context_id)
+            octets = rtse.decode_rttr_view(value)
+            inbound.add(rtse.decode_rttr(value) if octets is None else octets)
+            return []
+        for pdv in presentation.decode_user_data(event.user_data):
+            check_rtse_context(pdv.context_id)
+            inbound.add(rtse.decode_rttr(pdv.value))
+        return []
+
+    def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
+        # Checkpoints are confirmed at once: a checkpoint only matters to recover a transfer
+        # across associations, which we refuse; responsibility moves at the activity end.
+        self._expect(Input.DATA_PHASE)
+        if event.confirm_required:
+            self._session.send_minor_sync_response(event.serial)
+        return []
+
+    def _on_minor_sync_confirmed(self, event: session.MinorSyncConfirmed) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        outbound = self._transfers.outbound
+        if outbound is None:
+            raise RemoteProtocolError("minor sync confirmed outside a transfer", layer="rtse")
+        outbound.confirm_sync(event.serial)  # every checkpoint up to it (X.225 7.21)
+        self._advance()
+        return []
+
+    def _on_activity_end(self, event: session.ActivityEndRequested) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        inbound = self._transfers.inbound
+        if inbound is None:
+            raise RemoteProtocolError("activity end outside an activity", layer="rtse")
+        self._transfers.inbound = None
+        apdu = plain_apdu(inbound)
+        if apdu is None:
+            transfer = decode_transfer(inbound.octets())
+            if transfer.indirect_reference not in (None, MTSE_CONTEXT):
+                raise RemoteProtocolError(
+                    f"transfer labelled with context {transfer.indirect_reference}", layer="rtse"
+                )
+            apdu = transfer.apdu
+        self._transfers.unconfirmed = inbound.transfer_id
+        return [TransferReceived(transfer_id=inbound.transfer_id, apdu=apdu)]
+
+    def _on_activity_ended(self, event: session.ActivityEnded) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        outbound = self._transfers.outbound
+        if outbound is None or not outbound.done:
+            raise RemoteProtocolError("activity end confirmed that was never sent", layer="rtse")
+        self._transfers.outbound = None
+        return [TransferConfirmed(transfer_id=outbound.transfer_id)]
+
+    def _on_activity_discarded(self, event: session.ActivityDiscarded) -> list[Event]:
+        """S-ACTIVITY-DISCARD indication (X.225 7.34): the sender gave the transfer up;
+        what arrived of it is dropped, and the discard confirmed (ADA)."""
+        self._expect(Input.DATA_PHASE)
+        self._transfers.inbound = None
+        self._session.send_activity_discard_response()
+        return []
+
+    def _on_activity_interrupted(self, event: session.ActivityInterrupted) -> list[Event]:
+        """S-ACTIVITY-INTERRUPT indication (X.225 7.32): confirmed (AIA); what arrived is
+        dropped too, since we keep no partial transfer for the sender to resume."""
+        self._expect(Input.DATA_PHASE)
+        self._transfers.inbound = None
+        self._session.send_activity_interrupt_response()
+        return []
+
+    def _on_exception_reported(self, event: session.ExceptionReported) -> list[Event]:
+        """S-U-EXCEPTION-REPORT or S-P-EXCEPTION-REPORT indication (X.225 7.27-7.28): the
+        receiver cannot go on.  With no checkpoint to resume the transfer from, RTSE gives
+        up: RTAB (X.228 RT-P-ABORT); the transfer stays unconfirmed for its sender to retry."""
+        who = "the peer's session provider" if event.by_provider else "the peer"
+        why = f"rtse: exception reported by {who} (reason {event.reason})"
+        return self._rtse_abort(_exception_abort_reason(event), why)
+
+    # --- the turn (X.228 7.6, 7.7) ----------------------------------------------------
+
+    def request_turn(self, priority: int = 0) -> None:
+        """RT-TURN-PLEASE (S-TOKEN-PLEASE carrying RTTP with ``priority``)."""
+        if self.has_turn:
+            raise LocalProtocolError("this end already holds the turn", layer="rtse")
+        self._check_two_way_alternate("RT-TURN-PLEASE")
+        after = self._next(Input.DATA_PHASE)
+        self._session.send_token_please(_TURN_TOKENS, turn_please_data(priority))
+        self.state = after
+
+    def give_turn(self) -> None:
+        """RT-TURN-GIVE (S-CONTROL-GIVE): hand every token to the peer."""
+        if self._transfers.outbound is not None:
+            raise LocalProtocolError("cannot give the turn during a transfer", layer="rtse")
+        self._check_two_way_alternate("RT-TURN-GIVE")
+        after = self._next(Input.DATA_PHASE)
+        self._session.send_control_give()
+        self.state = after
+
+    def _check_two_way_alternate(self, what: str) -> None:
+        """The turn moves only in two-way alternate mode; in monologue the association-
+        initiator holds it throughout (X.228 7.6, 7.7; dialogueMode of RTORQ)."""
+        if self._agreed.dialogue_mode is not rtse.DialogueMode.TWA:
+            raise LocalProtocolError(f"{what} is for two-way alternate mode only", layer="rtse")
+
+    def _on_tokens_requested(self, event: session.TokensRequested) -> list[Event]:
+        after = self._next(Input.RECV_TURN_PLEASE, RemoteProtocolError)
+        if (self.state, Input.RECV_TURN_PLEASE) in DISCARDED:
+            self.state = after  # it crossed our FN: the DN to come ends the association
+            return []
+        priority = turn_priority(event.user_data)
+        self.state = after
+        return [TurnRequested(priority=priority)]
+
+    def _on_control_given(self, event: session.ControlGiven) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        return [TurnGiven()]
+
+    # --- release and abort ------------------------------------------------------------
+
+    def send_release(self) -> None:
+        """RT-CLOSE request: A-RELEASE (FN{RLRQ}), by the association-initiator holding the
+        turn (X.228 7.4)."""
+        if self.role is not Role.INITIATOR:
+            raise LocalProtocolError("only the association-initiator releases", layer="rtse")
+        if self._transfers.outbound is not None or self._transfers.unconfirmed is not None:
+            raise LocalProtocolError("cannot release during a transfer", layer="p1")
+        if not self.has_turn:
+            raise LocalProtocolError("this end does not hold the turn", layer="rtse")
+        after = self._next(Input.SEND_RELEASE)
+        self._session.send_release(release_request_data())
+        self.state = after
+
+    def _on_release_requested(self, event: session.ReleaseRequested) -> list[Event]:
+        if self.role is Role.INITIATOR:
+            raise RemoteProtocolError(
+                "S-RELEASE from the association-responder: RT-CLOSE is the initiator's",
+                layer="rtse",
+            )
+        after = self._next(Input.RECV_RELEASE, RemoteProtocolError)
+        acse_value(presentation.decode_user_data(event.user_data), acse.Rlrq)
+        self._session.send_release_response(release_response_data())
+        self.state = after
+        return [Released(by_peer=True)]
+
+    def _on_released(self, event: session.Released) -> list[Event]:
+        self._expect(Input.RECV_RELEASED)
+        return [Released(by_peer=False)]
+
+    def abort(self, why: str = "aborted by the MTA") -> list[Event]:
+        """RT-U-ABORT: AB{ARU{ABRT{RTAB}}}; the adapter then writes and closes."""
+        if self.state is State.CLOSED:
+            return []
+        self._send_abort(rtse.AbortReason.USER_ERROR)
+        return [Aborted(by_peer=False, why=why)]
+
+    def _send_abort(self, reason: rtse.AbortReason) -> None:
+        if self.state in _SESSION_STATES and not self._session.closed:
+            self._session.send_abort(abort_data(reason))
+        self._close()
+
+    def _rtse_abort(self, reason: rtse.AbortReason, why: str) -> list[Event]:
+        """RTSE's own abort (ABRT{RTAB ``reason``}), for the peer's error or a lost transfer."""
+        self._send_abort(reason)
+        return [Aborted(by_peer=False, why=why)]
+
+    def _upper_error(self, error: RemoteProtocolError | DecodeError) -> list[Event]:
+        """The peer broke a rule above the session: abort with the abort of that layer."""
+        why = str(error)
+        if self.state in (State.AWAITING_BIND, State.BIND_PENDING) and self.role is Role.RESPONDER:
+            # No presentation connection yet: presentation's own abort (X.226 ARP).
+            self._session.send_abort(presentation.encode_arp(presentation.ARP_PROTOCOL_ERROR))
+            self._close()
+            return [Aborted(by_peer=False, why=why)]
+        return self._rtse_abort(rtse.AbortReason.PROTOCOL_ERROR, why)
+
+    def _on_session_aborted(self, event: session.Aborted) -> list[Event]:
+        return self._on_gone(by_peer=event.by_peer, why=f"session: {event.why}")
+
+    def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
+        if self.state is State.CLOSED:
+            return []
+        if self._close() is State.BINDING:
+            return [BindRefused(error=None, why=why)]
+        return [Aborted(by_peer=by_peer, why=why)]
+
+    # --- bytes in and out -------------------------------------------------------------
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to TCP now (possibly empty)."""
+        self._flush()
+        return self._transport.data_to_send()
+
+    def _flush(self) -> None:
+        parts = self._session.tsdu_parts_to_send()
+        if self._transport.closed:
+            # A later TPDU of the same read broke the transport: it queued its ER, and
+            # what the session answered to the earlier ones cannot be sent any more.
+            return
+        for head, data in parts:
+            if data:
+                self._transport.send_tsdu(data, prefix=head)
+            else:
+                self._transport.send_tsdu(head)
+
+    def receive_eof(self) -> list[Event]:
+        """TCP closed by the peer."""
+        if self.state is State.CLOSED:
+            return []
+        self._close()
+        return [Aborted(by_peer=True, why="the peer closed the connection")]
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes from TCP; returns what happened, in order.  Ignored once CLOSED."""
+        if self.state is State.CLOSED:
+            return []
+        events: list[Event] = []
+        for event in self._transport.receive_data(data):
+            if self.closed:
+                break  # (the rest of the read no longer counts)
+            handler = _TRANSPORT_HANDLERS.get(type(event))
+            if handler is not None:
+                events.extend(handler(self, event))
+        self._flush()
+        return events
+
+    def _on_transport_connect(self, event: cotp.ConnectRequested) -> list[Event]:
+        self._expect(Input.RECV_TRANSPORT_CONNECT)
+        self._calling_tsap = event.calling_tsap
+        if not self._transport.closed:  # (a bad TPDU after the CR, in the same read)
+            self._transport.send_accept()
+        return []
+
+    def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
+        self._expect(Input.RECV_CONNECTED)
+        self._session.send_connect(self._connect_data())
+        return []
+
+    def _on_transport_gone(self, event: cotp.Disconnected) -> list[Event]:
+        return self._on_gone(by_peer=event.by_peer, why=f"transport: {event.why}")
+
+    def _on_tsdu(self, event: cotp.TsduReceived) -> list[Event]:
+        events: list[Event] = []
+        for unit in self._session.receive_tsdu(event.data):
+            handler = _SESSION_HANDLERS.get(type(unit))
+            if handler is None or self.closed:
+                continue
+            try:
+                events.extend(handler(self, unit))
+            except (RemoteProtocolError, DecodeError) as error:
+                events.extend(self._upper_error(error))
+        return events
+
+
+# Events of the layers below by type, to the association's handler (a handler's argument is
+# an instance of its key, which the dict type cannot say).
+_Handler = Callable[[P1Association, Any], list[Event]]
+_TRANSPORT_HANDLERS: dict[type[Event], _Handler] = {
+    cotp.TsduReceived: P1Association._on_tsdu,
+    cotp.ConnectRequested: P1Association._on_transport_connect,
+    cotp.Connected: P1Association._on_transport_connected,
+    cotp.Disconnected: P1Association._on_transport_gone,
+}
+_SESSION_HANDLERS: dict[type[Event], _Handler] = {
+    session.ConnectRequested: P1Association._on_connect_requested,
+    session.ConnectAccepted: P1Association._on_connect_accepted,
+    session.ConnectRefused: P1Association._on_connect_refused,
+    session.ActivityStarted: P1Association._on_activity_started,
+    session.DataViewReceived: P1Association._on_data,
+    session.MinorSyncRequested: P1Association._on_minor_sync,
+    session.MinorSyncConfirmed: P1Association._on_minor_sync_confirmed,
+    session.ActivityEndRequested: P1Association._on_activity_end,
+    session.ActivityEnded: P1Association._on_activity_ended,
+    session.ActivityDiscarded: P1Association._on_activity_discarded,
+    session.ActivityInterrupted: P1Association._on_activity_interrupted,
+    session.ExceptionReported: P1Association._on_exception_reported,
+    session.TokensRequested: P1Association._on_tokens_requested,
+    session.ControlGiven: P1Association._on_control_given,
+    session.ReleaseRequested: P1Association._on_release_requested,
+    session.Released: P1Association._on_released,
+    session.Aborted: P1Association._on_session_aborted,
+}
+
+
+def _exception_abort_reason(event: session.ExceptionReported) -> rtse.AbortReason:
+    """The RTAB reason for giving a transfer up on an exception report: a provider's report
+    (ER) is a protocol error; a user's (ED) a problem, temporary if its reason says so."""
+    if event.by_provider:
+        return rtse.AbortReason.PROTOCOL_ERROR
+    if event.reason == _TEMPORARILY_UNABLE:
+        return rtse.AbortReason.TEMPORARY_PROBLEM
+    return rtse.AbortReason.PERMANENT_PROBLEM
+
+
+def _bind_argument_of(rtorq: rtse.Rtorq) -> MTABindArgument:
+    """The MTA-bind argument, RT-OPEN's user data (X.419 clause 7).  Even an unauthenticated
+    bind sends one (``[16] NULL``): an RT-OPEN without user data is the peer's error."""
+    if rtorq.open is None:
+        raise RemoteProtocolError("RT-OPEN without an MTA-bind argument", layer="rtse")
+    return decode_bind_argument(unwrap_bind_argument(rtorq.open))

@@ -1,0 +1,101 @@
+"""What a P1 association tells its user: MTA-BIND, RT-TRANSFER, turn, close and abort.
+
+Each event is an indication or confirmation of an X.411 / X.218 primitive, named in the past
+tense; :class:`p1.association.connection.P1Association` returns them from ``receive_data`` (and
+``abort``) and :mod:`p1.association.connection` re-exports them.
+
+Public API::
+
+    BindRequested BindAccepted BindRefused TransferReceived TransferConfirmed
+    TurnRequested TurnGiven Released Aborted
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.osi import Event, rtse
+
+__all__ = [
+    "Aborted",
+    "BindAccepted",
+    "BindRefused",
+    "BindRequested",
+    "Released",
+    "TransferConfirmed",
+    "TransferReceived",
+    "TurnGiven",
+    "TurnRequested",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BindRequested(Event):
+    """MTA-BIND indication (X.411 12.1.1): answer with accept_bind or refuse_bind."""
+
+    argument: MTABindArgument
+    dialogue_mode: rtse.DialogueMode
+    checkpoint_size: int
+    window_size: int
+    calling_tsap: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BindAccepted(Event):
+    """MTA-BIND confirmation, result accepted (X.411 12.1.1)."""
+
+    result: MTABindResult
+    dialogue_mode: rtse.DialogueMode
+    checkpoint_size: int
+    window_size: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BindRefused(Event):
+    """MTA-BIND confirmation, refused: the MTABindError, or None with ``why``."""
+
+    error: MTABindError | None
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferReceived(Event):
+    """RT-TRANSFER indication (X.228 7.5): an MTS-APDU; confirm it once stored."""
+
+    transfer_id: int
+    apdu: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferConfirmed(Event):
+    """RT-TRANSFER confirmation (X.228 7.5): the peer took responsibility."""
+
+    transfer_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnRequested(Event):
+    """RT-TURN-PLEASE indication (X.228 7.6) with the peer's priority."""
+
+    priority: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnGiven(Event):
+    """RT-TURN-GIVE indication (X.228 7.7): we hold the turn now."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Released(Event):
+    """RT-CLOSE indication or confirmation (X.228 7.4): the association ended normally."""
+
+    by_peer: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Aborted(Event):
+    """RT-U-ABORT / RT-P-ABORT indication (X.228 7.8-7.9), or an abort we sent."""
+
+    by_peer: bool
+    why: str

@@ -1,0 +1,472 @@
+"""The IPM and IPN models (X.420 clause 7; STANAG 4406 Annex A): frozen dataclasses.
+
+The codecs are in :mod:`p1.ipms.ipm`, which re-exports every name here; import from there.
+Each class quotes the ASN.1 it mirrors.  Empty tuples and None stand for absent
+components; times are ``datetime`` to the second (naive ones are taken as UTC).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, TypeAlias
+
+from p1.mts.orname import ORName
+from p1.mts.precedence import Precedence
+
+P2_CONTENT_TYPE: Final = 22
+"""X.420: built-in content type of interpersonal messaging 1988 (P22)."""
+P772_CONTENT_TYPE: Final = "1.3.26.0.4406.0.4.1"
+"""STANAG 4406 Annex A: extended content type id-mcont 1 of military messaging."""
+
+
+class ContentKind(enum.Enum):
+    """The content type of the envelope; ``ContentKind(22)`` or ``ContentKind(oid)``."""
+
+    P2 = P2_CONTENT_TYPE
+    P772 = P772_CONTENT_TYPE
+
+
+Kind: TypeAlias = ContentKind | int | str
+"""A content kind, or the content type it stands for (22 or the P772 OID)."""
+
+
+# --- enumerations ---------------------------------------------------------------------
+
+
+class Importance(enum.IntEnum):
+    """``ImportanceField ::= ENUMERATED {low(0), normal(1), high(2)}`` (X.420 7.2.13)."""
+
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+
+
+class Sensitivity(enum.IntEnum):
+    """``SensitivityField ::= ENUMERATED {personal(1), private(2),
+    company-confidential(3)}`` (X.420 7.2.14)."""
+
+    PERSONAL = 1
+    PRIVATE = 2
+    COMPANY_CONFIDENTIAL = 3
+
+
+class NotificationRequests(enum.IntFlag):
+    """``NotificationRequests ::= BIT STRING {rn(0), nrn(1), ipm-return(2),
+    an-supported(3), suppress-an(4)}`` (X.420 7.1.4); flag value ``1 << bit``."""
+
+    RN = 1
+    NRN = 2
+    IPM_RETURN = 4
+    AN_SUPPORTED = 8
+    SUPPRESS_AN = 16
+
+
+NO_REQUESTS: Final = NotificationRequests(0)
+
+
+class Repertoire(enum.IntEnum):
+    """``Repertoire ::= ENUMERATED {ita2(2), ia5(5)}`` (X.420 7.4.1)."""
+
+    ITA2 = 2
+    IA5 = 5
+
+
+class TextKind(enum.Enum):
+    """Which text body part: IA5 text (X.420 7.4.1) or general text (X.420 7.4.11)."""
+
+    IA5 = "ia5-text"
+    GENERAL = "general-text"
+
+
+class ForwardedForm(enum.Enum):
+    """The wire form of a forwarded message body part."""
+
+    BASIC = "message"
+    """X.420 7.4.9: basic ``message [9] MessageBodyPart``."""
+    EXTENDED = "extended-message"
+    """X.420: the extended message body part (id-et-message, id-ep-message)."""
+    MM_MESSAGE = "mm-message"
+    """STANAG 4406 Annex A: mm-message-body-part (id-nato-mmhs-et-mm-message)."""
+
+
+class TypeMessage(enum.IntEnum):
+    """``TypeMessage ::= INTEGER {exercise(0), operation(1), project(2), drill(3)}``;
+    0..127 NATO, 128..255 national or bilateral (STANAG 4406 Annex A)."""
+
+    EXERCISE = 0
+    OPERATION = 1
+    PROJECT = 2
+    DRILL = 3
+
+
+class NotificationKind(enum.Enum):
+    """Which alternative of the IPN's ``choice`` is present (X.420 7.2)."""
+
+    NON_RECEIPT = "non-receipt-fields"
+    RECEIPT = "receipt-fields"
+    OTHER = "other-notification-type-fields"
+
+
+class NonReceiptReason(enum.IntEnum):
+    """``NonReceiptReasonField ::= ENUMERATED {ipm-discarded(0),
+    ipm-auto-forwarded(1), ...}`` (X.420 7.2.2.1)."""
+
+    IPM_DISCARDED = 0
+    IPM_AUTO_FORWARDED = 1
+
+
+class DiscardReason(enum.IntEnum):
+    """``DiscardReasonField`` (X.420 7.2.2.2, ITU-T version)."""
+
+    IPM_EXPIRED = 0
+    IPM_OBSOLETED = 1
+    USER_SUBSCRIPTION_TERMINATED = 2
+    NOT_USED = 3
+
+
+class AcknowledgmentMode(enum.IntEnum):
+    """``AcknowledgmentModeField ::= ENUMERATED {manual(0), automatic(1)}``."""
+
+    MANUAL = 0
+    AUTOMATIC = 1
+
+
+# --- heading models -------------------------------------------------------------------
+
+
+# IPMIdentifier ::= [APPLICATION 11] SET {
+#   user                      ORName OPTIONAL,
+#   user-relative-identifier  LocalIPMIdentifier }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IPMIdentifier:
+    """Identifies an IPM (X.420 7.1.1).  STANAG 4406 makes ``user`` mandatory."""
+
+    user: ORName | None = None
+    user_relative_identifier: str
+    """LocalIPMIdentifier: PrintableString of 0..64 characters."""
+
+
+# ORDescriptor ::= SET {
+#   formal-name       ORName OPTIONAL,
+#   free-form-name    [0] FreeFormName OPTIONAL,
+#   telephone-number  [1] TelephoneNumber OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ORDescriptor:
+    """A user or distribution list, by O/R name and/or free text (X.420 7.1.3)."""
+
+    formal_name: ORName | None = None
+    free_form_name: str | None = None
+    """FreeFormName: TeletexString of 0..64 characters."""
+    telephone_number: str | None = None
+
+
+# IPMSExtension ::= SEQUENCE { type OBJECT IDENTIFIER, value ANY DEFAULT NULL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawExtension:
+    """An IPMS extension (X.420 7.1.5) kept as its identifier and value bytes."""
+
+    type: str
+    """The extension's OBJECT IDENTIFIER, dotted."""
+    value: bytes | None = None
+    """The BER of the value (complete TLV); None when absent (which means NULL)."""
+
+
+# RecipientSpecifier ::= SET {
+#   recipient              [0] ORDescriptor,
+#   notification-requests  [1] NotificationRequests DEFAULT {},
+#   reply-requested        [2] BOOLEAN DEFAULT FALSE,
+#   recipient-extensions   [3] RecipientExtensionsField OPTIONAL }
+@dataclass(frozen=True, kw_only=True)
+class Recipient:
+    """A primary, copy or blind copy recipient (X.420 7.1.2): an O/R descriptor
+    (``name``, ``free_form_name``, ``telephone_number``) and what the originator asks.
+
+    (Not slots: the decoder sets every field in the instance dictionary at once, as for
+    :class:`Heading`.)
+    """
+
+    name: ORName | None = None
+    """The formal name (ORDescriptor.formal-name)."""
+    free_form_name: str | None = None
+    telephone_number: str | None = None
+    notification_requests: NotificationRequests = NO_REQUESTS
+    reply_requested: bool = False
+    extensions: tuple[RawExtension, ...] = ()
+    """recipient-extensions, e.g. STANAG 4406 acp127-notification-request."""
+
+    @property
+    def descriptor(self) -> ORDescriptor:
+        """The recipient as an :class:`ORDescriptor`."""
+        return ORDescriptor(
+            formal_name=self.name,
+            free_form_name=self.free_form_name,
+            telephone_number=self.telephone_number,
+        )
+
+
+# MessageType ::= SET { type [0] TypeMessage, identifier [1] MessageIdentifier OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageType:
+    """STANAG 4406 Annex A message-type heading extension."""
+
+    type: int
+    """A :class:`TypeMessage` value, or 128..255 for national use."""
+    identifier: str | None = None
+    """MessageIdentifier: MilitaryString (PrintableString of 1..69)."""
+
+
+# DistributionExtensionField ::= INSTANCE OF TYPE-IDENTIFIER
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DistributionExtension:
+    """A distribution extension field (STANAG 4406 Annex A), kept raw."""
+
+    type_id: str
+    value: bytes
+    """The BER of the value (the TLV inside the ``[0]``)."""
+
+
+# DistributionCodes ::= SET {
+#   sics [0] SEQUENCE SIZE (1..8) OF Sic OPTIONAL,
+#   dist-Extensions [1] SEQUENCE OF DistributionExtensionField OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DistributionCodes:
+    """STANAG 4406 Annex A distribution-codes heading extension."""
+
+    sics: tuple[str, ...] = ()
+    """Subject indicator codes (PrintableString of 3..8 characters, at most 8)."""
+    dist_extensions: tuple[DistributionExtension, ...] = ()
+
+
+# Heading ::= SET { this-IPM ThisIPMField, originator [0] ..., ..., extensions [15] ... }
+@dataclass(frozen=True, kw_only=True)
+class Heading:
+    """The IPM heading (X.420 7.2) with the STANAG 4406 Annex A heading extensions.
+
+    The military extensions are typed fields; every other extension, and a military
+    one whose value does not decode, is in ``other_extensions`` (encoded after the
+    typed ones, which are encoded in the order of their identifiers).  Empty tuples and
+    None mean absent.
+
+    (Not slots: the decoder sets its 28 fields in the instance dictionary at once,
+    see :data:`_HEADING_DEFAULTS`.)
+    """
+
+    this_ipm: IPMIdentifier
+    originator: ORDescriptor | None = None
+    authorizing_users: tuple[ORDescriptor, ...] = ()
+    primary_recipients: tuple[Recipient, ...] = ()
+    copy_recipients: tuple[Recipient, ...] = ()
+    blind_copy_recipients: tuple[Recipient, ...] = ()
+    replied_to_ipm: IPMIdentifier | None = None
+    obsoleted_ipms: tuple[IPMIdentifier, ...] = ()
+    related_ipms: tuple[IPMIdentifier, ...] = ()
+    subject: str | None = None
+    """SubjectField: TeletexString of 0..128 characters (ISO 8859-1 here)."""
+    expiry_time: datetime | None = None
+    reply_time: datetime | None = None
+    reply_recipients: tuple[ORDescriptor, ...] = ()
+    importance: Importance = Importance.NORMAL
+    sensitivity: Sensitivity | None = None
+    auto_forwarded: bool = False
+    # STANAG 4406 Annex A heading extensions (id-nato-mmhs-mm-*).
+    primary_precedence: Precedence | None = None
+    copy_precedence: Precedence | None = None
+    message_type: MessageType | None = None
+    exempted_addresses: tuple[ORDescriptor, ...] = ()
+    extended_authorisation_info: datetime | None = None
+    distribution_codes: DistributionCodes | None = None
+    handling_instructions: tuple[str, ...] = ()
+    message_instructions: tuple[str, ...] = ()
+    originator_reference: str | None = None
+    acp127_message_identifier: str | None = None
+    originator_plad: str | None = None
+    other_extensions: tuple[RawExtension, ...] = ()
+
+
+_HEADING_DEFAULTS: Final[dict[str, Any]] = {
+    f.name: f.default for f in dataclasses.fields(Heading) if f.default is not dataclasses.MISSING
+}
+"""Every field of :class:`Heading` but ``this_ipm``, at its default.  The decoder makes a
+heading with ``object.__new__``, copies these into its instance dictionary and then the
+fields it read: the generated ``__init__`` of a frozen dataclass sets the fields one
+``object.__setattr__`` call at a time (a few microseconds for 28)."""
+
+
+# --- body part models -----------------------------------------------------------------
+
+
+# IA5TextBodyPart ::= SEQUENCE { parameters SET {repertoire [0] Repertoire DEFAULT ia5},
+#                                data IA5String }
+# general-text: PARAMETERS SET OF CharacterSetRegistration, DATA GeneralString
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextBodyPart:
+    """IA5 text (X.420 7.4.1) or general text (X.420 7.4.11), as the octets sent."""
+
+    data: bytes
+    kind: TextKind = TextKind.IA5
+    repertoire: Repertoire = Repertoire.IA5
+    """IA5 text only (general text leaves it IA5)."""
+    character_sets: tuple[int, ...] = ()
+    """General text only: ISO-IR registration numbers (e.g. 1, 6, 100: ISO 8859-1)."""
+    extended: bool | None = None
+    """IA5 text: None for the content kind's form, else True (extended) / False
+    (basic).  General text: None (it has only the extended form)."""
+
+    @classmethod
+    def from_text(cls, text: str) -> TextBodyPart:
+        """IA5 text when ``text`` is ASCII, else general text in ISO 8859-1 (ISO-IR 1,
+        6, 100) or, failing that, UTF-8 (ISO-IR 196)."""
+        if text.isascii():
+            return cls(data=text.encode("ascii"))
+        try:
+            return cls(
+                data=text.encode("latin-1"), kind=TextKind.GENERAL, character_sets=_LATIN1_SETS
+            )
+        except UnicodeEncodeError:
+            return cls(data=text.encode("utf-8"), kind=TextKind.GENERAL, character_sets=_UTF8_SETS)
+
+    @property
+    def text(self) -> str:
+        """The text, decoded by its character sets; undecodable octets become U+FFFD."""
+        if self.kind is TextKind.GENERAL and _UTF8_SET in self.character_sets:
+            return self.data.decode("utf-8", errors="replace")
+        if self.kind is TextKind.GENERAL and _LATIN1_SET in self.character_sets:
+            return self.data.decode("latin-1")
+        return self.data.decode("ascii", errors="replace")
+
+
+_LATIN1_SET: Final = 100
+_UTF8_SET: Final = 196
+_LATIN1_SETS: Final = (1, 6, 100)
+_UTF8_SETS: Final = (1, 6, 196)
+
+
+# BilaterallyDefinedBodyPart ::= OCTET STRING
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BinaryBodyPart:
+    """A bilaterally defined body part (X.420 7.4.10): octets."""
+
+    data: bytes
+    extended: bool | None = None
+    """None for the content kind's form, else True (extended) / False (basic)."""
+
+
+# MessageBodyPart ::= SEQUENCE { parameters MessageParameters, data MessageData }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForwardedMessageBodyPart:
+    """A forwarded message (X.420 7.4.9; STANAG 4406 mm-message), kept as BER."""
+
+    message: bytes
+    """The forwarded IPM: BER of ``IPM ::= SEQUENCE {heading, body}`` (tag 0x30)."""
+    parameters: bytes = b"\x31\x00"
+    """BER of MessageParameters (a SET: delivery-time, delivery-envelope)."""
+    form: ForwardedForm | None = None
+    """None for the content kind's form (P2: basic, P772: extended), else the form.
+
+    Build one with ``ForwardedMessageBodyPart(message=encode_message_data(ipm, kind))``
+    and read it with ``decode_message_data(part.message, kind)`` (:mod:`p1.ipms.ipm`).
+    """
+
+
+# ExtendedBodyPart ::= SEQUENCE { parameters [0] INSTANCE OF TYPE-IDENTIFIER OPTIONAL,
+#                                 data INSTANCE OF TYPE-IDENTIFIER }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtendedBodyPart:
+    """Any other extended body part (X.420 7.3.12), kept as identifiers and BER."""
+
+    data_type: str
+    data: bytes
+    """The BER of the data value (the TLV inside the data's ``[0]``)."""
+    parameters_type: str | None = None
+    parameters: bytes | None = None
+    """The BER of the parameters value, when present."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawBodyPart:
+    """Any other body part, kept as its complete BER (the BodyPart CHOICE TLV)."""
+
+    encoding: bytes
+
+
+BodyPart: TypeAlias = (
+    TextBodyPart | BinaryBodyPart | ForwardedMessageBodyPart | ExtendedBodyPart | RawBodyPart
+)
+
+
+# IPM ::= SEQUENCE { heading Heading, body Body }   (MM in STANAG 4406: the same)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IPM:
+    """An interpersonal (P2) or military (P772) message (X.420 7.1)."""
+
+    heading: Heading
+    body: tuple[BodyPart, ...] = ()
+
+
+# --- IPN models -----------------------------------------------------------------------
+
+
+# ReceiptFields ::= SET { receipt-time [0] ..., acknowledgment-mode [1] ... DEFAULT manual,
+#                         suppl-receipt-info [2] ... OPTIONAL, rn-extensions [3] ... }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReceiptFields:
+    """A receipt notification's fields (X.420 7.2.3)."""
+
+    receipt_time: datetime
+    acknowledgment_mode: AcknowledgmentMode = AcknowledgmentMode.MANUAL
+    suppl_receipt_info: str | None = None
+    extensions: tuple[RawExtension, ...] = ()
+
+
+# NonReceiptFields ::= SET { non-receipt-reason [0], discard-reason [1] OPTIONAL,
+#   auto-forward-comment [2] OPTIONAL, returned-ipm [3] OPTIONAL, nrn-extensions [4] }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NonReceiptFields:
+    """A non-receipt notification's fields (X.420 7.2.2)."""
+
+    non_receipt_reason: NonReceiptReason
+    discard_reason: DiscardReason | None = None
+    auto_forward_comment: str | None = None
+    returned_ipm: bytes | None = None
+    """BER of the returned IPM (``IPM`` SEQUENCE); see :func:`decode_message_data`."""
+    extensions: tuple[RawExtension, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OtherNotificationFields:
+    """Other notification type fields (X.420 7.2.4), e.g. STANAG 4406
+    acp127-notification-response: a SET OF IPMSExtension."""
+
+    extensions: tuple[RawExtension, ...] = ()
+
+
+NotificationFields: TypeAlias = ReceiptFields | NonReceiptFields | OtherNotificationFields
+
+
+# IPN ::= SET { COMPONENTS OF CommonFields, choice [0] CHOICE {...} }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IPN:
+    """An interpersonal notification (X.420 7.2; MN in STANAG 4406)."""
+
+    subject_ipm: IPMIdentifier
+    fields: NotificationFields
+    ipn_originator: ORDescriptor | None = None
+    ipm_intended_recipient: ORDescriptor | None = None
+    conversion_eits: bytes | None = None
+    """BER of the EncodedInformationTypes ([APPLICATION 5]), kept raw."""
+    notification_extensions: tuple[RawExtension, ...] = ()
+
+    @property
+    def kind(self) -> NotificationKind:
+        """Receipt, non-receipt or other notification."""
+        return _NOTIFICATION_KINDS[type(self.fields)]
+
+
+_NOTIFICATION_KINDS: Final[dict[type, NotificationKind]] = {
+    ReceiptFields: NotificationKind.RECEIPT,
+    NonReceiptFields: NotificationKind.NON_RECEIPT,
+    OtherNotificationFields: NotificationKind.OTHER,
+}

@@ -1,0 +1,789 @@
+"""O/R names in BER: the direct codec and the asn1tools fallback (see :mod:`p1.mts.orname`).
+
+Import the public names from :mod:`p1.mts.orname`; this module builds on its models.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Final
+
+from p1 import asn1, ber
+from p1.errors import CodecError, DecodeError, EncodeError
+from p1.mts.orname_model import (
+    _A,
+    _DEFAULTS,
+    MODULE,
+    NAME_MODULE,
+    ExtensionAttribute,
+    ExtensionAttributeType,
+    ORAddress,
+    ORName,
+    _is_numeric,
+    _looks_numeric,
+    _new,
+)
+
+# --- codec edge -----------------------------------------------------------------------
+#
+# asn1tools values: SEQUENCE and SET as dicts keyed by the ASN.1 member names, CHOICE as
+# (alternative, value) tuples, SEQUENCE OF / SET OF as lists, ANY as the raw BER bytes.
+
+_CHOICES = (
+    # member of BuiltInStandardAttributes, field, (numeric alternative, printable one)
+    ("country-name", "country", ("x121-dcc-code", "iso-3166-alpha2-code")),
+    ("administration-domain-name", "admd", ("numeric", "printable")),
+    ("private-domain-name", "prmd", ("numeric", "printable")),
+)
+_PLAIN = (
+    ("network-address", "network_address"),
+    ("terminal-identifier", "terminal_identifier"),
+    ("organization-name", "organization"),
+    ("numeric-user-identifier", "numeric_user_identifier"),
+)
+_PERSONAL = (
+    ("surname", "surname"),
+    ("given-name", "given_name"),
+    ("initials", "initials"),
+    ("generation-qualifier", "generation_qualifier"),
+)
+_EXT_TYPE = "extension-attribute-type"
+_EXT_VALUE = "extension-attribute-value"
+_ASN1_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def _standard_to_asn1(address: ORAddress) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for member, field, (numeric, printable) in _CHOICES:
+        value = getattr(address, field)
+        if value is not None:
+            out[member] = (numeric if _is_numeric(address, field) else printable, value)
+    for member, field in _PLAIN:
+        value = getattr(address, field)
+        if value is not None:
+            out[member] = value
+    personal = {m: getattr(address, f) for m, f in _PERSONAL if getattr(address, f) is not None}
+    if personal:
+        out["personal-name"] = personal
+    if address.organizational_units:
+        out["organizational-unit-names"] = list(address.organizational_units)
+    return out
+
+
+def _extensions_to_asn1(address: ORAddress) -> list[dict[str, Any]]:
+    out = [{_EXT_TYPE: a.type, _EXT_VALUE: a.value} for a in address.extension_attributes]
+    if address.common_name is not None:
+        raw = asn1.encode(MODULE, "CommonName", address.common_name)
+        position = min(address.common_name_position or 0, len(out))
+        out.insert(position, {_EXT_TYPE: int(ExtensionAttributeType.COMMON_NAME), _EXT_VALUE: raw})
+    return out
+
+
+def oraddress_to_asn1(address: ORAddress) -> dict[str, Any]:
+    """The asn1tools value of ``MTSAbstractService.ORAddress``; raises :class:`EncodeError`."""
+    value: dict[str, Any] = {"built-in-standard-attributes": _standard_to_asn1(address)}
+    if address.domain_defined:
+        value["built-in-domain-defined-attributes"] = [
+            {"type": dda_type, "value": dda_value} for dda_type, dda_value in address.domain_defined
+        ]
+    extensions = _extensions_to_asn1(address)
+    if extensions:
+        value["extension-attributes"] = extensions
+    return value
+
+
+def orname_to_asn1(name: ORName) -> dict[str, Any]:
+    """The asn1tools value of ``MTSAbstractService.ORName``; raises :class:`EncodeError`."""
+    value = oraddress_to_asn1(name)
+    if name.directory_name is not None:
+        value["directory-name"] = _directory_name_to_asn1(name.directory_name)
+    return value
+
+
+def _directory_name_to_asn1(data: bytes) -> Any:
+    if _directory_name_is_open_type():
+        return data
+    try:
+        return asn1.decode(NAME_MODULE, "Name", data)
+    except DecodeError as exc:
+        raise EncodeError(f"directory name is not a BER Name: {exc.why}", where="ORName") from exc
+
+
+@functools.cache
+def _directory_name_is_open_type() -> bool:
+    """Whether the module declares ``directory-name [0] ANY`` (then values are raw BER)."""
+    try:
+        members = asn1.codec(MODULE, "ORName")._type.root_members
+        member = next(m for m in members if m.name == "directory-name")
+        return type(member.inner).__name__ == "Any"
+    except (AttributeError, StopIteration, KeyError):
+        return False
+
+
+def _standard_from_asn1(standard: dict[str, Any]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    for member, field, (numeric, _printable) in _CHOICES:
+        if member in standard:
+            alternative, text = standard[member]
+            kwargs[field] = _text(text)
+            kwargs[f"{field}_numeric"] = alternative == numeric
+    for member, field in _PLAIN:
+        if member in standard:
+            kwargs[field] = _text(standard[member])
+    personal = standard.get("personal-name", {})
+    for member, field in _PERSONAL:
+        if member in personal:
+            kwargs[field] = _text(personal[member])
+    kwargs["organizational_units"] = tuple(
+        _text(unit) for unit in standard.get("organizational-unit-names", ())
+    )
+    return kwargs
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _common_name_from_ber(raw: bytes) -> str | None:
+    """The common name, if ``raw`` is the encoding we would write for it (else keep raw)."""
+    try:
+        text = asn1.decode(MODULE, "CommonName", raw)
+        return text if asn1.encode(MODULE, "CommonName", text) == raw else None
+    except CodecError:
+        return None
+
+
+def _extensions_from_asn1(attributes: list[dict[str, Any]]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    kept: list[ExtensionAttribute] = []
+    for index, attribute in enumerate(attributes):
+        kind, raw = int(attribute[_EXT_TYPE]), bytes(attribute[_EXT_VALUE])
+        if kind == ExtensionAttributeType.COMMON_NAME and "common_name" not in kwargs:
+            common_name = _common_name_from_ber(raw)
+            if common_name is not None:
+                kwargs["common_name"] = common_name
+                kwargs["common_name_position"] = index
+                continue
+        kept.append(ExtensionAttribute(type=kind, value=raw))
+    kwargs["extension_attributes"] = tuple(kept)
+    return kwargs
+
+
+def _address_kwargs(value: dict[str, Any]) -> dict[str, Any]:
+    kwargs = _standard_from_asn1(value["built-in-standard-attributes"])
+    kwargs["domain_defined"] = tuple(
+        (_text(dda["type"]), _text(dda["value"]))
+        for dda in value.get("built-in-domain-defined-attributes", ())
+    )
+    kwargs.update(_extensions_from_asn1(value.get("extension-attributes", [])))
+    return kwargs
+
+
+def oraddress_from_asn1(value: dict[str, Any]) -> ORAddress:
+    """An :class:`ORAddress` from the asn1tools value; raises :class:`DecodeError`."""
+    try:
+        return ORAddress(**_address_kwargs(value))
+    except _ASN1_ERRORS as exc:
+        raise DecodeError(f"unexpected value shape ({exc})", where="ORAddress") from exc
+
+
+def orname_from_asn1(value: dict[str, Any]) -> ORName:
+    """An :class:`ORName` from the asn1tools value; raises :class:`DecodeError`."""
+    try:
+        kwargs = _address_kwargs(value)
+        directory = value.get("directory-name")
+    except _ASN1_ERRORS as exc:
+        raise DecodeError(f"unexpected value shape ({exc})", where="ORName") from exc
+    if directory is not None:
+        kwargs["directory_name"] = _directory_name_from_asn1(directory)
+    return ORName(**kwargs)
+
+
+def _directory_name_from_asn1(directory: Any) -> bytes:
+    if isinstance(directory, bytes | bytearray):
+        return bytes(directory)
+    try:
+        return asn1.encode(NAME_MODULE, "Name", directory)
+    except EncodeError as exc:
+        raise DecodeError(f"directory name: {exc.why}", where="ORName.directory-name") from exc
+
+
+# --- BER, directly --------------------------------------------------------------------
+#
+# encode_* and decode_* read and write the BER themselves: through asn1tools and the
+# dict conversion above, a name costs some 30 us each way and an envelope carries
+# several.  asn1tools stays the reference.  The writer produces the bytes asn1tools
+# writes (the tests compare the two); a value it cannot write (not ASCII, a
+# personal-name without surname, a wrong type) goes to asn1tools, which encodes it or
+# says what is wrong.  The reader takes the forms senders use (definite lengths, low
+# tag numbers, primitive ASCII strings, members in the standard's order); any other
+# encoding, and so every malformed one, goes to asn1tools.  Values, bytes and errors
+# are therefore the same whichever path ran.
+
+_ORNAME_OCTET = 0x60  # [APPLICATION 0], constructed
+_SEQUENCE_OCTET = 0x30
+_SET_OCTET = 0x31
+_NUMERIC_OCTET = 0x12
+_PRINTABLE_OCTET = 0x13
+_DIRECTORY_NAME_OCTET = 0xA0  # [0] around an open type: explicit
+_EXT_TYPE_OCTET = 0x80  # [0] INTEGER
+_EXT_VALUE_OCTET = 0xA1  # [1] around an open type: explicit
+_COMMON_NAME = int(ExtensionAttributeType.COMMON_NAME)
+
+
+class _Unusual(Exception):
+    """An encoding the direct reader leaves to asn1tools."""
+
+
+_UNUSUAL = (_Unusual, ValueError, IndexError)
+"""What sends a name to asn1tools: _Unusual, a non-ASCII string (UnicodeDecodeError,
+which the readers let through) and, defensively, any slip of the direct reader."""
+
+
+_Item = tuple[int, int, int]
+"""A TLV: (identifier octet, contents start, contents end)."""
+
+# The readers below walk TLVs inline, in the same three steps everywhere:
+#
+#     octet, length, body = data[start], data[start + 1], start + 2
+#     if length > 0x7F:
+#         body, length = _long_form(data, start, end)
+#     stop = body + length  (then: stop <= end, or _Unusual)
+#
+# A high tag number is never taken for the identifier octet a reader expects, and an
+# index past the data is an IndexError: both send the name to asn1tools.  (Walking
+# inline rather than through a function per TLV halves the time of a name.)
+
+
+def _long_form(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """(contents start, length) of the TLV at ``start`` whose length is in long form."""
+    count = data[start + 1] & 0x7F
+    body = start + 2 + count
+    if not 0 < count <= 4 or body > end:
+        raise _Unusual  # indefinite, or longer than any name
+    return body, int.from_bytes(data[start + 2 : body], "big")
+
+
+def _items(data: bytes, start: int, end: int) -> list[_Item]:
+    """The TLVs that fill ``start:end`` exactly."""
+    found = []
+    while start < end:
+        octet, length, body = data[start], data[start + 1], start + 2
+        if length > 0x7F:
+            body, length = _long_form(data, start, end)
+        start = body + length
+        found.append((octet, body, start))
+    if start != end:
+        raise _Unusual
+    return found
+
+
+def _only(data: bytes, start: int, end: int) -> _Item:
+    """The one TLV that fills ``start:end`` (the contents of an explicit tag)."""
+    octet, length, body = data[start], data[start + 1], start + 2
+    if length > 0x7F:
+        body, length = _long_form(data, start, end)
+    if body + length != end or octet & 0x1F == 0x1F:
+        raise _Unusual
+    return octet, body, end
+
+
+_Fields = dict[str, Any]
+"""The fields of the name being read (its instance dictionary): each at its default
+until read, so ``fields[name] is None`` means "not read yet"."""
+
+
+# BuiltInStandardAttributes members by identifier octet: (rank, field).  The members
+# come in rank order, each at most once.  The constructed ones are the explicit tags
+# around CHOICE { NumericString, PrintableString } (country, ADMD, PRMD), personal-name
+# and organizational-unit-names (no field: read by their own functions).
+_STANDARD_MEMBERS = {
+    0x61: (0, "country"),
+    0x62: (1, "admd"),
+    0x80: (2, "network_address"),
+    0x81: (3, "terminal_identifier"),
+    0xA2: (4, "prmd"),
+    0x83: (5, "organization"),
+    0x84: (6, "numeric_user_identifier"),
+    0xA5: (7, ""),
+    0xA6: (8, ""),
+}
+_NOT_STANDARD = (-1, "")
+_STANDARD_BY_OCTET = tuple(_STANDARD_MEMBERS.get(octet, _NOT_STANDARD) for octet in range(256))
+"""_STANDARD_MEMBERS by identifier octet, every octet (indexing: quicker than a lookup)."""
+_PERSONAL_RANK = 7
+_NUMERIC_FLAGS = {"country": "country_numeric", "admd": "admd_numeric", "prmd": "prmd_numeric"}
+
+
+def _read_standard(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    # One loop with the usual forms inline: every name has half a dozen members.
+    last = -1
+    while start < end:
+        octet = data[start]
+        length = data[start + 1]
+        body = start + 2
+        if length > 0x7F:
+            body, length = _long_form(data, start, end)
+        start = body + length
+        rank, name = _STANDARD_BY_OCTET[octet]
+        if rank <= last or start > end:
+            raise _Unusual  # unknown, repeated or out of order; or overrunning
+        last = rank
+        if not octet & 0x20:
+            fields[name] = data[body:start].decode("ascii")
+        elif not name:
+            (_read_personal if rank == _PERSONAL_RANK else _read_units)(data, body, start, fields)
+        elif length < 0x80 and data[body + 1] + 2 == length and data[body] == _PRINTABLE_OCTET:
+            # A short PrintableString in the explicit tag (NumericString: _read_choice).
+            value = fields[name] = data[body + 2 : start].decode("ascii")
+            if value.isdigit():  # ASCII: as _looks_numeric, faster
+                fields[_NUMERIC_FLAGS[name]] = False  # digits, yet printable
+        else:
+            _read_choice(data, body, start, fields, name)
+
+
+def _read_choice(data: bytes, start: int, end: int, fields: _Fields, name: str) -> None:
+    # CountryName, AdministrationDomainName and PrivateDomainName: an explicit tag
+    # around CHOICE { NumericString, PrintableString }.
+    octet, body, stop = _only(data, start, end)
+    if octet != _NUMERIC_OCTET and octet != _PRINTABLE_OCTET:
+        raise _Unusual
+    value = fields[name] = data[body:stop].decode("ascii")
+    numeric = octet == _NUMERIC_OCTET
+    if numeric != value.isdigit():  # ASCII: as _looks_numeric, faster
+        fields[_NUMERIC_FLAGS[name]] = numeric  # only where the value does not imply it
+
+
+_PERSONAL_OCTETS = {
+    0x80: "surname",
+    0x81: "given_name",
+    0x82: "initials",
+    0x83: "generation_qualifier",
+}
+_PERSONAL_BY_OCTET = tuple(_PERSONAL_OCTETS.get(octet) for octet in range(256))
+"""_PERSONAL_OCTETS by identifier octet, every octet (None: not a member)."""
+
+
+def _read_personal(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    # A SET: members in any order, each once, surname required.
+    while start < end:
+        octet, length, body = data[start], data[start + 1], start + 2
+        if length > 0x7F:
+            body, length = _long_form(data, start, end)
+        start = body + length
+        name = _PERSONAL_BY_OCTET[octet]
+        if name is None or fields[name] is not None or start > end:
+            raise _Unusual  # unknown, repeated or overrunning
+        fields[name] = data[body:start].decode("ascii")
+    if fields["surname"] is None:
+        raise _Unusual
+
+
+def _read_units(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    units = []
+    while start < end:
+        octet, length, body = data[start], data[start + 1], start + 2
+        if length > 0x7F:
+            body, length = _long_form(data, start, end)
+        start = body + length
+        if octet != _PRINTABLE_OCTET or start > end:
+            raise _Unusual
+        units.append(data[body:start].decode("ascii"))
+    fields["organizational_units"] = tuple(units)
+
+
+def _read_domain_defined(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    pairs = []
+    for octet, body, stop in _items(data, start, end):
+        pair = _items(data, body, stop)
+        if octet != _SEQUENCE_OCTET or len(pair) != 2:
+            raise _Unusual
+        (type_octet, type_body, type_end), (value_octet, value_body, value_end) = pair
+        if type_octet != _PRINTABLE_OCTET or value_octet != _PRINTABLE_OCTET:
+            raise _Unusual
+        pairs.append(
+            (data[type_body:type_end].decode("ascii"), data[value_body:value_end].decode("ascii"))
+        )
+    fields["domain_defined"] = tuple(pairs)
+
+
+def _common_name_of(data: bytes, start: int, value: _Item) -> str | None:
+    """The common name in the extension attribute value at ``start`` (the one TLV
+    ``value``), if that is the encoding we would write for it."""
+    octet, body, end = value
+    if octet != _PRINTABLE_OCTET:
+        return None
+    if body - start != 2 and data[start + 1 : body] != ber.length_octets(end - body):
+        return None  # a longer length than needed
+    try:
+        return data[body:end].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_extensions(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    kept = []
+    for index, (octet, body, stop) in enumerate(_items(data, start, end)):
+        pair = _items(data, body, stop)
+        if octet != _SEQUENCE_OCTET or len(pair) != 2:
+            raise _Unusual
+        (type_octet, type_body, type_end), (value_octet, value_body, value_end) = pair
+        if type_octet != _EXT_TYPE_OCTET or value_octet != _EXT_VALUE_OCTET:
+            raise _Unusual
+        value = _only(data, value_body, value_end)
+        kind = int.from_bytes(data[type_body:type_end], "big", signed=True)
+        common_name = (
+            _common_name_of(data, value_body, value)
+            if kind == _COMMON_NAME and fields["common_name"] is None
+            else None
+        )
+        if common_name is None:
+            kept.append(ExtensionAttribute(type=kind, value=data[value_body:value_end]))
+        else:
+            fields["common_name"] = common_name
+            if index:  # (0, the first, is the default: None)
+                fields["common_name_position"] = index
+    fields["extension_attributes"] = tuple(kept)
+
+
+def _read_directory_name(data: bytes, start: int, end: int, fields: _Fields) -> None:
+    if not _directory_name_is_open_type():
+        raise _Unusual
+    _only(data, start, end)
+    fields["directory_name"] = data[start:end]
+
+
+_Reader = tuple[int, Callable[[bytes, int, int, _Fields], None]]
+
+# ORName members after built-in-standard-attributes, in order: (octet, reader).
+_OPTIONAL_READERS: tuple[_Reader, ...] = (
+    (_SEQUENCE_OCTET, _read_domain_defined),
+    (_SET_OCTET, _read_extensions),
+    (_DIRECTORY_NAME_OCTET, _read_directory_name),
+)
+_READERS = {ORName: _OPTIONAL_READERS, ORAddress: _OPTIONAL_READERS[:2]}
+"""The optional members of each: an ORAddress has no directory-name."""
+
+
+def _read_address(data: bytes, cls: type[_A], outer: int) -> _A:
+    """The ORName (or ORAddress) that ``data`` holds, the identifier octet ``outer``
+    first; raises _Unusual."""
+    end = len(data)
+    length, start = data[1], 2  # (_only, inline: an empty name is an IndexError)
+    if length > 0x7F:
+        start, length = _long_form(data, 0, end)
+    if data[0] != outer or start + length != end or data[start] != _SEQUENCE_OCTET:
+        raise _Unusual
+    # built-in-standard-attributes, then the optional members (most names have none).
+    length, body = data[start + 1], start + 2
+    if length > 0x7F:
+        body, length = _long_form(data, start, end)
+    start = body + length
+    if start > end:
+        raise _Unusual
+    value = _new(cls)  # (not through __init__: see _DEFAULTS)
+    fields: _Fields = value.__dict__
+    fields.update(_DEFAULTS[cls])
+    _read_standard(data, body, start, fields)
+    if start < end:
+        _read_optional(data, start, end, fields, _READERS[cls])
+    return value
+
+
+def _read_optional(
+    data: bytes, start: int, end: int, fields: _Fields, readers: tuple[_Reader, ...]
+) -> None:
+    index = 0
+    for octet, body, stop in _items(data, start, end):
+        while index < len(readers) and readers[index][0] != octet:
+            index += 1
+        if index == len(readers):
+            raise _Unusual  # unknown, repeated or out of order
+        readers[index][1](data, body, stop, fields)
+        index += 1
+
+
+def _as_bytes(data: object) -> bytes | None:
+    return bytes(data) if isinstance(data, bytes | bytearray | memoryview) else None
+
+
+# The writers below build the usual short TLVs from precomputed headers (indexed by
+# length, see ber.short_headers) and their contents: half the cost of formatting them.
+_tlv = ber.tlv_bytes
+_PRINTABLE_HEADERS = ber.short_headers(_PRINTABLE_OCTET)
+_ORGANIZATION_HEADERS = ber.short_headers(0x83)
+_PERSONAL_NAME_HEADERS = ber.short_headers(0xA5)
+_UNITS_HEADERS = ber.short_headers(0xA6)
+_STANDARD_HEADERS = ber.short_headers(_SEQUENCE_OCTET)
+_SURNAME_HEADERS = ber.short_headers(0x80)
+_GIVEN_NAME_HEADERS = ber.short_headers(0x81)
+
+
+def _string(octet: int, value: str) -> bytes:
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    return _tlv(octet, contents)
+
+
+def _printable(value: str) -> bytes:
+    """``_string(_PRINTABLE_OCTET, value)``: organizational units, common name."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    length = len(contents)
+    return (
+        _PRINTABLE_HEADERS[length] + contents if length < 0x80 else _tlv(_PRINTABLE_OCTET, contents)
+    )
+
+
+def _open(octet: int, value: bytes) -> bytes:
+    """An open type's BER (ANY) under an explicit tag, as given."""
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise _Unusual
+    return _tlv(octet, bytes(value))
+
+
+def _form(flag: bool | None, value: str) -> int:
+    """The identifier octet of a CHOICE { NumericString, PrintableString } value."""
+    numeric = flag if flag is not None else _looks_numeric(value)
+    return _NUMERIC_OCTET if numeric else _PRINTABLE_OCTET
+
+
+def _choice_headers(octet: int) -> tuple[tuple[bytes, bytes], ...]:
+    """By length (below 0x7E, both lengths short): the headers of a NumericString and of
+    a PrintableString of that length in the explicit tag ``octet``."""
+    return tuple(
+        (bytes((octet, n + 2, _NUMERIC_OCTET, n)), bytes((octet, n + 2, _PRINTABLE_OCTET, n)))
+        for n in range(0x7E)
+    )
+
+
+_COUNTRY_HEADERS = _choice_headers(0x61)
+_ADMD_HEADERS = _choice_headers(0x62)
+_PRMD_HEADERS = _choice_headers(0xA2)
+
+
+def _choice(
+    octet: int, headers: tuple[tuple[bytes, bytes], ...], flag: bool | None, value: str
+) -> bytes:
+    """``_tlv(octet, _string(_form(flag, value), value))``, in one call, ``headers``
+    being ``_choice_headers(octet)``: CountryName, AdministrationDomainName and
+    PrivateDomainName (every name has two or three)."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    numeric = flag if flag is not None else contents.isdigit()  # ASCII: as _looks_numeric
+    length = len(contents)
+    if length < 0x7E:
+        return headers[length][0 if numeric else 1] + contents
+    return _tlv(octet, _string(_form(flag, value), value))
+
+
+def _write_standard(address: ORAddress) -> bytes:
+    # BuiltInStandardAttributes, member by member in the standard's order, the usual
+    # short strings written inline (_string, _choice): every name has half a dozen.
+    parts: list[bytes] = []
+    append = parts.append
+    if address.country is not None:
+        append(_choice(0x61, _COUNTRY_HEADERS, address.country_numeric, address.country))
+    if address.admd is not None:
+        append(_choice(0x62, _ADMD_HEADERS, address.admd_numeric, address.admd))
+    if address.network_address is not None:
+        append(_string(0x80, address.network_address))
+    if address.terminal_identifier is not None:
+        append(_string(0x81, address.terminal_identifier))
+    if address.prmd is not None:
+        append(_choice(0xA2, _PRMD_HEADERS, address.prmd_numeric, address.prmd))
+    value = address.organization
+    if value is not None:
+        contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+        length = len(contents)
+        append(_ORGANIZATION_HEADERS[length] + contents if length < 0x80 else _tlv(0x83, contents))
+    if address.numeric_user_identifier is not None:
+        append(_string(0x84, address.numeric_user_identifier))
+    surname = address.surname
+    if surname is not None:
+        personal = _personal(surname, address)
+        length = len(personal)
+        append(_PERSONAL_NAME_HEADERS[length] + personal if length < 0x80 else _tlv(0xA5, personal))
+    elif address.given_name is not None or address.initials is not None:
+        raise _Unusual  # personal-name needs a surname
+    elif address.generation_qualifier is not None:
+        raise _Unusual
+    units = address.organizational_units
+    if units:
+        contents = b"".join([_printable(unit) for unit in units])
+        length = len(contents)
+        append(_UNITS_HEADERS[length] + contents if length < 0x80 else _tlv(0xA6, contents))
+    contents = b"".join(parts)
+    length = len(contents)
+    return _STANDARD_HEADERS[length] + contents if length < 0x80 else _tlv(0x30, contents)
+
+
+def _personal(surname: str, address: ORAddress) -> bytes:
+    """The contents of PersonalName: surname [0], given-name [1], initials [2],
+    generation-qualifier [3]."""
+    contents = surname.encode("ascii")
+    length = len(contents)
+    personal = _SURNAME_HEADERS[length] + contents if length < 0x80 else _tlv(0x80, contents)
+    value = address.given_name
+    if value is not None:
+        contents = value.encode("ascii")
+        length = len(contents)
+        personal += (
+            _GIVEN_NAME_HEADERS[length] + contents if length < 0x80 else _tlv(0x81, contents)
+        )
+    if address.initials is not None:
+        personal += _string(0x82, address.initials)
+    if address.generation_qualifier is not None:
+        personal += _string(0x83, address.generation_qualifier)
+    return personal
+
+
+def _write_domain_defined(address: ORAddress) -> bytes:
+    pairs = [
+        _tlv(_SEQUENCE_OCTET, _string(_PRINTABLE_OCTET, kind) + _string(_PRINTABLE_OCTET, value))
+        for kind, value in address.domain_defined
+    ]
+    return _tlv(_SEQUENCE_OCTET, b"".join(pairs))
+
+
+def _write_extension(kind: int, value: bytes) -> bytes:
+    if not isinstance(kind, int):
+        raise _Unusual
+    number = _tlv(_EXT_TYPE_OCTET, ber.int_contents(kind))
+    return _tlv(_SEQUENCE_OCTET, number + _open(_EXT_VALUE_OCTET, value))
+
+
+def _write_common_name(value: str) -> bytes:
+    """The common-name extension attribute: ``_write_extension(_COMMON_NAME,
+    _printable(value))``, the usual short one from a precomputed header."""
+    contents = value.encode("ascii")  # AttributeError, UnicodeEncodeError: see _TROUBLE
+    length = len(contents)
+    if length < 0x79:
+        return _COMMON_NAME_HEADERS[length] + contents
+    return _write_extension(_COMMON_NAME, _printable(value))
+
+
+_COMMON_NAME_HEADERS = tuple(
+    bytes((_SEQUENCE_OCTET, n + 7, _EXT_TYPE_OCTET, 1, _COMMON_NAME, _EXT_VALUE_OCTET, n + 2))
+    + bytes((_PRINTABLE_OCTET, n))
+    for n in range(0x79)
+)
+"""By length (below 0x79, every length short): SEQUENCE { [0] 1, [1] PrintableString }."""
+
+
+def _write_extensions(address: ORAddress) -> bytes:
+    out = [_write_extension(a.type, a.value) for a in address.extension_attributes]
+    if address.common_name is not None:
+        position = min(address.common_name_position or 0, len(out))
+        out.insert(position, _write_common_name(address.common_name))
+    return _tlv(_SET_OCTET, b"".join(out)) if out else b""
+
+
+def _write_address(address: ORAddress) -> bytes:
+    """The contents octets of an ORAddress (the start of an ORName's)."""
+    standard = _write_standard(address)
+    if address.domain_defined:
+        standard += _write_domain_defined(address)
+    if address.extension_attributes:
+        standard += _write_extensions(address)
+    elif address.common_name is not None:  # the usual extension attribute, alone
+        standard += _tlv(_SET_OCTET, _write_common_name(address.common_name))
+    return standard
+
+
+def _write_name(name: ORName) -> bytes:
+    directory_name = name.directory_name
+    if directory_name is None:
+        return _tlv(_ORNAME_OCTET, _write_address(name))
+    if not _directory_name_is_open_type():
+        raise _Unusual  # a Name to re-encode: asn1tools' job
+    return _tlv(_ORNAME_OCTET, _write_address(name) + _open(_DIRECTORY_NAME_OCTET, directory_name))
+
+
+_TROUBLE = (_Unusual, ValueError, TypeError, AttributeError)
+"""What sends a value to asn1tools to be encoded, or refused in its words: a value that
+is not ASCII text, a personal-name without surname, a value of the wrong type..."""
+
+
+def encode_oraddress(address: ORAddress) -> bytes:
+    """BER of ``MTSAbstractService.ORAddress``; raises :class:`EncodeError`."""
+    try:
+        return _tlv(_SEQUENCE_OCTET, _write_address(address))
+    except _TROUBLE:
+        return asn1.encode(MODULE, "ORAddress", oraddress_to_asn1(address))
+
+
+def decode_oraddress(data: bytes) -> ORAddress:
+    """An :class:`ORAddress` from its BER; raises :class:`DecodeError` only."""
+    view = _as_bytes(data)
+    if view is not None:
+        try:
+            return _read_address(view, ORAddress, _SEQUENCE_OCTET)
+        except _UNUSUAL:
+            pass
+    return oraddress_from_asn1(asn1.decode(MODULE, "ORAddress", data))
+
+
+def encode_orname(name: ORName) -> bytes:
+    """BER of ``MTSAbstractService.ORName`` (``[APPLICATION 0]``); raises :class:`EncodeError`.
+
+    The encoding of a name without a directory name is kept in the instance (a name is
+    immutable): a local submission encodes the same few names in every envelope.
+    """
+    if type(name) is ORName and name.directory_name is None:
+        fields = name.__dict__
+        encoded: bytes | None = fields.get(_ENCODING)
+        if encoded is None:
+            encoded = fields[_ENCODING] = _encode_orname(name)
+        return encoded
+    return _encode_orname(name)
+
+
+_ENCODING = "_encoding"
+"""Where :func:`encode_orname` keeps a name's BER in its instance dictionary (not a
+field: equality, hashing, ``repr`` and ``dataclasses.replace`` never see it).  A name
+with a directory name is encoded every time: how depends on the ASN.1 module."""
+
+
+def _encode_orname(name: ORName) -> bytes:
+    """:func:`encode_orname`, every time."""
+    try:
+        if name.directory_name is None:  # (_write_name, inline: most names have none)
+            return _tlv(_ORNAME_OCTET, _write_address(name))
+        return _write_name(name)
+    except _TROUBLE:
+        return asn1.encode(MODULE, "ORName", orname_to_asn1(name))
+
+
+def decode_orname(data: bytes) -> ORName:
+    """An :class:`ORName` from its BER; raises :class:`DecodeError` only.
+
+    The names of the last few thousand encodings seen are kept and handed out again (a
+    name is immutable): an MTA decodes the same originators and recipients in every
+    envelope and trace, and a name handed out again keeps its computed canonical text.
+    """
+    known = _DECODED.get(data) if type(data) is bytes else None
+    if known is not None:
+        return known
+    name = _decode_orname(data)
+    if type(data) is bytes:
+        if len(_DECODED) >= _DECODED_MOST:
+            _DECODED.clear()  # simpler than LRU; refilled within a few messages
+        _DECODED[data] = name
+    return name
+
+
+_DECODED: dict[bytes, ORName] = {}
+_DECODED_MOST: Final = 4096
+"""Most encodings :func:`decode_orname` keeps (each a few hundred bytes with its name)."""
+
+
+def _decode_orname(data: bytes) -> ORName:
+    """:func:`decode_orname`, every time."""
+    view = data if type(data) is bytes else _as_bytes(data)
+    if view is not None:
+        try:
+            return _read_address(view, ORName, _ORNAME_OCTET)
+        except _UNUSUAL:
+            pass
+    return orname_from_asn1(asn1.decode(MODULE, "ORName", data))

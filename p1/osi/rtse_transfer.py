@@ -1,0 +1,163 @@
+"""One RT-TRANSFER in each direction: checkpoints, window and bounded reassembly (X.228 7.5).
+
+An RT-TRANSFER is one session activity.  The sender cuts the transfer's octets (the EXTERNAL
+around the MTS-APDU) into pieces of ``checkpoint_size`` x 1024 octets, sends each as one
+P-DATA, and puts a confirmed S-SYNC-MINOR between pieces; at most ``window_size`` of them may
+be unconfirmed at a time.  With ``checkpoint_size`` 0 all octets go in one P-DATA.  The
+activity end (S-ACTIVITY-END) takes a window slot like a minor synchronization point: it is
+sent only once fewer than ``window_size`` points are unconfirmed.
+
+The receiver joins the pieces, refusing to hold more than a configured bound.
+
+These are plain bookkeeping objects; :mod:`p1.association.connection` turns their steps into PDUs.
+
+Public API::
+
+    Piece(data, head=b""), Sync(), End()                what the sender may do next
+    OutboundTransfer(transfer_id, octets, checkpoint_size, window_size, head=b"")
+        .steps() -> list[Piece | Sync | End]            everything sendable now
+        .confirm_sync(serial)                            checkpoints up to serial confirmed
+        .done                                            the activity end was sent
+    InboundTransfer(transfer_id, limit)
+        .add(data)                                       raises RemoteProtocolError past limit
+        .octets() -> bytes | memoryview                  one piece is returned as it came
+        .size, .head(count) -> bytes, .octets_from(start) -> bytes   (start in the first piece)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from p1.osi import LocalProtocolError, RemoteProtocolError
+
+CHECKPOINT_UNIT = 1024
+"""X.228 measures checkpointSize in units of 1024 octets."""
+
+
+class Piece(NamedTuple):
+    """Send ``head + data`` as one P-DATA (one RTTR APDU); ``data`` is a view of the
+    transfer's octets, not a copy.  (A NamedTuple: one is made for every checkpoint.)"""
+
+    data: memoryview
+    head: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """Send a confirmed S-SYNC-MINOR."""
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """Send the S-ACTIVITY-END that closes the transfer."""
+
+
+Step = Piece | Sync | End
+_SYNC = Sync()
+_END = End()
+
+
+@dataclass(slots=True)
+class OutboundTransfer:
+    """The sending side of one RT-TRANSFER: its octets are ``head + octets`` (``head``, a
+    few octets of headers, is kept apart so that ``octets`` is never copied)."""
+
+    transfer_id: int
+    octets: bytes
+    checkpoint_size: int
+    window_size: int
+    head: bytes = b""
+    _offset: int = 0
+    _syncs: int = 0  # checkpoints sent: the n-th has serial number n (see confirm_sync)
+    _confirmed: int = 0  # the highest serial number confirmed
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        if self.checkpoint_size < 0 or self.window_size < 1:
+            raise LocalProtocolError(
+                f"checkpoint size {self.checkpoint_size} and window {self.window_size} "
+                "must be >= 0 and >= 1",
+                layer="rtse",
+            )
+
+    def steps(self) -> list[Step]:
+        """Every step the window allows now, in order; [] when waiting or done."""
+        out: list[Step] = []
+        while not self.done and self._syncs - self._confirmed < self.window_size:
+            out.extend(self._next())
+        return out
+
+    def _next(self) -> list[Step]:
+        view = memoryview(self.octets)
+        head = self.head
+        total = len(head) + len(view)
+        if self.checkpoint_size == 0:
+            self._offset = total
+            self.done = True
+            return [Piece(view, head), _END]
+        # A piece is [start, stop) of head + octets: part of head, then part of octets.
+        start = self._offset
+        stop = min(start + self.checkpoint_size * CHECKPOINT_UNIT, total)
+        skip = len(head)
+        piece = Piece(view[max(start - skip, 0) : max(stop - skip, 0)], head[start:stop])
+        self._offset = stop
+        if stop >= total:
+            self.done = True
+            return [piece, _END]
+        self._syncs += 1
+        return [piece, _SYNC]
+
+    def confirm_sync(self, serial: int) -> None:
+        """The receiver confirmed every checkpoint up to ``serial``: one S-SYNC-MINOR
+        response confirms all the points before it too (X.225 7.21).  An activity numbers
+        its synchronization points from 1 (X.225 7.30), so the n-th checkpoint of a transfer
+        has serial number n."""
+        if not self._confirmed < serial <= self._syncs:
+            raise RemoteProtocolError(
+                f"minor sync {serial} confirmed; checkpoints {self._confirmed + 1} to "
+                f"{self._syncs} await confirmation",
+                layer="rtse",
+            )
+        self._confirmed = serial
+
+
+@dataclass(slots=True)
+class InboundTransfer:
+    """The receiving side of one RT-TRANSFER: the pieces so far, bounded by ``limit``."""
+
+    transfer_id: int
+    limit: int
+    _parts: list[bytes | memoryview] = field(default_factory=list)
+    _size: int = 0
+
+    def add(self, data: bytes | memoryview) -> None:
+        """Append one piece; a transfer larger than ``limit`` is the peer's error."""
+        self._size += len(data)
+        if self._size > self.limit:
+            raise RemoteProtocolError(
+                f"transfer exceeds the limit of {self.limit} octets", layer="rtse"
+            )
+        self._parts.append(data)
+
+    @property
+    def size(self) -> int:
+        """Octets received so far."""
+        return self._size
+
+    def octets(self) -> bytes | memoryview:
+        """The transfer's octets, joined once (a transfer in one piece: that piece)."""
+        if len(self._parts) == 1:
+            return self._parts[0]
+        return b"".join(self._parts)
+
+    def head(self, count: int) -> bytes:
+        """At most ``count`` octets from the start of the first piece."""
+        return bytes(self._parts[0][:count]) if self._parts else b""
+
+    def octets_from(self, start: int) -> bytes:
+        """The octets from ``start`` (inside the first piece) to the end, joined once: the
+        value a transfer carries, without first joining its headers to it."""
+        parts = self._parts
+        first = memoryview(parts[0])[start:]
+        return bytes(first) if len(parts) == 1 else b"".join([first, *parts[1:]])
