@@ -371,9 +371,9 @@ _DIGITS = "0123456789"
 )
 def test_quick_utctime_reads_as_the_general_path(digits: str) -> None:
     text = digits + "Z"
-    quick = ber._quick_utctime(text)
+    quick = ber.values._quick_utctime(text)
     try:
-        general = ber._parse_utctime(text, "t")
+        general = ber.values._parse_utctime(text, "t")
     except DecodeError as exc:
         assert quick is None
         with pytest.raises(DecodeError) as error:
@@ -392,7 +392,7 @@ def test_quick_utctime_reads_as_the_general_path(digits: str) -> None:
 )
 def test_other_utctime_forms_take_the_general_path(text: str) -> None:
     try:
-        general = ber._parse_utctime(text, "t")
+        general = ber.values._parse_utctime(text, "t")
     except DecodeError as exc:
         with pytest.raises(DecodeError) as error:
             ber.parse_utctime(text, "t")

@@ -1,0 +1,380 @@
+"""Primitive values read and written: INTEGER, ENUMERATED, BIT STRING, OBJECT IDENTIFIER,
+the ASCII string types and UTCTime (X.690 8.3, 8.4, 8.6, 8.19, 8.21; X.680 47).
+
+Part of :mod:`p1.ber`, which re-exports its public names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from p1.ber.reader import Tlv, children, expect, read_octets
+from p1.ber.tags import BIT_STRING, MAX_INT_OCTETS
+from p1.errors import DecodeError, EncodeError
+
+# --- INTEGER, ENUMERATED, NULL ---------------------------------------------------------
+
+
+def read_int(tlv: Tlv, what: str) -> int:
+    """The value of a primitive INTEGER or ENUMERATED (any tag)."""
+    data, _, start, end, _, _, is_constructed = tlv
+    if is_constructed:
+        raise DecodeError("an integer must be primitive", where=what)
+    body = data[start:end]
+    if not body:
+        raise DecodeError("an integer needs at least one content octet", where=what)
+    if len(body) > MAX_INT_OCTETS:
+        raise DecodeError(f"integer of {len(body)} octets is out of range", where=what)
+    return int.from_bytes(body, "big", signed=True)
+
+
+def int_contents(value: int) -> bytes:
+    """Two's complement contents octets of ``value``, shortest form (X.690 8.3)."""
+    if isinstance(value, int) and 0 <= value < 0x80:
+        return _ONE_OCTET[value]  # (numbers, enumerations and flags are mostly small)
+    return value.to_bytes((value + (value < 0)).bit_length() // 8 + 1, "big", signed=True)
+
+
+_ONE_OCTET = tuple(bytes((n,)) for n in range(0x80))
+
+
+def read_bounded_int(tlv: Tlv, what: str, low: int, high: int) -> int:
+    """An integer that must lie in ``low..high``."""
+    value = read_int(tlv, what)
+    if not low <= value <= high:
+        raise DecodeError(f"{value} is outside {low}..{high}", where=what)
+    return value
+
+
+def check_int(value: int, what: str, low: int, high: int) -> int:
+    """``value`` if it lies in ``low..high``, else an EncodeError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise EncodeError(f"{value!r} is not an integer in {low}..{high}", where=what)
+    return value
+
+
+# --- BIT STRING ------------------------------------------------------------------------
+
+
+def read_bits(tlv: Tlv, what: str) -> tuple[bytes, int]:
+    """``(octets, number of bits)`` of a BIT STRING; unused trailing bits are cleared."""
+    if tlv.constructed:
+        pieces = [_bit_segment(child, what) for child in children(tlv, what)]
+        if any(length % 8 for _, length in pieces[:-1]):
+            raise DecodeError("only the last BIT STRING segment may have unused bits", where=what)
+        return b"".join(p[0] for p in pieces), sum(p[1] for p in pieces)
+    return _bit_segment_body(tlv.data[tlv.body : tlv.end], what)
+
+
+def _bit_segment(tlv: Tlv, what: str) -> tuple[bytes, int]:
+    expect(tlv, BIT_STRING, what)
+    if tlv.constructed:
+        raise DecodeError("nested constructed BIT STRING segments", where=what)
+    return _bit_segment_body(tlv.contents(), what)
+
+
+def _bit_segment_body(body: memoryview, what: str) -> tuple[bytes, int]:
+    if not body:
+        raise DecodeError("a BIT STRING needs its unused-bits octet", where=what)
+    unused = body[0]
+    if unused > 7 or (unused and len(body) == 1):
+        raise DecodeError(
+            f"{unused} unused bits in a BIT STRING of {len(body) - 1} octets", where=what
+        )
+    octets = bytearray(body[1:])
+    if unused:
+        octets[-1] &= (0xFF << unused) & 0xFF
+    return bytes(octets), (len(body) - 1) * 8 - unused
+
+
+def bits_contents(octets: bytes, length: int) -> bytes:
+    """Contents octets of a BIT STRING of ``length`` bits held in ``octets``."""
+    count = (length + 7) // 8
+    body = bytearray(octets[:count].ljust(count, b"\0"))
+    unused = count * 8 - length
+    if unused:
+        body[-1] &= (0xFF << unused) & 0xFF
+    return bytes((unused,)) + bytes(body)
+
+
+def bits_to_numbers(octets: bytes, length: int) -> frozenset[int]:
+    """The numbers of the bits that are one (bit 0 is the first, most significant)."""
+    count = (length + 7) // 8
+    if length <= 0 or len(octets) < count:
+        return frozenset(n for n in range(length) if octets[n // 8] & (0x80 >> (n % 8)))
+    # The first ``length`` bits as one integer, then its one bits, lowest first.
+    value = int.from_bytes(octets[:count], "big") >> (count * 8 - length)
+    numbers = []
+    while value:
+        lowest = value & -value
+        numbers.append(length - lowest.bit_length())
+        value ^= lowest
+    return frozenset(numbers)
+
+
+def numbers_to_bits(numbers: Iterable[int], length: int) -> bytes:
+    """Octets holding ``length`` bits with the given bits set."""
+    body = bytearray((length + 7) // 8)
+    for n in numbers:
+        body[n // 8] |= 0x80 >> (n % 8)
+    return bytes(body)
+
+
+# --- OBJECT IDENTIFIER -----------------------------------------------------------------
+
+_OID_TEXT = re.compile(r"^(0|1|2)(\.(0|[1-9][0-9]*))+$")
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class Memo(dict[_K, _V]):
+    """Decoded values from a small vocabulary (OIDs, domain identifiers, flag sets) by
+    their encoding, emptied when full so a peer cannot make it grow.  Only immutable
+    values are kept; reads are plain ``dict.get`` on the hot path."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def remember(self, key: _K, value: _V) -> _V:
+        """Keep ``value`` under ``key`` and return it."""
+        if len(self) >= self.size:
+            self.clear()
+        self[key] = value
+        return value
+
+
+_OID_TEXTS: Memo[bytes, str] = Memo(1024)
+"""read_oid() results by contents octets (a handful of OIDs recur in every envelope)."""
+_OID_CONTENTS: Memo[str, bytes] = Memo(1024)
+"""oid_contents() results by dotted text."""
+_OID_CACHE_OCTETS = 64
+"""Longer OIDs (rare, and a peer could send huge ones) are not cached."""
+
+
+def read_oid(tlv: Tlv, what: str) -> str:
+    """Dotted text of a primitive OBJECT IDENTIFIER (X.690 8.19)."""
+    if tlv.constructed:
+        raise DecodeError("an OBJECT IDENTIFIER must be primitive", where=what)
+    key = bytes(tlv.data[tlv.body : tlv.end])
+    dotted = _OID_TEXTS.get(key)
+    if dotted is None:
+        dotted = _read_oid_contents(key, what)
+        if len(key) <= _OID_CACHE_OCTETS:
+            _OID_TEXTS.remember(key, dotted)
+    return dotted
+
+
+def _read_oid_contents(body: bytes, what: str) -> str:
+    if not body or body[-1] & 0x80:
+        raise DecodeError("truncated OBJECT IDENTIFIER", where=what)
+    arcs: list[int] = []
+    value = 0  # the arc so far, shifted; zero exactly at the start of an arc
+    for octet in body:
+        if octet < 0x80:
+            arcs.append(value | octet)
+            value = 0
+        elif value or octet != 0x80:
+            value = (value | octet & 0x7F) << 7
+        else:
+            raise DecodeError("OBJECT IDENTIFIER arc with a leading zero septet", where=what)
+    first = min(arcs[0] // 40, 2)
+    arcs[0] -= 40 * first
+    return f"{first}." + ".".join(map(str, arcs))
+
+
+def oid_contents(text: str, what: str) -> bytes:
+    """Contents octets of the OBJECT IDENTIFIER ``text`` ("1.3.26.0.4406.0.8.0")."""
+    if type(text) is not str:
+        return _oid_contents(text, what)
+    found = _OID_CONTENTS.get(text)
+    if found is not None:
+        return found
+    contents = _oid_contents(text, what)
+    if len(contents) <= _OID_CACHE_OCTETS:
+        _OID_CONTENTS.remember(text, contents)
+    return contents
+
+
+def _oid_contents(text: str, what: str) -> bytes:
+    if not isinstance(text, str) or not _OID_TEXT.match(text):
+        raise EncodeError(f"{text!r} is not a dotted object identifier", where=what)
+    arcs = list(map(int, text.split(".")))
+    if arcs[0] < 2 and arcs[1] > 39:
+        raise EncodeError(f"{text!r}: second arc above 39 under arc {arcs[0]}", where=what)
+    arcs[1] += 40 * arcs[0]
+    del arcs[0]
+    out = bytearray()
+    for arc in arcs:
+        if arc >= 0x80:
+            # Base 128, most significant septet first, the high bit set on all but the last.
+            for shift in range((arc.bit_length() - 1) // 7 * 7, 0, -7):
+                out.append(0x80 | (arc >> shift) & 0x7F)
+        out.append(arc & 0x7F)
+    return bytes(out)
+
+
+def is_oid(text: str) -> bool:
+    """``text`` is a dotted object identifier."""
+    return bool(_OID_TEXT.match(text))
+
+
+# --- character strings -----------------------------------------------------------------
+
+
+def read_text(tlv: Tlv, what: str) -> str:
+    """An IA5String, PrintableString or NumericString: ASCII, primitive or constructed.
+
+    The alphabet of Printable and Numeric strings is not checked: what a peer sent is
+    relayed as sent.
+    """
+    try:
+        if not tlv.constructed:
+            return str(tlv.data[tlv.body : tlv.end], "ascii")
+        return read_octets(tlv, what).decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"non-ASCII octet at {exc.start}", where=what) from None
+
+
+def text_contents(text: str, what: str) -> bytes:
+    """ASCII contents octets of ``text``."""
+    if not isinstance(text, str):
+        raise EncodeError(f"{text!r} is not text", where=what)
+    try:
+        return text.encode("ascii")
+    except UnicodeEncodeError as exc:
+        raise EncodeError(f"non-ASCII character at {exc.start} of {text!r}", where=what) from None
+
+
+# --- UTCTime ---------------------------------------------------------------------------
+
+_UTCTIME = re.compile(r"^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)?(Z|[+-]\d\d\d\d)$")
+UTCTIME_PIVOT = 50
+"""Two-digit years below 50 are 20YY, the others 19YY (as RFC 5280 4.1.2.5.1 reads UTCTime)."""
+
+
+class WireTime(datetime):
+    """A timezone-aware datetime that remembers the UTCTime text it was decoded from.
+
+    It compares, hashes and computes as a plain datetime; re-encoding writes the
+    remembered text (``YYMMDDhhmmZ``, ``+hhmm`` offsets...) so a relayed envelope keeps
+    its bytes.  Any derived datetime (``replace``, arithmetic) forgets the text.
+    """
+
+    __slots__ = ("utctime",)
+    utctime: str
+
+    def __reduce_ex__(self, protocol: object) -> tuple[Any, ...]:
+        # Pickle and copy keep the text (datetime's own reduction would drop it).
+        text = getattr(self, "utctime", None)
+        if text is None:
+            return (
+                datetime,
+                (
+                    self.year,
+                    self.month,
+                    self.day,
+                    self.hour,
+                    self.minute,
+                    self.second,
+                    self.microsecond,
+                    self.tzinfo,
+                ),
+            )
+        return (parse_utctime, (text,))
+
+
+def parse_utctime(text: str, what: str = "UTCTime") -> WireTime:
+    """``YYMMDDhhmm[ss](Z|+hhmm|-hhmm)`` as an aware datetime (X.680 clause 47)."""
+    if len(text) == 13 and text[12] == "Z" and text.isascii() and text[:12].isdigit():
+        quick = _quick_utctime(text)  # the usual form, YYMMDDhhmmssZ
+        if quick is not None:
+            return quick
+    return _parse_utctime(text, what)
+
+
+def _parse_utctime(text: str, what: str) -> WireTime:
+    """parse_utctime's general path: every form, and the errors."""
+    match = _UTCTIME.match(text)
+    if match is None:
+        raise DecodeError(f"{text!r} is not YYMMDDhhmm[ss] followed by Z or +-hhmm", where=what)
+    yy, month, day, hour, minute, second, zone = match.groups()
+    year = int(yy) + (2000 if int(yy) < UTCTIME_PIVOT else 1900)
+    try:
+        tz = UTC if zone == "Z" else _offset(zone)
+        value = WireTime(
+            year, int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=tz
+        )
+    except ValueError as exc:
+        raise DecodeError(f"{text!r}: {exc}", where=what) from None
+    value.utctime = text
+    return value
+
+
+def _quick_utctime(text: str) -> WireTime | None:
+    """``YYMMDDhhmmssZ`` (ASCII digits) read by datetime's own ISO 8601 parser, which
+    checks the ranges as the constructor does; None where it refuses the value (the
+    general path then says why, in its words)."""
+    century = "20" if text[0] < "5" else "19"  # UTCTIME_PIVOT
+    try:
+        value = WireTime.fromisoformat(f"{century}{text[:6]}T{text[6:12]}Z")
+    except ValueError:
+        return None
+    value.utctime = text
+    return value
+
+
+def _offset(zone: str) -> timezone:
+    hours, minutes = int(zone[1:3]), int(zone[3:5])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"offset {zone} out of range")
+    delta = timedelta(hours=hours, minutes=minutes)
+    return timezone(-delta if zone[0] == "-" else delta)
+
+
+def read_utctime(tlv: Tlv, what: str) -> WireTime:
+    """A UTCTime value (under any tag)."""
+    return parse_utctime(read_text(tlv, what), what)
+
+
+def utctime_text(value: datetime, what: str) -> str:
+    """The UTCTime text for ``value``: as received, else ``YYMMDDhhmmssZ`` in UTC.
+
+    Fractions of a second are dropped (UTCTime has none).  A naive datetime, or one
+    outside 1950..2049, is an EncodeError.
+    """
+    if not isinstance(value, datetime):
+        raise EncodeError(f"{value!r} is not a datetime", where=what)
+    # (A plain datetime has no text to remember: no failed attribute lookup for it.)
+    remembered = None if type(value) is datetime else getattr(value, "utctime", None)
+    if remembered is not None and _still_matches(value, remembered):
+        return str(remembered)
+    offset = value.utcoffset()
+    if offset is None:
+        raise EncodeError(f"{value.isoformat()} has no time zone", where=what)
+    utc = value - offset if offset else value  # (the usual: already UTC)
+    if not 1900 + UTCTIME_PIVOT <= utc.year < 2000 + UTCTIME_PIVOT:
+        raise EncodeError(f"{value.isoformat()} is outside UTCTime's 1950..2049", where=what)
+    return _UTCTIME_TEXT % (utc.year % 100, utc.month, utc.day, utc.hour, utc.minute, utc.second)
+
+
+_UTCTIME_TEXT = "%02d%02d%02d%02d%02d%02dZ"
+"""YYMMDDhhmmssZ (what ``strftime("%y%m%d%H%M%SZ")`` writes, in a fraction of the time)."""
+
+
+def _still_matches(value: datetime, text: str) -> bool:
+    try:
+        parsed = parse_utctime(text)
+    except DecodeError:
+        return False
+    return parsed == value and parsed.utcoffset() == value.utcoffset()
+
+
+def utctime_contents(value: datetime, what: str) -> bytes:
+    """Contents octets of a UTCTime."""
+    return utctime_text(value, what).encode("ascii")
