@@ -129,7 +129,8 @@ def _channels(response: dict[str, Any], out: TextIO) -> None:
         return
     for slot in slots:
         print(
-            f"{slot['peer']} {'+'.join(slot['precedences'])}: {slot['host']} port {slot['port']}"
+            f"{slot['peer']} {'+'.join(slot['precedences'])} {slot['state']}:"
+            f" {slot['host']} port {slot['port']}"
             f" {slot['dscp']} {slot['mode']}, backlog {slot['backlog']},"
             f" {len(slot['connections'])} of {slot['max_connections']} connection(s)",
             file=out,

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import functools
 import logging
 import random
@@ -69,7 +70,14 @@ from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence, dscp_name
 from store import QueueEntry
 
-__all__ = ["ChannelContext", "ConnectionSnapshot", "SlotRunner", "SlotSnapshot"]
+__all__ = [
+    "ChannelContext",
+    "ConnectionSnapshot",
+    "ConnectionState",
+    "SlotRunner",
+    "SlotSnapshot",
+    "SlotState",
+]
 
 log = logging.getLogger("aiox400.channel")
 
@@ -95,13 +103,54 @@ class ChannelContext:
     settings: AssociationSettings = field(default_factory=AssociationSettings)
 
 
+class ConnectionState(enum.StrEnum):
+    """Where one connection of a slot is in its life."""
+
+    CONNECTING = "connecting"
+    """Opening TCP and binding."""
+    IDLE = "idle"
+    """Bound, nothing to transfer: waiting for a message (or its idle timeout)."""
+    TRANSFERRING = "transferring"
+    """Bound, an RT-TRANSFER under way."""
+    BACKOFF = "backoff"
+    """The last attempt failed: waiting before the next."""
+    CLOSING = "closing"
+    """Releasing the association (idle timeout, stop, or the peer ended it)."""
+
+
+class SlotState(enum.StrEnum):
+    """A slot as a whole, from its connections' states (what ``x400ctl`` reports)."""
+
+    CLOSED = "closed"
+    """No connection: an on-demand slot with nothing to send, or a slot not started."""
+    UP = "up"
+    """At least one connection is bound (idle or transferring)."""
+    CONNECTING = "connecting"
+    """None bound yet, and at least one not waiting out a backoff."""
+    DOWN = "down"
+    """Every connection is waiting out a backoff: the peer cannot be reached."""
+
+    @classmethod
+    def of(cls, connections: Sequence[ConnectionState]) -> SlotState:
+        """The state of a slot whose connections are in ``connections``."""
+        if not connections:
+            return cls.CLOSED
+        if any(c in _BOUND for c in connections):
+            return cls.UP
+        if all(c is ConnectionState.BACKOFF for c in connections):
+            return cls.DOWN
+        return cls.CONNECTING
+
+
+_BOUND = frozenset({ConnectionState.IDLE, ConnectionState.TRANSFERRING})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionSnapshot:
     """One connection of a slot, as the operator sees it."""
 
     index: int
-    state: str
-    """connecting, idle, transferring, backoff or closing."""
+    state: ConnectionState
     since: float
     """Seconds in this state."""
     transfers: int
@@ -122,11 +171,16 @@ class SlotSnapshot:
     backlog: int
     connections: tuple[ConnectionSnapshot, ...]
 
+    @property
+    def state(self) -> SlotState:
+        """The slot's state, from its connections'."""
+        return SlotState.of([c.state for c in self.connections])
+
 
 @dataclass(slots=True)
 class _Connection:
     index: int
-    state: str = "connecting"
+    state: ConnectionState = ConnectionState.CONNECTING
     since: float = field(default_factory=time.monotonic)
     transfers: int = 0
     last_error: str | None = None
@@ -140,7 +194,7 @@ class _Connection:
     """A claim queued for this idle connection behind a submission (:meth:`SlotRunner.
     claim_ahead`): its next claim."""
 
-    def enter(self, state: str) -> None:
+    def enter(self, state: ConnectionState) -> None:
         self.state = state
         self.since = time.monotonic()
 
@@ -231,7 +285,7 @@ class SlotRunner:
         its transaction and the transfer starts as the submission is answered, not one
         database round trip later.  Whether an idle connection took it."""
         for connection in self._connections.values():
-            if connection.state == "idle" and connection.ahead is None:
+            if connection.state is ConnectionState.IDLE and connection.ahead is None:
                 unit = self._claim_unit(())
                 connection.ahead = self.context.db.enqueue(unit, durable=False, urgent=self._urgent)
                 self.wake()
@@ -382,13 +436,13 @@ class SlotRunner:
     async def _backoff(self, connection: _Connection, delay: float, reached: asyncio.Event) -> None:
         """Wait ``delay`` seconds before the next attempt, or until the peer has answered
         since the failed one."""
-        connection.enter("backoff")
+        connection.enter(ConnectionState.BACKOFF)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):
                 await reached.wait()
 
     async def _connect(self, connection: _Connection) -> Link | None:
-        connection.enter("connecting")
+        connection.enter(ConnectionState.CONNECTING)
         peer, slot = self.peer, self.slot
         try:
             link, accepted = await open_link(
@@ -449,7 +503,7 @@ class SlotRunner:
                 if closing and connection.ahead is None:  # (a claim queued ahead is served)
                     await self._release(connection, link)
                     return True
-                connection.enter("idle")
+                connection.enter(ConnectionState.IDLE)
                 ended = await self._idle(seen, idle_for, link)
                 fresh = False
                 continue
@@ -492,7 +546,7 @@ class SlotRunner:
     ) -> bool:
         """The peer ended the association while it idled: what was claimed for it since
         goes back at once, and the connection is opened again (False: link gone)."""
-        connection.enter("closing")
+        connection.enter(ConnectionState.CLOSING)
         connection.last_error = why
         log.warning("%s#%d: %s", self.name, connection.index, why)
         if entries:
@@ -558,7 +612,7 @@ class SlotRunner:
 
     async def _transfer(self, connection: _Connection, link: Link, entry: QueueEntry) -> bool:
         """Transfer ``entry``; whether the link is still good."""
-        connection.enter("transferring")
+        connection.enter(ConnectionState.TRANSFERRING)
         started = time.monotonic()
         try:
             await link.transfer(transfer_apdu(entry), timeout=self.context.timeouts.transfer)
@@ -624,17 +678,17 @@ class SlotRunner:
         transfer is aborted (its message stays in flight and is put back by the MTA)."""
         if link.association.closed:  # (the peer ended it while it idled)
             return
-        if connection.state != "idle":
+        if connection.state is not ConnectionState.IDLE:
             await link.abort("the MTA is stopping")
             return
-        connection.enter("closing")
+        connection.enter(ConnectionState.CLOSING)
         try:
             await link.release(timeout=_STOP_RELEASE)
         except (LinkError, OSError, TimeoutError) as error:
             log.info("%s#%d: release on stop: %s", self.name, connection.index, error)
 
     async def _release(self, connection: _Connection, link: Link) -> None:
-        connection.enter("closing")
+        connection.enter(ConnectionState.CLOSING)
         try:
             await link.release(timeout=self.context.timeouts.release)
         except (LinkError, OSError, TimeoutError) as error:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
+from mta.channels import SlotState
 from mta.control import ControlError, JsonObject
 from mta.intake import IntakeError
 from mta.journal import log_intake
@@ -111,7 +112,7 @@ class LocalApi:
         for count in counts:
             states[count.state.value] = states.get(count.state.value, 0) + count.recipients
         slots = [runner.snapshot() for runner in self.service.runners]
-        up = sum(1 for s in slots if any(c.state != "backoff" for c in s.connections))
+        up = sum(1 for s in slots if s.state in (SlotState.UP, SlotState.CONNECTING))
         return {
             "ok": True,
             "name": self.service.config.name,
@@ -191,10 +192,11 @@ class LocalApi:
                     "mode": snap.mode,
                     "max_connections": snap.max_connections,
                     "backlog": snap.backlog,
+                    "state": snap.state.value,
                     "connections": [
                         {
                             "index": c.index,
-                            "state": c.state,
+                            "state": c.state.value,
                             "since": c.since,
                             "transfers": c.transfers,
                             "last_error": c.last_error,

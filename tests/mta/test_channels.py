@@ -40,7 +40,7 @@ async def supervised(runner: SlotRunner, queued: int, in_window: int) -> tuple[l
     async def read_backlog() -> int:
         return queued
 
-    first = channels._Connection(0, state="transferring", unsent=in_window)
+    first = channels._Connection(0, state=channels.ConnectionState.TRANSFERRING, unsent=in_window)
     runner._connections[0] = first
     busy = asyncio.create_task(asyncio.sleep(3600))  # the first connection's task
     runner._workers[0] = busy
@@ -257,7 +257,9 @@ async def watched(
 
     tasks: list[asyncio.Task[None]] = []
     for index in range(connections):
-        runner._connections[index] = channels._Connection(index, state="idle")
+        runner._connections[index] = channels._Connection(
+            index, state=channels.ConnectionState.IDLE
+        )
         task = asyncio.create_task(asyncio.sleep(3600))
         task.add_done_callback(functools.partial(runner._reap, index))
         runner._workers[index] = task
