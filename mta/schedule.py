@@ -28,13 +28,11 @@ Public API::
     connections_wanted(slot, backlog) -> int
     should_close(slot, index, idle_for, backlog) -> bool
     transfer_window(slot, backlog) -> int
-    retry_at(now, attempt, policy, draw) -> float
-    expires_at(arrival, precedence, max_age, latest_delivery) -> float
 """
 
 from __future__ import annotations
 
-from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
+from config.schema import Slot, SlotMode
 from p1.mts.precedence import Precedence
 
 
@@ -81,16 +79,3 @@ def transfer_window(slot: Slot, backlog: int) -> int:
         return 1
     share = backlog // max(1, connections_wanted(slot, backlog))
     return max(1, min(MAX_WINDOW, share))
-
-
-def retry_at(now: float, attempt: int, policy: RetryPolicy, draw: float) -> float:
-    """When to try again after failed attempt number ``attempt`` (1, 2, ...) at ``now``."""
-    return now + policy.delay(attempt, draw)
-
-
-def expires_at(
-    arrival: float, precedence: Precedence, max_age: MaxAge, latest_delivery: float | None
-) -> float:
-    """The time after which an undelivered recipient gets a non-delivery report."""
-    limit = arrival + max_age.of(precedence)
-    return limit if latest_delivery is None else min(limit, latest_delivery)

@@ -1,17 +1,20 @@
 """The daemon's units of work on the store: each one transaction, committed before it returns.
 
 These are synchronous functions the daemon runs in its database thread
-(:class:`mta.database.Database`).  Each leaves the store consistent on its own: what it
+(:class:`mta.database.Database`).  Those named ``*_in`` run in the caller's transaction, so
+that the database thread can commit several units at once (group commit); the others
+open their own.  Each leaves the store consistent on its own: what it
 returns has been committed, so the caller may then acknowledge (a transfer, a
 submission) or act (send, report), and a crash at any point loses nothing:
 
-- :meth:`Units.take_in`: queue what intake planned, and the non-delivery reports on the
-  recipients it rejected, in one transaction (nothing acknowledged is lost);
-- :meth:`Units.claim` / :meth:`Units.transferred` / :meth:`Units.put_back`: transfers to
-  a peer (claimed in flight, a few at a time, then transferred, or pending again for a
-  later attempt);
-- :meth:`Units.deliver_local`: local recipients into their mailboxes, with the delivery
-  reports they asked for, in one transaction;
+- :meth:`Units.receive_and_deliver_in` / :meth:`Units.submit_in`: take a transfer or a
+  submission in: queue what intake planned, deliver its local recipients, and queue the
+  non-delivery reports on the recipients it rejected (nothing acknowledged is lost);
+- :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
+  transfers to a peer (claimed in flight, a few at a time, then transferred, or pending
+  again for a later attempt);
+- :meth:`Units.deliver_local_in`: local recipients left pending (a probe, a report that
+  did not decode) into their mailboxes, with the delivery reports they asked for;
 - :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
 
 Durability: what this MTA acknowledges (a submission, a transfer received) is flushed to
@@ -24,17 +27,16 @@ dropped by the peer as a duplicate).
 Public API::
 
     Units(engine, site, *, owner)
-        .receive(apdu, now, *, origin_peer) -> (Plan, Enqueued | None)
-        .submit(request, now) -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
-        .receive_in / .submit_in / .claim_in / .transferred_in (session, ...)
-                    the same in the caller's transaction (group commit, mta.database)
-        .receive_and_deliver_in(session, ...) -> (Plan, Enqueued | None, LocalOutcome | None)
-        .take_in(plans, now) -> tuple[Enqueued, ...]
-        .claim(peer, precedences, now, *, limit=1) -> tuple[QueueEntry, ...]
-        .transferred(entries, peer, now)      .defer(entry, *, error, next_attempt_at, now)
+        .receive_and_deliver_in(session, *, apdu, now, origin_peer, envelope=None)
+                    -> (Plan, Enqueued | None, LocalOutcome | None)
+        .submit_in(session, *, request, now)
+                    -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
+        .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
+                    -> tuple[QueueEntry, ...]
+        .transferred_in(session, *, entries, peer, now)
+        .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
+        .backlog(peer, precedences, now) -> int
         .put_back(*, transferred, failed, error, next_attempt_at, now, peer, unsent)
-        .deliver_local(now, *, limit) -> list[LocalOutcome]
-        .deliver_local_in(session, *, now, limit)     the same in the caller's transaction
         .expire(now) -> int
         .recover(now) -> int
     transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
@@ -130,16 +132,6 @@ class Units:
 
     # --- intake ------------------------------------------------------------------------
 
-    def take_in(
-        self, plans: Sequence[Plan], now: datetime, *, event: AuditEvent = AuditEvent.RECEIVED
-    ) -> tuple[Enqueued, ...]:
-        """Queue the planned messages and the reports on rejected recipients; commit."""
-        with transaction(self.engine) as session:
-            journal: list[AuditRecord] = []
-            results = self._enqueue(session, plans, now, event, journal)
-            AuditLog(session).record_many(journal)
-        return results
-
     def _enqueue(
         self,
         session: Session,
@@ -218,26 +210,6 @@ class Units:
         )
         return True
 
-    def receive(
-        self, apdu: bytes, now: datetime, *, origin_peer: str | None
-    ) -> tuple[Plan, Enqueued | None]:
-        """Take ``apdu`` (from a peer, or submitted): plan, queue, commit.
-
-        Raises :class:`mta.intake.IntakeError` when it cannot be taken (nothing is written).
-        """
-        with transaction(self.engine) as session:
-            return self.receive_in(session, apdu=apdu, now=now, origin_peer=origin_peer)
-
-    def receive_in(
-        self, session: Session, *, apdu: bytes, now: datetime, origin_peer: str | None
-    ) -> tuple[Plan, Enqueued | None]:
-        """:meth:`receive` in the caller's transaction (for group commit)."""
-        plan = self._plan(session, apdu, now, origin_peer)
-        journal: list[AuditRecord] = []
-        results = self._enqueue(session, (plan,), now, _intake_event(origin_peer), journal)
-        AuditLog(session).record_many(journal)
-        return plan, results[0] if results else None
-
     def receive_and_deliver_in(
         self,
         session: Session,
@@ -247,8 +219,10 @@ class Units:
         origin_peer: str | None,
         envelope: MessageEnvelope | Probe | Report | None = None,
     ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
-        """:meth:`receive_in`, with the local recipients delivered in the same transaction
-        (one commit, not two, between the peer's transfer and the user's mailbox).
+        """Take ``apdu`` (from a peer, or the local API): plan it, queue it, and deliver its
+        local recipients, in the caller's transaction (one commit between the peer's
+        transfer and the user's mailbox).  Raises :class:`mta.intake.IntakeError` when it
+        cannot be taken (nothing is written).
 
         A message's local recipients are recorded as delivered as they are queued, never
         claimed, and their mailbox entries are indexed from the envelope intake decoded.
@@ -332,17 +306,11 @@ class Units:
             reported=reported,
         )
 
-    def submit(
-        self, request: SubmitRequest, now: datetime
-    ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
-        """Give a local submission its identifier and envelope, and take it in."""
-        with transaction(self.engine) as session:
-            return self.submit_in(session, request=request, now=now)
-
     def submit_in(
         self, session: Session, *, request: SubmitRequest, now: datetime
     ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
-        """:meth:`submit` in the caller's transaction (for group commit).
+        """Give a local submission its identifier and envelope, and take it in as
+        :meth:`receive_and_deliver_in` takes a transfer.
 
         The envelope just built is planned as it is (:func:`mta.intake.plan_submission`),
         not encoded and read back.
@@ -356,14 +324,6 @@ class Units:
 
     # --- transfer to peers -------------------------------------------------------------
 
-    def claim(
-        self, peer: str, precedences: Collection[Precedence], now: datetime, *, limit: int = 1
-    ) -> tuple[QueueEntry, ...]:
-        """Claim up to ``limit`` messages for ``peer`` at these precedences (most urgent,
-        oldest first)."""
-        with transaction(self.engine, durable=False) as session:
-            return self.claim_in(session, peer=peer, precedences=precedences, now=now, limit=limit)
-
     def claim_in(
         self,
         session: Session,
@@ -375,9 +335,10 @@ class Units:
         transferred: Sequence[QueueEntry] = (),
         max_octets: int | None = None,
     ) -> tuple[QueueEntry, ...]:
-        """:meth:`claim` in the caller's transaction, first marking ``transferred`` as
-        :meth:`transferred` does: a connection's next claim commits with its last
-        confirmations (one transaction per claim instead of one per message).
+        """Claim up to ``limit`` messages for ``peer`` at these precedences (most urgent,
+        oldest first), first marking ``transferred`` as :meth:`transferred_in` does: a
+        connection's next claim commits with its last confirmations (one transaction per
+        claim instead of one per message).
         ``max_octets``: see :meth:`store.queue.TransitQueue.claim_next`."""
         if transferred:
             self.transferred_in(session, entries=transferred, peer=peer, now=now)
@@ -390,15 +351,10 @@ class Units:
         with transaction(self.engine, read_only=True) as session:
             return TransitQueue(session).backlog(peer, precedences, now)
 
-    def transferred(self, entries: Sequence[QueueEntry], peer: str, now: datetime) -> None:
-        """The peer confirmed the transfer of ``entries``: it is responsible now."""
-        with transaction(self.engine) as session:
-            self.transferred_in(session, entries=entries, peer=peer, now=now)
-
     def transferred_in(
         self, session: Session, *, entries: Sequence[QueueEntry], peer: str, now: datetime
     ) -> None:
-        """:meth:`transferred` in the caller's transaction."""
+        """The peer confirmed the transfer of ``entries``: it is responsible now."""
         TransitQueue(session).mark_transferred(
             [i for entry in entries for i in entry.recipient_ids], now
         )
@@ -411,14 +367,6 @@ class Units:
                 detail=f"{len(entry.recipients)} recipient(s)",
             )
             for entry in entries
-        )
-
-    def defer(
-        self, entry: QueueEntry, *, error: str, next_attempt_at: datetime, now: datetime
-    ) -> None:
-        """The transfer of ``entry`` failed for now: try again from ``next_attempt_at``."""
-        self.put_back(
-            transferred=(), failed=entry, error=error, next_attempt_at=next_attempt_at, now=now
         )
 
     def put_back(
@@ -447,15 +395,10 @@ class Units:
 
     # --- local delivery ----------------------------------------------------------------
 
-    def deliver_local(self, now: datetime, *, limit: int = 50) -> list[LocalOutcome]:
-        """Deliver up to ``limit`` local APDUs, with their delivery reports; commit."""
-        with transaction(self.engine) as session:
-            return self.deliver_local_in(session, now=now, limit=limit)
-
     def deliver_local_in(
         self, session: Session, *, now: datetime, limit: int = 50
     ) -> list[LocalOutcome]:
-        """:meth:`deliver_local` in the caller's transaction (for group commit)."""
+        """Deliver up to ``limit`` local APDUs left pending, with their delivery reports."""
         queue = TransitQueue(session)
         entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
         journal: list[AuditRecord] = []

@@ -8,12 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.schema import MaxAge, RetryPolicy, Slot, SlotMode
+from config.schema import RetryPolicy, Slot, SlotMode
 from mta.schedule import (
     MAX_WINDOW,
     connections_wanted,
-    expires_at,
-    retry_at,
     should_close,
     transfer_window,
 )
@@ -103,17 +101,9 @@ def test_extra_connection_closes_when_backlog_falls() -> None:
     assert should_close(ON_DEMAND, 1, idle_for=500, backlog=5)
 
 
-def test_retry_grows_and_is_capped() -> None:
+def test_retry_delay_grows_and_is_capped() -> None:
     policy = RetryPolicy(initial=30, maximum=600, factor=2, jitter=0.2)
-    nominal = [retry_at(1000, attempt, policy, 0.5) - 1000 for attempt in range(1, 8)]
+    nominal = [policy.delay(attempt, 0.5) for attempt in range(1, 8)]
     assert nominal == [30, 60, 120, 240, 480, 600, 600]
-    assert retry_at(1000, 1, policy, 0.0) == pytest.approx(1000 + 24)
-    assert retry_at(1000, 1, policy, 0.999999) == pytest.approx(1000 + 36, abs=1e-3)
-
-
-def test_expiry_by_precedence_or_latest_delivery_whichever_first() -> None:
-    ages = MaxAge()
-    assert expires_at(0, Precedence.FLASH, ages, None) == ages.flash
-    assert expires_at(0, Precedence.ROUTINE, ages, None) == ages.routine
-    assert expires_at(0, Precedence.ROUTINE, ages, 600.0) == 600.0
-    assert expires_at(0, Precedence.FLASH, ages, 10**9) == ages.flash
+    assert policy.delay(1, 0.0) == pytest.approx(24)
+    assert policy.delay(1, 0.999999) == pytest.approx(36, abs=1e-3)

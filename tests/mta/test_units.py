@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -66,10 +66,18 @@ def queue_messages(units: Units, count: int) -> list[str]:
             precedence=Precedence.ROUTINE,
             mts_identifier=identifier(f"m{number}"),
         )
-        _plan, result = units.receive(apdu(made), NOW, origin_peer=None)
+        with transaction(units.engine) as session:
+            _plan, result, _ = units.receive_and_deliver_in(
+                session, apdu=apdu(made), now=NOW, origin_peer=None
+            )
         assert result is not None and result.queued
         names.append(made.mts_identifier.text)
     return names
+
+
+def claim(units: Units, now: datetime, limit: int) -> tuple[QueueEntry, ...]:
+    with transaction(units.engine, durable=False) as session:
+        return units.claim_in(session, peer=PEER, precedences=ROUTINE, now=now, limit=limit)
 
 
 def states(engine: Engine) -> dict[str, RecipientState]:
@@ -85,7 +93,7 @@ def states(engine: Engine) -> dict[str, RecipientState]:
 
 def test_a_claim_takes_a_window_and_the_next_claim_marks_it_transferred(units: Units) -> None:
     names = queue_messages(units, 5)
-    window = units.claim(PEER, ROUTINE, NOW, limit=3)
+    window = claim(units, NOW, limit=3)
     assert [e.mts_identifier for e in window] == names[:3]
     with transaction(units.engine) as session:
         rest = units.claim_in(
@@ -110,7 +118,7 @@ def test_put_back_marks_the_confirmed_defers_the_failed_and_frees_the_unsent(
     units: Units,
 ) -> None:
     names = queue_messages(units, 4)
-    sent, failed, *unsent = units.claim(PEER, ROUTINE, NOW, limit=4)
+    sent, failed, *unsent = claim(units, NOW, limit=4)
     later = NOW + timedelta(minutes=5)
     units.put_back(
         transferred=(sent,),
@@ -129,10 +137,10 @@ def test_put_back_marks_the_confirmed_defers_the_failed_and_frees_the_unsent(
         names[3]: S.PENDING,
     }
     # The unsent are due at once, their claim not counted; the failed one waits.
-    again = units.claim(PEER, ROUTINE, NOW, limit=4)
+    again = claim(units, NOW, limit=4)
     assert [e.mts_identifier for e in again] == names[2:]
     assert [e.recipients[0].attempts for e in again] == [1, 1]
-    (retried,) = units.claim(PEER, ROUTINE, later, limit=4)
+    (retried,) = claim(units, later, limit=4)
     assert retried.mts_identifier == names[1]
     assert (retried.recipients[0].attempts, retried.recipients[0].last_error) == (
         2,
@@ -285,7 +293,10 @@ def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units)
         content_type=P772_CONTENT_TYPE,
         content=CONTENT,
     )
-    identifier_text, plan, result, delivered = units.submit(request, NOW)
+    with transaction(units.engine) as session:
+        identifier_text, plan, result, delivered = units.submit_in(
+            session, request=request, now=NOW
+        )
     assert result is not None and delivered is not None
     assert delivered.users == (JONES.canonical,)
     with transaction(units.engine, read_only=True) as session:
