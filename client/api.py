@@ -1,7 +1,8 @@
-"""The client side of the MTA's local API (the framing is described in ``mta/control.py``).
+"""The client side of the MTA's local API (its operations: :mod:`mta.control`; its framing,
+shared with the daemon: :mod:`mta.framing`).
 
 Requests on the daemon's unix socket: a JSON line (plus content), then a JSON line (plus
-content) back, as often as wanted on one connection.  Dependency-free, for command-line
+content) back, as often as wanted on one connection.  Standard library only, for command-line
 tools (synchronous) and asyncio programs.
 
 Public API::
@@ -18,21 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
 from config.loader import ConfigError, load_config
+from mta import framing
+from mta.framing import JsonObject
 
 __all__ = ["ApiError", "AsyncConnection", "Connection", "call", "call_async", "socket_path"]
 
 _ASYNC_LIMIT = 1 << 24
 """Longest answer line :func:`call_async` reads (a listing of thousands of messages)."""
-
-JsonObject = dict[str, Any]
 
 
 class ApiError(Exception):
@@ -73,14 +73,10 @@ class Connection:
 
     def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
         """Send one request and return the daemon's answer; ApiError if it refused."""
-        if payload:
-            request = {**request, "content_length": len(payload)}
         with _errors(self.path, self.timeout):
-            self._socket.sendall(json.dumps(request).encode() + b"\n" + payload)
+            self._socket.sendall(framing.encode(request, payload))
             response, data = _read_response(self._stream)
-        if not response.get("ok"):
-            raise ApiError(str(response.get("error", "the MTA refused the request")))
-        return response, data
+        return _answer(response), data
 
     def close(self) -> None:
         self._stream.close()
@@ -119,21 +115,29 @@ def call(
         return connection.call(request, payload)
 
 
-def _read_response(stream: Any) -> tuple[JsonObject, bytes]:
+def _read_response(stream: BinaryIO) -> tuple[JsonObject, bytes]:
     line = stream.readline()
     if not line:
         raise ApiError("the MTA closed the connection without answering")
-    try:
-        response = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise ApiError(f"the MTA's answer is not JSON: {error}") from error
-    if not isinstance(response, dict):
-        raise ApiError("the MTA's answer is not a JSON object")
-    size = response.get("content_length", 0)
-    data: bytes = stream.read(size) if size else b""
+    response, size = _header(line)
+    data = stream.read(size) if size else b""
     if len(data) != size:
         raise ApiError("the MTA's answer was cut short")
     return response, data
+
+
+def _header(line: bytes) -> tuple[JsonObject, int]:
+    try:
+        return framing.parse_header(line, max_payload=None, what="the MTA's answer")
+    except framing.FramingError as error:
+        raise ApiError(str(error)) from error
+
+
+def _answer(response: JsonObject) -> JsonObject:
+    """``response`` if the MTA granted the request; else ApiError with its reason."""
+    if not response.get("ok"):
+        raise ApiError(str(response.get("error") or "the MTA refused the request"))
+    return response
 
 
 class AsyncConnection:
@@ -151,20 +155,14 @@ class AsyncConnection:
     async def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
         """One request and its answer: ApiError when the MTA refuses; OSError when the
         connection fails."""
-        if payload:
-            request = {**request, "content_length": len(payload)}
-        self._writer.write(json.dumps(request).encode() + b"\n" + payload)
+        self._writer.write(framing.encode(request, payload))
         await self._writer.drain()
         line = await self._reader.readline()
         if not line:
             raise ConnectionResetError(f"{self.path}: closed without an answer")
-        response = json.loads(line)
-        size = response.get("content_length", 0) if isinstance(response, dict) else 0
+        response, size = _header(line)
         data = await self._reader.readexactly(size) if size else b""
-        if not isinstance(response, dict) or not response.get("ok"):
-            error = response.get("error") if isinstance(response, dict) else response
-            raise ApiError(str(error or "the MTA refused the request"))
-        return response, data
+        return _answer(response), data
 
     async def close(self) -> None:
         self._writer.close()

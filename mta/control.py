@@ -41,28 +41,25 @@ Public API::
     Handler (Protocol): async handle(request, payload) -> (response, payload)
     async serve_control(path, handler) -> asyncio.Server
     ControlError       a request the handler refuses (its message is the answer)
+
+The bytes are delimited by :mod:`mta.framing`, which the clients use too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-__all__ = ["MAX_LINE", "MAX_PAYLOAD", "ControlError", "Handler", "serve_control"]
+from mta import framing
+from mta.framing import MAX_LINE, MAX_PAYLOAD, JsonObject
+
+__all__ = ["MAX_LINE", "MAX_PAYLOAD", "ControlError", "Handler", "JsonObject", "serve_control"]
 
 log = logging.getLogger("aiox400.control")
-
-MAX_LINE = 64 * 1024
-"""Longest JSON line accepted."""
-MAX_PAYLOAD = 64 * 1024 * 1024
-"""Largest content accepted with a request (a submitted message)."""
-
-JsonObject = dict[str, Any]
 
 
 class ControlError(Exception):
@@ -116,10 +113,8 @@ async def _answer(
     except Exception as error:  # a bug must not take the daemon down: say so, log it
         log.exception("control request failed")
         response, data = {"ok": False, "error": f"internal error: {error}"}, b""
-    if data:
-        response = {**response, "content_length": len(data)}
     try:
-        writer.write(json.dumps(response).encode() + b"\n" + data)
+        writer.write(framing.encode(response, data))
         await writer.drain()
     except ConnectionError:
         return False
@@ -136,14 +131,9 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes
     except asyncio.LimitOverrunError as error:
         raise _FramingError(f"request line longer than {MAX_LINE} octets") from error
     try:
-        request = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _FramingError(f"request is not JSON: {error}") from error
-    if not isinstance(request, dict):
-        raise _FramingError('request must be a JSON object with "op"')
-    size = request.get("content_length", 0)
-    if not isinstance(size, int) or not 0 <= size <= MAX_PAYLOAD:
-        raise _FramingError(f"content_length must be 0..{MAX_PAYLOAD}")
+        request, size = framing.parse_header(line, max_payload=MAX_PAYLOAD)
+    except framing.FramingError as error:
+        raise _FramingError(str(error)) from error
     payload = await reader.readexactly(size) if size else b""
     if not isinstance(request.get("op"), str):
         raise ControlError('request must be a JSON object with "op"')

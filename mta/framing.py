@@ -1,0 +1,69 @@
+"""The local API's framing, sans-I/O: what the daemon and both clients write and read.
+
+A message on the control socket, in either direction, is one line of JSON (a UTF-8 object)
+and, when the object has ``"content_length": N``, exactly N octets after the newline (a
+submitted or a read MTS-APDU).  The operations are listed in :mod:`mta.control`; this
+module only delimits them, so :mod:`mta.control` (asyncio, server side) and
+:mod:`client.api` (a blocking socket, or asyncio) share one reading of the bytes.
+
+Public API::
+
+    encode(header, payload=b"") -> bytes      header line (+ content_length) and payload
+    parse_header(line, *, max_payload, what) -> (header, content octets that follow)
+    FramingError                              the line cannot be read as a header
+    MAX_LINE, MAX_PAYLOAD                     the daemon's limits on a request
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["MAX_LINE", "MAX_PAYLOAD", "FramingError", "JsonObject", "encode", "parse_header"]
+
+MAX_LINE = 64 * 1024
+"""Longest request line the daemon reads."""
+MAX_PAYLOAD = 64 * 1024 * 1024
+"""Largest content the daemon accepts with a request (a submitted message)."""
+
+JsonObject = dict[str, Any]
+
+CONTENT_LENGTH = "content_length"
+
+
+class FramingError(ValueError):
+    """A header line that is not a JSON object with a valid ``content_length``: what
+    follows it on the connection cannot be delimited."""
+
+
+def encode(header: JsonObject, payload: bytes = b"") -> bytes:
+    """``header`` as one JSON line, with ``content_length`` when there is a payload, then
+    the payload."""
+    if payload:
+        header = {**header, CONTENT_LENGTH: len(payload)}
+    return json.dumps(header).encode() + b"\n" + payload
+
+
+def parse_header(
+    line: bytes, *, max_payload: int | None, what: str = "request"
+) -> tuple[JsonObject, int]:
+    """The JSON object of ``line`` and how many content octets follow it (at most
+    ``max_payload``; None: any number).  FramingError, its message naming ``what``, when
+    the line is not one."""
+    try:
+        header = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise FramingError(f"{what} is not JSON: {error}") from error
+    except RecursionError as error:
+        raise FramingError(f"{what} is nested too deeply") from error
+    if not isinstance(header, dict):
+        raise FramingError(f"{what} is not a JSON object")
+    size = header.get(CONTENT_LENGTH, 0)
+    if not isinstance(size, int) or isinstance(size, bool) or not _fits(size, max_payload):
+        upper = "" if max_payload is None else str(max_payload)
+        raise FramingError(f"{CONTENT_LENGTH} must be 0..{upper}, an integer")
+    return header, size
+
+
+def _fits(size: int, max_payload: int | None) -> bool:
+    return size >= 0 and (max_payload is None or size <= max_payload)
