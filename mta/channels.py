@@ -226,10 +226,10 @@ class SlotRunner:
         self._on_connected = on_connected  # each time a connection has bound to the peer
         self._reached = asyncio.Event()
         self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
-        # Claims overlap transfers where windows are claimed: nothing urgent then waits.
-        self._overlap = all(p <= Precedence.ROUTINE for p in slot.precedences)
-        # A slot that carries a precedence above routine claims ahead of routine work.
-        self._urgent = not self._overlap
+        # A slot that carries urgent precedences claims ahead of routine work; the others
+        # overlap claims with transfers (windows), as nothing urgent then waits.
+        self._urgent = any(schedule.is_urgent(p) for p in slot.precedences)
+        self._overlap = not self._urgent
         # Wake-ups are counted: a waiter notes the count before it looks at the queue and
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0

@@ -138,9 +138,7 @@ def plan_intake(
     except DecodeError as error:
         raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):
-        subject = envelope.content.subject_identifier.text
-        queued_at = subject_precedence(subject)  # (deferred is 0: compare with None)
-        precedence = Precedence.ROUTINE if queued_at is None else queued_at
+        precedence = precedence_of(envelope, site, subject_precedence)
         return _plan_report(envelope, site, origin_peer=origin_peer, now=now, precedence=precedence)
 
     def write(
@@ -287,12 +285,24 @@ def _with_trace(
     return dataclasses.replace(envelope, trace_information=entries, extensions=extensions)
 
 
-def precedence_of(envelope: MessageEnvelope | Probe | Report | None, site: Site) -> Precedence:
-    """A message's precedence under the site's table; routine for anything else: a probe
-    carries no priority (X.411 12.2.1.2), and a report's is its subject's, known only
-    from the queue (:func:`plan_intake`)."""
+def precedence_of(
+    envelope: MessageEnvelope | Probe | Report | None,
+    site: Site,
+    subject_precedence: Callable[[str], Precedence | None] = lambda _: None,
+) -> Precedence:
+    """The precedence an APDU travels and is scheduled at: a message's own, under the
+    site's table; a report's, its subject's as ``subject_precedence`` knows it (a report's
+    envelope carries no priority, X.411 12.2.1.3); routine for a probe (X.411 12.2.1.2), a
+    report whose subject is not known, or an APDU that does not decode (None).
+
+    The callers differ only in what they know of a subject: intake asks the queue, in the
+    unit that stores the report; the service asks the messages taken in lately
+    (:mod:`mta.recent`), to schedule that unit before the store is read."""
     if isinstance(envelope, MessageEnvelope):
         return envelope.precedence_in(site.table)
+    if isinstance(envelope, Report):
+        known = subject_precedence(envelope.content.subject_identifier.text)
+        return Precedence.ROUTINE if known is None else known  # (deferred is 0: not falsy)
     return Precedence.ROUTINE
 
 

@@ -27,6 +27,7 @@ from mta.channels import SlotState
 from mta.control import ControlError, JsonObject
 from mta.intake import IntakeError
 from mta.journal import log_intake
+from mta.schedule import is_urgent
 from mta.submission import SubmitRequest
 from mta.watch import WatchClosedError
 from p1.errors import DecodeError
@@ -92,8 +93,7 @@ class LocalApi:
             unit = functools.partial(
                 service.units.submit_in, request=submission, now=datetime.now(UTC)
             )
-            urgent = submission.precedence > Precedence.ROUTINE
-            submitted = service.db.enqueue(unit, urgent=urgent)
+            submitted = service.db.enqueue(unit, urgent=is_urgent(submission.precedence))
             service.claim_ahead(submission.recipients, submission.precedence)
             identifier, plan, result, delivered = await submitted
         except IntakeError as error:

@@ -28,12 +28,20 @@ Public API::
     connections_wanted(slot, backlog) -> int
     should_close(slot, index, idle_for, backlog) -> bool
     transfer_window(slot, backlog) -> int
+    is_urgent(precedence) -> bool
 """
 
 from __future__ import annotations
 
 from config.schema import Slot, SlotMode
 from p1.mts.precedence import Precedence
+
+
+def is_urgent(precedence: Precedence) -> bool:
+    """Whether work for ``precedence`` goes ahead of routine work: in the database thread
+    (:meth:`mta.database.Database.enqueue`) and in a connection's window
+    (:func:`transfer_window`).  Everything above routine is."""
+    return precedence > Precedence.ROUTINE
 
 
 def connections_wanted(slot: Slot, backlog: int) -> int:
@@ -75,7 +83,7 @@ def transfer_window(slot: Slot, backlog: int) -> int:
     One on a slot that admits anything above routine; else the connection's share of
     the backlog, between 1 and :data:`MAX_WINDOW`.
     """
-    if any(p > Precedence.ROUTINE for p in slot.precedences):
+    if any(is_urgent(p) for p in slot.precedences):
         return 1
     share = backlog // max(1, connections_wanted(slot, backlog))
     return max(1, min(MAX_WINDOW, share))

@@ -55,6 +55,7 @@ from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
 from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
+from mta.schedule import is_urgent
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
 from p1.association.connection import AssociationSettings, BindRequested
@@ -312,7 +313,7 @@ class Service:
         """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
-        precedence = self._scheduling_precedence(envelope)
+        precedence = precedence_of(envelope, self.site, self.recent.of)
         try:
             unit = functools.partial(
                 self.units.receive_and_deliver_in,
@@ -321,23 +322,12 @@ class Service:
                 origin_peer=peer,
                 envelope=envelope,
             )
-            urgent = precedence > Precedence.ROUTINE
-            plan, result, delivered = await self.db.batch(unit, urgent=urgent)
+            plan, result, delivered = await self.db.batch(unit, urgent=is_urgent(precedence))
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
-
-    def _scheduling_precedence(
-        self, envelope: MessageEnvelope | Probe | Report | None
-    ) -> Precedence:
-        """The precedence a received APDU's unit is scheduled at: a message's own; a
-        report's subject's when this MTA took the subject in lately (:mod:`mta.recent`)."""
-        if isinstance(envelope, Report):
-            subject = self.recent.of(envelope.content.subject_identifier.text)
-            return Precedence.ROUTINE if subject is None else subject
-        return precedence_of(envelope, self.site)
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

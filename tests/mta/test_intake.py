@@ -24,6 +24,7 @@ from mta.intake import (
     plan_intake,
     plan_report,
     plan_submission,
+    precedence_of,
 )
 from mta.reports import (
     Outcome,
@@ -433,6 +434,38 @@ def test_report_on_a_subject_not_queued_here_goes_on_as_routine() -> None:
     )
     assert plan.message is not None
     assert plan.message.precedence is Precedence.ROUTINE
+
+
+@pytest.mark.parametrize("known", [*Precedence, None], ids=lambda p: getattr(p, "label", "none"))
+def test_one_rule_gives_a_reports_precedence_to_the_scheduler_and_to_the_queue(
+    known: Precedence | None,
+) -> None:
+    # The service schedules a received report's unit with precedence_of and what it
+    # remembers of the subject; the unit queues it with what the queue knows.  Given the
+    # same knowledge, both come to the same precedence.
+    subject = envelope(recipient(JONES, 1, REPORT), originator_name=JONES)
+    report = report_on(subject, trace_domain=SITEA)
+    scheduled = precedence_of(report, site_b(), lambda _: known)
+    plan = plan_intake(
+        report_apdu(report),
+        site_b(),
+        origin_peer="MTA-A",
+        now=NOW,
+        subject_precedence=lambda _: known,
+    )
+    assert plan.message is not None
+    assert scheduled is plan.message.precedence
+    assert scheduled is (Precedence.ROUTINE if known is None else known)
+
+
+@pytest.mark.parametrize("precedence", list(Precedence), ids=lambda p: p.label)
+def test_a_message_travels_at_its_own_precedence_and_a_probe_as_routine(
+    precedence: Precedence,
+) -> None:
+    made = envelope(recipient(JONES), precedence=precedence)
+    assert precedence_of(made, site_b(), lambda _: Precedence.OVERRIDE) is precedence
+    assert precedence_of(_probe_from_a(), site_b()) is Precedence.ROUTINE
+    assert precedence_of(None, site_b()) is Precedence.ROUTINE
 
 
 def test_report_without_a_route_is_dropped() -> None:

@@ -12,6 +12,7 @@ from config.schema import RetryPolicy, Slot, SlotMode
 from mta.schedule import (
     MAX_WINDOW,
     connections_wanted,
+    is_urgent,
     should_close,
     transfer_window,
 )
@@ -107,3 +108,13 @@ def test_retry_delay_grows_and_is_capped() -> None:
     assert nominal == [30, 60, 120, 240, 480, 600, 600]
     assert policy.delay(1, 0.0) == pytest.approx(24)
     assert policy.delay(1, 0.999999) == pytest.approx(36, abs=1e-3)
+
+
+def test_work_above_routine_is_urgent_and_claims_one_message_at_a_time() -> None:
+    assert [p for p in Precedence if is_urgent(p)] == [
+        p for p in Precedence if p > Precedence.ROUTINE
+    ]
+    for precedence in Precedence:
+        slot = dataclasses.replace(ON_DEMAND, precedences=(precedence,))
+        window = transfer_window(slot, backlog=100)
+        assert (window == 1) == is_urgent(precedence), precedence
