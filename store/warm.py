@@ -1,19 +1,21 @@
 """Getting the store ready for the first message after a start.
 
-An MTA's first message used to take two to three times as long as the next ones: some
-twenty statements were compiled inside its transaction (0.2-0.6 ms each), the driver
-prepared each SQL text on first use, and the session and repository code ran for the
-first time.  For a flash message submitted right after a restart that is the difference
-between 3 and 9 ms.  :func:`warm_up`, run by the daemon before it listens, pays for all
-of it in advance:
+A freshly started MTA has compiled none of its statements: some twenty are compiled on
+first use (0.2-0.6 ms each, :mod:`store._prepared`), the driver prepares each SQL text
+the first time it runs it, and the session and repository code runs for the first time.
+Left to the first message, that work lands inside its transaction and makes it two to
+three times as slow as the next ones: milliseconds, where a flash message submitted right
+after a restart has a budget of a few.  :func:`warm_up`, run by the daemon before it
+listens, does all of it in advance:
 
 1. every statement of the store is built for the dialect in use (with lists of one
    element, and with the precedence lists of the daemon's connection slots);
-2. the hot path runs once in a transaction that is then rolled back: messages are taken
-   in, one delivered to a mailbox as intake does, each claimed by a slot's precedences,
-   marked transferred, and audited.  Its recipients are on a route no peer can have, so
-   no claim sees a real message; nothing of it is kept (a PostgreSQL sequence may skip
-   a few numbers).
+2. the hot path runs once in a transaction that is then rolled back: for each distinct
+   precedence list of the slots, and for all six precedences, one message is taken in
+   with one recipient delivered to a mailbox as intake does and one on the rehearsal
+   route, which a claim with that list takes, marks transferred and audits.  No peer
+   can have the rehearsal route, so no claim sees a real message; nothing of it is
+   kept (a PostgreSQL sequence may skip a few numbers).
 
 Public API::
 
