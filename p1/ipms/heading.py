@@ -4,8 +4,8 @@ The heading and the field types it shares with the IPN (IPMIdentifier, ORDescrip
 IPMSExtension) are read with the flat reader of :mod:`p1.ber` and written directly, not
 through asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
 (IPMSInformationObjects, MMSHeadingExtensions) remain the definition, and the tests
-check these bytes against them.  O/R names go through :mod:`p1.mts.orname` (read and written
-afresh each time: they are not memoised).
+check these bytes against them.  O/R names go through :mod:`p1.mts.orname`, which keeps
+the names of the encodings it decoded lately.
 
 Writing follows DER's order of SET members and leaves DEFAULT values out; reading
 accepts any BER (members in any order, defaults present, indefinite lengths, segmented
