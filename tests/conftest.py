@@ -1,4 +1,16 @@
-"""Fixtures shared by the store and the daemon tests: PostgreSQL schemas.
+"""Hypothesis profiles for the whole suite, and the PostgreSQL fixtures shared by the store
+and the daemon tests.
+
+Hypothesis: ``AIOX400_HYPOTHESIS_PROFILE`` picks the profile, ``dev`` unless set:
+
+- ``dev``: a quarter of the examples, random each run (failures are kept in
+  ``.hypothesis/`` and tried first next time), for a quick edit-test loop;
+- ``ci``: the full number of examples, derandomized (each test's examples follow from its
+  own code, no example database), so that a CI run can be repeated exactly.
+
+Neither has a deadline: a slow machine must not turn a correct example into a failure.  A
+test whose examples cost much more or much less than most sets its own number relative to
+the profile (:func:`tests.profiles.examples`), never as a constant.
 
 PostgreSQL: ``AIOX400_TEST_POSTGRES_URL`` (default
 ``postgresql+psycopg://postgres@127.0.0.1:5432/test``); each test gets schemas of its own,
@@ -14,9 +26,14 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 from sqlalchemy import Engine, make_url
 
 from store.db import DatabaseUnavailableError, open_database
+
+settings.register_profile("dev", max_examples=25, deadline=None)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("AIOX400_HYPOTHESIS_PROFILE", "dev"))
 
 POSTGRES_URL = os.environ.get(
     "AIOX400_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

@@ -25,6 +25,7 @@ from config import (
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
 from p1.osi import DEFAULT_LIMITS
+from tests.profiles import examples
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 
@@ -968,7 +969,7 @@ PLACES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(place=PLACES, value=VALUES)
 def test_any_value_loads_or_raises_config_error(
     tmp_path_factory: pytest.TempPathFactory, place: tuple[str, str], value: object

@@ -46,6 +46,7 @@ from p1.osi.acse import (
 )
 from p1.osi.presentation import BER, RTSE_CONTEXT, Encoding
 from tests.p1 import golden
+from tests.profiles import examples
 
 ACSE = "ACSE-1"
 MTS_TRANSFER = "2.6.0.1.6"
@@ -512,7 +513,7 @@ apdus = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(apdus)
 def test_round_trip_and_compiled_module_agree(apdu: AcseApdu) -> None:
     data = encode_acse(apdu)
@@ -520,7 +521,7 @@ def test_round_trip_and_compiled_module_agree(apdu: AcseApdu) -> None:
     assert asn1.decode(ACSE, "ACSE-apdu", data) == _asn1_value(apdu)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(5))
 @given(st.sampled_from([data for _, data in TABLE]), st.data())
 def test_mutated_apdus_give_a_value_or_a_decode_error(original: bytes, data: st.DataObject) -> None:
     wire = bytearray(original)

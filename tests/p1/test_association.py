@@ -89,6 +89,7 @@ from tests.p1.association_pair import (
     tpdus,
     user_abort_rtab,
 )
+from tests.profiles import examples
 
 TWA = DialogueMode.TWA
 MONOLOGUE = DialogueMode.MONOLOGUE
@@ -108,12 +109,10 @@ EVENT_TYPES = (
     Aborted,
 )
 FUZZ = settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
+    max_examples=examples(1.5),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-WALKS = settings(FUZZ, max_examples=300)
+WALKS = settings(FUZZ, max_examples=examples(3))
 
 
 def _only(events: list[Event], kind: type[Event]) -> Event:

@@ -26,6 +26,7 @@ from p1.osi.cotp import (
 )
 from p1.osi.tpkt import TpktReader, encode_tpkt
 from tests.p1 import golden
+from tests.profiles import examples
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"
@@ -681,7 +682,7 @@ def test_every_state_and_input(role: Role, state: TransportState, what: Input) -
     _apply(_in_state(role, state), what)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(STATES), st.lists(st.sampled_from(list(Input)), max_size=8))
 def test_random_walks_keep_to_the_table(
     start: tuple[Role, TransportState], inputs: list[Input]
@@ -727,7 +728,7 @@ def _connections() -> list[TransportConnection]:
     return [_in_state(role, state) for role, state in STATES[:6]]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300))
 def test_random_bytes_only_give_events(data: bytes) -> None:
     for connection in _connections():
@@ -735,7 +736,7 @@ def test_random_bytes_only_give_events(data: bytes) -> None:
         _check_only_events(connection, encode_tpkt(data) if 3 <= len(data) <= 65531 else data)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(4), suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from([GOLDEN_CR, GOLDEN_CC, "0300000c02f08068656c6c6f", "0300000b06800001000003"]),
     st.lists(st.tuples(st.integers(0, 40), st.integers(0, 255)), min_size=1, max_size=4),

@@ -58,7 +58,7 @@ from p1.mts.orname import ExtensionAttribute, ORName
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier
 from tests.p1 import strategies
 
-HYPOTHESIS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYPOTHESIS = settings(suppress_health_check=[HealthCheck.too_slow])
 
 
 def t(tag: int, *parts: bytes) -> bytes:

@@ -30,8 +30,9 @@ from p1.mts.relay import with_trace_added
 from p1.mts.trace import InternalTraceEntry, RoutingAction, TraceEntry
 from tests.p1 import strategies
 from tests.p1.test_envelope import GOLDEN_MESSAGE, GOLDEN_REPORT, make_envelope
+from tests.profiles import examples
 
-HYPOTHESIS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYPOTHESIS = settings(max_examples=examples(2), suppress_health_check=[HealthCheck.too_slow])
 
 HERE = GlobalDomainIdentifier(country="GB", admd=" ", prmd="SITEB")
 NOW = datetime(2026, 11, 24, 10, 0, 0, tzinfo=UTC)

@@ -58,6 +58,7 @@ from p1.ipms.ipm import (
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
 from tests.p1 import strategies
+from tests.profiles import examples
 
 P2 = ContentKind.P2
 P772 = ContentKind.P772
@@ -318,7 +319,7 @@ def test_small_p772_ipm_golden() -> None:
 
 
 @given(kinds_and_ipms)
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 def test_any_ipm_round_trips(kind_and_ipm: tuple[ContentKind, IPM]) -> None:
     kind, ipm = kind_and_ipm
     encoded = encode_ipm(ipm, kind)
@@ -586,7 +587,7 @@ def test_malformed_ipm_names_the_problem(data: bytes, why: str) -> None:
 
 
 @given(st.data())
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 def test_corrupted_content_raises_only_decode_error(data: st.DataObject) -> None:
     kind = data.draw(st.sampled_from(KINDS))
     good = encode_ipm(full_ipm(), kind) if data.draw(st.booleans()) else encode_ipn(IPNS[1])

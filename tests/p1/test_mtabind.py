@@ -26,6 +26,7 @@ from p1.association.mtabind import (
     wrap_bind_result,
 )
 from p1.errors import DecodeError, EncodeError
+from tests.profiles import examples
 
 # StrongCredentials { bind-token [0] Token { [0] 1.2.3.4, [1] INTEGER 5 } }, as a SET
 STRONG = bytes.fromhex("310ca00a80032a0304a103020105")
@@ -219,7 +220,7 @@ VALID = [bytes.fromhex(h) for _, h in ARGUMENTS + RESULTS] + [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(st.binary(max_size=64))
 def test_random_bytes_raise_only_decode_error(data: bytes) -> None:
     for decoder in DECODERS:
@@ -227,7 +228,7 @@ def test_random_bytes_raise_only_decode_error(data: bytes) -> None:
             decoder(data)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(
     st.sampled_from(VALID),
     st.integers(min_value=0, max_value=200),

@@ -33,6 +33,7 @@ from p1.mts.orname import (
     orname_to_asn1,
     parse_orname,
 )
+from tests.profiles import examples
 
 SEMICOLON = "C=GB;ADMD= ;PRMD=NATO;O=ACT;OU=J6;S=Smith;G=John;CN=Duty Officer"
 SLASH = "/C=gb/A= /P=smhs/O=percival/S=gal/"
@@ -574,7 +575,7 @@ def has_attributes(name: ORName) -> bool:
     return bool(format_orname(name))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(ornames(), st.sampled_from(["semicolon", "slash"]))
 def test_text_round_trip(name: ORName, style: str) -> None:
     if not has_attributes(name):
@@ -584,7 +585,7 @@ def test_text_round_trip(name: ORName, style: str) -> None:
     assert parse_orname(text).canonical == name.canonical
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(ornames(wire_forms=True))
 def test_ber_round_trip(name: ORName) -> None:
     data = encode_orname(name)
@@ -593,7 +594,7 @@ def test_ber_round_trip(name: ORName) -> None:
     assert encode_orname(decoded) == data
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(ornames(wire_forms=True, with_dn=True))
 def test_ber_round_trip_with_directory_name(name: ORName) -> None:
     data = encode_orname(name)
@@ -603,13 +604,13 @@ def test_ber_round_trip_with_directory_name(name: ORName) -> None:
     )
 
 
-@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(ornames(with_dn=True))
 def test_text_round_trip_with_directory_name(name: ORName) -> None:
     assert parse_orname(format_orname(name)) == name
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(5))
 @given(
     st.sampled_from(["flip", "delete", "insert", "truncate"]),
     st.integers(min_value=0),
@@ -664,7 +665,7 @@ def outcome(action: Callable[[], object]) -> object:
         return type(exc).__name__, str(exc)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans().flatmap(lambda dn: ornames(wire_forms=True, with_dn=dn)))
 def test_direct_codec_agrees_with_asn1tools(name: ORName) -> None:
     data = encode_orname(name)
@@ -720,13 +721,13 @@ def any_ornames(draw: st.DrawFn) -> ORName:
     return dataclasses.replace(name, **changes)  # type: ignore[arg-type]
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5), suppress_health_check=[HealthCheck.too_slow])
 @given(any_ornames())
 def test_direct_encoder_agrees_with_asn1tools_on_any_value(name: ORName) -> None:
     assert outcome(lambda: encode_orname(name)) == outcome(lambda: asn1_encode(name))
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(5), suppress_health_check=[HealthCheck.too_slow])
 @given(any_ornames(), st.data())
 def test_direct_decoder_agrees_with_asn1tools_on_damaged_input(
     name: ORName, data: st.DataObject

@@ -59,6 +59,7 @@ from p1.osi.presentation import (
     negotiate,
 )
 from tests.p1 import golden
+from tests.profiles import examples
 
 PRES = "ISO8823-PRESENTATION"
 SUCCESS = "x400-ping-success"
@@ -657,7 +658,7 @@ DECODERS: dict[type, Callable[[bytes], object]] = {
 }
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(ppdus)
 def test_round_trip_and_compiled_module_agree(value: object) -> None:
     data = _encode(value)
@@ -670,7 +671,7 @@ def _seeds() -> list[tuple[bytes, Callable[[bytes], object]]]:
     return [(data, decode) for _, data, decode in TABLE]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(5))
 @given(st.sampled_from(_seeds()), st.data())
 def test_mutated_ppdus_give_a_value_or_a_decode_error(
     seed: tuple[bytes, Callable[[bytes], object]], data: st.DataObject

@@ -47,6 +47,7 @@ from p1.osi.rtse import (
     encode_rttr,
 )
 from tests.p1 import golden
+from tests.profiles import examples
 
 RTSE = "Reliable-Transfer-APDU"
 SUCCESS = "x400-ping-success"
@@ -395,7 +396,7 @@ apdus = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(apdus)
 def test_round_trip_and_compiled_module_agree(apdu: RtseApdu) -> None:
     data = encode_rtse(apdu)
@@ -403,7 +404,7 @@ def test_round_trip_and_compiled_module_agree(apdu: RtseApdu) -> None:
     assert asn1.decode(RTSE, "RTSE-apdus", data) == _asn1_value(apdu)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(5))
 @given(st.sampled_from([data for _, data in TABLE]), st.data())
 def test_mutated_apdus_give_a_value_or_a_decode_error(original: bytes, data: st.DataObject) -> None:
     wire = bytearray(original)

@@ -45,6 +45,7 @@ from p1.osi.session import (
 )
 from p1.osi.session_machine import TABLE, Input, State
 from p1.osi.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
+from tests.profiles import examples
 
 ALL_RTSE_TOKENS = Token.DATA | Token.MINOR_SYNC | Token.MAJOR_ACTIVITY
 ACTIVITY_ID = b"\x02\x01\x01"  # what RTSE puts there: a BER INTEGER, the transfer number
@@ -933,7 +934,7 @@ WALK_ACTIONS: list[tuple[str, _Action]] = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(
     st.sampled_from([RTSE_REQUIREMENTS, NEGOTIATED, int(Requirement.DUPLEX)]),
     st.lists(st.tuples(st.booleans(), st.sampled_from(WALK_ACTIONS)), max_size=40),
@@ -982,7 +983,7 @@ def _recorded_tsdus() -> list[bytes]:
 _RECORDED = _recorded_tsdus()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(st.sampled_from(list(RECIPES)), st.binary(max_size=40))
 def test_random_tsdus_only_give_events(recipe: str, tsdu: bytes) -> None:
     subject = RECIPES[recipe][1]()
@@ -990,7 +991,7 @@ def test_random_tsdus_only_give_events(recipe: str, tsdu: bytes) -> None:
     assert all(isinstance(e, Event) for e in events)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(5))
 @given(st.sampled_from(list(RECIPES)), st.data())
 def test_mutated_tsdus_only_give_events(recipe: str, data: st.DataObject) -> None:
     subject = RECIPES[recipe][1]()

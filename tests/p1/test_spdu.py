@@ -15,6 +15,7 @@ from p1.errors import DecodeError, EncodeError
 from p1.osi import spdu
 from p1.osi.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
 from tests.p1 import golden
+from tests.profiles import examples
 
 # (SPDU, the TSDU that carries it): encode_tsdu gives the bytes, decode_tsdu the value.
 TSDUS: list[tuple[Spdu, str]] = [
@@ -416,14 +417,14 @@ def test_random_spdus_round_trip(value: Spdu) -> None:
     assert b"".join(spdu.encode_tsdu(u) for u in decoded[-1:]) == tsdu
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(st.binary(max_size=64))
 def test_random_bytes_raise_only_decode_errors(data: bytes) -> None:
     with contextlib.suppress(DecodeError):
         spdu.decode_tsdu(data)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(st.data())
 def test_mutated_golden_tsdus_raise_only_decode_errors(data: st.DataObject) -> None:
     tsdus = [t for c in golden.CAPTURES for _, t in _captured(c)] + [

@@ -42,6 +42,7 @@ from p1.osi.rtse_transfer import (
 from p1.osi.session import DataReceived, DataViewReceived, SessionConnection
 from p1.osi.spdu import Kind, Spdu
 from tests.p1.test_session import RECIPES, Pair
+from tests.profiles import examples
 
 SERIAL_KINDS = (Kind.MIP, Kind.MIA, Kind.MAP, Kind.MAA)
 SERIALS = [0, 1, 2, 9, 10, 64, 99, 100, 1023, 1024, 65535, 999_999, 9_999_999_999]
@@ -133,7 +134,7 @@ def data_phase_tsdus(draw: st.DrawFn) -> bytes:
     return tsdu
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(15))
 @given(data_phase_tsdus())
 def test_plain_decoder_agrees_with_the_general_one(tsdu: bytes) -> None:
     plain = spdu.decode_plain_tsdu(tsdu)
@@ -188,7 +189,7 @@ def test_plain_receipt_matches_the_general_one(recipe: str, tsdu: bytes) -> None
     _both_paths(recipe, tsdu)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(st.sampled_from(_STATES), data_phase_tsdus())
 def test_plain_receipt_matches_the_general_one_for_any_tsdu(recipe: str, tsdu: bytes) -> None:
     _both_paths(recipe, tsdu)
@@ -297,7 +298,7 @@ def test_pdv_view_leaves_the_rest_to_decode_user_data(data: str) -> None:
     assert presentation.decode_pdv_view(bytes.fromhex(data.replace(" ", ""))) is None
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(10))
 @given(st.integers(1, 200), st.binary(max_size=300), st.data())
 def test_pdv_view_agrees_with_decode_user_data(
     context_id: int, inner: bytes, data: st.DataObject
@@ -366,7 +367,7 @@ def test_pieces_of_head_and_octets(head_size: int, size: int, checkpoint_size: i
 # --- transport and TPKT -----------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(
     st.lists(st.binary(min_size=3, max_size=3000), min_size=1, max_size=8),
     st.lists(st.integers(min_value=1, max_value=5000), max_size=20),
@@ -557,7 +558,7 @@ def test_plain_apdu_leaves_other_forms_to_decode_transfer(octets: str) -> None:
     assert plain_apdu(_inbound(bytes.fromhex(octets.replace(" ", "")), [])) is None
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(5))
 @given(st.binary(min_size=2, max_size=200), st.data())
 def test_plain_apdu_agrees_with_decode_transfer(content: bytes, data: st.DataObject) -> None:
     octets = bytearray(encode_transfer(ber.tlv(ber.OCTET_STRING, content)))

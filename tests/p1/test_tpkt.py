@@ -13,6 +13,7 @@ from p1.errors import EncodeError
 from p1.osi import RemoteProtocolError
 from p1.osi.tpkt import FramingError, TpktReader, encode_tpkt, tpkt_header
 from tests.p1 import golden
+from tests.profiles import examples
 
 DT_EOT = bytes.fromhex("02f080")
 
@@ -76,7 +77,7 @@ def test_feed_empty_gives_nothing() -> None:
     assert reader.feed(b"\x00\x07\x02\xf0\x80") == [DT_EOT]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(2))
 @given(
     st.lists(st.binary(min_size=3, max_size=3000), min_size=1, max_size=12),
     st.lists(st.integers(min_value=1, max_value=5000), max_size=30),

@@ -11,6 +11,7 @@ from p1 import asn1, ber
 from p1.association.transfer import MTSE_CONTEXT, Transfer, decode_transfer, encode_transfer
 from p1.errors import DecodeError
 from p1.mts.envelope import Message, decode_mts_apdu
+from tests.profiles import examples
 
 APDU = samples.message_bytes(200)
 
@@ -72,7 +73,7 @@ def test_malformed_externals(wire: str, why: str) -> None:
         decode_transfer(bytes.fromhex(wire))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(st.data())
 def test_mutated_transfers_give_a_value_or_decode_error(data: st.DataObject) -> None:
     wire = bytearray(encode_transfer(APDU))
