@@ -66,13 +66,25 @@ FLASH_SPACING = 0.1
 MTA = str(Path(sys.executable).with_name("x400-mta"))
 
 
+_RESERVED: list[socket.socket] = []
+"""The sockets holding the ports :func:`_free_ports` gave out, open until the benchmark ends."""
+
+
 def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports (their sockets are held until all are chosen)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
+    """``count`` distinct ports on 127.0.0.1, reserved for the daemons until this process
+    ends (the two daemons must know each other's ports before either starts, and the
+    configuration does not take port 0).
+
+    Each is held by a socket bound with ``SO_REUSEADDR`` that never listens: on Linux no
+    other bind to port 0 and no outgoing connection is given the port, while a daemon,
+    whose asyncio listener sets ``SO_REUSEADDR`` too, can still listen on it.
+    """
+    sockets = [socket.socket() for _ in range(count)]
+    _RESERVED.extend(sockets)
+    for sock in sockets:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+    return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def _config(

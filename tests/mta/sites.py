@@ -3,9 +3,12 @@
 Each site's configuration is a plain dict that a test may change before the site starts;
 :meth:`Site.start` writes it as TOML into the test's directory and reads it back with
 :func:`config.loader.load_config`, so the daemon runs exactly as an operator's file would
-configure it.  Ports are chosen before either file is written (bind port 0, read it,
-close): B's listener ports are in A's slots and A's in B's, one listener and one slot per
-DSCP, as in ``config/examples``.
+configure it.  B's listener ports are in A's slots and A's in B's, one listener and one
+slot per DSCP, as in ``config/examples``, so both must be known before either file is
+written; and some tests start A while B is down, or restart B, so B's ports must stay
+B's while nothing listens on them.  The loader refuses port 0, so the lab reserves its
+ports (:class:`ReservedPorts`) for as long as it exists; a test that needs a port the
+running daemon bound reads it back (``Service.listening_ports``).
 
 The local API is called with the client's own code, which blocks on its socket: it runs
 in a worker thread (:func:`asyncio.to_thread`) so the event loop keeps serving the
@@ -15,13 +18,14 @@ a deadline that only a failing test reaches.
 Public API::
 
     Lab.create(directory, slots=LAB_SLOTS) -> Lab(a, b)      both sites, not started
+        await .start() / .stop() / .close()   (close: stopped for good, ports given back)
     solo_site(directory) -> Site                             one MTA without peers
     Site.start() / .stop() / .service / .runner(...) / .address(surname)
         await .api(request, payload) / .inbox(user) / .read(user, id) / .x400(*argv)
         await .send(sender, recipient, precedence, ...) -> [MTS identifiers]
     SlotSpec, LAB_SLOTS, A, B (site identities)
     to_toml(data) -> str
-    free_ports(count) -> list[int]   distinct ports nothing listens on
+    ReservedPorts(count) .ports / .close()   ports held for the lab's daemons
     await eventually(probe, ok, *, what, timeout) -> the probe's last value
     await until(condition, *, what, timeout)
 """
@@ -29,10 +33,10 @@ Public API::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import socket
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,17 +97,41 @@ async def until(condition: Callable[[], bool], *, what: str, timeout: float = DE
 # --- configuration -----------------------------------------------------------------------
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports nothing listens on at the moment (127.0.0.1): each
-    socket is held until all are chosen, so the kernel cannot hand out one twice."""
-    with contextlib.ExitStack() as stack:
-        sockets = [
-            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            for _ in range(count)
-        ]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
+class ReservedPorts:
+    """``count`` distinct TCP ports on 127.0.0.1, held until :meth:`close` (or until the
+    object is collected) for daemons that must be configured with them before they listen.
+
+    Each port is held by a socket bound with ``SO_REUSEADDR`` that never listens.  On
+    Linux, such a socket keeps its port out of the kernel's choices for any other bind to
+    port 0 and for the local port of outgoing connections, and a connection to it is
+    refused, as to a port nobody serves; yet a server that sets ``SO_REUSEADDR`` too (as
+    asyncio's do) can bind the port and listen on it, as often as it is started again.
+    So no other test can take a lab's port between the moment it is chosen and the
+    moment the daemon listens, nor while the daemon is stopped.
+    """
+
+    def __init__(self, count: int) -> None:
+        sockets: list[socket.socket] = []
+        self._finalizer = weakref.finalize(self, _close_all, sockets)
+        try:
+            for _ in range(count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sockets.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", 0))
+        except BaseException:
+            self.close()
+            raise
+        self.ports: list[int] = [int(sock.getsockname()[1]) for sock in sockets]
+
+    def close(self) -> None:
+        """Give the ports back (once their daemons are stopped for good)."""
+        self._finalizer()
+
+
+def _close_all(sockets: list[socket.socket]) -> None:
+    for sock in sockets:
+        sock.close()
 
 
 def to_toml(data: Mapping[str, Any], prefix: str = "") -> str:
@@ -344,20 +372,22 @@ class Site:
 
 @dataclass
 class Lab:
-    """Site A and site B, each the other's peer."""
+    """Site A and site B, each the other's peer, on ports reserved for the lab's life."""
 
     a: Site
     b: Site
+    reserved: ReservedPorts = field(repr=False)
 
     @classmethod
     def create(cls, directory: Path, slots: Sequence[SlotSpec] = LAB_SLOTS) -> Lab:
-        ports = free_ports(2 * len(slots))
-        ports_a, ports_b = ports[: len(slots)], ports[len(slots) :]
+        reserved = ReservedPorts(2 * len(slots))
+        ports_a, ports_b = reserved.ports[: len(slots)], reserved.ports[len(slots) :]
         settings_a = _settings(A, ports_a, slots) | {"peers": [_peer(B, ports_b, slots)]}
         settings_b = _settings(B, ports_b, slots) | {"peers": [_peer(A, ports_a, slots)]}
         return cls(
             a=Site(A, directory / "a", settings_a),
             b=Site(B, directory / "b", settings_b),
+            reserved=reserved,
         )
 
     async def start(self) -> None:
@@ -365,8 +395,14 @@ class Lab:
         await self.a.start()
 
     async def stop(self) -> None:
+        """Stop both sites (either may be started again: the ports stay reserved)."""
         await self.a.stop()
         await self.b.stop()
+
+    async def close(self) -> None:
+        """Stop both sites for good and give the ports back."""
+        await self.stop()
+        self.reserved.close()
 
 
 def solo_site(directory: Path) -> Site:

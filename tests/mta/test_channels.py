@@ -31,23 +31,42 @@ def routine_runner() -> SlotRunner:
     return SlotRunner(context, peer, slot)
 
 
-async def supervised(runner: SlotRunner, queued: int, in_window: int) -> tuple[list[int], int]:
+async def forever() -> None:
+    """Never ends on its own (a connection's task, a read that hangs)."""
+    await asyncio.Event().wait()
+
+
+async def supervised(
+    runner: SlotRunner, monkeypatch: pytest.MonkeyPatch, queued: int, in_window: int
+) -> tuple[list[int], int]:
     """One look of the supervisor with ``queued`` messages due in the queue and
     ``in_window`` claimed by its first connection: the connections it starts, and the
     backlog it shows."""
+    # Straight on to the next look, whose backlog read marks the end of the first.
+    monkeypatch.setattr(channels, "_RECHECK", 0.0)
+    monkeypatch.setattr(channels, "_POLL", 0.0)
     started: list[int] = []
+    looked = asyncio.Event()
+    reads = 0
 
     async def read_backlog() -> int:
-        return queued
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            return queued
+        looked.set()
+        await forever()  # the second look never ends
+        return 0
 
     first = channels._Connection(0, state=channels.ConnectionState.TRANSFERRING, unsent=in_window)
     runner._connections[0] = first
-    busy = asyncio.create_task(asyncio.sleep(3600))  # the first connection's task
+    busy = asyncio.create_task(forever())  # the first connection's task
     runner._workers[0] = busy
     runner._read_backlog = read_backlog  # type: ignore[method-assign]
     runner._start_worker = started.append  # type: ignore[method-assign,assignment]
     supervisor = asyncio.create_task(runner._supervise())
-    await asyncio.sleep(0.01)
+    async with asyncio.timeout(30):
+        await looked.wait()
     for task in (supervisor, busy):
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -55,13 +74,17 @@ async def supervised(runner: SlotRunner, queued: int, in_window: int) -> tuple[l
     return started, runner.snapshot().backlog
 
 
-async def test_messages_claimed_into_a_window_count_as_waiting() -> None:
+async def test_messages_claimed_into_a_window_count_as_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # 6 due in the queue and 15 claimed behind the transfer in progress: 21 wait.
-    assert await supervised(routine_runner(), queued=6, in_window=15) == ([1], 21)
+    assert await supervised(routine_runner(), monkeypatch, queued=6, in_window=15) == ([1], 21)
 
 
-async def test_below_the_threshold_no_extra_connection_opens() -> None:
-    assert await supervised(routine_runner(), queued=6, in_window=13) == ([], 19)
+async def test_below_the_threshold_no_extra_connection_opens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert await supervised(routine_runner(), monkeypatch, queued=6, in_window=13) == ([], 19)
 
 
 # --- a connection's windows ---------------------------------------------------------------
@@ -243,36 +266,44 @@ async def test_failed_transfer_puts_back_the_next_window_claimed_meanwhile() -> 
 # --- the supervisor's wake-ups ------------------------------------------------------------
 
 
-async def watched(
-    runner: SlotRunner, monkeypatch: pytest.MonkeyPatch, connections: int
-) -> tuple[list[int], list[asyncio.Task[None]], asyncio.Task[None]]:
-    """The supervisor of ``runner`` with ``connections`` open (their tasks) and the
-    backlog reads it makes (each appends 1); it polls no more on its own."""
-    monkeypatch.setattr(channels, "_POLL", 3600.0)
-    reads: list[int] = []
+class Reads:
+    """The backlog reads a supervisor makes (each finds nothing due), counted."""
 
-    async def read_backlog() -> int:
-        reads.append(1)
+    def __init__(self) -> None:
+        self.count = 0
+        self._counted = asyncio.Condition()
+
+    async def read_backlog(self) -> int:
+        async with self._counted:
+            self.count += 1
+            self._counted.notify_all()
         return 0
 
+    async def reach(self, count: int) -> None:
+        """Wait for the ``count``-th read (30 s at most: only a failing test waits so long)."""
+        async with asyncio.timeout(30), self._counted:
+            await self._counted.wait_for(lambda: self.count >= count)
+
+
+async def watched(
+    runner: SlotRunner, monkeypatch: pytest.MonkeyPatch, connections: int
+) -> tuple[Reads, list[asyncio.Task[None]], asyncio.Task[None]]:
+    """The supervisor of ``runner`` with ``connections`` open (their tasks) and the
+    backlog reads it makes; it polls no more on its own."""
+    monkeypatch.setattr(channels, "_POLL", 3600.0)
+    reads = Reads()
     tasks: list[asyncio.Task[None]] = []
     for index in range(connections):
         runner._connections[index] = channels._Connection(
             index, state=channels.ConnectionState.IDLE
         )
-        task = asyncio.create_task(asyncio.sleep(3600))
+        task = asyncio.create_task(forever())
         task.add_done_callback(functools.partial(runner._reap, index))
         runner._workers[index] = task
         tasks.append(task)
-    runner._read_backlog = read_backlog  # type: ignore[method-assign]
+    runner._read_backlog = reads.read_backlog  # type: ignore[method-assign]
     runner._start_worker = lambda index: None  # type: ignore[method-assign]
     return reads, tasks, asyncio.create_task(runner._supervise())
-
-
-async def until_true(condition: Callable[[], bool]) -> None:
-    async with asyncio.timeout(30):
-        while not condition():
-            await asyncio.sleep(0.01)
 
 
 async def stopped(*tasks: asyncio.Task[None]) -> None:
@@ -286,11 +317,14 @@ async def test_a_slot_with_all_its_connections_reads_no_backlog_on_wake_ups(
 ) -> None:
     runner = routine_runner()
     reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
-    await until_true(lambda: len(reads) == 1)
+    await reads.reach(1)
     for _ in range(5):  # one per message queued
         runner.wake()
+        # The claim is that nothing happens: give the supervisor twice the interval at
+        # which it would look again if a wake-up made it look.
         await asyncio.sleep(2 * channels._RECHECK)
-    assert len(reads) == 1
+    assert reads.count == 1
+    assert not supervisor.done()  # (still waiting: not silent because it ended)
     await stopped(supervisor, *tasks)
 
 
@@ -299,9 +333,9 @@ async def test_a_slot_that_lacks_a_connection_reads_the_backlog_when_woken(
 ) -> None:
     runner = routine_runner()
     reads, tasks, supervisor = await watched(runner, monkeypatch, connections=1)
-    await until_true(lambda: len(reads) == 1)
+    await reads.reach(1)
     runner.wake()
-    await until_true(lambda: len(reads) == 2)
+    await reads.reach(2)
     await stopped(supervisor, *tasks)
 
 
@@ -310,8 +344,8 @@ async def test_a_full_slot_that_loses_a_connection_looks_again_at_once(
 ) -> None:
     runner = routine_runner()
     reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
-    await until_true(lambda: len(reads) == 1)
+    await reads.reach(1)
     tasks[1].cancel()  # the second connection's task ends (reaped)
-    await until_true(lambda: len(reads) == 2)
+    await reads.reach(2)
     assert list(runner._workers) == [0]
     await stopped(supervisor, *tasks)

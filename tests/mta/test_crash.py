@@ -370,7 +370,8 @@ def _content(sender: str, recipient: str, size: int = BODY_SIZE) -> bytes:
 
 @pytest.fixture
 async def crash_lab(tmp_path: Path) -> AsyncIterator[CrashLab]:
-    """Sites A and B configured as daemons (not started); both killed after the test."""
+    """Sites A and B configured as daemons (not started); both killed after the test, and
+    the lab's ports given back."""
     assert MTA.exists(), f"{MTA} is not installed next to the interpreter"
     lab = Lab.create(tmp_path)
     crash = CrashLab(
@@ -381,6 +382,7 @@ async def crash_lab(tmp_path: Path) -> AsyncIterator[CrashLab]:
         yield crash
     finally:
         crash.kill_all()
+        await lab.close()
 
 
 # --- the scenarios -----------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -200,36 +199,48 @@ async def test_a_unit_queued_on_a_closed_database_fails(engine: Engine) -> None:
 
 async def test_work_given_to_run_is_not_held_up_by_a_stream_of_batches(engine: Engine) -> None:
     database = Database(engine)
+    loop = asyncio.get_running_loop()
     done: list[str] = []
+    running = asyncio.Event()
+    gate = threading.Event()
+
+    def held(session: Session) -> None:
+        loop.call_soon_threadsafe(running.set)
+        assert gate.wait(30), "the test never let the batch in progress finish"
+        done.append("held")
 
     def unit(session: Session) -> None:
-        time.sleep(0.005)
         done.append("batch")
 
-    async def producer() -> list[asyncio.Future[None]]:
-        # New units arrive while each batch runs: the queue is never empty for long.
-        futures = []
-        for _ in range(60):
-            futures.append(database.enqueue(unit, durable=False))
-            await asyncio.sleep(0.002)
-        return futures
-
     try:
-        producing = asyncio.create_task(producer())
-        await asyncio.sleep(0.01)
+        first = database.enqueue(held, durable=False)
+        async with asyncio.timeout(30):
+            await running.wait()  # a batch is in progress in the database thread
+        # More units arrive while it runs: the queue is not empty when it ends.
+        stream = [database.enqueue(unit, durable=False) for _ in range(60)]
+        # The batch in progress ends only once the call below is queued behind it (the
+        # callback runs when that call has been handed to the thread and awaits it).
+        loop.call_soon(gate.set)
         await database.run(done.append, "run")
-        await asyncio.gather(*await producing)
+        await asyncio.gather(first, *stream)
     finally:
+        gate.set()
         database.close()
     # Served after the batch in progress, not once the stream of 60 units has dried up.
-    assert done.index("run") < 30
+    assert done == ["held", "run", *["batch"] * 60]
 
 
 async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> None:
     database = Database(engine)
+    loop = asyncio.get_running_loop()
     commits = count_commits(engine)
     ran: list[str] = []
+    holding = asyncio.Event()
     release = threading.Event()
+
+    def hold() -> None:
+        loop.call_soon_threadsafe(holding.set)
+        assert release.wait(30), "the test never released the database thread"
 
     def named(name: str) -> Callable[[Session], str]:
         def unit(session: Session) -> str:
@@ -240,14 +251,16 @@ async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> Non
         return unit
 
     try:
-        busy = asyncio.ensure_future(database.run(release.wait, 30))  # the thread is busy
+        busy = asyncio.ensure_future(database.run(hold))
+        async with asyncio.timeout(30):
+            await holding.wait()  # the thread is busy: all five wait behind it
         routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
         flash = [database.enqueue(named(f"flash-{i}"), urgent=True) for i in range(2)]
-        await asyncio.sleep(0.05)  # (all five wait behind the busy thread)
         before = commits[0]
         release.set()
         await asyncio.gather(busy, *routine, *flash)
     finally:
+        release.set()
         database.close()
     # The urgent ones first, in their order, in a transaction of their own; then the rest.
     assert ran == ["flash-0", "flash-1", "routine-0", "routine-1", "routine-2"]

@@ -72,12 +72,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 
 @pytest.fixture
 async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
-    """Sites A and B, configured, not started; stopped after the test."""
+    """Sites A and B, configured, not started; stopped after the test, ports given back."""
     sites = Lab.create(tmp_path)
     try:
         yield sites
     finally:
-        await sites.stop()
+        await sites.close()
 
 
 @pytest.fixture
@@ -276,25 +276,47 @@ async def test_work_above_routine_is_queued_as_urgent_at_both_sites(
 async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_takes_it(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batches: list[list[str]] = []
-    commit = Database._commit
+    # Each committed transaction of either site: its database, and each unit with its result.
+    committed: list[tuple[Database, list[tuple[str, Any]]]] = []
+    run_all = Database._run_all
 
-    def recorded(self: Database, units: list[Any]) -> None:
-        batches.append([unit.func.__name__ for unit, *_ in units])
-        commit(self, units)
+    def recorded(
+        self: Database, units: list[Any], *, durable: bool, savepoints: bool
+    ) -> list[tuple[bool, Any]] | None:
+        outcomes = run_all(self, units, durable=durable, savepoints=savepoints)
+        if outcomes is not None:  # (None: rolled back, to be run again with savepoints)
+            results = [
+                (getattr(unit, "func", unit).__name__, value)  # (most units are partials)
+                for (unit, *_), (ok, value) in zip(units, outcomes, strict=True)
+                if ok
+            ]
+            committed.append((self, results))
+        return outcomes
 
-    monkeypatch.setattr(Database, "_commit", recorded)
+    monkeypatch.setattr(Database, "_run_all", recorded)
     await lab.start()
     flash = lab.a.runner(Precedence.FLASH)
     await until(
         lambda: [c.state for c in flash.snapshot().connections] == ["idle"],
         what="A's flash connection idle",
     )
-    batches.clear()
-    await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
+    (identifier,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
     await until(lambda: lab.a.transfers(flash) == 1, what="the flash message transferred")
-    # One transaction takes the submission and claims it for the idle flash connection.
-    assert ["submit_in", "claim_in"] in batches
+
+    def took_it(name: str, result: Any) -> bool:
+        return name == "submit_in" and result[0] == identifier
+
+    def claimed_it(name: str, result: Any) -> bool:
+        return name == "claim_in" and [e.mts_identifier for e in result] == [identifier]
+
+    # Whatever else shares the transaction (other slots' claims, say), the one that takes
+    # the submission in also claims it for the idle flash connection.
+    (taken,) = [
+        results
+        for database, results in committed
+        if database is lab.a.running.db and any(took_it(*r) for r in results)
+    ]
+    assert any(claimed_it(*r) for r in taken), [name for name, _ in taken]
 
 
 async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: Lab) -> None:
