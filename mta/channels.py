@@ -229,7 +229,6 @@ class SlotRunner:
         # A slot that carries urgent precedences claims ahead of routine work; the others
         # overlap claims with transfers (windows), as nothing urgent then waits.
         self._urgent = any(schedule.is_urgent(p) for p in slot.precedences)
-        self._overlap = not self._urgent
         # Wake-ups are counted: a waiter notes the count before it looks at the queue and
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0
@@ -525,7 +524,7 @@ class SlotRunner:
         link is still good.  On a failure the rest, and the next window, are put back."""
         connection.unsent = len(entries)
         for number, entry in enumerate(entries):
-            if self._overlap and connection.following is None and 2 * number >= len(entries):
+            if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
             if not await self._transfer(connection, link, entry):
                 connection.unsent = 0
