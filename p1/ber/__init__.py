@@ -9,7 +9,9 @@ copies the content octets once per nesting level.
 Modules (their public names are re-exported here: ``from p1 import ber`` then ``ber.x``)::
 
     tags    tag classes and numbers, the universal tags, tag_name(tag)
-    reader  Tlv, read_tlv(data, offset, limit), read_single(data, what), children(tlv),
+    reader  the one reader: read(view, pos, end) -> FlatTlv = (key, start, body, end,
+            stop), single / items / octets; the same TLV as an object: Tlv,
+            read_tlv(data, offset, limit), read_single(data, what), children(tlv),
             expect / only_child / constructed_contents / read_octets
     writer  identifier(tag, constructed), length_octets(n), tlv(tag, contents),
             constructed(tag, parts), retag(encoding, tag)
@@ -17,11 +19,11 @@ Modules (their public names are re-exported here: ``from p1 import ber`` then ``
             read_text / text_contents, WireTime, read_utctime / utctime_text
     sets    split_set: a SET by member tag, keeping the received member order;
             encode_set(tag, members, wire_order)
-    flat    the flat reader of the IPM codecs: FlatTlv = (key, start, body, end, stop),
-            read / single / items / members / exact, the primitive values, and the
-            writers header / tlv_bytes / wrap / oid_tlv
+    flat    values of TLVs in the tuple form (members / exact and the primitive values),
+            and the writers header / tlv_bytes / wrap / oid_tlv
 
-Both readers accept definite and indefinite lengths and constructed strings.  Every
+The reader accepts every legal BER form: definite (short or long) and indefinite lengths,
+constructed strings split at any point, tag numbers in the high-number form.  Every
 malformed input raises :class:`p1.errors.DecodeError` (with where/why); values that cannot
 be encoded raise :class:`p1.errors.EncodeError`.
 """
@@ -29,36 +31,38 @@ be encoded raise :class:`p1.errors.EncodeError`.
 from __future__ import annotations
 
 from p1.ber.flat import (
-    FlatTlv,
-    View,
     bits,
     boolean,
     exact,
     header,
     integer,
-    items,
     members,
-    octets,
     oid,
     oid_tlv,
-    read,
-    single,
     text,
     tlv_bytes,
     utctime,
     wrap,
 )
 from p1.ber.reader import (
+    FlatTlv,
     Tlv,
+    View,
     as_view,
     check_single_tlv,
     children,
     constructed_contents,
     expect,
+    items,
+    octets,
     only_child,
+    read,
+    read_identifier,
     read_octets,
     read_single,
     read_tlv,
+    single,
+    tag_of,
 )
 from p1.ber.sets import (
     Member,
@@ -183,6 +187,7 @@ __all__ = [
     "read",
     "read_bits",
     "read_bounded_int",
+    "read_identifier",
     "read_int",
     "read_octets",
     "read_oid",
@@ -195,6 +200,7 @@ __all__ = [
     "single",
     "split_set",
     "tag_name",
+    "tag_of",
     "text",
     "text_contents",
     "tlv",

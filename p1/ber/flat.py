@@ -1,5 +1,5 @@
-"""The flat reader and writers: a TLV as a plain tuple over a view, for the IPM codecs
-(X.690 8.1).
+"""Values and writers for TLVs in the tuple form of :func:`p1.ber.reader.read` (the IPM
+codecs; X.690 8.1 to 8.23).
 
 Part of :mod:`p1.ber`, which re-exports its public names.
 """
@@ -9,125 +9,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Final, TypeAlias
+from typing import Final
 
-from p1.ber.reader import LOW_TAG_FORM, as_view, read_single
-from p1.ber.tags import CONSTRUCTED, MAX_DEPTH, MAX_INT_OCTETS, MAX_LENGTH_OCTETS
+from p1.ber.reader import FlatTlv, View, octets, read, read_single
+from p1.ber.tags import CONSTRUCTED, MAX_INT_OCTETS
 from p1.ber.values import bits_to_numbers, oid_contents, parse_utctime, read_oid
 from p1.ber.writer import SHORT_HEADERS, length_octets, short_headers
 from p1.errors import DecodeError
 
-# --- flat reader -----------------------------------------------------------------------
-#
-# A lighter reader for the IPM codecs.  A TLV is a plain tuple
-# ``(key, start, body, end, stop)`` over a memoryview: ``key`` is the identifier octet (for a
-# tag number above 30, a value above 0xFF that no one-octet identifier equals), the contents
-# are ``body:end``, and ``stop`` is just past the value (past the end-of-contents octets of an
-# indefinite length).  An IPM heading has a hundred TLVs; reading each into a plain tuple
-# costs a tenth of building an object.  Definite and indefinite lengths and segmented
-# (constructed) strings are accepted.
-
-FlatTlv: TypeAlias = tuple[int, int, int, int, int]
-"""(key, start, body, end, stop)."""
-View: TypeAlias = bytes | memoryview
-"""What the flat reader reads: a view, or the bytes themselves (cheaper to slice: a
-decoder given ``bytes`` reads those, with the offsets of the view :func:`single` made)."""
 _OID_OCTET: Final = 0x06
-
-
-def _error(why: str, pos: int) -> DecodeError:
-    return DecodeError(why, where=f"offset {pos}")
-
-
-def _high_tag(view: View, pos: int, end: int) -> tuple[int, int]:
-    number = 0
-    p = pos + 1
-    for _ in range(4):
-        if p >= end:
-            break
-        octet = view[p]
-        p += 1
-        number = number << 7 | octet & 0x7F
-        if not octet & 0x80:
-            return 0x100 | view[pos] | number << 9, p
-    raise _error("truncated or over-long tag number", pos)
-
-
-def read(view: View, pos: int, end: int, depth: int = 0) -> FlatTlv:
-    """The TLV at ``pos``, which must end by ``end`` (X.690 8.1.2 to 8.1.5)."""
-    if pos + 2 > end:
-        raise _error("truncated: a tag and length were expected", pos)
-    key = view[pos]
-    p = pos + 1
-    if key & 0x1F == 0x1F:
-        key, p = _high_tag(view, pos, end)
-        if p >= end:
-            raise _error("truncated length", pos)
-    first = view[p]
-    p += 1
-    if first < 0x80:
-        stop = p + first
-    elif first == 0x80:
-        return _indefinite(view, key, pos, p, end, depth)
-    else:
-        count = first & 0x7F
-        if count > MAX_LENGTH_OCTETS or p + count > end:
-            raise _error(f"bad or truncated length of {count} octets", pos)
-        stop = p + count + int.from_bytes(view[p : p + count], "big")
-        p += count
-    if stop > end:
-        raise _error(f"{stop - p} content octets announced, {end - p} present", pos)
-    return key, pos, p, stop, stop
-
-
-def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:
-    if not key & CONSTRUCTED:
-        raise _error("indefinite length on a primitive value", pos)
-    if depth >= MAX_DEPTH:
-        raise _error(f"nested deeper than {MAX_DEPTH} levels", pos)
-    q = body
-    while True:
-        if q + 2 > end:
-            raise _error("missing end-of-contents", pos)
-        if view[q] == 0 and view[q + 1] == 0:
-            return key, pos, body, q, q + 2
-        q = read(view, q, end, depth + 1)[4]
-
-
-def single(data: bytes | bytearray | memoryview, what: str) -> tuple[memoryview, FlatTlv]:
-    """The one TLV ``data`` holds (trailing bytes are an error), and the view on it."""
-    view = as_view(data)
-    tlv = read(view, 0, len(view))
-    if tlv[4] != len(view):
-        raise DecodeError(f"{len(view) - tlv[4]} trailing byte(s) after the value", where=what)
-    return view, tlv
-
-
-def items(view: View, tlv: FlatTlv, what: str) -> list[FlatTlv]:
-    """The TLVs inside a constructed value."""
-    key, _, pos, end, _ = tlv
-    if not key & CONSTRUCTED:
-        raise DecodeError("a constructed value was expected", where=what)
-    found: list[FlatTlv] = []
-    append = found.append
-    while pos < end:
-        # Inline the common case (low tag number, short definite length) of read().
-        key = view[pos]
-        try:
-            first = view[pos + 1]
-        except IndexError:
-            first = 0x80  # (truncated: read() says so)
-        if first < 0x80 and LOW_TAG_FORM[key]:
-            body = pos + 2
-            stop = body + first
-            if stop <= end:  # (past ``end``, read() says what is wrong)
-                append((key, pos, body, stop, stop))
-                pos = stop
-                continue
-        item = read(view, pos, end, 1)
-        append(item)
-        pos = item[4]
-    return found
 
 
 def members(view: View, tlv: FlatTlv, names: Mapping[int, str], what: str) -> dict[str, FlatTlv]:
@@ -140,18 +30,8 @@ def members(view: View, tlv: FlatTlv, names: Mapping[int, str], what: str) -> di
     get = names.get
     problem = ""
     while pos < end:
-        # items(), inline: a heading and each of its descriptors is a SET.
-        key = view[pos]
-        try:
-            first = view[pos + 1]
-        except IndexError:
-            first = 0x80  # (truncated: read() says so)
-        stop = pos + 2 + first
-        if first < 0x80 and LOW_TAG_FORM[key] and stop <= end:
-            item = (key, pos, pos + 2, stop, stop)
-        else:
-            item = read(view, pos, end, 1)
-            key = item[0]
+        item = read(view, pos, end, 1)
+        key = item[0]
         name = get(key & ~CONSTRUCTED)
         if name is None or name in found:
             # (Reported once every member has been read, as items() then the check would.)
@@ -180,25 +60,6 @@ def _header_size(length: int) -> int:
 
 
 # --- flat reader: primitive values -----------------------------------------------------
-
-
-def octets(view: View, tlv: FlatTlv, what: str) -> bytes:
-    """The octets of a string type, primitive or segmented (X.690 8.7.3, 8.23.6)."""
-    if not tlv[0] & CONSTRUCTED:
-        return bytes(view[tlv[2] : tlv[3]])
-    return b"".join(_flat_segments(view, tlv, what, 0))
-
-
-def _flat_segments(view: View, tlv: FlatTlv, what: str, depth: int) -> list[View]:
-    pieces = []
-    for item in items(view, tlv, what):
-        if not item[0] & CONSTRUCTED:
-            pieces.append(view[item[2] : item[3]])
-        elif depth < MAX_DEPTH:
-            pieces.extend(_flat_segments(view, item, what, depth + 1))
-        else:
-            raise DecodeError("string segments nested too deep", where=what)
-    return pieces
 
 
 def text(view: View, tlv: FlatTlv, what: str, encoding: str = "ascii") -> str:

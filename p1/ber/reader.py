@@ -1,24 +1,199 @@
-"""The TLV reader: bounds-checked, definite and indefinite lengths, constructed strings
-(X.690 8.1.2 to 8.1.5, 8.7, 8.21).
+"""The BER reader: one walk over the received bytes, every legal form (X.690 8.1.2 to
+8.1.5, 8.7, 8.21).
+
+:func:`read` is the only function that parses identifier and length octets.  It returns a
+TLV as a plain tuple ``(key, start, body, end, stop)`` over the caller's bytes or view,
+without copying them:
+
+- ``key`` is the identifier octet; for a tag number above 30 it is
+  ``0x100 | first octet | number << 9`` (never equal to a one-octet identifier).  A tag
+  number below 31 written in the high-number form (``9f 08`` for ``[8]``) gets the key of
+  its one-octet form: the value read is the same whatever the form.
+- the contents are ``body:end``; ``stop`` is just past the value (past the end-of-contents
+  octets of an indefinite length), so ``start:stop`` is the value exactly as received.
+
+Definite short and long lengths, indefinite lengths and constructed (segmented) strings are
+accepted.  :class:`Tlv` is the same TLV with its view and its tag as an object, for the
+envelope and OSI codecs; :func:`read_tlv` makes one from :func:`read`.
 
 Part of :mod:`p1.ber`, which re-exports its public names.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from p1.ber.tags import (
     CONSTRUCTED,
     MAX_DEPTH,
     MAX_LENGTH_OCTETS,
     MAX_TAG_NUMBER,
-    OCTET_STRING,
     tag_name,
 )
 from p1.errors import DecodeError, EncodeError
 
-# --- reading ---------------------------------------------------------------------------
+FlatTlv: TypeAlias = tuple[int, int, int, int, int]
+"""(key, start, body, end, stop)."""
+View: TypeAlias = bytes | memoryview
+"""What the reader reads: a view, or the bytes themselves (cheaper to slice)."""
+
+_OCTET_STRING_KEY = 0x04
+
+LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
+    None if first & 0x1F == 0x1F else ((first & 0xC0) << 24 | first & 0x1F, first & 0x20 != 0)
+    for first in range(256)
+)
+"""(tag, constructed) of each identifier octet with a low tag number; None: a high one."""
+LOW_TAG_FORM: tuple[bool, ...] = tuple(low is not None for low in LOW_TAGS)
+"""Whether each identifier octet has a low tag number."""
+
+
+# --- the reader ------------------------------------------------------------------------
+
+
+def read(view: View, pos: int, end: int, depth: int = 0) -> FlatTlv:
+    """The TLV at ``pos``, which must end by ``end``."""
+    if pos + 2 <= end:
+        key = view[pos]
+        length = view[pos + 1]
+        if length < 0x80 and LOW_TAG_FORM[key]:
+            stop = pos + 2 + length
+            if stop <= end:
+                return key, pos, pos + 2, stop, stop
+    return _read_any(view, pos, end, depth)
+
+
+def _read_any(view: View, pos: int, end: int, depth: int) -> FlatTlv:
+    """:func:`read` for every form: tag numbers above 30, long and indefinite lengths."""
+    key, p = read_identifier(view, pos, end)
+    if p >= end:
+        raise DecodeError("truncated: a length was expected", where=f"offset {p}")
+    first = view[p]
+    p += 1
+    if first == 0x80:
+        return _indefinite(view, key, pos, p, end, depth)
+    length = first
+    if first > 0x80:
+        count = first & 0x7F
+        if count > MAX_LENGTH_OCTETS or first == 0xFF:
+            raise DecodeError(f"length of {count} octets", where=f"offset {p - 1}")
+        if p + count > end:
+            raise DecodeError("truncated length", where=f"offset {p - 1}")
+        length = int.from_bytes(view[p : p + count], "big")
+        p += count
+    stop = p + length
+    if stop > end:
+        raise DecodeError(
+            f"truncated: {length} content octets announced, {end - p} present",
+            where=f"{tag_name(tag_of(key))} at offset {pos}",
+        )
+    return key, pos, p, stop, stop
+
+
+def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:
+    """A value of indefinite length: constructed, ended by two zero octets (X.690 8.1.3.6)."""
+    if not key & CONSTRUCTED:
+        raise DecodeError("indefinite length on a primitive value", where=f"offset {pos}")
+    if depth >= MAX_DEPTH:
+        raise DecodeError(f"nested deeper than {MAX_DEPTH} levels", where=f"offset {pos}")
+    q = body
+    while True:
+        if q + 2 > end:
+            where = f"{tag_name(tag_of(key))} at offset {pos}"
+            raise DecodeError("missing end-of-contents", where=where)
+        if view[q] == 0:
+            if view[q + 1] != 0:
+                raise DecodeError("malformed end-of-contents", where=f"offset {q}")
+            return key, pos, body, q, q + 2
+        q = read(view, q, end, depth + 1)[4]
+
+
+def read_identifier(view: View, pos: int, end: int) -> tuple[int, int]:
+    """The key of the identifier octets at ``pos`` and the offset past them (X.690 8.1.2)."""
+    if pos >= end:
+        raise DecodeError("truncated: a tag was expected", where=f"offset {pos}")
+    first = view[pos]
+    if first & 0x1F != 0x1F:
+        return first, pos + 1
+    number = 0
+    p = pos + 1
+    for count in range(4):
+        if p >= end:
+            raise DecodeError("truncated tag number", where=f"offset {p}")
+        octet = view[p]
+        p += 1
+        if count == 0 and octet == 0x80:
+            raise DecodeError("tag number with a leading zero septet", where=f"offset {p - 1}")
+        number = (number << 7) | (octet & 0x7F)
+        if not octet & 0x80:
+            if number > MAX_TAG_NUMBER:  # the class lives in the bits above
+                raise DecodeError("tag number too large", where=f"offset {p - 1}")
+            if number < 0x1F:
+                return first & 0xE0 | number, p
+            return 0x100 | first | number << 9, p
+    raise DecodeError("tag number longer than four octets", where=f"offset {p}")
+
+
+def tag_of(key: int) -> int:
+    """The tag (class and number, as :mod:`p1.ber.tags` writes them) of a key."""
+    if key < 0x100:
+        return (key & 0xC0) << 24 | key & 0x1F
+    return (key & 0xC0) << 24 | key >> 9
+
+
+def single(data: bytes | bytearray | memoryview, what: str) -> tuple[memoryview, FlatTlv]:
+    """The one TLV ``data`` holds (trailing bytes are an error), and the view on it."""
+    view = as_view(data)
+    tlv = read(view, 0, len(view))
+    if tlv[4] != len(view):
+        raise DecodeError(f"{len(view) - tlv[4]} trailing byte(s) after the value", where=what)
+    return view, tlv
+
+
+def items(view: View, tlv: FlatTlv, what: str) -> list[FlatTlv]:
+    """The TLVs inside a constructed value."""
+    key, _, pos, end, _ = tlv
+    if not key & CONSTRUCTED:
+        raise DecodeError("a constructed value was expected", where=what)
+    found: list[FlatTlv] = []
+    append = found.append
+    while pos < end:
+        item = read(view, pos, end, 1)
+        append(item)
+        pos = item[4]
+    return found
+
+
+def octets(view: View, tlv: FlatTlv, what: str) -> bytes:
+    """The octets of a string type, primitive or segmented (X.690 8.7.3, 8.23.6)."""
+    if not tlv[0] & CONSTRUCTED:
+        return bytes(view[tlv[2] : tlv[3]])
+    return b"".join(_segments(view, tlv, what, 0))
+
+
+def _segments(view: View, tlv: FlatTlv, what: str, depth: int) -> list[View]:
+    """The primitive segments of a constructed string, in order (X.690 8.7.3.2)."""
+    pieces = []
+    for item in items(view, tlv, what):
+        if item[0] & ~CONSTRUCTED != _OCTET_STRING_KEY:
+            found = tag_name(tag_of(item[0]))
+            raise DecodeError(f"expected [UNIVERSAL 4], found {found}", where=what)
+        if not item[0] & CONSTRUCTED:
+            pieces.append(view[item[2] : item[3]])
+        elif depth < MAX_DEPTH:
+            pieces.extend(_segments(view, item, what, depth + 1))
+        else:
+            raise DecodeError("string segments nested too deep", where=what)
+    return pieces
+
+
+def as_view(data: bytes | bytearray | memoryview) -> memoryview:
+    """A flat byte view of ``data`` (no copy)."""
+    view = memoryview(data)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+
+
+# --- the same TLV as an object ---------------------------------------------------------
 
 
 class Tlv(NamedTuple):
@@ -54,113 +229,16 @@ class Tlv(NamedTuple):
         return self.data[self.start : self.stop]
 
 
-def read_tag(data: memoryview, offset: int, limit: int) -> tuple[int, bool, int]:
-    if offset >= limit:
-        raise DecodeError("truncated: a tag was expected", where=f"offset {offset}")
-    first = data[offset]
-    cls = first & 0xC0
-    constructed = bool(first & CONSTRUCTED)
-    number = first & 0x1F
-    offset += 1
-    if number != 0x1F:
-        return (cls << 24) | number, constructed, offset
-    number = 0
-    for count in range(4):
-        if offset >= limit:
-            raise DecodeError("truncated tag number", where=f"offset {offset}")
-        octet = data[offset]
-        offset += 1
-        if count == 0 and octet == 0x80:
-            raise DecodeError("tag number with a leading zero septet", where=f"offset {offset - 1}")
-        number = (number << 7) | (octet & 0x7F)
-        if not octet & 0x80:
-            if number > MAX_TAG_NUMBER:  # the class lives in the bits above
-                raise DecodeError("tag number too large", where=f"offset {offset - 1}")
-            return (cls << 24) | number, constructed, offset
-    raise DecodeError("tag number longer than four octets", where=f"offset {offset}")
-
-
-def _read_length(data: memoryview, offset: int, limit: int) -> tuple[int | None, int]:
-    if offset >= limit:
-        raise DecodeError("truncated: a length was expected", where=f"offset {offset}")
-    first = data[offset]
-    offset += 1
-    if first < 0x80:
-        return first, offset
-    if first == 0x80:
-        return None, offset
-    count = first & 0x7F
-    if count > MAX_LENGTH_OCTETS or first == 0xFF:
-        raise DecodeError(f"length of {count} octets", where=f"offset {offset - 1}")
-    if offset + count > limit:
-        raise DecodeError("truncated length", where=f"offset {offset - 1}")
-    return int.from_bytes(data[offset : offset + count], "big"), offset + count
-
-
 new_tlv = tuple.__new__  # Tlv(...) without the Python-level __new__ of a NamedTuple
-
-LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
-    None if first & 0x1F == 0x1F else ((first & 0xC0) << 24 | first & 0x1F, first & 0x20 != 0)
-    for first in range(256)
-)
-"""(tag, constructed) of each identifier octet with a low tag number; None: a high one."""
-LOW_TAG_FORM: tuple[bool, ...] = tuple(low is not None for low in LOW_TAGS)
-"""Whether each identifier octet has a low tag number."""
 
 
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
-    """The TLV that starts at ``offset`` and must end by ``limit``."""
-    body = offset + 2
-    if body <= limit:
-        low = LOW_TAGS[data[offset]]
-        length = data[offset + 1]
-        if low is not None and length < 0x80 and body + length <= limit:
-            # The common case, inline: low tag number, short definite length.
-            end = body + length
-            return new_tlv(Tlv, (data, offset, body, end, end, low[0], low[1]))
-    return read_tlv_at(data, offset, limit, depth)
-
-
-def read_tlv_at(data: memoryview, offset: int, limit: int, depth: int) -> Tlv:
-    if offset + 2 <= limit:
-        # Next most common: a low tag number and a long definite length.
-        low = LOW_TAGS[data[offset]]
-        count = data[offset + 1] - 0x80
-        body = offset + 2 + count
-        if low is not None and 0 < count <= MAX_LENGTH_OCTETS and body <= limit:
-            end = body + int.from_bytes(data[offset + 2 : body], "big")
-            if end <= limit:
-                return new_tlv(Tlv, (data, offset, body, end, end, low[0], low[1]))
-    start = offset
-    tag, constructed, offset = read_tag(data, offset, limit)
-    length, body = _read_length(data, offset, limit)
-    if length is not None:
-        end = body + length
-        if end > limit:
-            raise DecodeError(
-                f"truncated: {length} content octets announced, {limit - body} present",
-                where=f"{tag_name(tag)} at offset {start}",
-            )
-        return Tlv(data, start, body, end, end, tag, constructed)
-    if not constructed:
-        raise DecodeError("indefinite length on a primitive value", where=f"offset {start}")
-    if depth >= MAX_DEPTH:
-        raise DecodeError(f"nested deeper than {MAX_DEPTH} levels", where=f"offset {start}")
-    position = body
-    while True:
-        if position + 2 > limit:
-            raise DecodeError("missing end-of-contents", where=f"{tag_name(tag)} at offset {start}")
-        if data[position] == 0:
-            if data[position + 1] != 0:
-                raise DecodeError("malformed end-of-contents", where=f"offset {position}")
-            return Tlv(data, start, body, position, position + 2, tag, constructed)
-        position = read_tlv(data, position, limit, depth + 1).stop
-
-
-def as_view(data: bytes | bytearray | memoryview) -> memoryview:
-    """A flat byte view of ``data`` (no copy)."""
-    view = memoryview(data)
-    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
+    """The TLV that starts at ``offset`` and must end by ``limit``, as a :class:`Tlv`."""
+    key, start, body, end, stop = read(data, offset, limit, depth)
+    low = LOW_TAGS[key] if key < 0x100 else None
+    if low is not None:
+        return new_tlv(Tlv, (data, start, body, end, stop, low[0], low[1]))
+    return new_tlv(Tlv, (data, start, body, end, stop, tag_of(key), key & CONSTRUCTED != 0))
 
 
 def read_single(data: bytes | bytearray | memoryview, what: str) -> Tlv:
@@ -180,23 +258,9 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
     found: list[Tlv] = []
     append = found.append
     while offset < end:
-        # read_tlv's common case, inline: most of an envelope's decoding is spent here.
-        first = data[offset]
-        try:
-            length = data[offset + 1]
-        except IndexError:
-            length = 0x80  # (truncated: read_tlv_at says so)
-        low = LOW_TAGS[first]
-        if length < 0x80 and low is not None:
-            body = offset + 2
-            stop = body + length
-            if stop <= end:  # (past ``end``, read_tlv_at says what is wrong)
-                append(new_tlv(Tlv, (data, offset, body, stop, stop, low[0], low[1])))
-                offset = stop
-                continue
-        child = read_tlv_at(data, offset, end, 1)
+        child = read_tlv(data, offset, end, 1)
         append(child)
-        offset = child.stop
+        offset = child[4]
     return found
 
 
@@ -210,15 +274,12 @@ def expect(tlv: Tlv, tag: int, what: str) -> Tlv:
 def only_child(tlv: Tlv, what: str) -> Tlv:
     """The single value inside an explicit tag."""
     data, _, body, end, _, _, is_constructed = tlv
-    if is_constructed and body + 2 <= end:
-        # The common case, inline: one value with a low tag and a short length.
-        low = LOW_TAGS[data[body]]
-        if low is not None and data[body + 1] < 0x80 and body + 2 + data[body + 1] == end:
-            return new_tlv(Tlv, (data, body, body + 2, end, end, low[0], low[1]))
-    inner = children(tlv, what)
-    if len(inner) != 1:
-        raise DecodeError(f"explicit tag holds {len(inner)} values, not one", where=what)
-    return inner[0]
+    if is_constructed and body < end:
+        inner = read_tlv(data, body, end, 1)
+        if inner[4] == end:
+            return inner
+    count = len(children(tlv, what))
+    raise DecodeError(f"explicit tag holds {count} values, not one", where=what)
 
 
 def constructed_contents(tlv: Tlv, what: str) -> memoryview:
@@ -244,17 +305,4 @@ def read_octets(tlv: Tlv, what: str) -> bytes:
     """The octets of an OCTET STRING (or string type) in primitive or constructed form."""
     if not tlv.constructed:
         return bytes(tlv.data[tlv.body : tlv.end])
-    return b"".join(_segments(tlv, what, OCTET_STRING, 0))
-
-
-def _segments(tlv: Tlv, what: str, segment_tag: int, depth: int) -> list[memoryview]:
-    pieces: list[memoryview] = []
-    for child in children(tlv, what):
-        expect(child, segment_tag, what)
-        if child.constructed:
-            if depth >= MAX_DEPTH:
-                raise DecodeError("string segments nested too deep", where=what)
-            pieces.extend(_segments(child, what, segment_tag, depth + 1))
-        else:
-            pieces.append(child.contents())
-    return pieces
+    return octets(tlv.data, (CONSTRUCTED, tlv.start, tlv.body, tlv.end, tlv.stop), what)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from p1.ber.reader import LOW_TAGS, Tlv, new_tlv, read_tlv_at
+from p1.ber.reader import Tlv, read_tlv
 from p1.ber.tags import tag_name
 from p1.ber.writer import constructed
 from p1.errors import DecodeError
@@ -55,19 +55,8 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
     get = members.get
     problem = ""
     while offset < end:
-        # children(), inline: an envelope has a SET per recipient and per trace entry.
-        first = data[offset]
-        try:
-            length = data[offset + 1]
-        except IndexError:
-            length = 0x80  # (truncated: read_tlv_at says so)
-        low = LOW_TAGS[first]
-        stop = offset + 2 + length
-        if length < 0x80 and low is not None and stop <= end:
-            child = new_tlv(Tlv, (data, offset, offset + 2, stop, stop, low[0], low[1]))
-        else:
-            child = read_tlv_at(data, offset, end, 1)
-            stop = child.stop
+        child = read_tlv(data, offset, end, 1)
+        stop = child[4]
         name = get(child[5])
         if name is None or name in found:
             # (Reported once every member has been read, as children() then the check would.)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from p1.ber.reader import as_view, read_tag
+from p1.ber.reader import as_view, read_identifier
 from p1.ber.tags import CLASS_NAMES, CONSTRUCTED
 
 # --- writing ---------------------------------------------------------------------------
@@ -85,5 +85,5 @@ def constructed(tag: int, parts: Iterable[bytes]) -> bytes:
 def retag(encoding: bytes, tag: int) -> bytes:
     """``encoding`` with its outermost tag replaced by ``tag`` (an IMPLICIT tag)."""
     view = as_view(encoding)
-    _, is_constructed, after = read_tag(view, 0, len(view))
-    return identifier(tag, is_constructed) + encoding[after:]
+    key, after = read_identifier(view, 0, len(view))
+    return identifier(tag, key & 0x20 != 0) + encoding[after:]

@@ -37,19 +37,19 @@ BER (MTSAbstractService.ORName / ORAddress) and the asn1tools values of the same
     oraddress_to_asn1(addr) -> dict   oraddress_from_asn1(value) -> ORAddress
 
 ``encode_*`` and ``decode_*`` read and write the BER directly (an envelope or heading
-holds several names, and asn1tools costs several times as much); encodings the direct
-reader does not take (indefinite lengths, segmented strings, members out of order,
-and every malformed one) are decoded by asn1tools, so both give the same results.
+holds several names, and asn1tools costs several times as much).  The reader takes every
+legal BER form (long and indefinite lengths, strings in segments, high-number tags) and
+gives the same value whatever the form; a malformed name raises ``DecodeError``.  The
+asn1tools conversions are the reference the tests check the codec against.
 
 A decoded value re-encodes to the bytes received when those were definite-length,
 minimal BER (what DER senders produce): the string form of country and domain names
 (``country_numeric``, ``admd_numeric``, ``prmd_numeric``), the position of common-name
 among the extension attributes (``common_name_position``) and every extension
-attribute we do not model (raw, in order) are recorded.  A common-name whose encoding
-we would not reproduce is kept raw too.  The directory name is carried as BER bytes;
-while the module types ``directory-name`` as ``Name`` the codec re-encodes it, which
-is exact for DER Names only (a Name sent with a DEFAULT value present, for instance,
-comes back without it); as ``[0] ANY`` it is passed through untouched.  Decoding is
+attribute we do not model (raw, in order) are recorded.  Other forms re-encode minimal;
+a relaying MTA passes the received envelope on unchanged, so they reach the next MTA
+as sent.  A common-name that is not a PrintableString is kept raw.  The directory name is
+carried as BER bytes (``directory-name [0] ANY``), passed through untouched.  Decoding is
 liberal: values beyond the upper bounds decode, and :meth:`ORAddress.problems` says
 what is wrong with them.
 

@@ -1,4 +1,5 @@
-"""O/R names in BER: the direct codec and the asn1tools fallback (see :mod:`p1.mts.orname`).
+"""O/R names in BER: the direct codec, and the asn1tools values it is checked against and
+encodes through what it cannot write (see :mod:`p1.mts.orname`).
 
 Import the public names from :mod:`p1.mts.orname`; this module builds on its models.
 """
@@ -148,12 +149,12 @@ def _text(value: object) -> str:
 
 
 def _common_name_from_ber(raw: bytes) -> str | None:
-    """The common name, if ``raw`` is the encoding we would write for it (else keep raw)."""
+    """The common name that ``raw`` encodes in any form (None: not a CommonName, keep raw)."""
     try:
         text = asn1.decode(MODULE, "CommonName", raw)
-        return text if asn1.encode(MODULE, "CommonName", text) == raw else None
     except CodecError:
         return None
+    return text if isinstance(text, str) else None
 
 
 def _extensions_from_asn1(attributes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -215,13 +216,15 @@ def _directory_name_from_asn1(directory: Any) -> bytes:
 #
 # encode_* and decode_* read and write the BER themselves: through asn1tools and the
 # dict conversion above, a name costs some 30 us each way and an envelope carries
-# several.  asn1tools stays the reference.  The writer produces the bytes asn1tools
-# writes (the tests compare the two); a value it cannot write (not ASCII, a
-# personal-name without surname, a wrong type) goes to asn1tools, which encodes it or
-# says what is wrong.  The reader takes the forms senders use (definite lengths, low
-# tag numbers, primitive ASCII strings, members in the standard's order); any other
-# encoding, and so every malformed one, goes to asn1tools.  Values, bytes and errors
-# are therefore the same whichever path ran.
+# several.  asn1tools stays the reference the tests check both directions against.
+#
+# The reader walks the name with p1.ber's reader and accepts every legal BER form:
+# definite (short or long) and indefinite lengths, strings primitive or split into
+# segments, members of a SEQUENCE in any order (each once: their tags differ).  The value
+# read is the same whatever the form; a name that is not an O/R name raises DecodeError.
+# The writer produces the bytes asn1tools writes (the tests compare the two); a value it
+# cannot write (not ASCII, a personal-name without surname, a wrong type) goes to
+# asn1tools, which encodes it or says what is wrong.
 
 _ORNAME_OCTET = 0x60  # [APPLICATION 0], constructed
 _SEQUENCE_OCTET = 0x30
@@ -232,282 +235,215 @@ _DIRECTORY_NAME_OCTET = 0xA0  # [0] around an open type: explicit
 _EXT_TYPE_OCTET = 0x80  # [0] INTEGER
 _EXT_VALUE_OCTET = 0xA1  # [1] around an open type: explicit
 _COMMON_NAME = int(ExtensionAttributeType.COMMON_NAME)
+_PRIMITIVE = ~ber.CONSTRUCTED
+"""Mask that clears the constructed bit: a string's key whichever form it was sent in."""
 
 
 class _Unusual(Exception):
-    """An encoding the direct reader leaves to asn1tools."""
-
-
-_UNUSUAL = (_Unusual, ValueError, IndexError)
-"""What sends a name to asn1tools: _Unusual, a non-ASCII string (UnicodeDecodeError,
-which the readers let through) and, defensively, any slip of the direct reader."""
-
-
-_Item = tuple[int, int, int]
-"""A TLV: (identifier octet, contents start, contents end)."""
-
-# The readers below walk TLVs inline, in the same three steps everywhere:
-#
-#     octet, length, body = data[start], data[start + 1], start + 2
-#     if length > 0x7F:
-#         body, length = _long_form(data, start, end)
-#     stop = body + length  (then: stop <= end, or _Unusual)
-#
-# A high tag number is never taken for the identifier octet a reader expects, and an
-# index past the data is an IndexError: both send the name to asn1tools.  (Walking
-# inline rather than through a function per TLV halves the time of a name.)
-
-
-def _long_form(data: bytes, start: int, end: int) -> tuple[int, int]:
-    """(contents start, length) of the TLV at ``start`` whose length is in long form."""
-    count = data[start + 1] & 0x7F
-    body = start + 2 + count
-    if not 0 < count <= 4 or body > end:
-        raise _Unusual  # indefinite, or longer than any name
-    return body, int.from_bytes(data[start + 2 : body], "big")
-
-
-def _items(data: bytes, start: int, end: int) -> list[_Item]:
-    """The TLVs that fill ``start:end`` exactly."""
-    found = []
-    while start < end:
-        octet, length, body = data[start], data[start + 1], start + 2
-        if length > 0x7F:
-            body, length = _long_form(data, start, end)
-        start = body + length
-        found.append((octet, body, start))
-    if start != end:
-        raise _Unusual
-    return found
-
-
-def _only(data: bytes, start: int, end: int) -> _Item:
-    """The one TLV that fills ``start:end`` (the contents of an explicit tag)."""
-    octet, length, body = data[start], data[start + 1], start + 2
-    if length > 0x7F:
-        body, length = _long_form(data, start, end)
-    if body + length != end or octet & 0x1F == 0x1F:
-        raise _Unusual
-    return octet, body, end
+    """A value the direct writer leaves to asn1tools."""
 
 
 _Fields = dict[str, Any]
 """The fields of the name being read (its instance dictionary): each at its default
 until read, so ``fields[name] is None`` means "not read yet"."""
+_Reader = Callable[[ber.View, ber.FlatTlv, _Fields, str], None]
 
 
-# BuiltInStandardAttributes members by identifier octet: (rank, field).  The members
-# come in rank order, each at most once.  The constructed ones are the explicit tags
-# around CHOICE { NumericString, PrintableString } (country, ADMD, PRMD), personal-name
-# and organizational-unit-names (no field: read by their own functions).
-_STANDARD_MEMBERS = {
-    0x61: (0, "country"),
-    0x62: (1, "admd"),
-    0x80: (2, "network_address"),
-    0x81: (3, "terminal_identifier"),
-    0xA2: (4, "prmd"),
-    0x83: (5, "organization"),
-    0x84: (6, "numeric_user_identifier"),
-    0xA5: (7, ""),
-    0xA6: (8, ""),
-}
-_NOT_STANDARD = (-1, "")
-_STANDARD_BY_OCTET = tuple(_STANDARD_MEMBERS.get(octet, _NOT_STANDARD) for octet in range(256))
-"""_STANDARD_MEMBERS by identifier octet, every octet (indexing: quicker than a lookup)."""
-_PERSONAL_RANK = 7
+def _read_text(view: ber.View, item: ber.FlatTlv, what: str) -> str:
+    """A NumericString or PrintableString, primitive or in segments (X.690 8.23)."""
+    return ber.text(view, item, what)
+
+
+def _only(view: ber.View, item: ber.FlatTlv, what: str) -> ber.FlatTlv:
+    """The one value inside an explicit tag."""
+    inner = ber.items(view, item, what)
+    if len(inner) != 1:
+        raise DecodeError(f"explicit tag holds {len(inner)} values, not one", where=what)
+    return inner[0]
+
+
+def _expect(item: ber.FlatTlv, key: int, what: str) -> None:
+    """A DecodeError unless ``item`` has ``key`` (either form of a string's tag)."""
+    if item[0] & _PRIMITIVE != key & _PRIMITIVE:
+        found = ber.tag_name(ber.tag_of(item[0]))
+        raise DecodeError(f"expected {ber.tag_name(ber.tag_of(key))}, found {found}", where=what)
+
+
 _NUMERIC_FLAGS = {"country": "country_numeric", "admd": "admd_numeric", "prmd": "prmd_numeric"}
 
 
-def _read_standard(data: bytes, start: int, end: int, fields: _Fields) -> None:
-    # One loop with the usual forms inline: every name has half a dozen members.
-    last = -1
-    while start < end:
-        octet = data[start]
-        length = data[start + 1]
-        body = start + 2
-        if length > 0x7F:
-            body, length = _long_form(data, start, end)
-        start = body + length
-        rank, name = _STANDARD_BY_OCTET[octet]
-        if rank <= last or start > end:
-            raise _Unusual  # unknown, repeated or out of order; or overrunning
-        last = rank
-        if not octet & 0x20:
-            fields[name] = data[body:start].decode("ascii")
-        elif not name:
-            (_read_personal if rank == _PERSONAL_RANK else _read_units)(data, body, start, fields)
-        elif length < 0x80 and data[body + 1] + 2 == length and data[body] == _PRINTABLE_OCTET:
-            # A short PrintableString in the explicit tag (NumericString: _read_choice).
-            value = fields[name] = data[body + 2 : start].decode("ascii")
-            if value.isdigit():  # ASCII: as _looks_numeric, faster
-                fields[_NUMERIC_FLAGS[name]] = False  # digits, yet printable
-        else:
-            _read_choice(data, body, start, fields, name)
-
-
-def _read_choice(data: bytes, start: int, end: int, fields: _Fields, name: str) -> None:
-    # CountryName, AdministrationDomainName and PrivateDomainName: an explicit tag
-    # around CHOICE { NumericString, PrintableString }.
-    octet, body, stop = _only(data, start, end)
-    if octet != _NUMERIC_OCTET and octet != _PRINTABLE_OCTET:
-        raise _Unusual
-    value = fields[name] = data[body:stop].decode("ascii")
-    numeric = octet == _NUMERIC_OCTET
-    if numeric != value.isdigit():  # ASCII: as _looks_numeric, faster
+def _read_choice(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
+    """CountryName, AdministrationDomainName, PrivateDomainName: an explicit tag around
+    CHOICE { NumericString, PrintableString } (X.411 18.5)."""
+    inner = _only(view, item, name)
+    kind = inner[0] & _PRIMITIVE
+    if kind != _NUMERIC_OCTET and kind != _PRINTABLE_OCTET:
+        found = ber.tag_name(ber.tag_of(inner[0]))
+        raise DecodeError(f"expected a NumericString or PrintableString, found {found}", where=name)
+    value = fields[name] = _read_text(view, inner, name)
+    numeric = kind == _NUMERIC_OCTET
+    if numeric != _looks_numeric(value):
         fields[_NUMERIC_FLAGS[name]] = numeric  # only where the value does not imply it
 
 
-_PERSONAL_OCTETS = {
+_PERSONAL_MEMBERS = {
     0x80: "surname",
     0x81: "given_name",
     0x82: "initials",
     0x83: "generation_qualifier",
 }
-_PERSONAL_BY_OCTET = tuple(_PERSONAL_OCTETS.get(octet) for octet in range(256))
-"""_PERSONAL_OCTETS by identifier octet, every octet (None: not a member)."""
 
 
-def _read_personal(data: bytes, start: int, end: int, fields: _Fields) -> None:
-    # A SET: members in any order, each once, surname required.
-    while start < end:
-        octet, length, body = data[start], data[start + 1], start + 2
-        if length > 0x7F:
-            body, length = _long_form(data, start, end)
-        start = body + length
-        name = _PERSONAL_BY_OCTET[octet]
-        if name is None or fields[name] is not None or start > end:
-            raise _Unusual  # unknown, repeated or overrunning
-        fields[name] = data[body:start].decode("ascii")
+def _read_personal(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> None:
+    """PersonalName: a SET, members in any order, surname required (X.411 18.5)."""
+    for name, member in ber.members(view, item, _PERSONAL_MEMBERS, "personal-name").items():
+        fields[name] = _read_text(view, member, name)
     if fields["surname"] is None:
-        raise _Unusual
+        raise DecodeError("missing surname", where="personal-name")
 
 
-def _read_units(data: bytes, start: int, end: int, fields: _Fields) -> None:
+def _read_units(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> None:
+    """OrganizationalUnitNames: a SEQUENCE OF PrintableString."""
+    what = "organizational-unit-names"
     units = []
-    while start < end:
-        octet, length, body = data[start], data[start + 1], start + 2
-        if length > 0x7F:
-            body, length = _long_form(data, start, end)
-        start = body + length
-        if octet != _PRINTABLE_OCTET or start > end:
-            raise _Unusual
-        units.append(data[body:start].decode("ascii"))
+    for unit in ber.items(view, item, what):
+        _expect(unit, _PRINTABLE_OCTET, what)
+        units.append(_read_text(view, unit, what))
     fields["organizational_units"] = tuple(units)
 
 
-def _read_domain_defined(data: bytes, start: int, end: int, fields: _Fields) -> None:
+def _read_plain(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
+    """A member that is an implicitly tagged string."""
+    fields[name] = _read_text(view, item, name)
+
+
+# BuiltInStandardAttributes members by key with the constructed bit clear: (field, reader).
+_STANDARD: dict[int, tuple[str, _Reader]] = {
+    0x41: ("country", _read_choice),  # [APPLICATION 1]
+    0x42: ("admd", _read_choice),  # [APPLICATION 2]
+    0x80: ("network_address", _read_plain),
+    0x81: ("terminal_identifier", _read_plain),
+    0x82: ("prmd", _read_choice),
+    0x83: ("organization", _read_plain),
+    0x84: ("numeric_user_identifier", _read_plain),
+    0x85: ("personal-name", _read_personal),
+    0x86: ("organizational-unit-names", _read_units),
+}
+_EXPLICIT = frozenset(key for key, (_, reader) in _STANDARD.items() if reader is not _read_plain)
+"""The members that must be constructed: explicit tags, personal-name and the units."""
+
+
+def _read_standard(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> None:
+    """BuiltInStandardAttributes (X.411 18.5)."""
+    what = "built-in-standard-attributes"
+    _expect(item, _SEQUENCE_OCTET, what)
+    seen: set[int] = set()
+    for member in ber.items(view, item, what):
+        key = member[0] & _PRIMITIVE
+        entry = _STANDARD.get(key)
+        if entry is None:
+            raise DecodeError(f"unexpected {ber.tag_name(ber.tag_of(member[0]))}", where=what)
+        if key in seen:
+            raise DecodeError(f"{entry[0].replace('_', '-')} appears twice", where=what)
+        if key in _EXPLICIT and not member[0] & ber.CONSTRUCTED:
+            raise DecodeError(f"{entry[0].replace('_', '-')} must be constructed", where=what)
+        seen.add(key)
+        entry[1](view, member, fields, entry[0])
+
+
+def _read_domain_defined(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> None:
+    """BuiltInDomainDefinedAttributes: SEQUENCE OF SEQUENCE { type, value }."""
+    what = "built-in-domain-defined-attributes"
     pairs = []
-    for octet, body, stop in _items(data, start, end):
-        pair = _items(data, body, stop)
-        if octet != _SEQUENCE_OCTET or len(pair) != 2:
-            raise _Unusual
-        (type_octet, type_body, type_end), (value_octet, value_body, value_end) = pair
-        if type_octet != _PRINTABLE_OCTET or value_octet != _PRINTABLE_OCTET:
-            raise _Unusual
-        pairs.append(
-            (data[type_body:type_end].decode("ascii"), data[value_body:value_end].decode("ascii"))
-        )
+    for attribute in ber.items(view, item, what):
+        _expect(attribute, _SEQUENCE_OCTET, what)
+        pair = ber.items(view, attribute, what)
+        if len(pair) != 2:
+            raise DecodeError(f"an attribute of {len(pair)} values, not two", where=what)
+        for part in pair:
+            _expect(part, _PRINTABLE_OCTET, what)
+        pairs.append((_read_text(view, pair[0], what), _read_text(view, pair[1], what)))
     fields["domain_defined"] = tuple(pairs)
 
 
-def _common_name_of(data: bytes, start: int, value: _Item) -> str | None:
-    """The common name in the extension attribute value at ``start`` (the one TLV
-    ``value``), if that is the encoding we would write for it."""
-    octet, body, end = value
-    if octet != _PRINTABLE_OCTET:
-        return None
-    if body - start != 2 and data[start + 1 : body] != ber.length_octets(end - body):
-        return None  # a longer length than needed
-    try:
-        return data[body:end].decode("ascii")
-    except UnicodeDecodeError:
-        return None
-
-
-def _read_extensions(data: bytes, start: int, end: int, fields: _Fields) -> None:
+def _read_extensions(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> None:
+    """ExtensionAttributes: SET OF { [0] type, [1] value }; common-name (type 1, a
+    PrintableString) is read into its field, the others are kept as received."""
+    what = "extension-attributes"
     kept = []
-    for index, (octet, body, stop) in enumerate(_items(data, start, end)):
-        pair = _items(data, body, stop)
-        if octet != _SEQUENCE_OCTET or len(pair) != 2:
-            raise _Unusual
-        (type_octet, type_body, type_end), (value_octet, value_body, value_end) = pair
-        if type_octet != _EXT_TYPE_OCTET or value_octet != _EXT_VALUE_OCTET:
-            raise _Unusual
-        value = _only(data, value_body, value_end)
-        kind = int.from_bytes(data[type_body:type_end], "big", signed=True)
-        common_name = (
-            _common_name_of(data, value_body, value)
-            if kind == _COMMON_NAME and fields["common_name"] is None
-            else None
-        )
-        if common_name is None:
-            kept.append(ExtensionAttribute(type=kind, value=data[value_body:value_end]))
-        else:
+    for index, attribute in enumerate(ber.items(view, item, what)):
+        kind, value = _extension(view, attribute, what)
+        common_name = None
+        if kind == _COMMON_NAME and fields["common_name"] is None:
+            common_name = _common_name(view, value)
+        if common_name is not None:
             fields["common_name"] = common_name
             if index:  # (0, the first, is the default: None)
                 fields["common_name_position"] = index
+        else:
+            kept.append(ExtensionAttribute(type=kind, value=bytes(view[value[1] : value[4]])))
     fields["extension_attributes"] = tuple(kept)
 
 
-def _read_directory_name(data: bytes, start: int, end: int, fields: _Fields) -> None:
-    if not _directory_name_is_open_type():
-        raise _Unusual
-    _only(data, start, end)
-    fields["directory_name"] = data[start:end]
+def _extension(view: ber.View, attribute: ber.FlatTlv, what: str) -> tuple[int, ber.FlatTlv]:
+    """The type and the value's TLV of one ExtensionAttribute."""
+    _expect(attribute, _SEQUENCE_OCTET, what)
+    pair = ber.items(view, attribute, what)
+    if len(pair) != 2 or pair[0][0] != _EXT_TYPE_OCTET or pair[1][0] != _EXT_VALUE_OCTET:
+        raise DecodeError("an attribute is SEQUENCE { [0] INTEGER, [1] value }", where=what)
+    return ber.integer(view, pair[0], what), _only(view, pair[1], what)
 
 
-_Reader = tuple[int, Callable[[bytes, int, int, _Fields], None]]
+def _common_name(view: ber.View, value: ber.FlatTlv) -> str | None:
+    """CommonName, a PrintableString in any form; None for another value (then the
+    attribute is kept as received)."""
+    if value[0] & _PRIMITIVE != _PRINTABLE_OCTET:
+        return None
+    try:
+        return _read_text(view, value, "common-name")
+    except DecodeError:
+        return None
 
-# ORName members after built-in-standard-attributes, in order: (octet, reader).
-_OPTIONAL_READERS: tuple[_Reader, ...] = (
-    (_SEQUENCE_OCTET, _read_domain_defined),
-    (_SET_OCTET, _read_extensions),
-    (_DIRECTORY_NAME_OCTET, _read_directory_name),
-)
-_READERS = {ORName: _OPTIONAL_READERS, ORAddress: _OPTIONAL_READERS[:2]}
-"""The optional members of each: an ORAddress has no directory-name."""
+
+def _read_directory_name(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> None:
+    """directory-name [0]: an explicit tag around a Name, kept as received."""
+    inner = _only(view, item, "directory-name")
+    fields["directory_name"] = bytes(view[inner[1] : inner[4]])
 
 
-def _read_address(data: bytes, cls: type[_A], outer: int) -> _A:
+# The optional members after built-in-standard-attributes, by key: (name, reader).
+_OPTIONAL: dict[int, tuple[str, Callable[[ber.View, ber.FlatTlv, _Fields], None]]] = {
+    _SEQUENCE_OCTET: ("built-in-domain-defined-attributes", _read_domain_defined),
+    _SET_OCTET: ("extension-attributes", _read_extensions),
+    _DIRECTORY_NAME_OCTET: ("directory-name", _read_directory_name),
+}
+
+
+def _read_address(data: bytes | bytearray | memoryview, cls: type[_A], outer: int) -> _A:
     """The ORName (or ORAddress) that ``data`` holds, the identifier octet ``outer``
-    first; raises _Unusual."""
-    end = len(data)
-    length, start = data[1], 2  # (_only, inline: an empty name is an IndexError)
-    if length > 0x7F:
-        start, length = _long_form(data, 0, end)
-    if data[0] != outer or start + length != end or data[start] != _SEQUENCE_OCTET:
-        raise _Unusual
-    # built-in-standard-attributes, then the optional members (most names have none).
-    length, body = data[start + 1], start + 2
-    if length > 0x7F:
-        body, length = _long_form(data, start, end)
-    start = body + length
-    if start > end:
-        raise _Unusual
+    first (X.411 18.5); raises :class:`DecodeError`."""
+    what = cls.__name__
+    view, tlv = ber.single(data, what)
+    if tlv[0] != outer:
+        found = ber.tag_name(ber.tag_of(tlv[0]))
+        raise DecodeError(f"expected {ber.tag_name(ber.tag_of(outer))}, found {found}", where=what)
+    parts = ber.items(view, tlv, what)
+    if not parts:
+        raise DecodeError("missing built-in-standard-attributes", where=what)
     value = _new(cls)  # (not through __init__: see _DEFAULTS)
     fields: _Fields = value.__dict__
     fields.update(_DEFAULTS[cls])
-    _read_standard(data, body, start, fields)
-    if start < end:
-        _read_optional(data, start, end, fields, _READERS[cls])
+    _read_standard(view, parts[0], fields)
+    seen: set[int] = set()
+    for part in parts[1:]:
+        entry = _OPTIONAL.get(part[0])
+        if entry is None or (cls is not ORName and part[0] == _DIRECTORY_NAME_OCTET):
+            raise DecodeError(f"unexpected {ber.tag_name(ber.tag_of(part[0]))}", where=what)
+        if part[0] in seen:
+            raise DecodeError(f"{entry[0]} appears twice", where=what)
+        seen.add(part[0])
+        entry[1](view, part, fields)
     return value
-
-
-def _read_optional(
-    data: bytes, start: int, end: int, fields: _Fields, readers: tuple[_Reader, ...]
-) -> None:
-    index = 0
-    for octet, body, stop in _items(data, start, end):
-        while index < len(readers) and readers[index][0] != octet:
-            index += 1
-        if index == len(readers):
-            raise _Unusual  # unknown, repeated or out of order
-        readers[index][1](data, body, stop, fields)
-        index += 1
-
-
-def _as_bytes(data: object) -> bytes | None:
-    return bytes(data) if isinstance(data, bytes | bytearray | memoryview) else None
 
 
 # The writers below build the usual short TLVs from precomputed headers (indexed by
@@ -715,13 +651,7 @@ def encode_oraddress(address: ORAddress) -> bytes:
 
 def decode_oraddress(data: bytes) -> ORAddress:
     """An :class:`ORAddress` from its BER; raises :class:`DecodeError` only."""
-    view = _as_bytes(data)
-    if view is not None:
-        try:
-            return _read_address(view, ORAddress, _SEQUENCE_OCTET)
-        except _UNUSUAL:
-            pass
-    return oraddress_from_asn1(asn1.decode(MODULE, "ORAddress", data))
+    return _read_address(data, ORAddress, _SEQUENCE_OCTET)
 
 
 def encode_orname(name: ORName) -> bytes:
@@ -780,10 +710,4 @@ _DECODED_MOST: Final = 4096
 
 def _decode_orname(data: bytes) -> ORName:
     """:func:`decode_orname`, every time."""
-    view = data if type(data) is bytes else _as_bytes(data)
-    if view is not None:
-        try:
-            return _read_address(view, ORName, _ORNAME_OCTET)
-        except _UNUSUAL:
-            pass
-    return orname_from_asn1(asn1.decode(MODULE, "ORName", data))
+    return _read_address(data, ORName, _ORNAME_OCTET)
