@@ -20,20 +20,16 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, insert, select
+from sqlalchemy import CursorResult
 from sqlalchemy.orm import Session
 
-from store._prepared import Prepared
-from store._sql import connection_of, table
+from store._sql import connection_of
 from store.models import AuditEntry
+from store.sql import audit as sql
 
 __all__ = ["AuditEvent", "AuditLog", "AuditRecord"]
-
-_INSERT: Final = Prepared(
-    insert(table(AuditEntry)), ("at", "event", "mts_identifier", "recipient", "peer", "detail")
-)
 
 
 class AuditEvent(enum.StrEnum):
@@ -115,26 +111,19 @@ class AuditLog:
             }
             for r in records
         ]
-        if rows:  # on the driver's cursor (store._prepared): one plain insert
-            _INSERT.insert(connection_of(self.session), rows)
+        if rows:
+            sql.INSERT.insert(connection_of(self.session), rows)
 
     def recent(
         self, limit: int = 100, *, mts_identifier: str | None = None
     ) -> tuple[AuditRecord, ...]:
         """The latest entries, newest first; only one message's when ``mts_identifier``."""
-        statement = select(AuditEntry)
-        if mts_identifier is not None:
-            statement = statement.where(AuditEntry.mts_identifier == mts_identifier)
-        statement = statement.order_by(AuditEntry.at.desc(), AuditEntry.id.desc()).limit(limit)
+        statement = sql.recent(limit, mts_identifier)
         return tuple(_record(entry) for entry in self.session.scalars(statement))
 
     def purge(self, before: datetime) -> int:
         """Delete entries older than ``before``; how many."""
-        result = self.session.execute(
-            delete(AuditEntry)
-            .where(AuditEntry.at < before)
-            .execution_options(synchronize_session=False)
-        )
+        result = self.session.execute(sql.purge(before))
         return cast(CursorResult[Any], result).rowcount
 
 

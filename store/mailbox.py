@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, cast
 
-from sqlalchemy import CursorResult, delete, func, select, update
+from sqlalchemy import CursorResult
 from sqlalchemy.orm import Session
 
 from p1.errors import DecodeError
@@ -47,9 +47,10 @@ from p1.ipms.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_
 from p1.mts.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
 from p1.mts.orname import ORName, format_orname
 from p1.mts.precedence import Precedence
-from store._sql import AnyRow, InsertNew, chunks, connection_of
-from store.models import ApduKind, MailboxEntry
+from store._sql import AnyRow, chunks, connection_of
+from store.models import ApduKind
 from store.spool import apdu_columns, spool_of, stored_apdu
+from store.sql import mailbox as sql
 
 __all__ = [
     "REPORT_PRECEDENCE",
@@ -66,26 +67,6 @@ REPORT_PRECEDENCE: Final = Precedence.ROUTINE
 """A report's envelope carries no priority (X.411 12.2.1.3): a report whose subject this
 MTA does not know is listed as routine; otherwise at its subject's precedence."""
 
-_E = MailboxEntry
-_NEW_ENTRIES: Final = InsertNew(
-    _E,
-    key=("mts_identifier", "user"),
-    returning=("id", "mts_identifier", "user"),
-    given=(
-        "user",
-        "mts_identifier",
-        "kind",
-        "size",
-        "precedence",
-        "subject",
-        "originator",
-        "delivered_at",
-        "read",
-        "apdu",
-        "apdu_file",
-    ),
-)
-"""Mailbox entries, those already delivered skipped."""
 _IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
 
 
@@ -159,17 +140,14 @@ class MessageStore:
         rows = [
             {**_row(d, now), **apdu_columns(self.spool, self.session, d.apdu)} for d in deliveries
         ]
-        new = _NEW_ENTRIES.insert(connection_of(self.session), rows)
+        new = sql.INSERT_NEW.insert(connection_of(self.session), rows)
         ids = {(mts_identifier, user): entry_id for entry_id, mts_identifier, user in new}
         # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
         return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)
 
     def list(self, user: str, *, unread_only: bool = False) -> tuple[MailboxSummary, ...]:
         """``user``'s entries, most urgent first, then in delivery order."""
-        statement = select(*_SUMMARY_COLUMNS).where(_E.user == user)
-        if unread_only:
-            statement = statement.where(_E.read.is_(False))
-        statement = statement.order_by(_E.precedence.desc(), _E.delivered_at, _E.id)
+        statement = sql.listing(user, unread_only=unread_only)
         return tuple(_summary(row) for row in self.session.execute(statement))
 
     def since(self, user: str, after: int, *, limit: int = 100) -> tuple[MailboxSummary, ...]:
@@ -179,26 +157,18 @@ class MessageStore:
         Entry numbers follow the order of commits: the daemon writes through one thread
         (:mod:`mta.database`), so an entry never becomes visible below one already seen.
         """
-        statement = (
-            select(*_SUMMARY_COLUMNS)
-            .where(_E.user == user, _E.id > after)
-            .order_by(_E.id)
-            .limit(limit)
-        )
+        statement = sql.since(user, after, limit)
         return tuple(_summary(row) for row in self.session.execute(statement))
 
     def newest_id(self, user: str) -> int:
         """The number of ``user``'s newest entry; 0 when the mailbox is empty."""
-        newest = self.session.scalar(select(func.max(_E.id)).where(_E.user == user))
+        newest = self.session.scalar(sql.newest_id(user))
         return int(newest or 0)
 
     def read(self, user: str | None, entry_id: int) -> MailboxMessage | None:
         """One entry of ``user``'s (of anyone's when None) with its bytes, or None (marking
         it read is separate)."""
-        statement = select(*_SUMMARY_COLUMNS, _E.apdu_file, _E.apdu).where(_E.id == entry_id)
-        if user is not None:
-            statement = statement.where(_E.user == user)
-        row = self.session.execute(statement).first()
+        row = self.session.execute(sql.entry(user, entry_id)).first()
         if row is None:
             return None
         return MailboxMessage(
@@ -210,12 +180,7 @@ class MessageStore:
         """Set (or clear) the read flag of entries of ``user``'s; how many changed."""
         changed = 0
         for part in chunks(sorted(set(entry_ids))):
-            result = self.session.execute(
-                update(_E)
-                .where(_E.user == user, _E.id.in_(part), _E.read.is_not(read))
-                .values(read=read)
-                .execution_options(synchronize_session=False)
-            )
+            result = self.session.execute(sql.mark_read(user, part, read=read))
             changed += cast(CursorResult[Any], result).rowcount
         return changed
 
@@ -227,12 +192,7 @@ class MessageStore:
         """
         files: list[str | None] = []
         for part in chunks(sorted(set(entry_ids))):
-            result = self.session.execute(
-                delete(_E)
-                .where(_E.user == user, _E.id.in_(part))
-                .returning(_E.apdu_file)
-                .execution_options(synchronize_session=False)
-            )
+            result = self.session.execute(sql.delete_entries(user, part))
             files += [row.apdu_file for row in result]
         if self.spool is not None:
             self.spool.discard_after_commit(self.session, files)
@@ -240,24 +200,8 @@ class MessageStore:
 
     def unread_count(self, user: str) -> int:
         """How many of ``user``'s entries are unread."""
-        count = self.session.scalar(
-            select(func.count()).select_from(_E).where(_E.user == user, _E.read.is_(False))
-        )
+        count = self.session.scalar(sql.unread_count(user))
         return int(count or 0)
-
-
-_SUMMARY_COLUMNS = (
-    _E.id,
-    _E.user,
-    _E.mts_identifier,
-    _E.kind,
-    _E.precedence,
-    _E.subject,
-    _E.originator,
-    _E.delivered_at,
-    _E.read,
-    _E.size,
-)
 
 
 def _summary_fields(row: AnyRow) -> dict[str, Any]:

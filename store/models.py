@@ -21,7 +21,7 @@ most urgent first, then oldest) reads one index of one table.
 
 Public API::
 
-    Base, LOCAL_ROUTE, ApduKind, RecipientState, FINAL_STATES, UtcDateTime
+    Base, LOCAL_ROUTE, ApduKind, RecipientState, FINAL_STATES, UtcDateTime, to_utc, from_utc
     QueuedMessage, QueuedRecipient, ReceivedKey, MailboxEntry, AuditEntry
 """
 
@@ -61,6 +61,8 @@ __all__ = [
     "ReceivedKey",
     "RecipientState",
     "UtcDateTime",
+    "from_utc",
+    "to_utc",
 ]
 
 LOCAL_ROUTE: Final = "local"
@@ -97,6 +99,18 @@ FINAL_STATES: Final = frozenset(
 """States a recipient never leaves: the queue no longer owes it anything."""
 
 
+def to_utc(value: datetime) -> datetime:
+    """``value`` in UTC, to store; ValueError for a naive datetime."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value!r}: pass an aware one (UTC)")
+    return value.astimezone(UTC)
+
+
+def from_utc(value: datetime) -> datetime:
+    """A stored time as read back: aware, in UTC (SQLite's comes without a zone)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 class UtcDateTime(TypeDecorator[datetime]):
     """An aware datetime stored as UTC; naive values are refused."""
 
@@ -106,17 +120,13 @@ class UtcDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise ValueError(f"naive datetime {value!r}: pass an aware one (UTC)")
-        value = value.astimezone(UTC)
+        value = to_utc(value)
         # SQLite has no zone type: keep the text in UTC, without an offset, so text order
         # is time order.
         return value if dialect.name == "postgresql" else value.replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return None if value is None else from_utc(value)
 
 
 def _enum(kind: type[enum.StrEnum]) -> Enum:

@@ -60,18 +60,19 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from sqlalchemy import CursorResult, Executable
 from sqlalchemy.orm import Session
 
 from p1.mts.precedence import Precedence
-from store import _queue_sql as sql
-from store._prepared import Prepared
-from store._queue_sql import EXPIRED_ERROR
-from store._sql import AnyRow, InsertNew, chunks, connection_of
-from store.models import ApduKind, ReceivedKey, RecipientState
+from store._sql import chunks, connection_of
+from store.models import ApduKind, RecipientState
 from store.spool import apdu_columns, spool_of, stored_apdu
+from store.sql import queue as sql
+from store.sql import received
+from store.sql.queue import EXPIRED_ERROR
+from store.sql.statement import Row, Statement
 
 __all__ = [
     "EXPIRED_ERROR",
@@ -271,7 +272,7 @@ class TransitQueue:
             for m in messages
             for r in m.recipients
         ]
-        return {(row[0], row[1]) for row in _NEW_RECEIVED.insert(self.connection, rows)}
+        return {(row[0], row[1]) for row in received.INSERT_NEW.insert(self.connection, rows)}
 
     def _insert_messages(
         self, messages: Sequence[tuple[NewMessage, bool]], now: datetime
@@ -528,14 +529,14 @@ class TransitQueue:
 
     def forget_received(self, before: datetime) -> int:
         """Drop duplicate-detection keys received before ``before`` (the dedup window)."""
-        return self._count(sql.FORGET_RECEIVED, {"before": before})
+        return self._count(received.FORGET, {"before": before})
 
     # helpers
 
     def _transition(
-        self, statement: Prepared, recipient_ids: Sequence[int], now: datetime, **values: Any
-    ) -> list[Any]:
-        rows: list[Any] = []
+        self, statement: Statement, recipient_ids: Sequence[int], now: datetime, **values: Any
+    ) -> list[Row]:
+        rows: list[Row] = []
         for part in chunks(sorted(set(recipient_ids))):
             rows += statement.rows(self.connection, {"ids": list(part), "at": now, **values})
         return rows
@@ -551,7 +552,7 @@ class TransitQueue:
         result = self.connection.execute(statement, parameters)
         return cast(CursorResult[Any], result).rowcount
 
-    def _entries(self, order: Sequence[int], rows: Sequence[AnyRow]) -> tuple[QueueEntry, ...]:
+    def _entries(self, order: Sequence[int], rows: Sequence[Row]) -> tuple[QueueEntry, ...]:
         """Group recipient rows under their messages, messages in ``order``."""
         grouped: dict[int, list[QueueRecipient]] = {}
         for row in sorted(rows, key=lambda r: r.id):
@@ -560,29 +561,20 @@ class TransitQueue:
         messages = {m.id: m for m in self._messages(wanted)}
         return tuple(_entry(messages[i], self._apdu(messages[i]), grouped[i]) for i in wanted)
 
-    def _apdu(self, message: AnyRow) -> bytes:
+    def _apdu(self, message: Row) -> bytes:
         what = f"message {message.id}"
         return stored_apdu(self.spool, message.apdu, message.apdu_file, what)
 
-    def _messages(self, message_ids: Sequence[int]) -> Iterator[AnyRow]:
+    def _messages(self, message_ids: Sequence[int]) -> Iterator[Row]:
         for part in chunks(message_ids):
             yield from sql.MESSAGES_BY_ID.rows(self.connection, {"ids": list(part)})
-
-
-_NEW_RECEIVED: Final = InsertNew(
-    ReceivedKey,
-    key=("mts_identifier", "recipient"),
-    returning=("mts_identifier", "recipient"),
-    given=("mts_identifier", "recipient", "received_at", "origin_peer"),
-)
-"""Duplicate-detection keys, those already there skipped."""
 
 
 def _levels(precedences: Collection[Precedence]) -> list[int]:
     return sorted({int(p) for p in precedences})
 
 
-def _recipient(row: AnyRow) -> QueueRecipient:
+def _recipient(row: Row) -> QueueRecipient:
     return QueueRecipient(
         id=row.id,
         recipient=row.recipient,
@@ -596,7 +588,7 @@ def _recipient(row: AnyRow) -> QueueRecipient:
     )
 
 
-def _entry(message: AnyRow, apdu: bytes, recipients: Sequence[QueueRecipient]) -> QueueEntry:
+def _entry(message: Row, apdu: bytes, recipients: Sequence[QueueRecipient]) -> QueueEntry:
     return QueueEntry(
         message_id=message.id,
         mts_identifier=message.mts_identifier,

@@ -1,25 +1,25 @@
 """Getting the store ready for the first message after a start.
 
-A freshly started MTA has compiled none of its statements: some twenty are compiled on
-first use (0.2-0.6 ms each, :mod:`store._prepared`), the driver prepares each SQL text
-the first time it runs it, and the session and repository code runs for the first time.
+A freshly started MTA has run none of its statements: the driver compiles each SQL text
+the first time it runs it (sqlite3 keeps it in the connection's statement cache; psycopg
+parses its placeholders), and the session and repository code runs for the first time.
 Left to the first message, that work lands inside its transaction and makes it two to
 three times as slow as the next ones: milliseconds, where a flash message submitted right
 after a restart has a budget of a few.  :func:`warm_up`, run by the daemon before it
-listens, does all of it in advance:
+listens, does it in advance, in one transaction that is then rolled back:
 
-1. every statement of the store is built for the dialect in use (with lists of one
-   element, and with the precedence lists of the daemon's connection slots);
-2. the hot path runs once in a transaction that is then rolled back: for each distinct
-   precedence list of the slots, and for all six precedences, one message is taken in
-   with one recipient delivered to a mailbox as intake does and one on the rehearsal
-   route, which a claim with that list takes, marks transferred and audits.  No peer
-   can have the rehearsal route, so no claim sees a real message; nothing of it is
-   kept (a PostgreSQL sequence may skip a few numbers).
+1. every hot statement of the store that reads or updates runs once with sample values,
+   which match no row (:func:`store.sql.statement.warm`);
+2. the hot path runs once: for each distinct precedence list of the slots, and for all
+   six precedences, one message is taken in with one recipient delivered to a mailbox as
+   intake does and one on the rehearsal route, which a claim with that list takes, marks
+   transferred and audits (so every insert runs too, with real rows).  No peer can have
+   the rehearsal route, so no claim sees a real message; nothing of it is kept (a
+   PostgreSQL sequence may skip a few numbers).
 
 Public API::
 
-    warm_up(engine, slots=(), *, now) -> int      forms built in step 1
+    warm_up(engine, slots=(), *, now) -> int      statements run in step 1
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from p1.mts.precedence import Precedence
-from store._sql import warm
+from store._sql import connection_of
 from store.audit import AuditEvent, AuditLog, AuditRecord
 from store.db import transaction
 from store.mailbox import Delivery, MailboxIndex, MessageStore
 from store.models import LOCAL_ROUTE, ApduKind
 from store.queue import NewMessage, NewRecipient, TransitQueue
+from store.sql.statement import warm
 
 __all__ = ["warm_up"]
 
@@ -53,17 +54,19 @@ class _RollBack(Exception):
 
 
 def warm_up(engine: Engine, slots: Iterable[Collection[Precedence]] = (), *, now: datetime) -> int:
-    """Build the store's statements and rehearse the hot path (module docstring);
-    ``slots``: the precedences of each connection slot, as its claims give them."""
+    """Run the store's statements and rehearse the hot path, then roll back (module
+    docstring); ``slots``: the precedences of each connection slot, as its claims give
+    them.  How many statements step 1 ran."""
     shapes = sorted({frozenset(s) for s in slots if s} | {frozenset(Precedence)}, key=max)
-    built = warm(engine.dialect)
+    ran = 0
     try:
         with transaction(engine, durable=False) as session:
+            ran = warm(connection_of(session))
             _rehearse(session, shapes, now)
             raise _RollBack
     except _RollBack:
         pass
-    return built
+    return ran
 
 
 def _rehearse(session: Session, shapes: list[frozenset[Precedence]], now: datetime) -> None:
