@@ -91,7 +91,7 @@ from store import (
     transaction,
 )
 from store.audit import AuditRecord
-from store.mailbox import MailboxIndex, index_apdu, index_message
+from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu, index_message
 from store.queue import NewMessage, NewRecipient
 
 __all__ = ["LocalOutcome", "Units", "transfer_apdu"]
@@ -414,7 +414,7 @@ class Units:
         if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
             MessageStore(session).deliver_many(
                 [
-                    Delivery(user=user, apdu=entry.apdu, report_precedence=entry.precedence)
+                    Delivery(user=user, apdu=entry.apdu, index=_mailbox_index(entry, user))
                     for user in users
                 ],
                 now,
@@ -570,6 +570,25 @@ def _outcome(
         number=recipient.recipient_number or 1,
         indicators=indicators_from(recipient.report_request),
         report=report,
+    )
+
+
+def _mailbox_index(entry: QueueEntry, user: str) -> MailboxIndex:
+    """What ``user``'s listing shows of the queued ``entry``.  An APDU that was accepted
+    is delivered whatever its content holds: when it cannot be indexed, it is stored as
+    received and listed with :data:`UNDECODABLE` as its subject."""
+    try:
+        return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
+    except DecodeError as error:
+        log.warning("%s: %s for %s: %s", entry.mts_identifier, UNDECODABLE, user, error)
+    except Exception:  # a fault of ours: the user still gets the message
+        log.exception("%s: %s for %s", entry.mts_identifier, UNDECODABLE, user)
+    return MailboxIndex(
+        mts_identifier=entry.mts_identifier,
+        kind=entry.kind,
+        precedence=entry.precedence,
+        subject=UNDECODABLE,
+        originator=None,
     )
 
 

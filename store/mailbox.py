@@ -54,6 +54,7 @@ from store.sql import mailbox as sql
 
 __all__ = [
     "REPORT_PRECEDENCE",
+    "UNDECODABLE",
     "Delivery",
     "MailboxIndex",
     "MailboxMessage",
@@ -66,6 +67,9 @@ __all__ = [
 REPORT_PRECEDENCE: Final = Precedence.ROUTINE
 """A report's envelope carries no priority (X.411 12.2.1.3): a report whose subject this
 MTA does not know is listed as routine; otherwise at its subject's precedence."""
+
+UNDECODABLE: Final = "(content could not be decoded)"
+"""The subject a listing shows for an APDU delivered as received that could not be read."""
 
 _IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
 

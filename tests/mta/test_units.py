@@ -17,8 +17,9 @@ import mta.units
 from client.x400 import text_ipm
 from mta.submission import SubmitRequest
 from mta.units import Units
+from p1.errors import DecodeError
 from p1.ipms.ipm import P772_CONTENT_TYPE
-from p1.mts.envelope import Message, encode_mts_apdu, peek_envelope
+from p1.mts.envelope import Message, encode_mts_apdu, message_content, peek_envelope
 from p1.mts.precedence import Precedence
 from store import (
     AuditEvent,
@@ -30,7 +31,7 @@ from store import (
     open_database,
     transaction,
 )
-from store.mailbox import index_apdu
+from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu
 from tests.mta.test_intake import (
     CONTENT,
     JONES,
@@ -283,6 +284,46 @@ def test_a_message_that_cannot_be_indexed_is_taken_and_left_to_the_local_deliver
             r.event for r in AuditLog(session).recent(mts_identifier=made.mts_identifier.text)
         ]
     assert events == [AuditEvent.RECEIVED]
+
+
+@pytest.mark.parametrize("fault", [DecodeError("truncated", where="IPM"), KeyError("bug")])
+def test_a_message_that_cannot_be_indexed_is_delivered_as_received_with_a_mark(
+    units: Units, monkeypatch: pytest.MonkeyPatch, fault: Exception
+) -> None:
+    # Confirmed to the peer, then unreadable: it must still end (here: delivered), and
+    # must not hold up the message behind it.
+    poison = envelope(recipient(JONES), mts_identifier=identifier("poison"))
+    fine = envelope(recipient(JONES), mts_identifier=identifier("fine"))
+    real = index_apdu
+
+    def index(apdu_bytes: bytes, user: str, **kwargs: Precedence) -> MailboxIndex:
+        if peek_envelope(apdu_bytes).mts_identifier == poison.mts_identifier:
+            raise fault
+        return real(apdu_bytes, user, **kwargs)
+
+    def unindexed(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("left to the local deliverer")
+
+    monkeypatch.setattr(mta.units, "index_message", unindexed)
+    monkeypatch.setattr(mta.units, "index_apdu", index)
+    for made in (poison, fine):
+        with transaction(units.engine) as session:
+            units.receive_and_deliver_in(session, apdu=apdu(made), now=NOW, origin_peer="MTA-A")
+    with transaction(units.engine) as session:
+        outcomes = units.deliver_local_in(session, now=NOW)
+    assert [o.mts_identifier for o in outcomes] == [
+        poison.mts_identifier.text,
+        fine.mts_identifier.text,
+    ]
+    with transaction(units.engine, read_only=True) as session:
+        listed = {m.mts_identifier: m for m in MessageStore(session).list(JONES.canonical)}
+        stored = MessageStore(session).read(JONES.canonical, listed[poison.mts_identifier.text].id)
+    assert listed[poison.mts_identifier.text].subject == UNDECODABLE
+    assert listed[fine.mts_identifier.text].subject != UNDECODABLE
+    assert stored is not None
+    assert peek_envelope(stored.apdu).mts_identifier == poison.mts_identifier
+    assert message_content(stored.apdu) == CONTENT  # as received, with our trace entry
+    assert set(states(units.engine).values()) == {RecipientState.DELIVERED}
 
 
 def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units) -> None:
