@@ -81,6 +81,12 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"slots: {response['slots_connected']} of {response['slots']} connected", file=out)
+    for part in response.get("degraded", ()):
+        print(
+            f"DEGRADED {part['part']}: {part['failures']} failure(s) in {part['since']:.0f} s, "
+            f"last: {part['last_error']}",
+            file=out,
+        )
     gc = response.get("gc")
     if gc is not None:
         runs = " / ".join(str(count) for count in gc["collections"])

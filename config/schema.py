@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import hmac
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -247,8 +248,18 @@ class RetryPolicy:
         ``draw`` is a random number in [0, 1) supplied by the caller, so the policy stays
         a pure function: 0.5 gives the nominal wait, 0 and 1 its ends.
         """
-        nominal = min(self.maximum, self.initial * self.factor ** max(0, attempt - 1))
-        return nominal * (1.0 + self.jitter * (2.0 * draw - 1.0))
+        return self.nominal(attempt) * (1.0 + self.jitter * (2.0 * draw - 1.0))
+
+    def nominal(self, attempt: int) -> float:
+        """The wait after attempt ``attempt`` before jitter: ``initial * factor ** (attempt
+        - 1)``, capped at ``maximum``.  Attempts past the one that reaches the cap are not
+        raised to a power at all, so no attempt number overflows the arithmetic."""
+        steps = max(0, attempt - 1)
+        if steps == 0 or self.factor <= 1.0 or self.initial >= self.maximum:
+            return min(self.maximum, self.initial)
+        if steps >= math.log(self.maximum / self.initial) / math.log(self.factor):
+            return self.maximum
+        return min(self.maximum, self.initial * self.factor**steps)
 
 
 DEFAULT_RETRY = RetryPolicy()

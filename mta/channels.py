@@ -39,7 +39,7 @@ stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
 Public API::
 
     ChannelContext(db, units, config, timeouts, settings)
-    SlotRunner(context, peer, slot, *, on_connected=None)
+    SlotRunner(context, peer, slot, *, on_connected=None, parts=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
         .admits(precedence) / .claim_ahead() -> bool
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
@@ -64,6 +64,7 @@ from config.schema import MtaConfig, Peer, RetryPolicy, Slot
 from mta import schedule
 from mta.database import Database
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
+from mta.supervisor import Supervisor
 from mta.units import Units, transfer_apdu
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
@@ -219,8 +220,10 @@ class SlotRunner:
         slot: Slot,
         *,
         on_connected: Callable[[], None] | None = None,
+        parts: Supervisor | None = None,
     ) -> None:
         self.context = context
+        self._parts = parts or Supervisor()  # restarts the slot's supervisor if it fails
         self.peer = peer
         self.slot = slot
         self._on_connected = on_connected  # each time a connection has bound to the peer
@@ -234,20 +237,25 @@ class SlotRunner:
         self._wakes = 0
         self._woken = asyncio.Event()
         self._reaped = asyncio.Event()
-        self._supervisor: asyncio.Task[None] | None = None
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._connections: dict[int, _Connection] = {}
         self._backlog = 0
 
     # --- life --------------------------------------------------------------------------
 
+    @property
+    def part(self) -> str:
+        """The name of the slot's supervisor among the daemon's parts."""
+        return f"slot {self.name}"
+
     def start(self) -> None:
         """Start the supervisor (a permanent slot connects at once)."""
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"slot {self.name}")
+        self._parts.start(self.part, self._supervise)
 
     async def stop(self) -> None:
         """Cancel the supervisor and every connection, and wait for them."""
-        tasks = [t for t in (self._supervisor, *self._workers.values()) if t is not None]
+        await self._parts.stop(self.part)
+        tasks = list(self._workers.values())
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -326,6 +334,7 @@ class SlotRunner:
         while True:
             seen = self._wakes
             self._backlog = await self._read_backlog() + self._unsent()
+            self._parts.healthy(self.part)
             wanted = schedule.connections_wanted(self.slot, self._backlog)
             for index in range(wanted):
                 if index not in self._workers:

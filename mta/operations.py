@@ -120,6 +120,15 @@ class LocalApi:
             "recipients": states,
             "slots": len(slots),
             "slots_connected": up,
+            "degraded": [
+                {
+                    "part": part.name,
+                    "failures": part.failures,
+                    "last_error": part.last_error,
+                    "since": part.since,
+                }
+                for part in self.service.parts.degraded()
+            ],
             "gc": {
                 "frozen": self.service.frozen,
                 "collections": [generation["collections"] for generation in gc.get_stats()],

@@ -40,7 +40,7 @@ import gc
 import logging
 import signal
 import time
-from collections.abc import Coroutine, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,6 +56,7 @@ from mta.operations import LocalApi
 from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
+from mta.supervisor import Supervisor
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
 from p1.association.connection import AssociationSettings, BindRequested
@@ -105,7 +106,8 @@ class Service:
         self._units: Units | None = None
         self._servers: list[asyncio.Server] = []
         self._runners: dict[str, list[SlotRunner]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.parts = Supervisor()
+        """The long-lived tasks: restarted after an error, listed while degraded."""
         self._inbound: set[asyncio.Task[Any]] = set()
         self._local_wake = asyncio.Event()
         self.watch = MailboxWatch()
@@ -155,7 +157,7 @@ class Service:
             log.info("removed %d APDU file(s) that no committed message names", swept)
         slots = [slot.precedences for peer in config.peers for slot in peer.slots]
         built = await self.db.run(warm_up, engine, slots, now=datetime.now(UTC))
-        log.debug("built %d store statement(s) before the first message", built)
+        log.debug("ran %d store statement(s) once before the first message", built)
         try:
             await self._start_parts()
         except BaseException:
@@ -186,22 +188,13 @@ class Service:
         for peer in self.config.peers:
             reachable = functools.partial(self.peer_reachable, peer.name)
             self._runners[peer.name] = [
-                SlotRunner(context, peer, slot, on_connected=reachable) for slot in peer.slots
+                SlotRunner(context, peer, slot, on_connected=reachable, parts=self.parts)
+                for slot in peer.slots
             ]
         for runner in self.runners:
             runner.start()
-        self._own(self._deliver_forever(), "local delivery")
-        self._own(self._expire_forever(), "expiry")
-
-    def _own(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
-        task = asyncio.create_task(coroutine, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._reap)
-
-    def _reap(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.critical("%s stopped by an error", task.get_name(), exc_info=task.exception())
+        self.parts.start(_LOCAL_DELIVERY, self._deliver_forever)
+        self.parts.start(_EXPIRY, self._expire_forever)
 
     async def stop(self) -> None:
         """Stop everything and wait for it; what was in flight is put back."""
@@ -210,7 +203,8 @@ class Service:
             server.close()
         for runner in self.runners:
             await runner.stop()
-        tasks = [*self._tasks, *self._inbound]
+        await self.parts.stop()
+        tasks = [*self._inbound]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -353,6 +347,7 @@ class Service:
             # Group-committed: deliveries share the disk flush of the transfers received.
             unit = functools.partial(self.units.deliver_local_in, now=datetime.now(UTC))
             outcomes = await self.db.batch(unit)
+            self.parts.healthy(_LOCAL_DELIVERY)
             for outcome in outcomes:
                 self.delivered(outcome)
             if outcomes:
@@ -364,10 +359,15 @@ class Service:
     async def _expire_forever(self) -> None:
         while True:
             expired = await self.db.run(self.units.expire, datetime.now(UTC))
+            self.parts.healthy(_EXPIRY)
             if expired:
                 log.warning("expired %d recipient(s): non-delivery reports queued", expired)
                 self.notify()
             await asyncio.sleep(self.expiry_interval)
+
+
+_LOCAL_DELIVERY = "local delivery"
+_EXPIRY = "expiry"
 
 
 def _freeze_start_up() -> int:

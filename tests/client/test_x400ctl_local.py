@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from client import x400ctl
+from config.schema import RetryPolicy
 from p1.mts.precedence import Precedence
 from tests.mta.sites import Lab, Site, eventually
 
@@ -52,6 +53,27 @@ async def test_status_names_the_mta_and_counts_what_waits(
     assert "pending 2" in out
     assert "slots: 0 of 4 connected" in out or "of 4 connected" in out
     assert "garbage collector: " in out
+
+
+async def test_status_names_a_degraded_part_with_its_last_error(
+    site_a: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = site_a.running.parts
+    parts.backoff = RetryPolicy(initial=3600.0, maximum=3600.0, factor=1.0, jitter=0.0)
+    broken = asyncio.Event()
+
+    async def fails() -> None:
+        broken.set()
+        raise OSError(28, "No space left on device")
+
+    parts.start("mailbox watch", fails)
+    await asyncio.wait_for(broken.wait(), 10)
+    await asyncio.sleep(0)
+    code, out, err = await ctl(site_a, capsys, "status")
+    assert code == x400ctl.EXIT_OK, err
+    [line] = [line for line in out.splitlines() if line.startswith("DEGRADED")]
+    assert line.startswith("DEGRADED mailbox watch: 1 failure(s) in ")
+    assert line.endswith("last: OSError: [Errno 28] No space left on device")
 
 
 async def test_queue_shows_recipients_by_route_precedence_and_state(

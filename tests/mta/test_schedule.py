@@ -110,6 +110,29 @@ def test_retry_delay_grows_and_is_capped() -> None:
     assert policy.delay(1, 0.999999) == pytest.approx(36, abs=1e-3)
 
 
+@given(
+    st.floats(0.001, 1e6),
+    st.floats(1.0, 1e3),
+    st.floats(1.0, 1e6),
+    st.integers(0, 10**12),
+)
+def test_retry_delay_stays_between_initial_and_maximum_for_any_attempt(
+    initial: float, ratio: float, factor: float, attempt: int
+) -> None:
+    # The attempt count of a peer that refuses for days grows without bound: the wait
+    # must stay at the cap, never overflow (1.7976931348623157e308 ** 2 raises).
+    policy = RetryPolicy(initial=initial, maximum=initial * ratio, factor=factor, jitter=0.0)
+    wait = policy.delay(attempt, 0.5)
+    assert initial * (1 - 1e-9) <= wait <= policy.maximum * (1 + 1e-9)
+    assert policy.nominal(attempt + 1) >= wait * (1 - 1e-9)
+
+
+def test_retry_delay_at_attempt_1025_is_the_maximum() -> None:
+    policy = RetryPolicy(initial=60.0, maximum=3600.0, factor=2.0, jitter=0.0)
+    assert policy.delay(1025, 0.5) == 3600
+    assert policy.delay(10**18, 0.5) == 3600
+
+
 def test_work_above_routine_is_urgent_and_claims_one_message_at_a_time() -> None:
     assert [p for p in Precedence if is_urgent(p)] == [
         p for p in Precedence if p > Precedence.ROUTINE

@@ -945,3 +945,39 @@ def test_a_running_x400_mta_leaves_its_start_up_out_of_garbage_collection(
         process.terminate()
         assert process.wait(timeout=60) == daemon.EXIT_OK
         log.close()
+
+
+async def test_local_delivery_that_fails_is_restarted_and_shown_in_status_until_it_recovers(
+    solo: Site,
+) -> None:
+    # A full disk (or any fault) in local delivery: the part is restarted with backoff,
+    # `status` names it meanwhile, and it serves again once the fault clears.
+    service = solo.running
+    service.parts.backoff = RetryPolicy(initial=0.01, maximum=0.01, factor=1.0, jitter=0.0)
+    real = service.units.deliver_local_in
+    failures = 0
+    failing = asyncio.Event()
+    clear = asyncio.Event()
+
+    def full_disk(*args: Any, **kwargs: Any) -> Any:
+        nonlocal failures
+        if not clear.is_set():
+            failures += 1
+            failing.set()
+            raise OSError(28, "No space left on device")
+        return real(*args, **kwargs)
+
+    service.units.deliver_local_in = full_disk  # type: ignore[method-assign]
+    service.notify()
+    await asyncio.wait_for(failing.wait(), 10)
+    status = await solo.api({"op": "status"})
+    [part] = status["degraded"]
+    assert part["part"] == "local delivery"
+    assert "No space left on device" in part["last_error"]
+    clear.set()
+    await eventually(
+        lambda: solo.api({"op": "status"}), lambda s: s["degraded"] == [], what="recovered"
+    )
+    await solo.send(smith(solo), jones(solo), Precedence.PRIORITY, count=1)
+    await eventually(lambda: solo.inbox(jones(solo)), lambda m: len(m) == 1, what="delivered")
+    assert failures >= 1
