@@ -59,7 +59,7 @@ def _header_size(length: int) -> int:
     return 2 if length < 0x80 else 2 + (length.bit_length() + 7) // 8
 
 
-# --- flat reader: primitive values -----------------------------------------------------
+# --- primitive values -------------------------------------------------------------------
 
 
 def text(view: View, tlv: FlatTlv, what: str, encoding: str = "ascii") -> str:

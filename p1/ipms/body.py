@@ -1,6 +1,6 @@
 """The IPM body codec (X.420 clauses 7.3, 7.4; STANAG 4406 Annex A), by hand over BER.
 
-``Body ::= SEQUENCE OF BodyPart`` is read with the flat reader of :mod:`p1.ber` over the
+``Body ::= SEQUENCE OF BodyPart`` is read with :func:`p1.ber.read` (TLVs as tuples) over the
 content's bytes (or a view of them), never through asn1tools, for two reasons.  Size: a body
 part's octets are copied once on decode (into the ``bytes`` of the model) and once on
 encode (into the result, which is joined from a list of chunks that refer to the

@@ -1,7 +1,7 @@
 """The IPM heading codec (X.420 clause 7.2; STANAG 4406 Annex A), by hand over BER.
 
 The heading and the field types it shares with the IPN (IPMIdentifier, ORDescriptor,
-IPMSExtension) are read with the flat reader of :mod:`p1.ber` and written directly, not
+IPMSExtension) are read with the reader of :mod:`p1.ber` and written directly, not
 through asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
 (IPMSInformationObjects, MMSHeadingExtensions) remain the definition, and the tests
 check these bytes against them.  O/R names go through :mod:`p1.mts.orname`, which keeps
@@ -13,7 +13,7 @@ strings).  A STANAG 4406 heading extension whose value does not read as its type
 kept as a :class:`RawExtension` in ``other_extensions``.  PrintableString values are
 checked on writing; TeletexString (subject, free-form name) is ISO 8859-1 here.
 
-API (``view`` and ``tlv`` as in the flat reader of :mod:`p1.ber`)::
+API (``view`` and ``tlv`` as in the tuple form of :func:`p1.ber.read`)::
 
     decode_heading(view, tlv) -> Heading               encode_heading(heading) -> bytes
     decode_ipm_identifier(view, tlv) -> IPMIdentifier  encode_ipm_identifier(id, octet)
