@@ -155,6 +155,11 @@ def items(view: View, tlv: FlatTlv, what: str) -> list[FlatTlv]:
     key, _, pos, end, _ = tlv
     if not key & CONSTRUCTED:
         raise DecodeError("a constructed value was expected", where=what)
+    return _walk(view, pos, end)
+
+
+def _walk(view: View, pos: int, end: int) -> list[FlatTlv]:
+    """The TLVs that fill ``pos:end``."""
     found: list[FlatTlv] = []
     append = found.append
     while pos < end:
@@ -234,7 +239,12 @@ new_tlv = tuple.__new__  # Tlv(...) without the Python-level __new__ of a NamedT
 
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
     """The TLV that starts at ``offset`` and must end by ``limit``, as a :class:`Tlv`."""
-    key, start, body, end, stop = read(data, offset, limit, depth)
+    return _as_tlv(data, read(data, offset, limit, depth))
+
+
+def _as_tlv(data: memoryview, item: FlatTlv) -> Tlv:
+    """The TLV ``item`` of ``data`` as a :class:`Tlv`."""
+    key, start, body, end, stop = item
     low = LOW_TAGS[key] if key < 0x100 else None
     if low is not None:
         return new_tlv(Tlv, (data, start, body, end, stop, low[0], low[1]))
@@ -255,13 +265,7 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
     data, _, offset, end, _, tag, is_constructed = tlv
     if not is_constructed:
         raise DecodeError(f"{tag_name(tag)} must be constructed", where=what)
-    found: list[Tlv] = []
-    append = found.append
-    while offset < end:
-        child = read_tlv(data, offset, end, 1)
-        append(child)
-        offset = child[4]
-    return found
+    return [_as_tlv(data, item) for item in _walk(data, offset, end)]
 
 
 def expect(tlv: Tlv, tag: int, what: str) -> Tlv:

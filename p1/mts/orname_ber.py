@@ -249,11 +249,6 @@ until read, so ``fields[name] is None`` means "not read yet"."""
 _Reader = Callable[[ber.View, ber.FlatTlv, _Fields, str], None]
 
 
-def _read_text(view: ber.View, item: ber.FlatTlv, what: str) -> str:
-    """A NumericString or PrintableString, primitive or in segments (X.690 8.23)."""
-    return ber.text(view, item, what)
-
-
 def _only(view: ber.View, item: ber.FlatTlv, what: str) -> ber.FlatTlv:
     """The one value inside an explicit tag."""
     inner = ber.items(view, item, what)
@@ -280,7 +275,7 @@ def _read_choice(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) 
     if kind != _NUMERIC_OCTET and kind != _PRINTABLE_OCTET:
         found = ber.tag_name(ber.tag_of(inner[0]))
         raise DecodeError(f"expected a NumericString or PrintableString, found {found}", where=name)
-    value = fields[name] = _read_text(view, inner, name)
+    value = fields[name] = ber.text(view, inner, name)
     numeric = kind == _NUMERIC_OCTET
     if numeric != _looks_numeric(value):
         fields[_NUMERIC_FLAGS[name]] = numeric  # only where the value does not imply it
@@ -297,7 +292,7 @@ _PERSONAL_MEMBERS = {
 def _read_personal(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> None:
     """PersonalName: a SET, members in any order, surname required (X.411 18.5)."""
     for name, member in ber.members(view, item, _PERSONAL_MEMBERS, "personal-name").items():
-        fields[name] = _read_text(view, member, name)
+        fields[name] = ber.text(view, member, name)
     if fields["surname"] is None:
         raise DecodeError("missing surname", where="personal-name")
 
@@ -308,13 +303,13 @@ def _read_units(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> N
     units = []
     for unit in ber.items(view, item, what):
         _expect(unit, _PRINTABLE_OCTET, what)
-        units.append(_read_text(view, unit, what))
+        units.append(ber.text(view, unit, what))
     fields["organizational_units"] = tuple(units)
 
 
 def _read_plain(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
     """A member that is an implicitly tagged string."""
-    fields[name] = _read_text(view, item, name)
+    fields[name] = ber.text(view, item, name)
 
 
 # BuiltInStandardAttributes members by key with the constructed bit clear: (field, reader).
@@ -362,7 +357,7 @@ def _read_domain_defined(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> 
             raise DecodeError(f"an attribute of {len(pair)} values, not two", where=what)
         for part in pair:
             _expect(part, _PRINTABLE_OCTET, what)
-        pairs.append((_read_text(view, pair[0], what), _read_text(view, pair[1], what)))
+        pairs.append((ber.text(view, pair[0], what), ber.text(view, pair[1], what)))
     fields["domain_defined"] = tuple(pairs)
 
 
@@ -400,7 +395,7 @@ def _common_name(view: ber.View, value: ber.FlatTlv) -> str | None:
     if value[0] & _PRIMITIVE != _PRINTABLE_OCTET:
         return None
     try:
-        return _read_text(view, value, "common-name")
+        return ber.text(view, value, "common-name")
     except DecodeError:
         return None
 
