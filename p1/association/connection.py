@@ -29,10 +29,19 @@ Rules:
    monologue the initiator keeps it.  Only the initiator releases (RT-CLOSE), holding the turn.
 4. Any malformed PDU from the peer aborts the association with the abort its layer
    prescribes (ER, AB, ARP, or ABRT carrying RTAB) and returns :class:`Aborted`.
-5. :meth:`receive_data` only returns events.  Once CLOSED it ignores what it is given; when
-   a read ends in a TPDU that closes the transport, what the layers above answered to the
-   earlier TPDUs of that read is not sent (the transport's ER is).
-6. A ``send_*`` that raises LocalProtocolError changes nothing.
+5. :meth:`receive_data` and :meth:`receive_eof` only return events, whatever the peer
+   sent.  Once CLOSED they ignore what they are given; when a read ends in a TPDU that
+   closes the transport, what the layers above answered to the earlier TPDUs of that read
+   is not sent (the transport's ER is).
+6. A ``send_*`` that raises LocalProtocolError changes nothing.  It raises only for our
+   user's own mistake, never because of what the peer sent.
+7. An association can end while its user is still answering the events of one read: a
+   BindRequested or TransferReceived followed, in the same read, by the peer's abort, a
+   malformed PDU or the end of the connection.  So once an abort (the peer's, ours, the
+   transport's) has ended it, a ``send_*`` that the state it ended in allowed does nothing:
+   accept_bind, refuse_bind and confirm_transfer answer an association that is gone;
+   send_transfer returns an id that will never be confirmed.  The Aborted event that says
+   how it ended is among those already returned.
 
 Public API::
 
@@ -40,7 +49,7 @@ Public API::
     P1Association(role, settings)
         .state .closed .has_turn .busy
         send_bind(argument)                  initiator: connect and bind
-        accept_bind(result) / refuse_bind(error)     responder, after BindRequested
+        accept_bind(result) -> [Aborted] / refuse_bind(error)   responder, after BindRequested
         send_transfer(apdu) -> transfer id   confirm_transfer(transfer id)
         request_turn(priority) / give_turn()           two-way alternate only
         send_release() / abort(why)                    release: the initiator only
@@ -202,6 +211,7 @@ class P1Association:
         self._agreed = _Negotiated()
         self._transfers = _Transfers()
         self._context_results: tuple[presentation.ContextResult, ...] = ()
+        self._aborted_in: State | None = None  # where an abort ended the association
 
     # --- state ----------------------------------------------------------------------
 
@@ -213,14 +223,27 @@ class P1Association:
             raise error(f"{what.value} is not allowed in state {self.state.value}", layer="p1")
         return after
 
+    def _move(self, what: Input) -> State | None:
+        """The state our user's ``what`` leads to (not taken yet); None when an abort ended
+        the association in a state that allowed ``what``: the call then does nothing
+        (rule 7).  Otherwise a pair missing from the table raises LocalProtocolError."""
+        aborted_in = self._aborted_in
+        if aborted_in is not None and (aborted_in, what) in TABLE:
+            return None
+        return self._next(what)
+
     def _expect(self, what: Input) -> None:
         """Take a peer's ``what``; a missing pair is the peer's protocol error."""
         self.state = self._next(what, RemoteProtocolError)
 
     def _close(self) -> State:
-        """Take an abort (from any state but CLOSED); the state it ended."""
+        """Take an abort (from any state but CLOSED); the state it ended.  A transfer in
+        either direction is given up (rule 2): only one received whole still awaits its
+        user's confirmation, which will do nothing."""
         was = self.state
         self.state = TABLE[was, Input.ABORT]
+        self._aborted_in = was
+        self._transfers.inbound = self._transfers.outbound = None
         return was
 
     @property
@@ -244,28 +267,49 @@ class P1Association:
         """Initiator: open the transport, then A-ASSOCIATE + RT-OPEN carrying MTA-BIND."""
         if self.role is not Role.INITIATOR:
             raise LocalProtocolError("only the initiator binds", layer="p1")
-        after = self._next(Input.SEND_BIND)
+        after = self._move(Input.SEND_BIND)
+        if after is None:
+            return
         self._transport.send_connect()
         self._bind_argument = argument
         self.state = after
 
-    def accept_bind(self, result: MTABindResult) -> None:
-        """Responder: accept the bind with ``result`` (AC{CPA{AARE{RTOAC{[17] result}}}})."""
-        after = self._next(Input.ACCEPT_BIND)
+    def accept_bind(self, result: MTABindResult) -> list[Event]:
+        """Responder: accept the bind with ``result`` (AC{CPA{AARE{RTOAC{[17] result}}}}).
+
+        Returns the events of the association's end when the peer's CN leaves no room for
+        the answer: an AC in session version 1 carries 512 octets, which the CPA answering
+        a CP of dozens of presentation contexts outgrows; the association is aborted (ARP)
+        instead.  Does nothing when the association was aborted while its user decided
+        (rule 7)."""
+        after = self._move(Input.ACCEPT_BIND)
+        if after is None:
+            return []
         rtoac = rtse.Rtoac(
             checkpoint_size=self._agreed.checkpoint_size,
             window_size=self._agreed.window_size,
             open=wrap_bind_result(encode_bind_result(result)),
         )
-        self._session.send_accept(accept_data(self._context_results, rtoac))
+        data = accept_data(self._context_results, rtoac)
+        room = self._session.accept_room
+        if len(data) > room:
+            why = (
+                f"the CN leaves {room} octets for the AC's user data; the answer needs {len(data)}"
+            )
+            return self._upper_error(RemoteProtocolError(why, layer="session"))
+        self._session.send_accept(data)
         self.state = after
+        return []
 
     def refuse_bind(self, error: MTABindError) -> None:
-        """Responder: refuse the bind (RF{CPR{AARE rejected{RTORJ{[18] error}}}})."""
+        """Responder: refuse the bind (RF{CPR{AARE rejected{RTORJ{[18] error}}}}).  Does
+        nothing when the association was aborted while its user decided (rule 7)."""
         self._refuse(bind_rejection(error))
 
     def _refuse(self, aare: acse.Aare) -> None:
-        after = self._next(Input.REFUSE_BIND)
+        after = self._move(Input.REFUSE_BIND)
+        if after is None:
+            return
         self._session.send_refuse(refuse_data(self._context_results, aare))
         self.state = after
 
@@ -283,6 +327,7 @@ class P1Association:
 
     def _on_connect_requested(self, event: session.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_BIND)
+        _check_units(event.requirements, "CN proposes")
         cp = presentation.decode_cp(event.user_data)
         self._context_results = presentation.negotiate(cp.contexts, SUPPORTED_SYNTAXES)
         aarq = acse_value(cp.user_data, acse.Aarq)
@@ -295,7 +340,7 @@ class P1Association:
             self._refuse(bind_rejection(refusal))
             return []
         argument = _bind_argument_of(rtorq)
-        self._agreed = _Negotiated(rtorq.dialogue_mode, rtorq.checkpoint_size, rtorq.window_size)
+        self._agreed = _negotiated(rtorq.dialogue_mode, rtorq.checkpoint_size, rtorq.window_size)
         return [
             BindRequested(
                 argument=argument,
@@ -325,9 +370,10 @@ class P1Association:
         if rtoac.open is None:
             raise RemoteProtocolError("RTOAC without the MTA-bind result", layer="rtse")
         result = decode_bind_result(unwrap_bind_result(rtoac.open))
+        self._check_session_agreed()
         self._expect(Input.RECV_BIND_ACCEPTED)
         mode = self.settings.dialogue_mode
-        self._agreed = _Negotiated(mode, rtoac.checkpoint_size, rtoac.window_size)
+        self._agreed = _negotiated(mode, rtoac.checkpoint_size, rtoac.window_size)
         return [
             BindAccepted(
                 result=result,
@@ -336,6 +382,18 @@ class P1Association:
                 window_size=rtoac.window_size,
             )
         ]
+
+    def _check_session_agreed(self) -> None:
+        """RTSE runs on half-duplex, minor synchronize, activity management and exceptions
+        (X.228's use of the session service), and our RT-OPEN gave the initial turn to the
+        association-initiator (every token on our side, PI 26): an AC that selects fewer
+        units, or keeps a token on the responder's side, leaves an association that can
+        never transfer."""
+        _check_units(self._session.requirements, "AC selects")
+        if not self.has_turn:
+            raise RemoteProtocolError(
+                "AC keeps the initial turn on the responder's side", layer="rtse"
+            )
 
     def _on_connect_refused(self, event: session.ConnectRefused) -> list[Event]:
         self._expect(Input.RECV_BIND_REFUSED)
@@ -357,12 +415,16 @@ class P1Association:
     # --- transfers (RT-TRANSFER, X.228 7.5) -------------------------------------------
 
     def send_transfer(self, apdu: bytes) -> int:
-        """RT-TRANSFER request of one MTS-APDU; returns its transfer id."""
+        """RT-TRANSFER request of one MTS-APDU; returns its transfer id (one that is never
+        confirmed when the association was aborted meanwhile, rule 7)."""
         self._check_transfer_allowed()
-        after = self._next(Input.DATA_PHASE)
+        after = self._move(Input.DATA_PHASE)
         head = transfer_head(apdu)  # (EncodeError for what is not one BER value)
         transfers = self._transfers
         transfer_id = transfers.next_id
+        if after is None:
+            transfers.next_id += 1
+            return transfer_id
         outbound = OutboundTransfer(
             transfer_id,
             apdu,
@@ -400,10 +462,14 @@ class P1Association:
                 self._session.send_activity_end()
 
     def confirm_transfer(self, transfer_id: int) -> None:
-        """The message of ``transfer_id`` is safely stored: acknowledge the activity end."""
+        """The message of ``transfer_id`` is safely stored: acknowledge the activity end.
+        Does nothing when the association was aborted before it was stored (rule 7)."""
         if self._transfers.unconfirmed != transfer_id:
             raise LocalProtocolError(f"transfer {transfer_id} awaits no confirmation", layer="rtse")
-        after = self._next(Input.DATA_PHASE)
+        after = self._move(Input.DATA_PHASE)
+        if after is None:
+            self._transfers.unconfirmed = None
+            return
         self._session.send_activity_end_response()
         self._transfers.unconfirmed = None
         self.state = after
@@ -508,7 +574,9 @@ class P1Association:
         if self.has_turn:
             raise LocalProtocolError("this end already holds the turn", layer="rtse")
         self._check_two_way_alternate("RT-TURN-PLEASE")
-        after = self._next(Input.DATA_PHASE)
+        after = self._move(Input.DATA_PHASE)
+        if after is None:
+            return
         self._session.send_token_please(_TURN_TOKENS, turn_please_data(priority))
         self.state = after
 
@@ -517,7 +585,9 @@ class P1Association:
         if self._transfers.outbound is not None:
             raise LocalProtocolError("cannot give the turn during a transfer", layer="rtse")
         self._check_two_way_alternate("RT-TURN-GIVE")
-        after = self._next(Input.DATA_PHASE)
+        after = self._move(Input.DATA_PHASE)
+        if after is None:
+            return
         self._session.send_control_give()
         self.state = after
 
@@ -551,7 +621,9 @@ class P1Association:
             raise LocalProtocolError("cannot release during a transfer", layer="p1")
         if not self.has_turn:
             raise LocalProtocolError("this end does not hold the turn", layer="rtse")
-        after = self._next(Input.SEND_RELEASE)
+        after = self._move(Input.SEND_RELEASE)
+        if after is None:
+            return
         self._session.send_release(release_request_data())
         self.state = after
 
@@ -571,11 +643,16 @@ class P1Association:
         self._expect(Input.RECV_RELEASED)
         return [Released(by_peer=False)]
 
-    def abort(self, why: str = "aborted by the MTA") -> list[Event]:
-        """RT-U-ABORT: AB{ARU{ABRT{RTAB}}}; the adapter then writes and closes."""
+    def abort(self, why: str = "aborted by the MTA", *, temporary: bool = False) -> list[Event]:
+        """RT-U-ABORT: AB{ARU{ABRT{RTAB}}}; the adapter then writes and closes.
+
+        ``temporary``: this system cannot go on for now (its store is full, say), so
+        the RTAB's abortReason is temporary-problem (X.228) instead of user-error
+        and the peer tries again later."""
         if self.state is State.CLOSED:
             return []
-        self._send_abort(rtse.AbortReason.USER_ERROR)
+        reason = rtse.AbortReason.TEMPORARY_PROBLEM if temporary else rtse.AbortReason.USER_ERROR
+        self._send_abort(reason)
         return [Aborted(by_peer=False, why=why)]
 
     def _send_abort(self, reason: rtse.AbortReason) -> None:
@@ -714,6 +791,27 @@ def _exception_abort_reason(event: session.ExceptionReported) -> rtse.AbortReaso
     if event.reason == _TEMPORARILY_UNABLE:
         return rtse.AbortReason.TEMPORARY_PROBLEM
     return rtse.AbortReason.PERMANENT_PROBLEM
+
+
+def _check_units(requirements: int, what: str) -> None:
+    """RTSE needs the session's half-duplex, minor synchronize, activity management and
+    exceptions functional units (X.228's use of the session service): without them no
+    transfer can be made, and established stacks refuse such an association too."""
+    if requirements & session.RTSE_REQUIREMENTS != session.RTSE_REQUIREMENTS:
+        raise RemoteProtocolError(
+            f"{what} session functional units {requirements:#06x}, not RTSE's "
+            f"{session.RTSE_REQUIREMENTS:#06x}",
+            layer="rtse",
+        )
+
+
+def _negotiated(mode: rtse.DialogueMode, checkpoint_size: int, window_size: int) -> _Negotiated:
+    """The RT-OPEN parameters the peer sent, once checked: a windowSize of 0 would let no
+    checkpoint be unconfirmed, so no transfer could be sent (X.228 7.5: RTSE may send
+    windowSize checkpoints before it waits for their confirmation)."""
+    if window_size < 1:
+        raise RemoteProtocolError(f"windowSize {window_size}: at least 1 is needed", layer="rtse")
+    return _Negotiated(mode, checkpoint_size, window_size)
 
 
 def _bind_argument_of(rtorq: rtse.Rtorq) -> MTABindArgument:

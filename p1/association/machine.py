@@ -4,7 +4,9 @@
 event of the layers below, and moves as :data:`TABLE` says.  Rules:
 
 1. A pair missing from :data:`TABLE` is a protocol error: a ``send_*`` raises
-   LocalProtocolError and changes nothing; a received PDU aborts the association.
+   LocalProtocolError and changes nothing; a received PDU aborts the association.  Once an
+   abort ended the association, a ``send_*`` whose pair the state it ended in had does
+   nothing instead (its user was answering what the association said before the end).
 2. A ``send_*`` looks its next state up first and takes it only once the layers below
    accepted the request, so a refused call leaves no trace.
 3. Aborts (ours, the peer's, the transport's) reach CLOSED from any state but CLOSED.

@@ -1,7 +1,17 @@
 """Primitive values read and written: INTEGER, ENUMERATED, BIT STRING, OBJECT IDENTIFIER,
-the ASCII string types and UTCTime (X.690 8.3, 8.4, 8.6, 8.19, 8.21; X.680 47).
+the ASCII string types and UTCTime (X.690 8.3, 8.4, 8.6, 8.19, 8.21; X.680 41, 47).
 
-Part of :mod:`p1.ber`, which re-exports its public names.
+Character strings: PrintableString and NumericString are read strictly, their alphabets
+(X.680 41.4) checked as they are read (:func:`read_text` by the value's universal tag or
+the type it is given, :func:`printable_text` / :func:`numeric_text` for the tuple form);
+the other string types may carry control characters (IA5String: the whole of ISO 646;
+TeletexString, UniversalString, BMPString: theirs), which :func:`escape_controls`
+writes out wherever such text is shown or stored as text (a log line, a mailbox name,
+a listing).
+
+Part of :mod:`p1.ber`, which re-exports its public names but the string checks
+(``PRINTABLE_OCTETS``, ``NUMERIC_OCTETS``, :func:`printable_text`, :func:`numeric_text`)
+and :func:`escape_controls` / :func:`is_control`: import those from this module.
 """
 
 from __future__ import annotations
@@ -11,8 +21,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from p1.ber.reader import Tlv, children, expect, read_octets
-from p1.ber.tags import BIT_STRING, MAX_INT_OCTETS
+from p1.ber.reader import FlatTlv, Tlv, View, children, expect, octets, read_octets
+from p1.ber.tags import BIT_STRING, CONSTRUCTED, MAX_INT_OCTETS, NUMERIC_STRING, PRINTABLE_STRING
 from p1.errors import DecodeError, EncodeError
 
 # --- INTEGER, ENUMERATED, NULL ---------------------------------------------------------
@@ -226,19 +236,73 @@ def is_oid(text: str) -> bool:
 
 # --- character strings -----------------------------------------------------------------
 
+PRINTABLE_OCTETS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?"
+"""The PrintableString alphabet (X.680 41.4): letters, digits, space and
+``'()+,-./:=?``."""
+NUMERIC_OCTETS = b"0123456789 "
+"""The NumericString alphabet (X.680 41.4): digits and space."""
+_ALPHABETS = {
+    PRINTABLE_STRING: (PRINTABLE_OCTETS, "PrintableString"),
+    NUMERIC_STRING: (NUMERIC_OCTETS, "NumericString"),
+}
 
-def read_text(tlv: Tlv, what: str) -> str:
+
+def read_text(tlv: Tlv, what: str, string_type: int | None = None) -> str:
     """An IA5String, PrintableString or NumericString: ASCII, primitive or constructed.
 
-    The alphabet of Printable and Numeric strings is not checked: what a peer sent is
-    relayed as sent.
+    ``string_type``, the universal tag of the value's type, defaults to the value's own
+    tag; an implicitly tagged PrintableString or NumericString needs it to have its
+    alphabet checked.  The alphabets of those two are checked (X.680 41.4): an octet
+    outside raises a DecodeError naming it; IA5String takes any ASCII octet.
     """
+    alphabet = _ALPHABETS.get(tlv.tag if string_type is None else string_type)
+    if alphabet is not None:
+        contents = read_octets(tlv, what) if tlv.constructed else bytes(tlv.contents())
+        return _checked(contents, alphabet[0], alphabet[1], what)
     try:
         if not tlv.constructed:
             return str(tlv.data[tlv.body : tlv.end], "ascii")
         return read_octets(tlv, what).decode("ascii")
     except UnicodeDecodeError as exc:
         raise DecodeError(f"non-ASCII octet at {exc.start}", where=what) from None
+
+
+def printable_text(view: View, tlv: FlatTlv, what: str) -> str:
+    """A PrintableString in the tuple form (any tag, primitive or segmented), its
+    alphabet checked (X.680 41.4)."""
+    # (octets() inline for the usual primitive string: names have a dozen of them)
+    segmented = tlv[0] & CONSTRUCTED
+    contents = octets(view, tlv, what) if segmented else bytes(view[tlv[2] : tlv[3]])
+    # (isalnum(), ASCII letters and digits only, passes most values in a tenth of the
+    # time translate() takes to list the octets outside the alphabet)
+    if not contents.isalnum() and contents.translate(None, PRINTABLE_OCTETS):
+        raise _outside(contents, PRINTABLE_OCTETS, "PrintableString", what)
+    return contents.decode("ascii")
+
+
+def numeric_text(view: View, tlv: FlatTlv, what: str) -> str:
+    """A NumericString in the tuple form, its alphabet checked (X.680 41.4)."""
+    segmented = tlv[0] & CONSTRUCTED
+    contents = octets(view, tlv, what) if segmented else bytes(view[tlv[2] : tlv[3]])
+    if not contents.isdigit() and contents.translate(None, NUMERIC_OCTETS):
+        raise _outside(contents, NUMERIC_OCTETS, "NumericString", what)
+    return contents.decode("ascii")
+
+
+def _checked(contents: bytes, alphabet: bytes, type_name: str, what: str) -> str:
+    """``contents`` as text if every octet is in ``alphabet``."""
+    if contents.translate(None, alphabet):
+        raise _outside(contents, alphabet, type_name, what)
+    return contents.decode("ascii")
+
+
+def _outside(contents: bytes, alphabet: bytes, type_name: str, what: str) -> DecodeError:
+    """The error for the first octet of ``contents`` outside ``alphabet``, written so
+    that it shows on one line."""
+    index = next(i for i, octet in enumerate(contents) if octet not in alphabet)
+    octet = contents[index]
+    shown = f"'{chr(octet)}'" if 0x20 < octet < 0x7F else f"0x{octet:02x}"
+    return DecodeError(f"{shown} at {index} is not a {type_name} character", where=what)
 
 
 def text_contents(text: str, what: str) -> bytes:
@@ -249,6 +313,31 @@ def text_contents(text: str, what: str) -> bytes:
         return text.encode("ascii")
     except UnicodeEncodeError as exc:
         raise EncodeError(f"non-ASCII character at {exc.start} of {text!r}", where=what) from None
+
+
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: what
+would end a line of a log or a listing, or hide in a name."""
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written as ``\\xHH`` (C0, DEL and C1) or
+    ``\\uHHHH`` (U+2028, U+2029), everything else as it is: text a peer sent stays on
+    one line and shows what it holds.  (The O/R name text form reads these escapes back,
+    see :mod:`p1.mts.orname`.)"""
+    if text.isprintable():  # (the usual case: one C call)
+        return text
+    return _CONTROLS.sub(_control_escape, text)
+
+
+def _control_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def is_control(char: str) -> bool:
+    """Whether :func:`escape_controls` escapes ``char``."""
+    return _CONTROLS.fullmatch(char) is not None
 
 
 # --- UTCTime ---------------------------------------------------------------------------

@@ -20,7 +20,10 @@ starts with ``/``; its final ``/`` is optional.
 
 Escaping: a backslash makes the next character literal, so ``\\;`` and ``\\/`` put a
 separator inside a value, ``\\\\`` is a backslash, and ``\\ `` keeps a leading or
-trailing space (unescaped spaces around keys and values are dropped).  An ADMD of a
+trailing space (unescaped spaces around keys and values are dropped); ``\\xHH`` and
+``\\uHHHH`` (hex digits) stand for the character of that code.  The text forms and
+``canonical`` write every control character so (C0, DEL, C1, U+2028, U+2029): however a
+name was made, its text never holds one (no value X.411 allows has one).  An ADMD of a
 single space (``ADMD= ``, "any ADMD") is written and read as is.  Empty values are
 errors.  Text does not say whether a digit string travels as NumericString or
 PrintableString: digits are read as NumericString (see ``*_numeric`` below).
@@ -49,9 +52,12 @@ among the extension attributes (``common_name_position``) and every extension
 attribute we do not model (raw, in order) are recorded.  Other forms re-encode minimal;
 a relaying MTA passes the received envelope on unchanged, so they reach the next MTA
 as sent.  A common-name that is not a PrintableString is kept raw.  The directory name is
-carried as BER bytes (``directory-name [0] ANY``), passed through untouched.  Decoding is
-liberal: values beyond the upper bounds decode, and :meth:`ORAddress.problems` says
-what is wrong with them.
+carried as BER bytes (``directory-name [0] ANY``), passed through untouched.  Decoding
+checks each value's alphabet (PrintableString, NumericString: X.680 41.4) and refuses
+an empty one (X.411 18.5 bounds every attribute's size from 1, but the ADMD's): a
+character outside, or an empty value, is a ``DecodeError`` naming the attribute.  Upper
+bounds are liberal: longer values decode, and :meth:`ORAddress.problems` says what is
+wrong with them.
 
 The models, their validation and canonical forms live in :mod:`p1.mts.orname_model`, the text
 forms in :mod:`p1.mts.orname_text` and the BER codec in :mod:`p1.mts.orname_ber`; this module is

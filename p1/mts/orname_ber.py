@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from p1 import asn1, ber
+from p1.ber.values import numeric_text, printable_text
 from p1.errors import CodecError, DecodeError, EncodeError
 from p1.mts.orname_model import (
     _A,
@@ -222,6 +223,12 @@ def _directory_name_from_asn1(directory: Any) -> bytes:
 # definite (short or long) and indefinite lengths, strings primitive or split into
 # segments, members of a SEQUENCE in any order (each once: their tags differ).  The value
 # read is the same whatever the form; a name that is not an O/R name raises DecodeError.
+# Every attribute value is checked against its type's alphabet (PrintableString or
+# NumericString, X.680 41.4) and its lower bound (X.411 18.5: SIZE (1..ub-...), but the
+# ADMD's, which may be empty): a name a peer sends can then hold no control character
+# and no empty attribute, whatever reaches a log line, a route or a mailbox name.  Upper
+# bounds are not enforced here (ORAddress.problems() reports them): a relay passes such
+# a name on as sent.
 # The writer produces the bytes asn1tools writes (the tests compare the two); a value it
 # cannot write (not ASCII, a personal-name without surname, a wrong type) goes to
 # asn1tools, which encodes it or says what is wrong.
@@ -272,13 +279,23 @@ def _read_choice(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) 
     CHOICE { NumericString, PrintableString } (X.411 18.5)."""
     inner = _only(view, item, name)
     kind = inner[0] & _PRIMITIVE
-    if kind != _NUMERIC_OCTET and kind != _PRINTABLE_OCTET:
+    if kind == _PRINTABLE_OCTET:
+        value = printable_text(view, inner, name)
+    elif kind == _NUMERIC_OCTET:
+        value = numeric_text(view, inner, name)
+    else:
         found = ber.tag_name(ber.tag_of(inner[0]))
         raise DecodeError(f"expected a NumericString or PrintableString, found {found}", where=name)
-    value = fields[name] = ber.text(view, inner, name)
+    if not value and name != "admd":  # AdministrationDomainName is SIZE (0..16)
+        raise _empty(name)
+    fields[name] = value
     numeric = kind == _NUMERIC_OCTET
     if numeric != _looks_numeric(value):
         fields[_NUMERIC_FLAGS[name]] = numeric  # only where the value does not imply it
+
+
+def _empty(what: str) -> DecodeError:
+    return DecodeError("an empty value (X.411 bounds its size from 1)", where=what)
 
 
 _PERSONAL_MEMBERS = {
@@ -292,7 +309,9 @@ _PERSONAL_MEMBERS = {
 def _read_personal(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> None:
     """PersonalName: a SET, members in any order, surname required (X.411 18.5)."""
     for name, member in ber.members(view, item, _PERSONAL_MEMBERS, "personal-name").items():
-        fields[name] = ber.text(view, member, name)
+        value = fields[name] = printable_text(view, member, name)
+        if not value:
+            raise _empty(name)
     if fields["surname"] is None:
         raise DecodeError("missing surname", where="personal-name")
 
@@ -303,28 +322,44 @@ def _read_units(view: ber.View, item: ber.FlatTlv, fields: _Fields, _: str) -> N
     units = []
     for unit in ber.items(view, item, what):
         _expect(unit, _PRINTABLE_OCTET, what)
-        units.append(ber.text(view, unit, what))
+        value = printable_text(view, unit, what)
+        if not value:
+            raise _empty(what)
+        units.append(value)
     fields["organizational_units"] = tuple(units)
 
 
-def _read_plain(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
-    """A member that is an implicitly tagged string."""
-    fields[name] = ber.text(view, item, name)
+def _read_printable(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
+    """A member that is an implicitly tagged PrintableString."""
+    value = fields[name] = printable_text(view, item, name)
+    if not value:
+        raise _empty(name)
+
+
+def _read_numeric(view: ber.View, item: ber.FlatTlv, fields: _Fields, name: str) -> None:
+    """A member that is an implicitly tagged NumericString."""
+    value = fields[name] = numeric_text(view, item, name)
+    if not value:
+        raise _empty(name)
 
 
 # BuiltInStandardAttributes members by key with the constructed bit clear: (field, reader).
 _STANDARD: dict[int, tuple[str, _Reader]] = {
     0x41: ("country", _read_choice),  # [APPLICATION 1]
     0x42: ("admd", _read_choice),  # [APPLICATION 2]
-    0x80: ("network_address", _read_plain),
-    0x81: ("terminal_identifier", _read_plain),
+    0x80: ("network_address", _read_numeric),  # X121Address
+    0x81: ("terminal_identifier", _read_printable),
     0x82: ("prmd", _read_choice),
-    0x83: ("organization", _read_plain),
-    0x84: ("numeric_user_identifier", _read_plain),
+    0x83: ("organization", _read_printable),
+    0x84: ("numeric_user_identifier", _read_numeric),
     0x85: ("personal-name", _read_personal),
     0x86: ("organizational-unit-names", _read_units),
 }
-_EXPLICIT = frozenset(key for key, (_, reader) in _STANDARD.items() if reader is not _read_plain)
+_EXPLICIT = frozenset(
+    key
+    for key, (_, reader) in _STANDARD.items()
+    if reader is not _read_printable and reader is not _read_numeric
+)
 """The members that must be constructed: explicit tags, personal-name and the units."""
 
 
@@ -357,7 +392,10 @@ def _read_domain_defined(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> 
             raise DecodeError(f"an attribute of {len(pair)} values, not two", where=what)
         for part in pair:
             _expect(part, _PRINTABLE_OCTET, what)
-        pairs.append((ber.text(view, pair[0], what), ber.text(view, pair[1], what)))
+        kind, value = printable_text(view, pair[0], what), printable_text(view, pair[1], what)
+        if not (kind and value):
+            raise _empty(what)
+        pairs.append((kind, value))
     fields["domain_defined"] = tuple(pairs)
 
 
@@ -390,14 +428,14 @@ def _extension(view: ber.View, attribute: ber.FlatTlv, what: str) -> tuple[int, 
 
 
 def _common_name(view: ber.View, value: ber.FlatTlv) -> str | None:
-    """CommonName, a PrintableString in any form; None for another value (then the
-    attribute is kept as received)."""
+    """CommonName, a PrintableString in any form, checked as the other attributes; None
+    for a value of another type (then the attribute is kept as received)."""
     if value[0] & _PRIMITIVE != _PRINTABLE_OCTET:
         return None
-    try:
-        return ber.text(view, value, "common-name")
-    except DecodeError:
-        return None
+    text = printable_text(view, value, "common-name")
+    if not text:
+        raise _empty("common-name")
+    return text
 
 
 def _read_directory_name(view: ber.View, item: ber.FlatTlv, fields: _Fields) -> None:

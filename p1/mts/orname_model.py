@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from p1.ber.values import escape_controls, is_control
+
 MODULE = "MTSAbstractService"
 NAME_MODULE = "InformationFramework"  # X.501: where MTSAbstractService imports Name from
 
@@ -486,13 +488,24 @@ def _is_single_tlv(data: bytes) -> bool:
 
 
 def _escape(value: str, separator: str, specials: str = "") -> str:
+    """``value`` as the text forms write it: a backslash before a backslash, the
+    separator and ``specials``, and before a space (or other white space) at either end
+    but a control character, which :func:`_written` escapes in the whole text."""
     escape = {"\\", separator, *specials}
     out = ["\\" + char if char in escape else char for char in value]
-    if value and value[0].isspace():
+    if value and value[0].isspace() and not is_control(value[0]):
         out[0] = "\\" + value[0]
-    if value and value[-1].isspace():
+    if value and value[-1].isspace() and not is_control(value[-1]):
         out[-1] = "\\" + value[-1]
     return "".join(out)
+
+
+def _written(text: str) -> str:
+    """A text form as written: every control character as ``\\xHH`` or ``\\uHHHH``
+    (:func:`p1.ber.values.escape_controls`, which the parser reads back), so that no
+    text form holds one, whatever the name was made from.  (:func:`_escape` leaves
+    them alone: none needs a backslash of its own.)"""
+    return escape_controls(text)
 
 
 def _text_pairs(address: ORAddress, fold: bool, short: bool) -> list[tuple[str, str, bool]]:
@@ -531,4 +544,4 @@ def _render(pairs: list[tuple[str, str, bool]], separator: str) -> list[str]:
 
 
 def _canonical(address: ORAddress) -> str:
-    return ";".join(_render(_text_pairs(address, True, False), ";"))
+    return _written(";".join(_render(_text_pairs(address, True, False), ";")))

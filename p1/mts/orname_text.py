@@ -19,6 +19,7 @@ from p1.mts.orname_model import (
     ORName,
     _render,
     _text_pairs,
+    _written,
 )
 
 # --- text -----------------------------------------------------------------------------
@@ -62,13 +63,13 @@ def _lex(text: str, separator: str) -> list[list[_Token]]:
     """Split ``text`` at unescaped ``separator``s, resolving backslash escapes."""
     segments: list[list[_Token]] = []
     current: list[_Token] = []
-    chars = iter(text)
-    for char in chars:
+    position, end = 0, len(text)
+    while position < end:
+        char = text[position]
+        position += 1
         if char == "\\":
-            escaped = next(chars, None)
-            if escaped is None:
-                raise _error("the text ends with a lone backslash")
-            current.append((escaped, True))
+            char, position = _unescape(text, position)
+            current.append((char, True))
         elif char == separator:
             segments.append(current)
             current = []
@@ -76,6 +77,28 @@ def _lex(text: str, separator: str) -> list[list[_Token]]:
             current.append((char, False))
     segments.append(current)
     return segments
+
+
+_HEX_ESCAPES = {"x": 2, "u": 4}
+"""``\\xHH`` and ``\\uHHHH``: the character of that code, as control characters are
+written (:func:`p1.ber.values.escape_controls`)."""
+
+
+def _unescape(text: str, position: int) -> tuple[str, int]:
+    """The character a backslash just before ``position`` stands for, and where the text
+    goes on: the next character, or the one ``\\xHH`` / ``\\uHHHH`` codes."""
+    if position >= len(text):
+        raise _error("the text ends with a lone backslash")
+    char = text[position]
+    digits = _HEX_ESCAPES.get(char)
+    if digits is not None:
+        code = text[position + 1 : position + 1 + digits]
+        if len(code) == digits and all(c in _HEX_DIGITS for c in code):
+            return chr(int(code, 16)), position + 1 + digits
+    return char, position + 1
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
 
 def _strip(tokens: list[_Token]) -> list[_Token]:
@@ -242,7 +265,8 @@ def format_orname(name: ORAddress, style: Style = "semicolon") -> str:
     ``"slash"``: ``/C=GB/A= /P=NATO/O=ACT/S=Smith/``.
     """
     if style == "slash":
-        return "/" + "".join(f"{part}/" for part in _render(_text_pairs(name, False, True), "/"))
+        parts = _render(_text_pairs(name, False, True), "/")
+        return _written("/" + "".join(f"{part}/" for part in parts))
     if style == "semicolon":
-        return ";".join(_render(_text_pairs(name, False, False), ";"))
+        return _written(";".join(_render(_text_pairs(name, False, False), ";")))
     raise ValueError(f"style {style!r} is not 'semicolon' or 'slash'")

@@ -30,7 +30,7 @@ that of :mod:`p1.osi.session_machine`)::
 
     RTSE_REQUIREMENTS = 0x0249; Token (Flag: DATA, MINOR_SYNC, MAJOR_ACTIVITY, RELEASE)
     SessionConnection(role, *, limits=DEFAULT_LIMITS, tsdu_maximum_size=0, data_views=False)
-        .state .requirements .tokens .available_tokens .version .closed
+        .state .requirements .tokens .available_tokens .version .closed .accept_room
         send_connect / send_accept / send_refuse / send_data(user_data, *, prefix=b"")
         send_activity_start / send_activity_end / send_activity_end_response
         send_minor_sync / send_minor_sync_response
@@ -340,6 +340,12 @@ class SessionConnection:
         for cdo in self._setup.overflow_spdus(unit):
             self._emit(cdo)
         return []
+
+    @property
+    def accept_room(self) -> int:
+        """The most user data :meth:`send_accept` may carry: 512 octets when the CN asked
+        for version 1, 10,240 in version 2 (X.225 8.3.4)."""
+        return self._setup.accept_room
 
     def send_accept(self, user_data: bytes, *, requirements: int | None = None) -> None:
         """S-CONNECT response, accepted: AC.  Default units: those proposed that we support."""

@@ -29,6 +29,7 @@ Public API::
         receive_connect(cn) -> Spdu | None / receive_connect_data(cdo) -> bool
         connect_requested() -> ConnectRequested
         accept(user_data, requirements) -> (Spdu, Agreement) / refuse(user_data, reason)
+        accept_room: the most user data the AC may carry (by the version agreed)
         receive_accept(ac) -> (Agreement, Token asked for)
 """
 
@@ -227,6 +228,12 @@ class Establishment:
             version=self.version,
         )
 
+    @property
+    def accept_room(self) -> int:
+        """The most user data the AC may carry: 512 octets in version 1, 10,240 in version 2
+        (X.225 8.3.4, the user data and extended user data parameters)."""
+        return codec.EXTENDED_USER_DATA_MAX if self.version == 2 else codec.USER_DATA_MAX
+
     def _sizes(self) -> tuple[int, int] | None:
         own = self.tsdu_maximum_size
         sizes = [min(size, own) if own else size for size in self._peer_sizes or _NO_SIZES]
@@ -235,8 +242,7 @@ class Establishment:
     def accept(self, user_data: bytes, requirements: int | None) -> tuple[Spdu, Agreement]:
         """The AC and what it agrees (nothing changes here: the caller sends, then opens)."""
         selected = self._select(requirements)
-        most = codec.EXTENDED_USER_DATA_MAX if self.version == 2 else codec.USER_DATA_MAX
-        if len(user_data) > most:
+        if len(user_data) > self.accept_room:
             raise LocalProtocolError(f"{len(user_data)} octets of AC user data", layer=_LAYER)
         setting = resolve_setting(self.setting)
         sizes = self._sizes()
