@@ -12,8 +12,9 @@ Public API::
     ConfigError(file, key, value, expected)               .file .key .value .expected .missing
 
     MtaConfig(source, name, global_domain, password, state_dir, database, control_socket,
-              listeners, local_domains, peers, default_route, max_age, retry,
-              precedence_table, log_level, limits)        .peer(name) -> Peer
+              listeners, local_domains, local_users, peers, default_route, max_age,
+              retry, precedence_table, log_level, limits, connection_limits)
+                                                          .peer(name) -> Peer
     Listener(address, port, dscp)
     Peer(name, host, routes, our_credentials, their_credentials, slots)
                                                           .slot_for(precedence) -> Slot
@@ -26,17 +27,23 @@ Public API::
     RetryPolicy(initial, maximum, factor, jitter)         .delay(attempt, draw)
     MaxAge(override, flash, immediate, priority, routine, deferred)   .of(precedence)
     LogLevel.DEBUG ... LogLevel.CRITICAL
-    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY
+    ConnectionLimits(max_connections, max_connections_per_address, max_unbound,
+                     max_bytes_before_bind, bind_timeout, idle_timeout, min_progress,
+                     progress_interval, failed_bind_delay, failed_bind_delay_max,
+                     max_api_connections, api_idle_timeout)
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS
 """
 
 from __future__ import annotations
 
 from config.loader import ConfigError as ConfigError
 from config.loader import load_config as load_config
+from config.schema import DEFAULT_CONNECTION_LIMITS as DEFAULT_CONNECTION_LIMITS
 from config.schema import DEFAULT_MAX_AGE as DEFAULT_MAX_AGE
 from config.schema import DEFAULT_RETRY as DEFAULT_RETRY
 from config.schema import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from config.schema import AddressPrefix as AddressPrefix
+from config.schema import ConnectionLimits as ConnectionLimits
 from config.schema import Credentials as Credentials
 from config.schema import Listener as Listener
 from config.schema import LogLevel as LogLevel
@@ -49,11 +56,13 @@ from config.schema import Slot as Slot
 from config.schema import SlotMode as SlotMode
 
 __all__ = [
+    "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "AddressPrefix",
     "ConfigError",
+    "ConnectionLimits",
     "Credentials",
     "Listener",
     "LogLevel",

@@ -128,6 +128,14 @@ _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 def _duration(raw: object) -> float:
     """Seconds from a number or from text such as ``90s``, ``1h30m``, ``3d``; > 0."""
+    seconds = _seconds(raw)
+    if seconds == 0:
+        raise Invalid()
+    return seconds
+
+
+def _seconds(raw: object) -> float:
+    """Seconds from a number or from text such as ``90s``, ``1h30m``, ``3d``; >= 0."""
     seconds = _number(raw)
     if isinstance(raw, str) and raw.strip():
         seconds, position = 0.0, 0
@@ -138,7 +146,7 @@ def _duration(raw: object) -> float:
             position = match.end()
         if raw[position:].strip():
             raise Invalid()
-    if seconds is None or not 0 < seconds < math.inf:
+    if seconds is None or not 0 <= seconds < math.inf:
         raise Invalid()
     return seconds
 
@@ -239,6 +247,7 @@ def _database(raw: object) -> str:
 
 _PREFIX_LEVELS = ("C", "ADMD", "PRMD", "O", "OU1", "OU2", "OU3", "OU4")
 _PREFIX_EXAMPLE = "C=GB;ADMD= ;PRMD=SITEB"
+_NAME_EXAMPLE = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;CN=duty officer"
 
 
 def _prefix(raw: object) -> AddressPrefix:
@@ -263,6 +272,15 @@ def _prefix(raw: object) -> AddressPrefix:
         if part == "":
             raise Invalid(f"an O/R address prefix without gaps ({label} is missing)")
     return AddressPrefix(text=raw, key=key)
+
+
+def _orname(raw: object) -> ORName:
+    if not isinstance(raw, str):
+        raise Invalid()
+    try:
+        return parse_orname(raw)
+    except DecodeError as error:
+        raise Invalid(f"an O/R name such as {_NAME_EXAMPLE} ({error.why})") from None
 
 
 def _global_domain(raw: object) -> ORName:
@@ -312,3 +330,5 @@ GLOBAL_DOMAIN = Kind(
     _global_domain,
 )
 PEER_NAME = Kind("the name of a peer", _text)
+OR_NAME = Kind(f"an O/R name such as {_NAME_EXAMPLE}", _orname)
+SECONDS = Kind("a duration >= 0: seconds, or text such as 90s, 15m, 4h, 3d", _seconds)

@@ -21,6 +21,8 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
     database         "sqlite:///<state_dir>/aiox400.db"
     control_socket   "<state_dir>/control.sock"
     local_domains    [global_domain]    O/R address prefixes delivered locally
+    local_users      none               O/R names of the local users; when set, any other
+                                        recipient under a local domain is non-delivered
     default_route    none               a peer name
     log_level        "info"             debug, info, warning, error, critical
     [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0")
@@ -29,7 +31,13 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      routine ("24h"), deferred ("72h")
     [dscp]           per-precedence code point overrides, e.g. flash = "EF"
     [limits]         max_message_size, max_tsdu_size, max_spdu_size ("64MiB" each),
-                     max_tpdu_size (2048), max_connect_data_size ("64KiB")
+                     max_tpdu_size (2048), max_connect_data_size ("64KiB");
+                     max_connections (256), max_connections_per_address (32),
+                     max_unbound (32), max_bytes_before_bind ("32KiB"),
+                     bind_timeout ("30s"), idle_timeout ("10m"), min_progress
+                     ("1KiB") per progress_interval ("30s"), failed_bind_delay ("1s")
+                     doubling up to failed_bind_delay_max ("30s"; "0s": no delay),
+                     max_api_connections (64), api_idle_timeout ("5m")
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
                      peer_password | peer_password_file (none: not checked)
     [[peers.slots]]  precedences*, port*, dscp (the table's, for the most urgent
@@ -60,10 +68,11 @@ import json
 import os
 import re
 import tomllib
+import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from config.kinds import (
     ADDRESS_PREFIX,
@@ -78,11 +87,13 @@ from config.kinds import (
     HOST,
     LOG_LEVEL,
     MTA_NAME,
+    OR_NAME,
     PASSWORD,
     PATH,
     PEER_NAME,
     PORT,
     PRECEDENCES,
+    SECONDS,
     SIZE,
     SLOT_MODE,
     TPDU_SIZE,
@@ -92,6 +103,7 @@ from config.kinds import (
 from config.schema import (
     DEFAULT_STATE_DIR,
     AddressPrefix,
+    ConnectionLimits,
     Credentials,
     Listener,
     LogLevel,
@@ -281,6 +293,7 @@ _TOP_KEYS = (
     "database",
     "control_socket",
     "local_domains",
+    "local_users",
     "default_route",
     "log_level",
     "listeners",
@@ -306,7 +319,23 @@ _SLOT_KEYS = tuple(
 )
 _RETRY_KEYS = tuple(f.name for f in dataclasses.fields(RetryPolicy))
 _PRECEDENCE_KEYS = tuple(p.label for p in Precedence.most_urgent_first())
-_LIMIT_KEYS = tuple(f.name for f in dataclasses.fields(StackLimits))
+_STACK_LIMIT_KEYS = tuple(f.name for f in dataclasses.fields(StackLimits))
+_CONNECTION_LIMIT_KINDS: dict[str, Kind[int] | Kind[float]] = {
+    "max_connections": COUNT,
+    "max_connections_per_address": COUNT,
+    "max_unbound": COUNT,
+    "max_bytes_before_bind": SIZE,
+    "bind_timeout": DURATION,
+    "idle_timeout": DURATION,
+    "min_progress": SIZE,
+    "progress_interval": DURATION,
+    "failed_bind_delay": SECONDS,
+    "failed_bind_delay_max": SECONDS,
+    "max_api_connections": COUNT,
+    "api_idle_timeout": DURATION,
+}
+"""The ``[limits]`` keys of :class:`ConnectionLimits`, with how each is read."""
+_LIMIT_KEYS = (*_STACK_LIMIT_KEYS, *_CONNECTION_LIMIT_KINDS)
 
 # A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
 _MAX_SOCKET_PATH = 107
@@ -360,12 +389,15 @@ class _Loader:
         database = self.database(top, state_dir)
         control_socket = self.control_socket(top, state_dir)
         local_domains = self.local_domains(top, global_domain)
+        local_users = self.local_users(top, local_domains)
         log_level = top.get("log_level", LOG_LEVEL, LogLevel.INFO)
         listeners = self.listeners(top)
         retry = self.retry(top.table("retry", _RETRY_KEYS))
         max_age = self.max_age(top.table("max_age", _PRECEDENCE_KEYS))
         table = self.precedence_table(top.table("dscp", _PRECEDENCE_KEYS))
-        limits = self.limits(top.table("limits", _LIMIT_KEYS))
+        limits_table = top.table("limits", _LIMIT_KEYS)
+        limits = self.limits(limits_table)
+        connection_limits = self.connection_limits(limits_table)
         peers = self.peers(top, name, password, table)
         self.check_routes(top, local_domains, peers)
         return MtaConfig(
@@ -378,6 +410,7 @@ class _Loader:
             control_socket=control_socket,
             listeners=listeners,
             local_domains=local_domains,
+            local_users=local_users,
             peers=peers,
             default_route=self.default_route(top, peers),
             max_age=max_age,
@@ -385,6 +418,7 @@ class _Loader:
             precedence_table=table,
             log_level=log_level,
             limits=limits,
+            connection_limits=connection_limits,
         )
 
     # --- secrets ----------------------------------------------------------------------
@@ -487,8 +521,42 @@ class _Loader:
         values = {
             name: table.get(name, TPDU_SIZE if name == "max_tpdu_size" else SIZE)
             for name in table.data
+            if name in _STACK_LIMIT_KEYS
         }
         return StackLimits(**values)
+
+    def connection_limits(self, table: _Table) -> ConnectionLimits:
+        values: dict[str, Any] = {
+            name: table.get(name, kind)  # type: ignore[misc]
+            for name, kind in _CONNECTION_LIMIT_KINDS.items()
+            if table.has(name)
+        }
+        limits = ConnectionLimits(**values)
+        if limits.failed_bind_delay_max < limits.failed_bind_delay:
+            raise table.error(
+                "failed_bind_delay_max",
+                table.data.get("failed_bind_delay_max", limits.failed_bind_delay_max),
+                f"a duration no shorter than {table.key('failed_bind_delay')} "
+                f"({limits.failed_bind_delay:g} s)",
+            )
+        return limits
+
+    def local_users(
+        self, top: _Table, local_domains: tuple[AddressPrefix, ...]
+    ) -> tuple[ORName, ...] | None:
+        if not top.has("local_users"):
+            return None
+        users = top.items("local_users", OR_NAME, "O/R names")
+        written = typing.cast(list[object], top.data["local_users"])  # (items() checked it)
+        for index, user in enumerate(users):
+            if not any(domain.matches(user) for domain in local_domains):
+                raise top.error(
+                    f"local_users[{index}]",
+                    written[index],
+                    "an O/R name under one of the local domains "
+                    f"({', '.join(d.text for d in local_domains)})",
+                )
+        return tuple(dict.fromkeys(users))
 
     def local_domains(self, top: _Table, global_domain: ORName) -> tuple[AddressPrefix, ...]:
         if not top.has("local_domains"):

@@ -18,7 +18,8 @@ Public API::
     RetryPolicy          backoff between attempts to reach a peer
     MaxAge               per-precedence age after which a message is non-delivered
     LogLevel             the daemon's log threshold
-    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY
+    ConnectionLimits     what peers and local clients may hold before and after binding
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS
 """
 
 from __future__ import annotations
@@ -29,15 +30,17 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from p1.mts.orname import ORAddress
+from p1.mts.orname import ORAddress, ORName
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
 __all__ = [
+    "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "AddressPrefix",
+    "ConnectionLimits",
     "Credentials",
     "Listener",
     "LogLevel",
@@ -266,6 +269,45 @@ DEFAULT_RETRY = RetryPolicy()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionLimits:
+    """What a peer (bound or not) and a local API client may make the daemon hold.
+
+    Read from ``[limits]`` beside the protocol stack's sizes.  The defaults let every
+    legitimate peer of a site through while a flood of connections, unbound associations,
+    slow writers or password guesses costs the daemon little and returns what it took.
+    """
+
+    max_connections: int = 256
+    """Inbound P1 connections at once, on all listeners; more are closed at accept."""
+    max_connections_per_address: int = 32
+    """Inbound P1 connections at once from one IP address."""
+    max_unbound: int = 32
+    """Inbound P1 connections that have not yet completed an MTA-bind."""
+    max_bytes_before_bind: int = 32 * 1024
+    """Octets a peer may send before its MTA-bind is accepted (a bind takes a few KiB)."""
+    bind_timeout: float = 30.0
+    """Seconds from TCP accept to the MTA-bind request (and, initiator, to its answer)."""
+    idle_timeout: float = 600.0
+    """Seconds a bound association may stay silent with nothing in progress."""
+    min_progress: int = 1024
+    """Octets a peer must send per ``progress_interval`` once a PDU has begun to arrive."""
+    progress_interval: float = 30.0
+    """Seconds over which ``min_progress`` is measured."""
+    failed_bind_delay: float = 1.0
+    """Delay before answering a bind from an address whose last bind failed; doubles with
+    each further failure from that address."""
+    failed_bind_delay_max: float = 30.0
+    """Longest such delay."""
+    max_api_connections: int = 64
+    """Local API (control socket) connections at once."""
+    api_idle_timeout: float = 300.0
+    """Seconds a local API connection may stay silent between requests."""
+
+
+DEFAULT_CONNECTION_LIMITS = ConnectionLimits()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MtaConfig:
     """One MTA's configuration file, validated."""
 
@@ -292,6 +334,10 @@ class MtaConfig:
     local_domains: tuple[AddressPrefix, ...]
     """Address prefixes delivered into the local message store; default the global
     domain."""
+    local_users: tuple[ORName, ...] | None = None
+    """The users of the local domains; a recipient there that is none of them is
+    non-delivered (unrecognised O/R name).  None: every O/R name under a local domain
+    has a mailbox, named by its canonical text form."""
     peers: tuple[Peer, ...] = ()
     """Neighbouring MTAs."""
     default_route: str | None = None
@@ -307,6 +353,8 @@ class MtaConfig:
     """The daemon's log threshold."""
     limits: StackLimits = field(default=DEFAULT_LIMITS)
     """Sizes the protocol stack accepts from a peer (largest message and so on)."""
+    connection_limits: ConnectionLimits = field(default=DEFAULT_CONNECTION_LIMITS)
+    """Connections, unbound associations, slow peers, failed binds, local API clients."""
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from config import (
+    DEFAULT_CONNECTION_LIMITS,
     DEFAULT_MAX_AGE,
     DEFAULT_RETRY,
     ConfigError,
@@ -22,7 +24,7 @@ from config import (
     SlotMode,
     load_config,
 )
-from p1.mts.orname import parse_orname
+from p1.mts.orname import format_orname, parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
 from p1.osi import DEFAULT_LIMITS
 from tests.profiles import examples
@@ -37,7 +39,8 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
-    "local_domains, default_route, log_level, listeners, retry, max_age, dscp, limits, peers"
+    "local_domains, local_users, default_route, log_level, listeners, retry, max_age, dscp, "
+    "limits, peers"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -790,6 +793,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.precedence_table == DEFAULT_TABLE
     assert config.log_level is LogLevel.INFO
     assert config.limits == DEFAULT_LIMITS
+    assert config.connection_limits == DEFAULT_CONNECTION_LIMITS
+    assert config.local_users is None
 
 
 def test_default_max_ages() -> None:
@@ -995,3 +1000,77 @@ def test_any_value_loads_or_raises_config_error(
         assert str(error).startswith(f"{path}: ")
     else:
         assert config.name == top["name"] or section == "top"
+
+
+def test_connection_limits_share_the_limits_table(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        HEAD
+        + '[limits]\nmax_message_size = "5MiB"\nmax_connections = 40\n'
+        + 'max_bytes_before_bind = "8KiB"\nbind_timeout = "10s"\n'
+        + 'failed_bind_delay = "0s"\nfailed_bind_delay_max = 0\n'
+        + 'api_idle_timeout = "2m"\n',
+    )
+    assert config.limits == dataclasses.replace(DEFAULT_LIMITS, max_message_size=5 << 20)
+    assert config.connection_limits == dataclasses.replace(
+        DEFAULT_CONNECTION_LIMITS,
+        max_connections=40,
+        max_bytes_before_bind=8192,
+        bind_timeout=10.0,
+        failed_bind_delay=0.0,
+        failed_bind_delay_max=0.0,
+        api_idle_timeout=120.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[limits]\nmax_connections = 0\n",
+            "limits.max_connections = 0: expected an integer >= 1",
+        ),
+        (
+            '[limits]\nbind_timeout = "0s"\n',
+            f'limits.bind_timeout = "0s": expected {DURATION}',
+        ),
+        (
+            '[limits]\nfailed_bind_delay = "-1s"\n',
+            'limits.failed_bind_delay = "-1s": expected a duration >= 0: seconds, '
+            "or text such as 90s, 15m, 4h, 3d",
+        ),
+        (
+            '[limits]\nfailed_bind_delay = "10s"\nfailed_bind_delay_max = "5s"\n',
+            'limits.failed_bind_delay_max = "5s": expected a duration no shorter than '
+            "limits.failed_bind_delay (10 s)",
+        ),
+        (
+            'local_users = ["C=GB;ADMD= ;PRMD=SITEB;CN=bob"]\n',
+            'local_users[0] = "C=GB;ADMD= ;PRMD=SITEB;CN=bob": expected an O/R name under '
+            "one of the local domains (C=GB;ADMD= ;PRMD=SITEA)",
+        ),
+        (
+            'local_users = ["C=GB;ADMD= ;PRMD=SITEA;XX=1"]\n',
+            'local_users[0] = "C=GB;ADMD= ;PRMD=SITEA;XX=1": expected an O/R name such as',
+        ),
+    ],
+)
+def test_limit_and_user_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, HEAD + text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        HEAD
+        + 'local_users = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice", '
+        + '"/C=GB/ADMD= /PRMD=SITEA/O=HQ/CN=alice/", "C=GB;ADMD= ;PRMD=SITEA;CN=bob"]\n',
+    )
+    assert config.local_users is not None
+    assert [format_orname(user) for user in config.local_users] == [
+        "C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice",
+        "C=GB;ADMD= ;PRMD=SITEA;CN=bob",
+    ]
