@@ -3,8 +3,11 @@
     x400-mta --config /etc/aiox400/mta.toml [--log-level LEVEL] [--check]
 
 Logs go to standard error, one line per event (systemd's journal adds the time when
-``--no-timestamps`` is given).  SIGTERM and SIGINT stop the MTA cleanly: listeners close,
-connections end, what was in flight is put back in the queue, nothing is lost.
+``--no-timestamps`` is given).  Whatever a record's message holds, it is one line: its
+control characters are written as ``\\xHH`` (:class:`LineFormatter`), so a name or an
+identifier a peer sent cannot start a line of its own.  SIGTERM and SIGINT stop the MTA
+cleanly: listeners close, connections end, what was in flight is put back in the queue,
+nothing is lost.
 
 Exit codes: 0 stopped on a signal (or ``--check`` found the configuration good); 2 bad
 arguments; 3 the configuration is invalid (the message names the file, key and value);
@@ -18,10 +21,13 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from types import TracebackType
+from typing import TextIO, TypeAlias
 
 from config.loader import ConfigError, load_config
 from config.schema import MtaConfig
 from mta.service import Service
+from p1.ber.values import escape_controls
 from store import DatabaseUnavailableError
 
 EXIT_OK = 0
@@ -30,6 +36,10 @@ EXIT_CONFIG = 3
 EXIT_START = 4
 
 log = logging.getLogger("aiox400.mta")
+
+_ExcInfo: TypeAlias = (
+    tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,10 +94,43 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _configure_logging(config: MtaConfig, level: str | None, *, timestamps: bool) -> None:
+    handler = log_handler(sys.stderr, timestamps=timestamps)
+    logging.basicConfig(
+        level=(level or config.log_level.value).upper(), handlers=[handler], force=True
+    )
+
+
+def log_handler(stream: TextIO, *, timestamps: bool) -> logging.Handler:
+    """The daemon's log handler: one line per record on ``stream``."""
     form = "%(levelname)s %(name)s: %(message)s"
     if timestamps:
         form = "%(asctime)s " + form
-    logging.basicConfig(level=(level or config.log_level.value).upper(), format=form, force=True)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(LineFormatter(form))
+    return handler
+
+
+class LineFormatter(logging.Formatter):
+    """A formatter that keeps each record's message on its line.
+
+    Control characters in the formatted message (line breaks, carriage returns, terminal
+    escapes...) are written as ``\\xHH`` (:func:`p1.ber.values.escape_controls`), so
+    that text from a peer, wherever a message quotes it, can neither forge a line nor
+    hide one.  A traceback keeps its lines, each escaped the same way.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().formatMessage(record))
+
+    def formatException(self, ei: _ExcInfo) -> str:
+        return _escape_lines(super().formatException(ei))
+
+    def formatStack(self, stack_info: str) -> str:
+        return _escape_lines(super().formatStack(stack_info))
+
+
+def _escape_lines(text: str) -> str:
+    return "\n".join(escape_controls(line) for line in text.split("\n"))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
 3. Trace (X.411 12.2.1.1.1.10): a trace entry for this domain is appended unless the
    domain's entry is already last; an internal trace entry for this MTA always.
 4. Routing (X.411 14.3.1): each recipient this MTA is responsible for goes to the local
-   store or a peer; one without a route, like every recipient of a looping message, gets
-   a non-delivery outcome here and is never queued.
+   store or a peer; one without a route (a name under a local domain that is none of the
+   configured local users included, :mod:`mta.routing`), like every recipient of a
+   looping message, gets a non-delivery outcome here and is never queued.
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
 none) and the outcomes to report.  A received message's trace entries are added to its
@@ -199,10 +200,8 @@ def _plan_subject(
         rejected = _outcomes(responsible, NonDeliveryDiagnostic.LOOP_DETECTED)
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=loop)
     routes = {id(r): site.router.route(r.recipient_name) for r in responsible}
-    unroutable = [r for r in responsible if isinstance(routes[id(r)], NoRoute)]
     queued = [r for r in responsible if not isinstance(routes[id(r)], NoRoute)]
-    rejected = _outcomes(unroutable, NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME)
-    why = "no route" if unroutable else ""
+    rejected, why = _unroutable(responsible, routes)
     if not queued:
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
     precedence = precedence_of(envelope, site)
@@ -240,19 +239,35 @@ def _loop(trace: Sequence[TraceEntry], internal: Sequence[InternalTraceEntry], s
 def _outcomes(
     recipients: Sequence[RecipientField], diagnostic: NonDeliveryDiagnostic
 ) -> tuple[Outcome, ...]:
-    if not recipients:
-        return ()  # (the usual case: every recipient routed)
     report = NonDeliveryReport(
         reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER, diagnostic_code=diagnostic
     )
-    return tuple(
-        Outcome(
-            recipient=r.recipient_name,
-            number=r.originally_specified_recipient_number,
-            indicators=r.per_recipient_indicators,
-            report=report,
-        )
-        for r in recipients
+    return tuple(_outcome(r, report) for r in recipients)
+
+
+def _unroutable(
+    recipients: Sequence[RecipientField], routes: dict[int, Route]
+) -> tuple[tuple[Outcome, ...], str]:
+    """The outcomes of the recipients that have no route, each with the codes of its
+    :class:`NoRoute` (no route at all, or a name under a local domain that is none of
+    the local users), and why, for the log."""
+    outcomes: list[Outcome] = []
+    whys: dict[str, None] = {}
+    for recipient in recipients:
+        route = routes[id(recipient)]
+        if isinstance(route, NoRoute):
+            report = NonDeliveryReport(reason_code=route.reason, diagnostic_code=route.diagnostic)
+            outcomes.append(_outcome(recipient, report))
+            whys[route.why] = None
+    return tuple(outcomes), "; ".join(whys)
+
+
+def _outcome(recipient: RecipientField, report: NonDeliveryReport) -> Outcome:
+    return Outcome(
+        recipient=recipient.recipient_name,
+        number=recipient.originally_specified_recipient_number,
+        indicators=recipient.per_recipient_indicators,
+        report=report,
     )
 
 

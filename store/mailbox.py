@@ -9,7 +9,12 @@ On delivery the store reads what a user's listing shows from the message itself
 the subject, the originator and the precedence the originator gave this user (primary or
 copy precedence, depending on where the heading names the user), falling back on the
 envelope's precedence and originator when the content is not an IPM or does not decode
-(the message is delivered all the same).
+(the message is delivered all the same).  The subject and a free-form originator name
+are TeletexString (X.420's SubjectField and FreeFormName), which may hold control
+characters: they are stored with those escaped (:func:`p1.ber.values.escape_controls`),
+so that a listing shows one line per entry.  A mailbox is named by its user's canonical
+O/R name (:attr:`p1.mts.orname.ORAddress.canonical`), which never holds one either: a
+name that does is refused (ValueError).
 
 Every method runs inside the caller's transaction (see :func:`store.db.transaction`) and
 commits nothing; time is passed in.  Every read, change and deletion names the user, so
@@ -42,6 +47,7 @@ from typing import Any, Final, cast
 from sqlalchemy import CursorResult
 from sqlalchemy.orm import Session
 
+from p1.ber.values import escape_controls
 from p1.errors import DecodeError
 from p1.ipms.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
 from p1.mts.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
@@ -228,6 +234,8 @@ def _summary(row: AnyRow) -> MailboxSummary:
 
 
 def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
+    if escape_controls(delivery.user) != delivery.user:
+        raise ValueError(f"mailbox name {escape_controls(delivery.user)} has a control character")
     index = delivery.index or index_apdu(
         delivery.apdu, delivery.user, report_precedence=delivery.report_precedence
     )
@@ -280,7 +288,7 @@ def _report_subject(report: Report) -> str:
         what = "non-delivery report"
     else:
         what = f"report ({delivered} delivered, {len(outcomes) - delivered} not)"
-    return f"{what} on {report.content.subject_identifier.text}"
+    return escape_controls(f"{what} on {report.content.subject_identifier.text}")
 
 
 def index_message(
@@ -291,7 +299,9 @@ def index_message(
     once."""
     content = _content(envelope, content_octets)
     heading = content if isinstance(content, Heading) else None
-    subject = None if heading is None else heading.subject
+    subject = (
+        None if heading is None or heading.subject is None else escape_controls(heading.subject)
+    )
     originator = _originator(content, envelope)
     return tuple(
         MailboxIndex(
@@ -351,7 +361,7 @@ def _originator(content: Heading | IPN | None, envelope: MessageEnvelope) -> str
         if descriptor.formal_name is not None:
             return _name_text(descriptor.formal_name)
         if descriptor.free_form_name:
-            return descriptor.free_form_name
+            return escape_controls(descriptor.free_form_name)
     return _name_text(envelope.originator_name)
 
 

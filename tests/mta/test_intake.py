@@ -238,6 +238,25 @@ def test_recipient_without_a_route_is_rejected_and_the_others_queued() -> None:
     assert plan.why == "no route"
 
 
+def test_recipient_under_our_domain_that_is_no_local_user_is_rejected() -> None:
+    config = load_config(EXAMPLES / "site-b.toml")
+    site = dataclasses.replace(
+        site_b(), router=Router(dataclasses.replace(config, local_users=(JONES,)))
+    )
+    made = envelope(recipient(JONES, 1), recipient(BROWN, 2), recipient(NOBODY, 3))
+    plan = plan_intake(apdu(made), site, origin_peer="MTA-A", now=NOW)
+    assert plan.message is not None
+    assert [(r.recipient, r.route) for r in plan.message.recipients] == [
+        (JONES.canonical, LOCAL_ROUTE)
+    ]
+    unrecognised = non_delivered(NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME)
+    assert [(o.recipient, o.number, o.report) for o in plan.rejected] == [
+        (BROWN, 2, unrecognised),
+        (NOBODY, 3, unrecognised),
+    ]
+    assert plan.why == "not a local user; no route"
+
+
 def test_message_with_no_routable_recipient_queues_nothing() -> None:
     plan = plan_intake(apdu(envelope(recipient(NOBODY))), site_b(), origin_peer=None, now=NOW)
     assert plan.message is None

@@ -9,7 +9,7 @@ import pytest
 
 from config.loader import load_config
 from config.schema import MtaConfig
-from mta.routing import LocalRoute, NoRoute, PeerRoute, Router
+from mta.routing import UNKNOWN_USER, LocalRoute, NoRoute, PeerRoute, Router
 from p1.mts.orname import parse_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 
@@ -74,3 +74,40 @@ def test_split_groups_recipients_by_route_in_order(site_a: MtaConfig) -> None:
         LocalRoute(): [parse_orname(names[1]).canonical],
         NoRoute(): [parse_orname(names[3]).canonical],
     }
+
+
+# --- local users -----------------------------------------------------------------------
+
+USERS = ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith", "C=GB;ADMD= ;PRMD=SITEA;CN=Duty Officer")
+
+
+def test_without_local_users_every_name_under_a_local_domain_is_local(site_a: MtaConfig) -> None:
+    assert site_a.local_users is None
+    router = Router(site_a)
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;CN=anyone")) == LocalRoute()
+    assert router.is_user(parse_orname("C=GB;ADMD= ;PRMD=SITEA;CN=anyone"))
+
+
+@pytest.mark.parametrize(
+    ("recipient", "expected"),
+    [
+        ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith", LocalRoute()),
+        ("/c=gb/a= /p=SiteA/o=hq/s=SMITH/", LocalRoute()),  # compared case-folded
+        ("C=GB;ADMD= ;PRMD=SITEA;CN=Duty   Officer ", LocalRoute()),  # spaces collapsed
+        ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Jones", UNKNOWN_USER),
+        ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith;G=John", UNKNOWN_USER),  # another name
+        ("C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones", PeerRoute("MTA-B")),  # peers as before
+        ("C=GB;ADMD= ;PRMD=SITEC;O=HQ;S=Brown", NoRoute()),
+    ],
+)
+def test_with_local_users_a_name_under_a_local_domain_that_is_none_of_them_has_no_route(
+    site_a: MtaConfig, recipient: str, expected: object
+) -> None:
+    router = Router(replace(site_a, local_users=tuple(parse_orname(u) for u in USERS)))
+    assert router.route(parse_orname(recipient)) == expected
+
+
+def test_an_unknown_local_user_gets_unrecognised_or_name() -> None:
+    assert UNKNOWN_USER.reason is NonDeliveryReason.UNABLE_TO_TRANSFER
+    assert UNKNOWN_USER.diagnostic is NonDeliveryDiagnostic.UNRECOGNISED_OR_NAME
+    assert UNKNOWN_USER.why == "not a local user"
