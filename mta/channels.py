@@ -28,9 +28,19 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 - a connection that cannot be opened is retried with growing, jittered backoff, cut short
   when the peer is seen to answer again (:meth:`SlotRunner.peer_reachable`: another slot
   bound to it, or it bound to us), so that an urgent slot is not left waiting out its
-  backoff while another slot already carries routine traffic; a failed transfer puts the
-  message back for a later attempt (``[retry]`` of the configuration); a connection found
-  dead after idling gets the message again at once on a new one.
+  backoff while another slot already carries routine traffic, yet never below
+  ``_LEAST_BACKOFF``, so that a burst of such wake-ups makes one attempt, not a burst;
+  a connection lost before it tried a transfer is opened again at once the first time,
+  then no sooner than that backoff after the last one bound, so that a peer that accepts
+  binds and drops them is not called in a tight loop (a failed transfer is paced by the
+  message's own retry delay instead);
+- a failed transfer puts the message back for the ``[retry]`` delay of the attempts
+  counted (``retry.initial`` after the first, growing by ``factor``); but the first
+  failure of a message on a connection that had idled (an idle connection dropped unseen
+  fails its first transfer) is retried at once, once: that try is not counted, and the
+  error it records makes the next failure wait (:func:`retry_delay`).  Attempts are
+  counted per recipient, by its claims, so each message's backoff starts from
+  ``retry.initial`` whatever the messages before it met.
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
@@ -43,6 +53,7 @@ Public API::
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
         .admits(precedence) / .claim_ahead() -> bool
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
+    retry_delay(failed, *, idled, policy, draw) -> float | None
 """
 
 from __future__ import annotations
@@ -78,6 +89,7 @@ __all__ = [
     "SlotRunner",
     "SlotSnapshot",
     "SlotState",
+    "retry_delay",
 ]
 
 log = logging.getLogger("aiox400.channel")
@@ -91,6 +103,12 @@ _STOP_RELEASE = 2.0
 """Seconds a stopping MTA waits for the peer to answer the release of an idle association."""
 _RECONNECT = RetryPolicy(initial=1.0, maximum=60.0, factor=2.0, jitter=0.2)
 """Backoff between attempts to open a connection (growing from 1 s to a minute)."""
+_LEAST_BACKOFF = 1.0
+"""Least seconds between a failed attempt to connect and the next, however soon the peer
+is seen to answer (its binds to us, other slots binding to it)."""
+_LOSSES_COUNTED = 16
+"""Connections lost in a row past which the count stops: the backoff reached its maximum
+long before (from 1 s, doubling, it passes a minute at the seventh)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +202,8 @@ class _Connection:
     state: ConnectionState = ConnectionState.CONNECTING
     since: float = field(default_factory=time.monotonic)
     transfers: int = 0
+    tried: int = 0
+    """Transfers attempted, confirmed or not."""
     last_error: str | None = None
     unsent: int = 0
     """Messages claimed in this connection's window and not yet transferred."""
@@ -387,7 +407,8 @@ class SlotRunner:
     # --- one connection ----------------------------------------------------------------
 
     async def _work(self, connection: _Connection) -> None:
-        attempt = 0
+        attempt = 0  # failed attempts to connect in a row
+        lost = 0  # connections in a row lost soon after binding (:func:`_losses`)
         said = ""  # the failure last logged as a warning
         down_since = 0.0
         while True:
@@ -404,15 +425,9 @@ class SlotRunner:
                 await self._backoff(connection, delay, reached)
                 continue
             if attempt:
-                down_for = time.monotonic() - down_since
-                log.warning(
-                    "%s#%d: connected again after %d failed attempt(s) in %.1f s",
-                    self.name,
-                    connection.index,
-                    attempt,
-                    down_for,
-                )
+                self._log_connected_again(connection, attempt, down_since)
             attempt, said = 0, ""
+            bound_at, tried = time.monotonic(), connection.tried
             try:
                 if await self._serve(connection, link):
                     return  # closed for idleness
@@ -421,6 +436,40 @@ class SlotRunner:
                 raise
             finally:
                 await link.close()
+            lived = time.monotonic() - bound_at
+            lost = _losses(lost, lived, tried=connection.tried > tried)
+            await self._pause_after_loss(connection, lost, lived)
+
+    def _log_connected_again(self, connection: _Connection, attempt: int, since: float) -> None:
+        log.warning(
+            "%s#%d: connected again after %d failed attempt(s) in %.1f s",
+            self.name,
+            connection.index,
+            attempt,
+            time.monotonic() - since,
+        )
+
+    async def _pause_after_loss(self, connection: _Connection, lost: int, lived: float) -> None:
+        """The connection, bound ``lived`` seconds ago, has failed, the ``lost``-th in a
+        row lost soon (:func:`_losses`).  The first is opened again at once (the peer may
+        have restarted); each after it no sooner than the backoff between connections
+        after the last one bound, so that a peer that accepts binds and then drops them is
+        not called in a tight loop.  The peer answering does not cut this short: it
+        answers, then drops the association."""
+        if lost < 2:
+            return
+        delay = _RECONNECT.delay(lost - 1, random.random()) - lived
+        if delay <= 0:
+            return
+        log.info(
+            "%s#%d: %d connections in a row lost before any transfer; next attempt in %.1f s",
+            self.name,
+            connection.index,
+            lost,
+            delay,
+        )
+        connection.enter(ConnectionState.BACKOFF)
+        await asyncio.sleep(delay)
 
     def _still_wanted(self, index: int) -> bool:
         return index < schedule.connections_wanted(self.slot, self._backlog)
@@ -443,11 +492,12 @@ class SlotRunner:
 
     async def _backoff(self, connection: _Connection, delay: float, reached: asyncio.Event) -> None:
         """Wait ``delay`` seconds before the next attempt, or until the peer has answered
-        since the failed one."""
+        since the failed one, but ``_LEAST_BACKOFF`` at least."""
         connection.enter(ConnectionState.BACKOFF)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(delay):
                 await reached.wait()
+                await asyncio.sleep(_LEAST_BACKOFF - (time.monotonic() - connection.since))
 
     async def _connect(self, connection: _Connection) -> Link | None:
         connection.enter(ConnectionState.CONNECTING)
@@ -515,7 +565,7 @@ class SlotRunner:
                 ended = await self._idle(seen, idle_for, link)
                 fresh = False
                 continue
-            if not await self._transfer_window(connection, link, entries, fresh=fresh):
+            if not await self._transfer_window(connection, link, entries, idled=not fresh):
                 return False
             idle_since = time.monotonic()
             fresh = True
@@ -526,11 +576,13 @@ class SlotRunner:
         link: Link,
         entries: tuple[QueueEntry, ...],
         *,
-        fresh: bool,
+        idled: bool,
     ) -> bool:
         """Transfer ``entries`` one by one (each confirmed is kept to be marked with the
         next claim, which is queued halfway through where claims overlap); whether the
-        link is still good.  On a failure the rest, and the next window, are put back."""
+        link is still good.  On a failure the rest, and the next window, are put back.
+        ``idled``: the connection had idled since it last transferred (until one of these
+        is confirmed, a failure may be the connection's, not the message's)."""
         connection.unsent = len(entries)
         for number, entry in enumerate(entries):
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
@@ -538,7 +590,7 @@ class SlotRunner:
             if not await self._transfer(connection, link, entry):
                 connection.unsent = 0
                 unsent = entries[number + 1 :] + await self._take_following(connection)
-                await self._put_back(entry, unsent, connection, at_once=not fresh)
+                await self._put_back(entry, unsent, connection, idled=idled and number == 0)
                 return False
             connection.unsent -= 1
             connection.confirmed.append(entry)
@@ -552,13 +604,14 @@ class SlotRunner:
     async def _ended(
         self, connection: _Connection, entries: tuple[QueueEntry, ...], why: str
     ) -> bool:
-        """The peer ended the association while it idled: what was claimed for it since
-        goes back at once, and the connection is opened again (False: link gone)."""
+        """The peer ended the association while it idled: what was claimed for it since,
+        never attempted, goes back at once as it was, and the connection is opened again
+        (False: link gone)."""
         connection.enter(ConnectionState.CLOSING)
         connection.last_error = why
         log.warning("%s#%d: %s", self.name, connection.index, why)
         if entries:
-            await self._put_back(entries[0], entries[1:], connection, at_once=True)
+            await self._put_back(None, entries, connection)
         return False
 
     async def _claim(self, connection: _Connection) -> tuple[QueueEntry, ...]:
@@ -621,6 +674,7 @@ class SlotRunner:
     async def _transfer(self, connection: _Connection, link: Link, entry: QueueEntry) -> bool:
         """Transfer ``entry``; whether the link is still good."""
         connection.enter(ConnectionState.TRANSFERRING)
+        connection.tried += 1
         started = time.monotonic()
         try:
             await link.transfer(transfer_apdu(entry), timeout=self.context.timeouts.transfer)
@@ -644,42 +698,49 @@ class SlotRunner:
 
     async def _put_back(
         self,
-        failed: QueueEntry,
+        failed: QueueEntry | None,
         unsent: tuple[QueueEntry, ...],
         connection: _Connection,
         *,
-        at_once: bool,
+        idled: bool = False,
     ) -> None:
-        """The transfer of ``failed`` failed: mark what the peer confirmed since the last
-        claim transferred, defer ``failed`` (at once when the link had idled: a stale
-        connection is not the message's fault, else after the configured retry delay for
-        its attempts), and make ``unsent`` pending again as they were."""
+        """The transfer of ``failed`` failed (None: the connection failed before any of its
+        claim was tried): mark what the peer confirmed since the last claim transferred,
+        put ``failed`` back for its next attempt (:func:`retry_delay`; ``idled``: the
+        connection had idled until this transfer), and make ``unsent`` pending again as
+        they were."""
         done, connection.confirmed = connection.confirmed, []
         why = connection.last_error or "transfer failed"
         now = datetime.now(UTC)
-        attempts = max(1, max(r.attempts for r in failed.recipients))
-        delay = 0.0 if at_once else self.context.config.retry.delay(attempts, random.random())
-        next_attempt = now + timedelta(seconds=delay)
+        delay = None
+        if failed is not None:
+            policy = self.context.config.retry
+            delay = retry_delay(failed, idled=idled, policy=policy, draw=random.random())
         await self.context.db.run(
             functools.partial(
                 self.context.units.put_back,
                 transferred=done,
                 failed=failed,
                 error=why,
-                next_attempt_at=next_attempt,
+                next_attempt_at=None if delay is None else now + timedelta(seconds=delay),
                 now=now,
                 peer=self.peer.name,
                 unsent=unsent,
             )
         )
-        log.warning(
-            "deferred %s to %s: %s; next attempt in %.0f s",
-            failed.mts_identifier,
-            self.peer.name,
-            why,
-            delay,
-        )
+        if failed is not None:
+            self._log_put_back(failed, why, delay)
         self.wake()
+
+    def _log_put_back(self, failed: QueueEntry, why: str, delay: float | None) -> None:
+        name, peer = failed.mts_identifier, self.peer.name
+        if delay is None:
+            log.warning("retrying %s to %s at once: %s (the connection had idled)", name, peer, why)
+            return
+        attempts = _attempts(failed)
+        log.warning(
+            "deferred %s to %s: %s; attempt %d, next in %.1f s", name, peer, why, attempts, delay
+        )
 
     async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
         """The MTA stops: an idle association is released (RT-CLOSE), one caught in a
@@ -702,6 +763,39 @@ class SlotRunner:
         except (LinkError, OSError, TimeoutError) as error:
             log.info("%s#%d: release: %s", self.name, connection.index, error)
         log.info("%s#%d: closed after idle timeout", self.name, connection.index)
+
+
+def retry_delay(
+    failed: QueueEntry, *, idled: bool, policy: RetryPolicy, draw: float
+) -> float | None:
+    """Seconds before ``failed`` is tried again after its transfer failed; None: at once,
+    the try not counted (its claim's attempt is given back).
+
+    At once only when the connection had idled until this transfer (a peer or a firewall
+    may drop an idle connection unseen, and the next transfer finds it dead) and the
+    message is on its first try with no error recorded: the retry at once records the
+    error, so a second failure in a row waits.  Otherwise the wait after the ``n``-th
+    counted attempt is ``policy.delay(n, draw)``: ``retry.initial`` after the first.
+    """
+    first = all(r.attempts <= 1 and r.last_error is None for r in failed.recipients)
+    if idled and first:
+        return None
+    return policy.delay(_attempts(failed), draw)
+
+
+def _attempts(entry: QueueEntry) -> int:
+    """Attempts counted for a claimed entry, this one included (its claim counted it)."""
+    return max(1, max(r.attempts for r in entry.recipients))
+
+
+def _losses(lost: int, lived: float, *, tried: bool) -> int:
+    """Connections lost in a row soon after binding, ``lost`` before a connection that
+    lived ``lived`` seconds failed: one that ``tried`` a transfer (its message's retry
+    delay paces what follows), or that outlived the longest backoff between connections,
+    ends the run; the count stops at ``_LOSSES_COUNTED``."""
+    if tried or lived >= _RECONNECT.maximum:
+        return 0
+    return min(lost + 1, _LOSSES_COUNTED)
 
 
 def _bind_error(error: BindRefusedError) -> str:

@@ -373,25 +373,42 @@ class Units:
         self,
         *,
         transferred: Sequence[QueueEntry],
-        failed: QueueEntry,
+        failed: QueueEntry | None,
         error: str,
-        next_attempt_at: datetime,
+        next_attempt_at: datetime | None,
         now: datetime,
         peer: str = "",
         unsent: Sequence[QueueEntry] = (),
     ) -> None:
         """A connection failed while transferring ``failed``: mark what the peer confirmed
-        before, defer ``failed`` until ``next_attempt_at``, and make ``unsent`` (claimed
-        with it, never attempted) pending again at once."""
+        before, defer ``failed`` until ``next_attempt_at`` (None: retry it at once, its
+        attempt not counted, :meth:`store.queue.TransitQueue.retry_at_once`), and make
+        ``unsent`` (claimed with it, never attempted) pending again at once.  ``failed``
+        None: the connection failed before any of its claim was attempted."""
         with transaction(self.engine, durable=False) as session:
             if transferred:
                 self.transferred_in(session, entries=transferred, peer=peer, now=now)
             queue = TransitQueue(session)
-            queue.defer(failed.recipient_ids, next_attempt_at=next_attempt_at, error=error, now=now)
+            if failed is not None:
+                self._defer(queue, failed, error, next_attempt_at, now)
+                AuditLog(session).record(
+                    AuditEvent.DEFERRED, now, mts_identifier=failed.mts_identifier, detail=error
+                )
             queue.unclaim([i for entry in unsent for i in entry.recipient_ids], now)
-            AuditLog(session).record(
-                AuditEvent.DEFERRED, now, mts_identifier=failed.mts_identifier, detail=error
-            )
+
+    @staticmethod
+    def _defer(
+        queue: TransitQueue,
+        failed: QueueEntry,
+        error: str,
+        next_attempt_at: datetime | None,
+        now: datetime,
+    ) -> None:
+        ids = failed.recipient_ids
+        if next_attempt_at is None:
+            queue.retry_at_once(ids, error=error, now=now)
+        else:
+            queue.defer(ids, next_attempt_at=next_attempt_at, error=error, now=now)
 
     # --- local delivery ----------------------------------------------------------------
 

@@ -17,7 +17,11 @@ A claim returns whole messages with every due recipient they have on that route,
 transfer carries them all; only when another process already holds some of those
 recipients does a message go in two transfers, each with its own recipients (X.411
 allows it: the transfer sets the responsibility bit for the claimed recipients only).
-Attempts are counted at the claim, so a message that keeps crashing the MTA shows.
+Attempts are counted at the claim, so a message that keeps crashing the MTA shows; the
+count is taken back for a claim never attempted (:meth:`TransitQueue.unclaim`) and for a
+transfer retried at once because its connection had gone stale while idle
+(:meth:`TransitQueue.retry_at_once`), so it counts the real tries that the retry backoff
+grows with.
 
 Duplicates: every enqueued (MTS identifier, recipient) is kept in ``received``, also
 after the message itself is purged, until :meth:`TransitQueue.forget_received` (the
@@ -40,6 +44,7 @@ Public API::
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
         .unclaim(recipient_ids, now) -> int
+        .retry_at_once(recipient_ids, *, error, now) -> int
         .fail(recipient_ids, *, error, now) -> int
         .hold(message_ids, now) -> int          .release(message_ids, now) -> int
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
@@ -426,6 +431,14 @@ class TransitQueue:
         earlier message of the same claim): pending again as they were, due at once, the
         attempt their claim counted taken back."""
         return len(self._transition(sql.TO_UNCLAIMED, recipient_ids, now))
+
+    def retry_at_once(self, recipient_ids: Sequence[int], *, error: str, now: datetime) -> int:
+        """In-flight recipients whose transfer failed on a connection that had idled (a
+        connection dropped unseen while idle fails its first transfer, through no fault of
+        the message): pending again and due at once, the attempt their claim counted taken
+        back, and ``error`` recorded, so that the caller defers them (:meth:`defer`) if
+        they fail again rather than retrying them at once once more."""
+        return len(self._transition(sql.TO_RETRIED_AT_ONCE, recipient_ids, now, error=error))
 
     def fail(self, recipient_ids: Sequence[int], *, error: str, now: datetime) -> int:
         """Recipients that will never be transferred or delivered (permanent failure)."""

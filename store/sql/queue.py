@@ -215,12 +215,18 @@ TO_DEFERRED: Final = _transition(
     "next_attempt_at = :next_attempt, last_error = :error, owner = NULL",
     {"next_attempt": TIME, "error": TEXT},
 )
-TO_UNCLAIMED: Final = _transition(
+_UNCOUNTED: Final = "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END"
+"""The attempt the claim counted, taken back."""
+TO_UNCLAIMED: Final = _transition((_S.IN_FLIGHT,), _S.PENDING, f"{_UNCOUNTED}, owner = NULL")
+"""Claimed but never attempted: pending again at once, the claim's attempt not counted."""
+TO_RETRIED_AT_ONCE: Final = _transition(
     (_S.IN_FLIGHT,),
     _S.PENDING,
-    "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, owner = NULL",
+    f"{_UNCOUNTED}, next_attempt_at = :at, last_error = :error, owner = NULL",
+    {"error": TEXT},
 )
-"""Claimed but never attempted: pending again at once, the claim's attempt not counted."""
+"""Failed on a connection that had idled: pending again, due at once, the claim's attempt
+not counted, the error kept (it tells the next failure not to be retried at once)."""
 TO_FAILED: Final = _transition(
     (_S.IN_FLIGHT, _S.PENDING, _S.HELD),
     _S.FAILED,

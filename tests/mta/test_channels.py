@@ -1,8 +1,10 @@
-"""A slot's supervisor (mta.channels): what it counts as waiting when it sizes the slot."""
+"""A slot (mta.channels): what its supervisor counts as waiting when it sizes the slot, how
+a connection claims and puts back its windows, and when a failed message is retried."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,8 +15,9 @@ from typing import Any, cast
 import pytest
 
 from config.loader import load_config
+from config.schema import RetryPolicy
 from mta import channels, schedule
-from mta.channels import ChannelContext, SlotRunner
+from mta.channels import ChannelContext, SlotRunner, retry_delay
 from mta.link import LinkClosedError
 from p1.mts.precedence import Precedence
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
@@ -160,13 +163,12 @@ class Queue:
         self,
         *,
         transferred: Sequence[QueueEntry],
-        failed: QueueEntry,
+        failed: QueueEntry | None,
         unsent: Sequence[QueueEntry],
         **_: Any,
     ) -> None:
-        self.events.append(
-            f"mark {names(transferred)}, defer {failed.mts_identifier}, unclaim {names(unsent)}"
-        )
+        deferred = "-" if failed is None else failed.mts_identifier
+        self.events.append(f"mark {names(transferred)}, defer {deferred}, unclaim {names(unsent)}")
 
 
 def names(entries: Sequence[QueueEntry]) -> str:
@@ -175,10 +177,13 @@ def names(entries: Sequence[QueueEntry]) -> str:
 
 @dataclass
 class FakeLink:
-    """Confirms every transfer but ``failing``; the peer ends the association once idle."""
+    """Confirms every transfer but ``failing``; the peer ends the association once idle,
+    as ``arriving`` are queued."""
 
     events: list[str]
     failing: bytes = b""
+    arriving: list[QueueEntry] = field(default_factory=list)
+    queue: Queue | None = None
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
         await asyncio.sleep(0)
@@ -189,6 +194,8 @@ class FakeLink:
         return 1
 
     async def ended(self) -> str:
+        if self.queue is not None:
+            self.queue.pending += self.arriving
         return "the peer ended the idle association"
 
 
@@ -198,10 +205,12 @@ async def serve(
     *,
     failing: str = "",
     budgets: list[int | None] | None = None,
+    arriving: int = 0,
 ) -> list[str]:
     """One connection of the slot carrying ``precedence`` serves ``count`` queued messages
-    with a backlog of 4 (its window: 4 on the routine slot, 1 on the others); each
-    claim's ``max_octets`` goes to ``budgets``."""
+    with a backlog of 4 (its window: 4 on the routine slot, 1 on the others), and
+    ``arriving`` more queued as the peer ends the association; each claim's
+    ``max_octets`` goes to ``budgets``."""
     config = load_config(EXAMPLE)
     peer = config.peers[0]
     (slot,) = [s for s in peer.slots if precedence in s.precedences]
@@ -209,7 +218,8 @@ async def serve(
     context = ChannelContext(db=cast(Any, queue), units=cast(Any, queue), config=config)
     runner = SlotRunner(context, peer, slot)
     runner._backlog = 4
-    link = FakeLink(queue.events, failing.encode())
+    late = [queued(f"m{n}") for n in range(count + 1, count + arriving + 1)]
+    link = FakeLink(queue.events, failing.encode(), late, queue)
     assert not await runner._serve(channels._Connection(0), cast(Any, link))
     if budgets is not None:
         budgets += queue.budgets
@@ -261,6 +271,55 @@ async def test_failed_transfer_puts_back_the_next_window_claimed_meanwhile() -> 
         "m4 failed",
         "mark m3, defer m4, unclaim m5,m6",
     ]
+
+
+async def test_what_is_claimed_as_the_peer_ends_the_association_goes_back_untried() -> None:
+    # Never attempted: no attempt counted, no error recorded (as unsent, not as failed).
+    assert await serve(Precedence.ROUTINE, 0, arriving=2) == [
+        "mark -, claim -",
+        "mark -, claim m1,m2",
+        "mark -, defer -, unclaim m1,m2",
+    ]
+
+
+# --- when a failed message is tried again -----------------------------------------------------
+
+POLICY = RetryPolicy(initial=60.0, maximum=3600.0, factor=2.0, jitter=0.2)
+
+
+def tried(attempts: int, last_error: str | None = None) -> QueueEntry:
+    """A message claimed for its ``attempts``-th try, after ``last_error``."""
+    entry = queued("m1")
+    recipient = dataclasses.replace(entry.recipients[0], attempts=attempts, last_error=last_error)
+    return dataclasses.replace(entry, recipients=(recipient,))
+
+
+@pytest.mark.parametrize(
+    ("entry", "idled", "delay"),
+    [
+        (tried(1), True, None),  # a connection dropped while idle: at once, uncounted
+        (tried(1), False, 60.0),
+        (tried(1, "reset"), True, 60.0),  # the retry at once failed too: initial
+        (tried(2, "reset"), True, 120.0),
+        (tried(3, "reset"), False, 240.0),
+        (tried(2), True, 120.0),  # tried before (the MTA stopped during the transfer)
+        (tried(40, "reset"), True, 3600.0),
+    ],
+)
+def test_only_a_first_try_failing_after_an_idle_period_is_retried_at_once(
+    entry: QueueEntry, idled: bool, delay: float | None
+) -> None:
+    assert retry_delay(entry, idled=idled, policy=POLICY, draw=0.5) == delay
+
+
+def test_connections_lost_in_a_row_count_until_one_tries_a_transfer_or_lives_long() -> None:
+    longest = channels._RECONNECT.maximum
+    assert channels._losses(0, 0.01, tried=False) == 1
+    assert channels._losses(3, 0.01, tried=False) == 4
+    assert channels._losses(3, 0.01, tried=True) == 0
+    assert channels._losses(3, longest, tried=False) == 0
+    most = channels._LOSSES_COUNTED
+    assert channels._losses(most, 0.01, tried=False) == most
 
 
 # --- the supervisor's wake-ups ------------------------------------------------------------

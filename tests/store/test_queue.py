@@ -361,6 +361,19 @@ def test_unclaim_puts_back_what_was_never_attempted_as_it_was(engine: Engine) ->
     assert again.recipients[0].attempts == 1  # the unattempted claim was not counted
 
 
+def test_retry_at_once_takes_the_attempt_back_and_keeps_the_error(engine: Engine) -> None:
+    enqueue(engine, new_message("m1"))
+    (first,) = claim(engine, now=at(1))
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        assert queue.retry_at_once(first.recipient_ids, error="reset", now=at(2)) == 1
+        assert queue.retry_at_once(first.recipient_ids, error="reset", now=at(3)) == 0
+        assert queue.next_due("mta-b", ALL) == at(2)  # due at once
+    (again,) = claim(engine, now=at(2))
+    # Counted once for the two tries; the error says the next failure is not the first.
+    assert (again.recipients[0].attempts, again.recipients[0].last_error) == (1, "reset")
+
+
 def test_recover_in_flight_makes_claimed_recipients_pending_again(engine: Engine) -> None:
     (result,) = enqueue(engine, new_message("m1"), new_message("m2"))[:1]
     claim(engine, limit=2)

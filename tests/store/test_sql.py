@@ -382,6 +382,19 @@ SELECTS = (
         ordered=False,
     ),
     Case(
+        queue_sql.TO_RETRIED_AT_ONCE,
+        _transition(
+            (S.IN_FLIGHT,),
+            state=S.PENDING,
+            attempts=case((R.attempts > 0, R.attempts - 1), else_=0),
+            next_attempt_at=_time("at"),
+            last_error=bindparam("error"),
+            owner=None,
+        ),
+        _changes(error="transfer failed: reset"),
+        ordered=False,
+    ),
+    Case(
         queue_sql.TO_FAILED,
         _transition(
             (S.IN_FLIGHT, S.PENDING, S.HELD),
