@@ -81,6 +81,8 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"slots: {response['slots_connected']} of {response['slots']} connected", file=out)
+    if response.get("store"):
+        print(f"STORE UNAVAILABLE: {response['store']} (transfers refused unconfirmed)", file=out)
     for part in response.get("degraded", ()):
         print(
             f"DEGRADED {part['part']}: {part['failures']} failure(s) in {part['since']:.0f} s, "

@@ -49,6 +49,8 @@ from mta import net
 from mta.channels import ChannelContext, SlotRunner
 from mta.control import serve_control
 from mta.database import Database
+from mta.faults import StoreCondition, store_fault
+from mta.guard import Guard
 from mta.intake import IntakeError, Plan, Site, domain_of, precedence_of
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
@@ -90,7 +92,9 @@ class Service:
     ) -> None:
         self.config = config
         self.expiry_interval = expiry_interval
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = timeouts or Timeouts(
+            bind=config.connection_limits.bind_timeout, idle=config.connection_limits.idle_timeout
+        )
         self.settings = settings or AssociationSettings(limits=config.limits)
         self.site = Site(
             name=config.name,
@@ -106,7 +110,7 @@ class Service:
         self._units: Units | None = None
         self._servers: list[asyncio.Server] = []
         self._runners: dict[str, list[SlotRunner]] = {}
-        self.parts = Supervisor()
+        self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
         self._inbound: set[asyncio.Task[Any]] = set()
         self._local_wake = asyncio.Event()
@@ -115,6 +119,8 @@ class Service:
         self.recent = RecentPrecedences()
         """The precedences of the messages taken in lately (a report's unit is scheduled
         at its subject's)."""
+        self.store = StoreCondition()
+        """Whether the store takes work (a full disk, a database that does not answer)."""
 
     # --- parts -------------------------------------------------------------------------
 
@@ -172,7 +178,16 @@ class Service:
         )
 
     async def _start_parts(self) -> None:
-        self._servers.append(await serve_control(self.config.control_socket, LocalApi(self)))
+        limits = self.config.connection_limits
+        api = serve_control(
+            self.config.control_socket,
+            LocalApi(self),
+            max_connections=limits.max_api_connections,
+            idle_timeout=limits.api_idle_timeout,
+        )
+        self._servers.append(await api)
+        self.guard = Guard.for_config(self.config)
+        """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         for listener in self.config.listeners:
             server = await net.start_marked_server(
                 self._accept, listener.address, listener.port, dscp=listener.dscp
@@ -288,10 +303,20 @@ class Service:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+
+        def close() -> None:
+            writer.transport.abort()
+            task.cancel()
+
+        ticket = self.guard.admit(writer.get_extra_info("peername"), close)
+        if ticket is None:  # over a limit: closed before anything is read
+            writer.transport.abort()
+            return
         self._inbound.add(task)
         try:
-            # Cancelled only by stop(): end quietly, as Python 3.11's streams would report
-            # a cancelled connection handler to the loop's exception handler as an error.
+            # Cancelled by stop(), or when the guard gives this unbound connection's place
+            # to another: end quietly, as Python 3.11's streams would report a cancelled
+            # connection handler to the loop's exception handler as an error.
             with contextlib.suppress(asyncio.CancelledError):
                 await serve_link(
                     reader,
@@ -299,8 +324,10 @@ class Service:
                     _Inbound(self),
                     settings=self.settings,
                     timeouts=self.timeouts,
+                    ticket=ticket,
                 )
         finally:
+            ticket.release()
             self._inbound.discard(task)
 
     async def receive(self, apdu: bytes, peer: str) -> None:
@@ -319,6 +346,13 @@ class Service:
             plan, result, delivered = await self.db.batch(unit, urgent=is_urgent(precedence))
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
+        except Exception as error:
+            fault = store_fault(error)
+            if fault is None:
+                raise
+            self.store.failed(fault)
+            raise TransferRefusedError(f"cannot store: {fault}", temporary=True) from error
+        self.store.succeeded()
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
@@ -339,6 +373,13 @@ class Service:
         if outcome.reported:
             self.notify()
 
+    def _part_fault(self, error: Exception) -> str | None:
+        """Why a long-lived part failed, when the store is the cause (then reported)."""
+        fault = store_fault(error)
+        if fault is not None:
+            self.store.failed(fault, refused=False)
+        return fault
+
     # --- local delivery and expiry -----------------------------------------------------
 
     async def _deliver_forever(self) -> None:
@@ -351,6 +392,7 @@ class Service:
             for outcome in outcomes:
                 self.delivered(outcome)
             if outcomes:
+                self.store.succeeded()
                 continue
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_POLL):
@@ -397,12 +439,17 @@ class _Inbound(Responder):
     async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
         argument = event.argument
         peer = _peer_named(self.service.config, argument.initiator_name)
+        notes = self.service.guard.warnings  # (anyone can make these lines: rate-limited)
         if peer is None:
-            log.warning("bind refused: unknown MTA %r", argument.initiator_name)
+            notes.warning(
+                log, "unknown MTA", "bind refused: unknown MTA %r", argument.initiator_name
+            )
             return MTABindError.AUTHENTICATION_ERROR
         expected = peer.their_credentials.password
         if expected is not None and not expected.matches(argument.password or ""):
-            log.warning("bind refused: wrong password from %s", peer.name)
+            notes.warning(
+                log, f"password {peer.name}", "bind refused: wrong password from %s", peer.name
+            )
             return MTABindError.AUTHENTICATION_ERROR
         self.peer = peer
         self.service.peer_reachable(peer.name)

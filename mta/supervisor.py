@@ -2,7 +2,10 @@
 
 Every long-lived task of the daemon (local delivery, expiry, each slot's supervisor) runs
 under a :class:`Supervisor`.  A part whose coroutine raises is logged once with its
-traceback (a repeat of the same error is one line without it), waits a backoff that grows
+traceback (a repeat of the same error is one line without it; an error the ``expected``
+classifier explains, such as a full disk, is no bug of ours: the classifier reports the
+condition, and the part's failures and recovery are not logged again), waits a backoff
+that grows
 from one second to a minute, and starts again; until it reports a good cycle
 (:meth:`Supervisor.healthy`) or runs a minute without failing, :meth:`Supervisor.degraded`
 lists it with its last error, and ``x400ctl status`` shows it.  A part that returns has
@@ -10,7 +13,7 @@ finished its work and is not restarted.
 
 Public API::
 
-    Supervisor(backoff=RetryPolicy(...), clock=time.monotonic)
+    Supervisor(backoff=RetryPolicy(...), expected=lambda error: None, clock=time.monotonic)
         .start(name, factory) -> None     factory() makes the part's coroutine, each run
         .healthy(name)                    the part completed a good cycle
         .degraded() -> list[PartHealth]   parts that failed and have not recovered
@@ -30,7 +33,7 @@ from typing import Any
 
 from config.schema import RetryPolicy
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("aiox400.supervisor")
 
 PART_BACKOFF = RetryPolicy(initial=1.0, maximum=60.0, factor=2.0, jitter=0.1)
 """Wait before a failed part starts again: 1 s, 2 s, 4 s ... up to a minute."""
@@ -61,6 +64,8 @@ class _Record:
     first_failure: float = 0.0
     started: float = 0.0
     running: bool = False
+    expected: bool = False
+    """The last failure was one the classifier explained (and reported)."""
 
 
 class Supervisor:
@@ -70,11 +75,13 @@ class Supervisor:
         self,
         *,
         backoff: RetryPolicy = PART_BACKOFF,
+        expected: Callable[[Exception], str | None] = lambda error: None,
         stable: float = STABLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.backoff = backoff
         """The wait before a failed part starts again."""
+        self._expected = expected
         self._stable = stable
         self._clock = clock
         self._records: dict[str, _Record] = {}
@@ -91,7 +98,8 @@ class Supervisor:
         """The part ``name`` completed a good cycle: it is no longer degraded."""
         record = self._records.get(name)
         if record is not None and record.failures:
-            log.warning("%s: recovered after %d failure(s)", name, record.failures)
+            if not record.expected:
+                log.warning("%s: recovered after %d failure(s)", name, record.failures)
             record.failures = 0
             record.last_error = ""
 
@@ -148,7 +156,11 @@ class Supervisor:
             record.first_failure = self._clock()
         record.failures += 1
         delay = self.backoff.delay(record.failures, random.random())
-        if text != record.last_error:
+        reason = self._expected(error)
+        record.expected = reason is not None
+        if reason is not None:
+            text = reason
+        elif text != record.last_error:
             log.error("%s stopped by an error; restarting in %.1f s", name, delay, exc_info=error)
         else:
             log.error(

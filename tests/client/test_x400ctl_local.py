@@ -73,7 +73,8 @@ async def test_status_names_a_degraded_part_with_its_last_error(
     assert code == x400ctl.EXIT_OK, err
     [line] = [line for line in out.splitlines() if line.startswith("DEGRADED")]
     assert line.startswith("DEGRADED mailbox watch: 1 failure(s) in ")
-    assert line.endswith("last: OSError: [Errno 28] No space left on device")
+    assert line.endswith("last: no space left on device")
+    assert "STORE UNAVAILABLE: no space left on device (transfers refused unconfirmed)" in out
 
 
 async def test_queue_shows_recipients_by_route_precedence_and_state(

@@ -26,6 +26,9 @@ Public API::
     SlotSpec, LAB_SLOTS, A, B (site identities)
     to_toml(data) -> str
     ReservedPorts(count) .ports / .close()   ports held for the lab's daemons
+    message_from_a(local_identifier, recipient, *, internal_trace, subject, originator)
+                                              a message as MTA-A transfers it to B
+    await transfer_as_a(site, apdu)           bind to ``site`` as MTA-A, transfer, release
     await eventually(probe, ok, *, what, timeout) -> the probe's last value
     await until(condition, *, what, timeout)
 """
@@ -39,6 +42,7 @@ import socket
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,9 +52,35 @@ from client import x400
 from client.api import call
 from config.loader import load_config
 from mta.channels import SlotRunner
+from mta.intake import domain_of
+from mta.link import open_link
 from mta.service import Service
-from p1.mts.envelope import Report, decode_mts_apdu
+from p1.association.mtabind import MTABindArgument
+from p1.ipms.ipm import (
+    IPM,
+    P772_CONTENT_TYPE,
+    ContentKind,
+    Heading,
+    IPMIdentifier,
+    ORDescriptor,
+    Recipient,
+    TextBodyPart,
+    encode_ipm,
+)
+from p1.mts.envelope import (
+    Message,
+    MessageEnvelope,
+    MTSIdentifier,
+    PerRecipientIndicators,
+    RecipientField,
+    Report,
+    TraceEntry,
+    decode_mts_apdu,
+    encode_mts_apdu,
+)
+from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence
+from p1.mts.trace import InternalTraceEntry
 
 T = TypeVar("T")
 JsonObject = dict[str, Any]
@@ -409,3 +439,65 @@ def solo_site(directory: Path) -> Site:
     """Site A alone: no peers, no listeners; local delivery and the local API only."""
     settings = _settings(A, (), ())
     return Site(A, directory, settings)
+
+
+# --- what a peer transfers ---------------------------------------------------------------
+
+SENT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+"""When the messages :func:`message_from_a` makes were sent."""
+
+
+def message_from_a(
+    local_identifier: str,
+    recipient: str | ORName,
+    *,
+    internal_trace: tuple[InternalTraceEntry, ...] = (),
+    subject: str = "from a peer",
+    originator: ORDescriptor | None = None,
+) -> bytes:
+    """A message as MTA-A transfers it: A's trace, B's user, non-delivery reports asked;
+    from Smith at A unless ``originator`` says otherwise in the heading."""
+    domain = domain_of(parse_orname(A.domain))
+    identifier = MTSIdentifier(global_domain_identifier=domain, local_identifier=local_identifier)
+    smith = parse_orname(f"{A.domain};O=HQ;S=Smith")
+    to = parse_orname(recipient) if isinstance(recipient, str) else recipient
+    envelope = MessageEnvelope(
+        mts_identifier=identifier,
+        originator_name=smith,
+        content_type=P772_CONTENT_TYPE,
+        trace_information=(TraceEntry(global_domain_identifier=domain, arrival_time=SENT),),
+        recipients=(
+            RecipientField(
+                recipient_name=to,
+                originally_specified_recipient_number=1,
+                per_recipient_indicators=PerRecipientIndicators(
+                    responsibility=True, originating_mta_non_delivery_report=True
+                ),
+            ),
+        ),
+    ).with_precedence(Precedence.PRIORITY)
+    for entry in internal_trace:
+        envelope = envelope.with_internal_trace(entry)
+    heading = Heading(
+        this_ipm=IPMIdentifier(user=smith, user_relative_identifier="from a peer"),
+        originator=originator or ORDescriptor(formal_name=smith),
+        primary_recipients=(Recipient(name=to),),
+        subject=subject,
+        primary_precedence=Precedence.PRIORITY,
+    )
+    content = encode_ipm(
+        IPM(heading=heading, body=(TextBodyPart.from_text("text"),)), ContentKind.P772
+    )
+    return encode_mts_apdu(Message(envelope=envelope, content=content))
+
+
+async def transfer_as_a(site: Site, apdu: bytes) -> None:
+    """Bind to ``site`` as MTA-A, transfer ``apdu``, release."""
+    port = site.running.listening_ports[2]
+    argument = MTABindArgument(initiator_name=A.name, password=A.password)
+    link, _ = await open_link("127.0.0.1", port, argument)
+    try:
+        await link.transfer(apdu, timeout=30)
+        await link.release(timeout=10)
+    finally:
+        await link.close()

@@ -43,7 +43,7 @@ async def test_a_failing_part_is_restarted_and_shown_until_it_reports_a_good_cyc
         recovered.set()
         await asyncio.Event().wait()  # serves on
 
-    caplog.set_level(logging.ERROR, logger="mta.supervisor")
+    caplog.set_level(logging.ERROR, logger="aiox400.supervisor")
     parts.start("local delivery", flaky)
     await asyncio.wait_for(third.wait(), 10)
     await asyncio.sleep(0)
@@ -132,3 +132,36 @@ async def test_a_part_that_returns_is_done_and_stop_cancels_the_others() -> None
     assert done == 1
     await parts.stop()
     assert cancelled.is_set()
+
+
+async def test_an_expected_fault_is_reported_by_its_classifier_not_logged_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reported: list[str] = []
+
+    def disk(error: Exception) -> str | None:
+        if isinstance(error, OSError):
+            reported.append("disk full")
+            return "disk full"
+        return None
+
+    parts = Supervisor(backoff=QUICK, expected=disk)
+    runs = 0
+    recovered = asyncio.Event()
+
+    async def full_then_fine() -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 3:
+            raise OSError(28, "No space left on device")
+        parts.healthy("local delivery")
+        recovered.set()
+        await asyncio.Event().wait()
+
+    caplog.set_level(logging.DEBUG, logger="aiox400.supervisor")
+    parts.start("local delivery", full_then_fine)
+    await asyncio.wait_for(recovered.wait(), 10)
+    assert reported == ["disk full"] * 3
+    assert parts.degraded() == []
+    assert [r for r in caplog.records if r.name == "aiox400.supervisor"] == []
+    await parts.stop()

@@ -1,0 +1,20 @@
+"""Fixtures shared by the daemon's tests (the sites themselves are in :mod:`tests.mta.sites`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.mta.sites import Lab
+
+
+@pytest.fixture
+async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
+    """Sites A and B, configured, not started; stopped after the test, ports given back."""
+    sites = Lab.create(tmp_path)
+    try:
+        yield sites
+    finally:
+        await sites.close()
