@@ -36,10 +36,13 @@ Operations (answered by :class:`mta.service.Service`):
               (without user: the entry of whichever mailbox holds it)
     delete    user, ids [..] -> deleted
 
+At most ``max_api_connections`` connections at once (one more gets an error and is
+closed); one silent for ``api_idle_timeout`` between requests is closed (``[limits]``).
+
 Public API::
 
     Handler (Protocol): async handle(request, payload) -> (response, payload)
-    async serve_control(path, handler) -> asyncio.Server
+    async serve_control(path, handler, *, max_connections, idle_timeout) -> asyncio.Server
     ControlError       a request the handler refuses (its message is the answer)
 
 The bytes are delimited by :mod:`mta.framing`, which the clients use too.
@@ -54,8 +57,10 @@ import os
 from pathlib import Path
 from typing import Protocol
 
+from config.schema import DEFAULT_CONNECTION_LIMITS
 from mta import framing
 from mta.framing import MAX_LINE, MAX_PAYLOAD, JsonObject
+from mta.guard import LogLimiter
 
 __all__ = ["MAX_LINE", "MAX_PAYLOAD", "ControlError", "Handler", "JsonObject", "serve_control"]
 
@@ -74,17 +79,35 @@ class Handler(Protocol):
         ...
 
 
-async def serve_control(path: Path, handler: Handler) -> asyncio.Server:
-    """Listen on the unix socket ``path`` (replacing a stale socket file)."""
+async def serve_control(
+    path: Path,
+    handler: Handler,
+    *,
+    max_connections: int = DEFAULT_CONNECTION_LIMITS.max_api_connections,
+    idle_timeout: float | None = DEFAULT_CONNECTION_LIMITS.api_idle_timeout,
+) -> asyncio.Server:
+    """Listen on the unix socket ``path`` (replacing a stale socket file).
+
+    At most ``max_connections`` at once: one more is told so and closed.  A connection
+    that sends no request for ``idle_timeout`` seconds (or does not read its answer for
+    as long) is closed; a request being answered, such as a long ``wait``, is not idle.
+    """
     with contextlib.suppress(FileNotFoundError):
         if path.is_socket():
             path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
+    clients = _Clients(max_connections, idle_timeout)
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while await _answer(reader, writer, handler):
-                pass
+            if clients.admit():
+                try:
+                    while await _answer(reader, writer, handler, clients):
+                        pass
+                finally:
+                    clients.release()
+            else:
+                await _send(writer, clients.refusal(), b"", clients)
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -95,30 +118,96 @@ async def serve_control(path: Path, handler: Handler) -> asyncio.Server:
     return server
 
 
+class _Clients:
+    """The local API's connections: how many are open, how long they may idle."""
+
+    def __init__(self, most: int, idle: float | None) -> None:
+        self.most = most
+        self.idle = idle
+        self.open = 0
+        self.notes = LogLimiter()
+
+    def admit(self) -> bool:
+        """Count one more connection; False (and a rate-limited line) when it is one too
+        many."""
+        if self.open >= self.most:
+            self.notes.warning(
+                log,
+                "full",
+                "closed a local API connection at once: max_api_connections (%d)",
+                self.most,
+            )
+            return False
+        self.open += 1
+        return True
+
+    def release(self) -> None:
+        """One connection fewer."""
+        self.open -= 1
+
+    def refusal(self) -> JsonObject:
+        return {
+            "ok": False,
+            "error": f"the MTA has {self.most} local API connections open; try later",
+        }
+
+
 async def _answer(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler, clients: _Clients
 ) -> bool:
     """Answer the next request; whether the connection may carry another."""
     framed = True  # a refused request whose content was not read ends the connection
     try:
-        request, payload = await _read_request(reader)
-        response, data = await handler.handle(request, payload)
+        async with asyncio.timeout(clients.idle):
+            request, payload = await _read_request(reader)
+    except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+        return False  # idle too long, or gone
     except _FramingError as error:
         framed = False
-        response, data = {"ok": False, "error": str(error)}, b""
+        response, data = _error(error), b""
     except ControlError as error:
-        response, data = {"ok": False, "error": str(error)}, b""
-    except (ConnectionError, asyncio.IncompleteReadError):
-        return False
+        response, data = _error(error), b""
+    else:
+        response, data = await _handle(handler, request, payload, clients)
+    return await _send(writer, response, data, clients) and framed
+
+
+async def _handle(
+    handler: Handler, request: JsonObject, payload: bytes, clients: _Clients
+) -> tuple[JsonObject, bytes]:
+    try:
+        return await handler.handle(request, payload)
+    except ControlError as error:
+        return _error(error), b""
+    except RecursionError:  # nested past what the code walking it can follow
+        clients.notes.warning(log, "nested", "local API request nested too deeply: refused")
+        return {"ok": False, "error": "request is nested too deeply"}, b""
     except Exception as error:  # a bug must not take the daemon down: say so, log it
         log.exception("control request failed")
-        response, data = {"ok": False, "error": f"internal error: {error}"}, b""
+        kind = type(error).__name__
+        return {"ok": False, "error": f"internal error ({kind}): see the daemon's log"}, b""
+
+
+async def _send(
+    writer: asyncio.StreamWriter, response: JsonObject, data: bytes, clients: _Clients
+) -> bool:
+    """Write the answer; whether the client took it in time."""
     try:
-        writer.write(framing.encode(response, data))
-        await writer.drain()
-    except ConnectionError:
+        encoded = framing.encode(response, data)
+    except (RecursionError, TypeError, ValueError) as error:
+        log.error("local API answer cannot be encoded: %s", error)
+        encoded = framing.encode({"ok": False, "error": "internal error: answer not encodable"})
+    try:
+        writer.write(encoded)
+        async with asyncio.timeout(clients.idle):
+            await writer.drain()
+    except (ConnectionError, TimeoutError):
         return False
-    return framed
+    return True
+
+
+def _error(error: ControlError) -> JsonObject:
+    return {"ok": False, "error": str(error)}
 
 
 class _FramingError(ControlError):

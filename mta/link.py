@@ -12,16 +12,21 @@ Initiator::
     await link.release()
 
 Responder: :func:`serve_link` runs one accepted connection to its end, asking a
-:class:`Responder` to decide binds and to store transfers before they are confirmed.
+:class:`Responder` to decide binds and to store transfers before they are confirmed, and
+holding the peer to the daemon's limits (:mod:`mta.guard`): octets and time before the
+bind, the delay failed binds earned, idle time and progress once bound.
 
 Public API::
 
-    Timeouts(connect, bind, idle, release)
-    LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError
-    Link.next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
+    Timeouts(connect, bind, idle, transfer, release)
+    LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError,
+        SlowPeerError, TooMuchBeforeBindError
+    Link(association, reader, writer, *, peer, before_bind=None)
+        .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
+        .bound(pace) / .is_bound
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu)
-    async serve_link(reader, writer, responder, *, settings, timeouts)
+    async serve_link(reader, writer, responder, *, settings, timeouts, ticket)
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
+from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits
 from mta import net
+from mta.guard import LogLimiter, Pace, Ticket
 from p1.association.connection import (
     Aborted,
     AssociationSettings,
@@ -53,6 +60,9 @@ log = logging.getLogger("aiox400.link")
 READ_SIZE = 1 << 20
 """Bytes asked of the stream per read: everything it holds, for a 1 MB transfer in few reads
 (the transport receives at most 256 KiB at a time; whatever it gathered is taken at once)."""
+BIND_READ_SIZE = 4096
+"""Bytes asked of the stream per read before the MTA-bind is accepted (a bind takes a few
+hundred octets)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,9 +97,23 @@ class LinkClosedError(LinkError):
     """The association is closed (aborted by either side, or the connection dropped)."""
 
 
+class SlowPeerError(LinkError):
+    """A bound peer stayed silent past the idle time, or sent a PDU too slowly."""
+
+
+class TooMuchBeforeBindError(LinkError):
+    """A peer sent more than it may before its MTA-bind was accepted."""
+
+
 class TransferRefusedError(LinkError):
     """Raised by a :class:`Responder` that cannot take a transfer: the association is
-    aborted, so the peer keeps responsibility and tries again later."""
+    aborted, so the peer keeps responsibility and tries again later.  ``temporary``: the
+    fault is ours and passing (a full disk), not the message's; the responder has
+    logged the condition, so each refusal is logged at INFO only."""
+
+    def __init__(self, why: str, *, temporary: bool = False) -> None:
+        self.temporary = temporary
+        super().__init__(why)
 
 
 class Link:
@@ -102,12 +126,37 @@ class Link:
         writer: asyncio.StreamWriter,
         *,
         peer: str,
+        before_bind: int | None = None,
     ) -> None:
+        """``before_bind``: octets the peer may send until :meth:`bound` (None: no bound).
+        Until then the connection is read only while the association asks for more, at
+        most BIND_READ_SIZE at a time: what a peer sends beyond waits in the kernel's
+        socket buffer, not in ours, and past the bound the peer is cut off."""
         self.association = association
         self.peer = peer
         self._reader = reader
         self._writer = writer
         self._ready: collections.deque[Event] = collections.deque()
+        self._allowance = before_bind
+        self._before_bind = before_bind
+        self._pace: Pace | None = None
+        transport = writer.transport
+        self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
+        if before_bind is not None and self._transport is not None:
+            self._transport.pause_reading()
+
+    @property
+    def is_bound(self) -> bool:
+        """True once :meth:`bound` was called (or there never was a bound to lift)."""
+        return self._allowance is None
+
+    def bound(self, pace: Pace | None) -> None:
+        """The MTA-bind is accepted: read at full size from now on, and hold the peer to
+        ``pace`` (None: it may be as slow as it likes)."""
+        self._allowance = None
+        self._pace = pace
+        if self._transport is not None:
+            self._transport.resume_reading()
 
     async def flush(self) -> None:
         """Write what the association queued."""
@@ -126,9 +175,15 @@ class Link:
         return False
 
     async def next_event(self, timeout: float | None) -> Event:
-        """The next event, reading the socket as needed; TimeoutError after ``timeout``."""
+        """The next event, reading the socket as needed; TimeoutError after ``timeout``.
+
+        SlowPeerError when the peer breaks its pace (:meth:`bound`); before that,
+        TooMuchBeforeBindError when it sends more than ``before_bind`` octets.
+        """
         if self._ready:  # (no timer to arm for an event already read)
             return self._ready.popleft()
+        if self._pace is not None:
+            self._pace.waiting(asyncio.get_running_loop().time())
         async with asyncio.timeout(timeout):
             while not self._ready:
                 if self.association.closed:
@@ -136,16 +191,62 @@ class Link:
                 await self._read_once()
         return self._ready.popleft()
 
+    @property
+    def has_events(self) -> bool:
+        """True when events already read wait for :meth:`next_event`."""
+        return bool(self._ready)
+
+    def queue(self, events: list[Event]) -> None:
+        """Hand ``events`` (returned by a call into the association) to :meth:`next_event`,
+        after those already read."""
+        self._ready.extend(events)
+
     async def _read_once(self) -> None:
-        try:
-            data = await self._reader.read(READ_SIZE)
-        except ConnectionError as error:
-            data = b""
-            log.info("%s: connection error: %s", self.peer, error)
+        data = await self._receive()
         events = self.association.receive_data(data) if data else self.association.receive_eof()
         self._ready.extend(events)
+        if self._pace is not None:
+            now = asyncio.get_running_loop().time()
+            self._pace.received(len(data), complete=bool(events), now=now)
         if self._write():  # (no drain to await when the read answers nothing)
             await self._writer.drain()
+
+    async def _receive(self) -> bytes:
+        """The next octets from the peer (b"" at the end), within the bounds set."""
+        if self._allowance is not None:
+            return await self._receive_unbound(self._allowance)
+        if self._pace is None:
+            return await self._read(READ_SIZE)
+        while True:
+            try:
+                async with asyncio.timeout_at(self._pace.deadline()):
+                    return await self._read(READ_SIZE)
+            except TimeoutError:  # (only the pace's deadline: another would cancel)
+                why = self._pace.expired(asyncio.get_running_loop().time())
+                if why is not None:
+                    raise SlowPeerError(why) from None
+
+    async def _receive_unbound(self, allowance: int) -> bytes:
+        if allowance <= 0:
+            raise TooMuchBeforeBindError(
+                f"more than {self._before_bind} octets without completing an MTA-bind"
+            )
+        if self._transport is not None:
+            self._transport.resume_reading()
+        try:
+            data = await self._read(min(allowance, BIND_READ_SIZE))
+        finally:
+            if self._transport is not None:
+                self._transport.pause_reading()
+        self._allowance = allowance - len(data)
+        return data
+
+    async def _read(self, size: int) -> bytes:
+        try:
+            return await self._reader.read(size)
+        except ConnectionError as error:
+            log.info("%s: connection error: %s", self.peer, error)
+            return b""
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
         """Send one MTS-APDU; return its transfer id once the peer confirmed it."""
@@ -185,9 +286,10 @@ class Link:
         finally:
             await self.close()
 
-    async def abort(self, why: str) -> None:
-        """RT-U-ABORT: send the abort, then close the connection."""
-        self.association.abort(why)
+    async def abort(self, why: str, *, temporary: bool = False) -> None:
+        """RT-U-ABORT: send the abort (``temporary``: of reason temporary-problem), then
+        close the connection."""
+        self.association.abort(why, temporary=temporary)
         with contextlib.suppress(ConnectionError):
             await self.flush()
         await self.close()
@@ -260,21 +362,48 @@ async def serve_link(
     *,
     settings: AssociationSettings | None = None,
     timeouts: Timeouts | None = None,
+    ticket: Ticket | None = None,
 ) -> None:
-    """Run one inbound association to its end; never raises for the peer's faults."""
+    """Run one inbound association to its end; never raises for the peer's faults.
+
+    Until its MTA-bind is accepted, the peer may send ``max_bytes_before_bind`` octets
+    and take ``timeouts.bind`` seconds, and a bind from an address whose binds failed is
+    answered only after the delay they earned.  Once bound, it is held to a :class:`Pace`
+    of ``timeouts.idle`` and ``min_progress`` per ``progress_interval``.  The limits are
+    ``ticket``'s (the daemon's ``[limits]``; the defaults without one), and so is the log
+    of what unbound peers do, rate-limited.
+    """
     timeouts = timeouts or Timeouts()
+    limits = ticket.limits if ticket is not None else DEFAULT_CONNECTION_LIMITS
     peer = _peer_name(writer)
-    link = Link(P1Association(Role.RESPONDER, settings), reader, writer, peer=peer)
+    association = P1Association(Role.RESPONDER, settings)
+    link = Link(association, reader, writer, peer=peer, before_bind=limits.max_bytes_before_bind)
+    notes = ticket.warnings if ticket is not None else LogLimiter(interval=0.0)
+    serving = _Serving(link, responder, timeouts, limits, ticket, notes)
     try:
-        await _serve(link, responder, timeouts)
+        await _serve(serving)
     except TimeoutError:
-        log.warning("%s: timed out, aborting", peer)
+        if link.is_bound:
+            log.warning("%s: timed out, aborting", peer)
+        else:
+            notes.warning(log, "bind-timeout", "%s: no MTA-bind within %g s", peer, timeouts.bind)
         await link.abort("timed out")
-    except TransferRefusedError as error:
-        log.warning("%s: transfer refused, aborting: %s", peer, error)
+    except SlowPeerError as error:
+        log.warning("%s: %s, aborting", peer, error)
         await link.abort(str(error))
+    except TooMuchBeforeBindError as error:
+        notes.warning(log, "before-bind", "%s: %s, closing", peer, error)
+        await link.abort(str(error))
+    except TransferRefusedError as error:
+        log.log(
+            logging.INFO if error.temporary else logging.WARNING,
+            "%s: transfer refused, aborting: %s",
+            peer,
+            error,
+        )
+        await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
-        log.info("%s: %s", peer, error)
+        serving.info("%s: %s", peer, error)
     except Exception:  # the daemon serves on: nothing was confirmed, the peer retries
         log.exception("%s: failed while serving, aborting", peer)
         await link.abort("responder failure")
@@ -282,38 +411,104 @@ async def serve_link(
         await link.close()
 
 
-async def _serve(link: Link, responder: Responder, timeouts: Timeouts) -> None:
-    timeout: float | None = timeouts.bind
+@dataclass(slots=True)
+class _Serving:
+    """One inbound association being served, and the limits it is held to."""
+
+    link: Link
+    responder: Responder
+    timeouts: Timeouts
+    limits: ConnectionLimits
+    ticket: Ticket | None
+    notes: LogLimiter
+
+    def info(self, message: str, *args: object) -> None:
+        """Log at INFO; rate-limited while the peer is unbound (anyone can make those)."""
+        if self.link.is_bound:
+            log.info(message, *args)
+        else:
+            self.notes.log(log, logging.INFO, "unbound-end", message, *args)
+
+
+async def _serve(serving: _Serving) -> None:
+    """Answer the peer's events in order until its association ends.
+
+    An event read together with the one that ended the association (a bind or a transfer
+    followed by garbage) is not acted on: a bind is not accepted, a transfer not stored,
+    since neither could be answered; the end is logged once, as it happened."""
+    link = serving.link
+    event = await link.next_event(serving.timeouts.bind)
     while True:
-        event = await link.next_event(timeout)
-        timeout = timeouts.idle
-        if isinstance(event, BindRequested):
-            await _answer_bind(link, responder, event)
-        elif isinstance(event, TransferReceived):
-            await responder.on_transfer(event.apdu)
-            link.association.confirm_transfer(event.transfer_id)
-            await link.flush()
-        elif isinstance(event, Released | Aborted):
-            log.info("%s: %s", link.peer, _ended(event))
+        if isinstance(event, Released | Aborted):
+            serving.info("%s: %s", link.peer, _ended(event))
             return
         if link.association.closed:
-            return
+            pass  # the event that ended it is queued behind this one
+        elif isinstance(event, BindRequested):
+            link.queue(await _answer_bind(serving, event))
+        elif isinstance(event, TransferReceived):
+            await serving.responder.on_transfer(event.apdu)
+            link.association.confirm_transfer(event.transfer_id)
+            await link.flush()
+        if link.association.closed and not link.has_events:
+            return  # the bind was refused: said in _refused
+        # Once bound, the pace bounds silence and slowness (Link.bound).
+        event = await link.next_event(None if link.is_bound else serving.timeouts.bind)
 
 
-async def _answer_bind(link: Link, responder: Responder, event: BindRequested) -> None:
-    answer = await responder.on_bind(event)
+async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
+    """Refuse or accept the bind; the events of the association's end when accepting
+    ended it instead (:meth:`P1Association.accept_bind`)."""
+    link, ticket = serving.link, serving.ticket
+    delay = ticket.bind_delay() if ticket is not None else 0.0
+    if delay:  # before any answer: a refusal must come no sooner than an acceptance
+        await asyncio.sleep(delay)
+    answer = await serving.responder.on_bind(event)
+    name = event.argument.initiator_name
+    ended: list[Event] = []
     if isinstance(answer, MTABindError):
-        log.warning(
-            "%s: bind from %r refused: %s",
-            link.peer,
-            event.argument.initiator_name,
-            answer.name.lower().replace("_", "-"),
-        )
+        _refused(serving, name, answer)
         link.association.refuse_bind(answer)
     else:
-        log.info("%s: bind from %r accepted", link.peer, event.argument.initiator_name)
-        link.association.accept_bind(answer)
+        ended = link.association.accept_bind(answer)
+        if not link.association.closed:
+            log.info("%s: bind from %r accepted", link.peer, name)
+            if ticket is not None:
+                ticket.bind_accepted()
+            link.bound(_pace(serving))
     await link.flush()
+    return ended
+
+
+def _refused(serving: _Serving, name: str | None, error: MTABindError) -> None:
+    peer, ticket = serving.link.peer, serving.ticket
+    why = error.name.lower().replace("_", "-")
+    if ticket is None:
+        log.warning("%s: bind from %r refused: %s", peer, name, why)
+        return
+    failures, delay = ticket.bind_refused()
+    serving.notes.warning(
+        log,
+        f"bind-refused {ticket.address}",
+        "%s: bind from %r refused: %s; %d failed bind(s) in a row from %s, the next "
+        "bind from there waits %g s",
+        peer,
+        name,
+        why,
+        failures,
+        ticket.address,
+        delay,
+    )
+
+
+def _pace(serving: _Serving) -> Pace:
+    limits = serving.limits
+    return Pace(
+        idle=serving.timeouts.idle,
+        min_octets=limits.min_progress,
+        interval=limits.progress_interval,
+        now=asyncio.get_running_loop().time(),
+    )
 
 
 def _ended(event: Released | Aborted) -> str:

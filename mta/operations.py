@@ -25,6 +25,7 @@ from sqlalchemy import Engine
 
 from mta.channels import SlotState
 from mta.control import ControlError, JsonObject
+from mta.faults import store_fault
 from mta.intake import IntakeError
 from mta.journal import log_intake
 from mta.schedule import is_urgent
@@ -71,7 +72,18 @@ class LocalApi:
         operation = _OPERATIONS.get(request["op"])
         if operation is None:
             raise ControlError(f"unknown op {request['op']!r}; known: {', '.join(_OPERATIONS)}")
-        return await operation(self, request, payload)
+        try:
+            return await operation(self, request, payload)
+        except ControlError:
+            raise
+        except Exception as error:
+            fault = store_fault(error)
+            if fault is None:
+                raise
+            self.service.store.failed(fault)
+            raise ControlError(
+                f"the store cannot take this now ({fault}); try again later"
+            ) from error
 
     # --- submission --------------------------------------------------------------------
 
@@ -98,6 +110,7 @@ class LocalApi:
             identifier, plan, result, delivered = await submitted
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
+        service.store.succeeded()
         log_intake("submitted", plan, result, f"by {submission.originator.canonical}")
         service.delivered(delivered)
         service.notify(plan, delivered=delivered)
@@ -120,6 +133,7 @@ class LocalApi:
             "recipients": states,
             "slots": len(slots),
             "slots_connected": up,
+            "store": self.service.store.down,
             "degraded": [
                 {
                     "part": part.name,
@@ -353,8 +367,11 @@ def _names(request: JsonObject, key: str) -> list[ORName]:
 
 
 def _precedence(request: JsonObject) -> Precedence:
+    value = request.get("precedence", "routine")
+    if not isinstance(value, str):
+        raise ControlError("precedence must be a name (flash) or a number (0-127) as a string")
     try:
-        return parse_precedence(str(request.get("precedence", "routine")))
+        return parse_precedence(value)
     except PrecedenceError as error:
         raise ControlError(str(error)) from error
 
@@ -370,8 +387,10 @@ def _time(request: JsonObject, key: str) -> datetime | None:
     value = request.get(key)
     if value is None:
         return None
+    if not isinstance(value, str):
+        raise ControlError(f"{key} must be an ISO 8601 time as a string")
     try:
-        moment = datetime.fromisoformat(str(value))
+        moment = datetime.fromisoformat(value)
     except ValueError as error:
         raise ControlError(f"{key} {value!r} is not an ISO 8601 time") from error
     if moment.tzinfo is None:

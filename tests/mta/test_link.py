@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -11,10 +12,18 @@ import pytest
 from benchmarks import samples
 from mta import link as links
 from mta import net
-from p1.association.connection import AssociationSettings, BindRequested
+from p1.association.connection import (
+    Aborted,
+    AssociationSettings,
+    BindAccepted,
+    BindRequested,
+    P1Association,
+    TransferConfirmed,
+)
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.mts.envelope import Message, decode_mts_apdu
 from p1.mts.precedence import Precedence
+from p1.osi import Event, Role
 
 ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
 RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
@@ -163,3 +172,128 @@ async def test_transfer_on_a_link_the_peer_dropped_raises(peer: Peer) -> None:
     with pytest.raises(links.LinkClosedError):
         await link.transfer(samples.message_bytes(1024), timeout=10)
     await link.close()
+
+
+BAD_TPKT = b"\x04\x00\x00\x08\x02\xf0\x80\x00"
+"""A TPKT of version 4 (RFC 1006 has only 3): the byte stream is lost."""
+
+
+Raw = tuple[P1Association, asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def raw_bind(port: int, then: bytes) -> Raw:
+    """Connect to ``port`` as an initiator association driven by hand, and write its CN
+    (mta-a's bind) and ``then`` in one write."""
+    association = P1Association(Role.INITIATOR)
+    association.send_bind(ARGUMENT)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(association.data_to_send())  # CR
+    connect = b""
+    while not connect:  # CC in; the CN queued
+        data = await asyncio.wait_for(reader.read(65536), 10)
+        assert data, "the responder closed before its CC"
+        assert association.receive_data(data) == []
+        connect = association.data_to_send()
+    writer.write(connect + then)
+    await writer.drain()
+    return association, reader, writer
+
+
+async def read_to_end(association: P1Association, reader: asyncio.StreamReader) -> list[object]:
+    """Feed ``association`` all the responder sends until it closes; the events."""
+    events: list[object] = []
+    while data := await asyncio.wait_for(reader.read(65536), 10):
+        events.extend(association.receive_data(data))
+    return events
+
+
+def link_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "aiox400.link"]
+
+
+async def test_a_bind_read_with_the_garbage_after_it_is_not_accepted(
+    peer: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiox400.link")
+    association, reader, _ = await raw_bind(peer.port, then=BAD_TPKT)
+    events = await read_to_end(association, reader)
+    await asyncio.gather(*peer.served)
+    assert not any(isinstance(event, BindAccepted) for event in events), events
+    assert peer.store.binds == []  # never asked: the association had ended
+    (line,) = link_lines(caplog)
+    assert "aborted (by us): transport: tpkt: TPKT version 4" in line, line
+
+
+async def test_a_transfer_read_with_the_garbage_after_it_is_not_stored(
+    peer: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiox400.link")
+    association, reader, writer = await raw_bind(peer.port, then=b"")
+    accepted: list[Event] = []
+    while not accepted:
+        accepted = association.receive_data(await asyncio.wait_for(reader.read(65536), 10))
+    assert isinstance(accepted[0], BindAccepted), accepted
+    association.send_transfer(samples.message_bytes(1024))
+    writer.write(association.data_to_send() + BAD_TPKT)
+    events = await read_to_end(association, reader)
+    await asyncio.gather(*peer.served)
+    assert not any(isinstance(event, TransferConfirmed) for event in events), events
+    assert peer.store.stored == []  # it could not have been confirmed: the peer retries
+    accepted_line, ended = link_lines(caplog)
+    assert "accepted" in accepted_line
+    assert "aborted (by us): transport: tpkt: TPKT version 4" in ended, ended
+
+
+async def slow_transfer(port: int, apdu: bytes, *, chunk: int, pause: float) -> list[object]:
+    """Bind as mta-a, then send one transfer ``chunk`` octets every ``pause`` seconds; the
+    events that follow it, up to its confirmation or the end of the association."""
+    association = P1Association(Role.INITIATOR)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    events: list[object] = []
+
+    async def read() -> None:
+        data = await reader.read(1 << 16)
+        association_events = association.receive_data(data) if data else association.receive_eof()
+        events.extend(association_events)
+        writer.write(association.data_to_send())
+
+    try:
+        association.send_bind(ARGUMENT)
+        writer.write(association.data_to_send())
+        while not any(isinstance(e, BindAccepted) for e in events):
+            await read()
+        association.send_transfer(apdu)
+        octets = association.data_to_send()
+        for start in range(0, len(octets), chunk):
+            writer.write(octets[start : start + chunk])
+            await writer.drain()
+            await asyncio.sleep(pause)
+        while not any(isinstance(e, TransferConfirmed | Aborted) for e in events):
+            await read()
+    finally:
+        writer.close()
+    return events
+
+
+async def test_a_transfer_longer_than_the_idle_time_is_served_while_it_progresses() -> None:
+    store = Store()
+    served: list[asyncio.Task[object]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        served.append(task)
+        # Idle for 0.5 s at most; the default progress, 1 KiB per 30 s, while a PDU arrives.
+        await links.serve_link(reader, writer, store, timeouts=links.Timeouts(idle=0.5))
+
+    server = await net.start_marked_server(handle, "127.0.0.1", 0, dscp=0)
+    async with server:
+        apdu = samples.message_bytes(64 * 1024)
+        started = asyncio.get_running_loop().time()
+        # 4 KiB every 0.1 s: some 1.7 s in all, more than three times the idle time.
+        events = await slow_transfer(net.bound_port(server), apdu, chunk=4096, pause=0.1)
+        elapsed = asyncio.get_running_loop().time() - started
+        await asyncio.gather(*served)  # (it ends when it reads that the client closed)
+    assert [type(e) for e in events] == [BindAccepted, TransferConfirmed]
+    assert store.stored == [apdu]
+    assert elapsed > 0.5

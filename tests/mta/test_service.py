@@ -33,28 +33,13 @@ from mta.intake import domain_of
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.ipms.ipm import (
-    IPM,
     P772_CONTENT_TYPE,
-    ContentKind,
-    Heading,
-    IPMIdentifier,
-    ORDescriptor,
-    Recipient,
-    TextBodyPart,
-    encode_ipm,
 )
 from p1.mts.envelope import (
     Message,
-    MessageEnvelope,
-    MTSIdentifier,
-    PerRecipientIndicators,
-    RecipientField,
     Report,
-    TraceEntry,
     decode_mts_apdu,
-    encode_mts_apdu,
 )
-from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
 from p1.mts.report import (
@@ -65,19 +50,20 @@ from p1.mts.report import (
 )
 from p1.mts.trace import InternalTraceEntry
 from store import LOCAL_ROUTE
-from tests.mta.sites import A, B, Lab, Site, eventually, solo_site, until
+from tests.mta.sites import (
+    SENT,
+    A,
+    B,
+    Lab,
+    Site,
+    eventually,
+    message_from_a,
+    solo_site,
+    transfer_as_a,
+    until,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
-
-
-@pytest.fixture
-async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
-    """Sites A and B, configured, not started; stopped after the test, ports given back."""
-    sites = Lab.create(tmp_path)
-    try:
-        yield sites
-    finally:
-        await sites.close()
 
 
 @pytest.fixture
@@ -617,65 +603,6 @@ async def test_unknown_mta_name_is_refused(lab: Lab) -> None:
 
 # --- what a peer sends -----------------------------------------------------------------------
 
-SENT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def message_from_a(
-    local_identifier: str,
-    recipient: str,
-    *,
-    internal_trace: tuple[InternalTraceEntry, ...] = (),
-) -> bytes:
-    """A message as MTA-A transfers it: A's trace, B's user, non-delivery reports asked."""
-    identifier = MTSIdentifier(
-        global_domain_identifier=_domain(A.domain), local_identifier=local_identifier
-    )
-    originator, to = parse_orname(f"{A.domain};O=HQ;S=Smith"), parse_orname(recipient)
-    envelope = MessageEnvelope(
-        mts_identifier=identifier,
-        originator_name=originator,
-        content_type=P772_CONTENT_TYPE,
-        trace_information=(
-            TraceEntry(global_domain_identifier=_domain(A.domain), arrival_time=SENT),
-        ),
-        recipients=(
-            RecipientField(
-                recipient_name=to,
-                originally_specified_recipient_number=1,
-                per_recipient_indicators=PerRecipientIndicators(
-                    responsibility=True, originating_mta_non_delivery_report=True
-                ),
-            ),
-        ),
-    ).with_precedence(Precedence.PRIORITY)
-    for entry in internal_trace:
-        envelope = envelope.with_internal_trace(entry)
-    heading = Heading(
-        this_ipm=IPMIdentifier(user=originator, user_relative_identifier=local_identifier),
-        originator=ORDescriptor(formal_name=originator),
-        primary_recipients=(Recipient(name=to),),
-        subject="from a peer",
-        primary_precedence=Precedence.PRIORITY,
-    )
-    content = encode_ipm(
-        IPM(heading=heading, body=(TextBodyPart.from_text("text"),)), ContentKind.P772
-    )
-    return encode_mts_apdu(Message(envelope=envelope, content=content))
-
-
-def _domain(text: str) -> GlobalDomainIdentifier:
-    return domain_of(parse_orname(text))
-
-
-async def transfer_as_a(site: Site, apdu: bytes) -> None:
-    """Bind to ``site`` as MTA-A, transfer ``apdu``, release."""
-    port = site.running.listening_ports[2]
-    link, _ = await open_link(
-        "127.0.0.1", port, MTABindArgument(initiator_name=A.name, password=A.password)
-    )
-    await link.transfer(apdu, timeout=30)
-    await link.release(timeout=10)
-
 
 async def test_same_message_transferred_twice_is_delivered_once(lab: Lab) -> None:
     await lab.b.start()
@@ -697,7 +624,9 @@ async def test_message_whose_trace_already_names_the_mta_is_non_delivered_as_a_l
 ) -> None:
     await lab.start()
     been_at_b = InternalTraceEntry(
-        global_domain_identifier=_domain(B.domain), mta_name=B.name, arrival_time=SENT
+        global_domain_identifier=domain_of(parse_orname(B.domain)),
+        mta_name=B.name,
+        arrival_time=SENT,
     )
     await transfer_as_a(lab.b, message_from_a("loop-1", jones(lab.b), internal_trace=(been_at_b,)))
 
@@ -744,6 +673,12 @@ SUBMIT = {
         ({**SUBMIT, "recipients": []}, b"content", "non-empty list of O/R addresses"),
         (SUBMIT, b"", "submit needs the content after the request line"),
         ({**SUBMIT, "precedence": "urgent"}, b"content", "precedence 'urgent' is not one of"),
+        ({**SUBMIT, "precedence": [[4]]}, b"content", "precedence must be a name (flash) or"),
+        (
+            {**SUBMIT, "deferred_delivery_time": 1764000000},
+            b"content",
+            "deferred_delivery_time must be an ISO 8601 time as a string",
+        ),
         ({**SUBMIT, "content_type": "p772"}, b"content", "content_type must be"),
         ({"op": "inbox"}, b"", "user must be an O/R address in text form"),
         ({"op": "read", "user": SUBMIT["originator"], "id": "one"}, b"", "id must be an integer"),
@@ -765,6 +700,8 @@ SUBMIT = {
         "no-recipients",
         "no-content",
         "bad-precedence",
+        "precedence-not-text",
+        "time-not-text",
         "bad-content-type",
         "no-user",
         "bad-id",
@@ -973,7 +910,8 @@ async def test_local_delivery_that_fails_is_restarted_and_shown_in_status_until_
     status = await solo.api({"op": "status"})
     [part] = status["degraded"]
     assert part["part"] == "local delivery"
-    assert "No space left on device" in part["last_error"]
+    assert part["last_error"] == "no space left on device"
+    assert status["store"] == "no space left on device"
     clear.set()
     await eventually(
         lambda: solo.api({"op": "status"}), lambda s: s["degraded"] == [], what="recovered"
