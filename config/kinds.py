@@ -9,7 +9,7 @@ Public API::
     Kind(expected, convert), Invalid(expected="")
     MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SIZE, TPDU_SIZE, FRACTION, FACTOR,
     DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
-    DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN
+    DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ __all__ = [
     "DATABASE_URL",
     "DSCP",
     "DURATION",
+    "EXTENSION_TYPE",
     "FACTOR",
     "FILE_NAME",
     "FRACTION",
@@ -283,6 +284,21 @@ def _orname(raw: object) -> ORName:
         raise Invalid(f"an O/R name such as {_NAME_EXAMPLE} ({error.why})") from None
 
 
+_OID = re.compile(r"[0-2](\.(0|[1-9][0-9]*))+")
+_UB_EXTENSION_TYPES = 256
+"""X.411 MTSUpperBounds: standard-extension INTEGER (0..ub-extension-types)."""
+
+
+def _extension_type(raw: object) -> int | str:
+    # X.411 9.1: ExtensionType ::= CHOICE { standard-extension [0] INTEGER
+    # (0..ub-extension-types), private-extension [3] OBJECT IDENTIFIER }
+    if _is_int(raw) and 0 <= raw <= _UB_EXTENSION_TYPES:
+        return int(raw)
+    if isinstance(raw, str) and _OID.fullmatch(raw):
+        return raw
+    raise Invalid()
+
+
 def _global_domain(raw: object) -> ORName:
     # GlobalDomainIdentifier ::= [APPLICATION 3] SEQUENCE {
     #   country-name CountryName, administration-domain-name AdministrationDomainName,
@@ -332,3 +348,8 @@ GLOBAL_DOMAIN = Kind(
 PEER_NAME = Kind("the name of a peer", _text)
 OR_NAME = Kind(f"an O/R name such as {_NAME_EXAMPLE}", _orname)
 SECONDS = Kind("a duration >= 0: seconds, or text such as 90s, 15m, 4h, 3d", _seconds)
+EXTENSION_TYPE = Kind(
+    "an extension type: a standard-extension number 0..256 (such as 20) or an object "
+    'identifier in dotted form (such as "1.3.26.0.4406.0.8.0")',
+    _extension_type,
+)

@@ -23,6 +23,9 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
     local_domains    [global_domain]    O/R address prefixes delivered locally
     local_users      none               O/R names of the local users; when set, any other
                                         recipient under a local domain is non-delivered
+    supported_extensions  []            extension types (standard numbers or private
+                                        OIDs) delivered locally although marked critical
+                                        for delivery and not implemented by this MTA
     default_route    none               a peer name
     log_level        "info"             debug, info, warning, error, critical
     [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0")
@@ -39,7 +42,9 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      doubling up to failed_bind_delay_max ("30s"; "0s": no delay),
                      max_api_connections (64), api_idle_timeout ("5m")
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
-                     peer_password | peer_password_file (none: not checked)
+                     peer_password | peer_password_file (none: not checked),
+                     supported_extensions ([]: extension types critical for transfer
+                     that the peer is known to support)
     [[peers.slots]]  precedences*, port*, dscp (the table's, for the most urgent
                      precedence), mode ("on-demand" | "permanent"), max_connections (1),
                      backlog_threshold (10), idle_timeout ("5m")
@@ -80,6 +85,7 @@ from config.kinds import (
     DATABASE_URL,
     DSCP,
     DURATION,
+    EXTENSION_TYPE,
     FACTOR,
     FILE_NAME,
     FRACTION,
@@ -294,6 +300,7 @@ _TOP_KEYS = (
     "control_socket",
     "local_domains",
     "local_users",
+    "supported_extensions",
     "default_route",
     "log_level",
     "listeners",
@@ -312,6 +319,7 @@ _PEER_KEYS = (
     "password_file",
     "peer_password",
     "peer_password_file",
+    "supported_extensions",
     "slots",
 )
 _SLOT_KEYS = tuple(
@@ -411,6 +419,7 @@ class _Loader:
             listeners=listeners,
             local_domains=local_domains,
             local_users=local_users,
+            supported_extensions=self.extension_types(top),
             peers=peers,
             default_route=self.default_route(top, peers),
             max_age=max_age,
@@ -616,7 +625,13 @@ class _Loader:
             our_credentials=Credentials(name=own_name, password=ours),
             their_credentials=Credentials(name=name, password=theirs),
             slots=self.slots(peer, table),
+            supported_extensions=self.extension_types(peer),
         )
+
+    def extension_types(self, table: _Table) -> tuple[int | str, ...]:
+        """``supported_extensions``: extension types, each once."""
+        kinds = "extension types"
+        return tuple(dict.fromkeys(table.items("supported_extensions", EXTENSION_TYPE, kinds)))
 
     def slots(self, peer: _Table, table: PrecedenceTable) -> tuple[Slot, ...]:
         expected = "[[peers.slots]] tables admitting all six precedences"

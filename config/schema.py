@@ -198,6 +198,10 @@ class Peer:
     """What the peer must present: its name and, when set, its ``peer_password``."""
     slots: tuple[Slot, ...]
     """Connection slots; together they admit each precedence exactly once."""
+    supported_extensions: tuple[int | str, ...] = ()
+    """Extension types (standard-extension numbers, private OIDs) the operator knows
+    this peer supports: a message carrying one marked critical for transfer is transferred
+    to it although this MTA does not implement it (X.411 9.1)."""
 
     def slot_for(self, precedence: Precedence) -> Slot:
         """The slot that carries ``precedence`` (the loader guarantees there is one)."""
@@ -338,6 +342,10 @@ class MtaConfig:
     """The users of the local domains; a recipient there that is none of them is
     non-delivered (unrecognised O/R name).  None: every O/R name under a local domain
     has a mailbox, named by its canonical text form."""
+    supported_extensions: tuple[int | str, ...] = ()
+    """Extension types this MTA does not implement that the operator declares its local
+    delivery supports: a message carrying one marked critical for delivery is delivered
+    instead of non-delivered (X.411 9.1)."""
     peers: tuple[Peer, ...] = ()
     """Neighbouring MTAs."""
     default_route: str | None = None

@@ -11,8 +11,10 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
    domain's entry is already last; an internal trace entry for this MTA always.
 4. Routing (X.411 14.3.1): each recipient this MTA is responsible for goes to the local
    store or a peer; one without a route (a name under a local domain that is none of the
-   configured local users included, :mod:`mta.routing`), like every recipient of a
-   looping message, gets a non-delivery outcome here and is never queued.
+   configured local users included, :mod:`mta.routing`), or whose envelope or own fields
+   carry an extension critical for what its route does that is not supported there
+   (X.411 9.1, :meth:`mta.routing.Router.admit`), like every recipient of a looping
+   message, gets a non-delivery outcome here and is never queued.
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
 none) and the outcomes to report.  A received message's trace entries are added to its
@@ -199,7 +201,7 @@ def _plan_subject(
     if loop:
         rejected = _outcomes(responsible, NonDeliveryDiagnostic.LOOP_DETECTED)
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=loop)
-    routes = {id(r): site.router.route(r.recipient_name) for r in responsible}
+    routes = {id(r): _route(site.router, envelope, r) for r in responsible}
     queued = [r for r in responsible if not isinstance(routes[id(r)], NoRoute)]
     rejected, why = _unroutable(responsible, routes)
     if not queued:
@@ -218,6 +220,13 @@ def _plan_subject(
         envelope_recipients=_all_responsible(envelope),
     )
     return Plan(message=message, rejected=rejected, subject=envelope, arrival=now, why=why)
+
+
+def _route(router: Router, envelope: MessageEnvelope | Probe, recipient: RecipientField) -> Route:
+    """The recipient's route, once its extensions' criticality is checked against it
+    (X.411 9.1: the envelope's extensions and the recipient's own)."""
+    route = router.route(recipient.recipient_name)
+    return router.admit(route, (*envelope.extensions, *recipient.extensions))
 
 
 def _all_responsible(envelope: MessageEnvelope | Probe) -> int | None:

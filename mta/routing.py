@@ -14,12 +14,22 @@ of this MTA's, and gets the same report (X.411 14.3.1; reason and diagnostic cod
 compares PrintableString attributes).  Without the list every name under a local domain
 is a user, its mailbox named by that canonical form.
 
+Extension criticality (X.411 9.1, 12.2.1.1.1.x): a message or probe that carries an
+extension marked critical for delivery, which this MTA does not implement
+(:data:`IMPLEMENTED_EXTENSIONS`) and the configuration does not declare supported
+(``supported_extensions``), is not delivered locally; one marked critical for transfer is
+not transferred to a peer unless this MTA implements it or the peer's configuration lists
+it.  :meth:`Router.admit` gives such a recipient a :class:`NoRoute` of unable-to-transfer
+and unsupported-critical-function instead of its route.
+
 Pure: no I/O, no clock.
 
 Public API::
 
     LocalRoute(), PeerRoute(peer), NoRoute(reason, diagnostic, why), UNKNOWN_USER
     Router(config).route(recipient) -> Route
+    Router(config).admit(route, extensions) -> Route    criticality (X.411 9.1)
+    IMPLEMENTED_EXTENSIONS
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
 """
 
@@ -29,8 +39,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.schema import AddressPrefix, MtaConfig
+from p1.mts.extensions import (
+    INTERPRETED_EXTENSIONS,
+    ExtensionField,
+    ExtensionType,
+    StandardExtension,
+)
 from p1.mts.orname import ORAddress
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
+
+IMPLEMENTED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
+    {*INTERPRETED_EXTENSIONS, StandardExtension.CONTENT_CORRELATOR}
+)
+"""The extension types this MTA implements: those it reads and acts on (the
+prohibitions, latest-delivery-time, internal trace, STANAG 4406's
+priority-level-qualifier) and the content-correlator it copies into reports."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +99,11 @@ class Router:
         )
         users = config.local_users
         self._users = None if users is None else frozenset(user.canonical for user in users)
+        self._delivers = IMPLEMENTED_EXTENSIONS | frozenset(config.supported_extensions)
+        self._transfers = {
+            peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
+            for peer in config.peers
+        }
 
     def route(self, recipient: ORAddress) -> Route:
         """Where ``recipient`` goes."""
@@ -85,6 +113,28 @@ class Router:
                     return UNKNOWN_USER
                 return route
         return self._default
+
+    def admit(self, route: Route, extensions: Iterable[ExtensionField]) -> Route:
+        """``route``, unless ``extensions`` (the envelope's and the recipient's) hold one
+        critical for what the route does that is not supported there: then a
+        :class:`NoRoute` of unsupported-critical-function (X.411 9.1)."""
+        if isinstance(route, NoRoute):
+            return route
+        if isinstance(route, PeerRoute):
+            known = self._transfers.get(route.peer, IMPLEMENTED_EXTENSIONS)
+            refused = [e for e in extensions if e.critical_for_transfer and e.type not in known]
+            where = f"for transfer to {route.peer}"
+        else:
+            known = self._delivers
+            refused = [e for e in extensions if e.critical_for_delivery and e.type not in known]
+            where = "for delivery"
+        if not refused:
+            return route
+        return NoRoute(
+            diagnostic=NonDeliveryDiagnostic.UNSUPPORTED_CRITICAL_FUNCTION,
+            why=f"{extension_name(refused[0].type)} is critical {where}, "
+            "and not supported",
+        )
 
     def is_user(self, name: ORAddress) -> bool:
         """Whether ``name``, under a local domain, names a local user (any name does when
@@ -101,3 +151,15 @@ class Router:
         for recipient in recipients:
             groups.setdefault(self.route(recipient), []).append(recipient)
         return groups
+
+
+def extension_name(ext_type: ExtensionType) -> str:
+    """``standard-extension 20 (message-security-label)``, or ``private-extension
+    1.3.26...`` for the log."""
+    if isinstance(ext_type, str):
+        return f"private-extension {ext_type}"
+    try:
+        label = StandardExtension(ext_type).name.lower().replace("_", "-")
+    except ValueError:
+        return f"standard-extension {ext_type}"
+    return f"standard-extension {ext_type} ({label})"

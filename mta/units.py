@@ -159,6 +159,7 @@ class Units:
         )
         for plan in plans:
             if plan.rejected and plan.subject is not None:
+                _log_rejected(plan.subject, plan.rejected, plan.why)
                 self._report(session, plan.subject, plan.rejected, plan.arrival, now, journal)
         return results
 
@@ -650,6 +651,13 @@ def _delivered_records(
         AuditRecord(at=now, event=AuditEvent.DELIVERED, mts_identifier=mts_identifier, recipient=u)
         for u in users
     ]
+
+
+def _log_rejected(subject: MessageEnvelope | Probe, outcomes: Sequence[Outcome], why: str) -> None:
+    """One line for the recipients a plan non-delivers, and why."""
+    names = ", ".join(outcome.recipient.canonical for outcome in outcomes[:3])
+    more = f" and {len(outcomes) - 3} more" if len(outcomes) > 3 else ""
+    log.info("%s non-delivered to %s%s: %s", subject.mts_identifier.text, names, more, why)
 
 
 def _non_delivery_text(report: DeliveryReport | NonDeliveryReport) -> str:

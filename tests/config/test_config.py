@@ -39,8 +39,8 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
-    "local_domains, local_users, default_route, log_level, listeners, retry, max_age, dscp, "
-    "limits, peers"
+    "local_domains, local_users, supported_extensions, default_route, log_level, listeners, "
+    "retry, max_age, dscp, limits, peers"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -1060,6 +1060,52 @@ def test_limit_and_user_errors(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value).startswith(f"{path}: {message}")
+
+
+EXTENSION = (
+    "an extension type: a standard-extension number 0..256 (such as 20) or an object "
+    'identifier in dotted form (such as "1.3.26.0.4406.0.8.0")'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("supported_extensions = 20\n", "supported_extensions = 20: expected a list of"),
+        ("supported_extensions = [257]\n", f"supported_extensions[0] = 257: expected {EXTENSION}"),
+        (
+            "supported_extensions = [true]\n",
+            f"supported_extensions[0] = true: expected {EXTENSION}",
+        ),
+        (
+            'supported_extensions = [20, "1.2.03"]\n',
+            f'supported_extensions[1] = "1.2.03": expected {EXTENSION}',
+        ),
+        (
+            PEER + 'supported_extensions = ["security-label"]\n' + SLOT,
+            f'peers[0].supported_extensions[0] = "security-label": expected {EXTENSION}',
+        ),
+    ],
+)
+def test_extension_type_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, HEAD + text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_supported_extensions_are_read_once_each(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        HEAD
+        + 'supported_extensions = [20, "1.3.26.0.4406.0.8.0", 20]\n'
+        + PEER
+        + "supported_extensions = [99]\n"
+        + SLOT,
+    )
+    assert config.supported_extensions == (20, "1.3.26.0.4406.0.8.0")
+    assert config.peers[0].supported_extensions == (99,)
+    assert load_text(tmp_path, HEAD).supported_extensions == ()
 
 
 def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
