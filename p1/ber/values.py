@@ -9,6 +9,12 @@ TeletexString, UniversalString, BMPString: theirs), which :func:`escape_controls
 writes out wherever such text is shown or stored as text (a log line, a mailbox name,
 a listing).
 
+UTCTime: :func:`parse_utctime` / :func:`read_utctime` read the standard's forms;
+:func:`parse_lenient_utctime` / :func:`read_lenient_utctime`, for fields an MTA does not
+route on, also the forms other products write (no zone, a three-digit year), listing each
+as a :class:`Deviation` in the caller's list (:func:`note_long_tag` does the same for a
+tag number written in the long form).
+
 Part of :mod:`p1.ber`, which re-exports its public names but the string checks
 (``PRINTABLE_OCTETS``, ``NUMERIC_OCTETS``, :func:`printable_text`, :func:`numeric_text`)
 and :func:`escape_controls` / :func:`is_control`: import those from this module.
@@ -17,12 +23,20 @@ and :func:`escape_controls` / :func:`is_control`: import those from this module.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from p1.ber.reader import FlatTlv, Tlv, View, children, expect, octets, read_octets
-from p1.ber.tags import BIT_STRING, CONSTRUCTED, MAX_INT_OCTETS, NUMERIC_STRING, PRINTABLE_STRING
+from p1.ber.tags import (
+    BIT_STRING,
+    CONSTRUCTED,
+    MAX_INT_OCTETS,
+    NUMERIC_STRING,
+    PRINTABLE_STRING,
+    tag_name,
+)
 from p1.errors import DecodeError, EncodeError
 
 # --- INTEGER, ENUMERATED, NULL ---------------------------------------------------------
@@ -457,8 +471,9 @@ _UTCTIME_TEXT = "%02d%02d%02d%02d%02d%02dZ"
 
 
 def _still_matches(value: datetime, text: str) -> bool:
+    # (A text read by parse_lenient_utctime is written back as received too.)
     try:
-        parsed = parse_utctime(text)
+        parsed = parse_lenient_utctime(text, "UTCTime", None)
     except DecodeError:
         return False
     return parsed == value and parsed.utcoffset() == value.utcoffset()
@@ -467,3 +482,100 @@ def _still_matches(value: datetime, text: str) -> bool:
 def utctime_contents(value: datetime, what: str) -> bytes:
     """Contents octets of a UTCTime."""
     return utctime_text(value, what).encode("ascii")
+
+
+# --- tolerated deviations ----------------------------------------------------------------
+#
+# Other products write some values outside the standard's form (a UTCTime without its
+# zone, PP's three-digit year).  Where the MTA does not route on the field, the decoders
+# read such a value as best they can and list a Deviation, so that the caller can log it
+# and relay the value as received; in a field it routes on, the value is still an error.
+
+
+@dataclass(frozen=True, slots=True)
+class Deviation:
+    """A value received outside the standard's form and read anyway.
+
+    ``field`` is where it was (the path a DecodeError would name, e.g.
+    ``MessageTransferEnvelope.trace-information[1].domain-supplied-information.arrival-time``),
+    ``found`` the value as received (text, or hex of the octets), with control characters
+    escaped, and ``read_as`` what it was taken for.
+    """
+
+    field: str
+    found: str
+    read_as: str
+
+
+Deviations = list[Deviation]
+"""What a decoder appends the deviations it meets to (the caller's list: no global state)."""
+
+_LENIENT_UTCTIME = re.compile(r"^(\d{2,3})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)?(Z|[+-]\d\d\d\d)?$")
+"""UTCTime as products write it: a three-digit year (years since 1900, PP) and the zone
+left out (taken as UTC) are accepted besides the standard's forms."""
+
+
+def parse_lenient_utctime(text: str, what: str, deviations: Deviations | None) -> WireTime:
+    """:func:`parse_utctime`, also accepting a UTCTime without its zone (read as UTC) or
+    with a three-digit year (years since 1900: ``126`` is 2026), which X.680 clause 47.3
+    does not allow.  Such a value is appended to ``deviations`` (when not None) and
+    remembers its text, so it is written back as received; any other malformed text
+    raises the DecodeError of :func:`parse_utctime`."""
+    try:
+        return parse_utctime(text, what)
+    except DecodeError as error:
+        value = _lenient_utctime(text)
+        if value is None:
+            raise error from None
+    if deviations is not None:
+        deviations.append(Deviation(what, escape_controls(text), value.isoformat()))
+    return value
+
+
+def _lenient_utctime(text: str) -> WireTime | None:
+    """``text`` in one of the tolerated forms, or None."""
+    match = _LENIENT_UTCTIME.match(text) if text.isascii() else None
+    if match is None:
+        return None
+    yy, month, day, hour, minute, second, zone = match.groups()
+    # (three digits: years since 1900, as PP counts them)
+    year = int(yy) + (2000 if len(yy) == 2 and int(yy) < UTCTIME_PIVOT else 1900)
+    try:
+        tz = UTC if zone is None or zone == "Z" else _offset(zone)
+        value = WireTime(
+            year, int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=tz
+        )
+    except ValueError:
+        return None
+    value.utctime = text
+    return value
+
+
+def read_lenient_utctime(tlv: Tlv, what: str, deviations: Deviations | None) -> WireTime:
+    """A UTCTime value (under any tag) read by :func:`parse_lenient_utctime`."""
+    return parse_lenient_utctime(read_text(tlv, what), what, deviations)
+
+
+def note_long_tag(data: View, start: int, tag: int, what: str, deviations: Deviations) -> None:
+    """Append a Deviation when the identifier at ``start`` writes a tag number below 31
+    in the high-tag-number form (``9f 08`` for ``[8]``), which X.690 clause 8.1.2.2
+    reserves for numbers above 30.  (The reader reads it as the tag it stands for.)"""
+    if data[start] & 0x1F == 0x1F and tag & 0xFFFFFF < 0x1F:
+        found = bytes(data[start : start + 2]).hex(" ")
+        read_as = f"{tag_name(tag)} ({bytes((data[start] & 0xE0 | tag & 0x1F,)).hex()})"
+        deviations.append(Deviation(f"{what} tag", found, read_as))
+
+
+def note_long_tags(members: Mapping[str, Tlv], what: str, deviations: Deviations) -> None:
+    """:func:`note_long_tag` for each member of a SET read by :func:`p1.ber.split_set`.
+    (It runs for every envelope: one octet looked at per member, by tuple index.)"""
+    for tlv in members.values():
+        if tlv[0][tlv[1]] & 0x1F == 0x1F:
+            _note_long_tags(members, what, deviations)
+            return
+
+
+def _note_long_tags(members: Mapping[str, Tlv], what: str, deviations: Deviations) -> None:
+    for name, tlv in members.items():
+        where = f"{what}.{name.replace('_', '-')}"
+        note_long_tag(tlv.data, tlv.start, tlv.tag, where, deviations)

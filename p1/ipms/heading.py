@@ -13,9 +13,16 @@ strings).  A STANAG 4406 heading extension whose value does not read as its type
 kept as a :class:`RawExtension` in ``other_extensions``.  PrintableString values are
 checked on writing; TeletexString (subject, free-form name) is ISO 8859-1 here.
 
+Times (expiry-time, reply-time, extended-authorisation-info) are not routed on: they are
+read leniently (:func:`p1.ber.parse_lenient_utctime`: a UTCTime without its zone, as
+products write them, is taken as UTC), keep their received text for writing back, and
+are appended as :class:`p1.ber.Deviation` to the ``deviations`` list the caller passes,
+with members whose tag number below 31 is written in the long form.
+
 API (``view`` and ``tlv`` as in the tuple form of :func:`p1.ber.read`)::
 
-    decode_heading(view, tlv) -> Heading               encode_heading(heading) -> bytes
+    decode_heading(view, tlv, deviations=None) -> Heading
+                                                       encode_heading(heading) -> bytes
     decode_ipm_identifier(view, tlv) -> IPMIdentifier  encode_ipm_identifier(id, octet)
     decode_descriptor(view, tlv) -> ORDescriptor       encode_descriptor(d, octet)
     decode_extensions(view, tlv) -> (RawExtension...)  encode_extensions(exts, octet)
@@ -32,7 +39,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast
 
 from p1 import ber
-from p1.ber import FlatTlv, View, tlv_bytes
+from p1.ber import Deviations, FlatTlv, View, tlv_bytes
 from p1.errors import DecodeError, EncodeError
 from p1.ipms.models import (
     _HEADING_DEFAULTS,
@@ -418,10 +425,11 @@ def _dump_descriptors(values: tuple[ORDescriptor, ...]) -> bytes:
     return _constructed(SEQUENCE_OCTET, map(encode_descriptor, values))
 
 
-def _load_time(view: View, tlv: FlatTlv) -> datetime:
+def _load_time(view: View, tlv: FlatTlv, deviations: Deviations | None = None) -> datetime:
+    what = "ExtendedAuthorisationInfo"
     if tlv[0] & ~ber.CONSTRUCTED != UTCTIME_OCTET:
-        raise DecodeError("expected a UTCTime", where="ExtendedAuthorisationInfo")
-    return ber.utctime(view, tlv, "ExtendedAuthorisationInfo")
+        raise DecodeError("expected a UTCTime", where=what)
+    return ber.parse_lenient_utctime(ber.text(view, tlv, what), what, deviations)
 
 
 def _dump_time(value: datetime) -> bytes:
@@ -539,9 +547,12 @@ def _modelled(view: View, tlv: FlatTlv) -> tuple[_Extension, FlatTlv] | None:
     return (extension, value) if value[4] == end else None
 
 
-def _heading_extensions(view: View, tlv: FlatTlv) -> dict[str, Any]:
+def _heading_extensions(
+    view: View, tlv: FlatTlv, deviations: Deviations | None = None
+) -> dict[str, Any]:
     """Heading keyword arguments from ``extensions [15]``: the modelled extensions,
-    each read in place, and ``other_extensions``."""
+    each read in place, and ``other_extensions``; a tolerated time is appended to
+    ``deviations``."""
     fields: dict[str, Any] = {}
     others: list[RawExtension] = []
     for item in ber.items(view, tlv, "extensions"):
@@ -554,7 +565,10 @@ def _heading_extensions(view: View, tlv: FlatTlv) -> dict[str, Any]:
             oid = extension.oid
         if extension is not None and value is not None and extension.field not in fields:
             try:
-                loaded = extension.load(view, value)
+                if extension.load is _load_time:  # (the one that may tolerate a form)
+                    loaded = _load_time(view, value, deviations)
+                else:
+                    loaded = extension.load(view, value)
             except (DecodeError, ValueError):
                 loaded = None  # not a value of the extension's type: kept raw
             if loaded is not None:
@@ -601,14 +615,6 @@ def _subject(view: View, tlv: FlatTlv) -> str:
     return ber.text(view, inner[0], "subject", "latin-1")
 
 
-def _expiry_time(view: View, tlv: FlatTlv) -> datetime:
-    return ber.utctime(view, tlv, "expiry-time")
-
-
-def _reply_time(view: View, tlv: FlatTlv) -> datetime:
-    return ber.utctime(view, tlv, "reply-time")
-
-
 def _importance(view: View, tlv: FlatTlv) -> Importance:
     return read_enum(view, tlv, Importance, "importance")
 
@@ -621,8 +627,9 @@ def _auto_forwarded(view: View, tlv: FlatTlv) -> bool:
     return ber.boolean(view, tlv, "auto-forwarded")
 
 
-# The members after this-IPM, in the order they are read: (member, Heading field, reader,
-# SEQUENCE OF).  ``extensions`` gives several fields (no field of its own).
+# The members after this-IPM but the times and extensions (read with the caller's
+# deviations list), in the order they are read: (member, Heading field, reader, SEQUENCE
+# OF).
 _HEADING_READERS: Final[tuple[tuple[str, str, Callable[[View, FlatTlv], Any], bool], ...]] = (
     ("originator", "originator", decode_descriptor, False),
     ("authorizing-users", "authorizing_users", decode_descriptor, True),
@@ -633,19 +640,18 @@ _HEADING_READERS: Final[tuple[tuple[str, str, Callable[[View, FlatTlv], Any], bo
     ("obsoleted-IPMs", "obsoleted_ipms", decode_ipm_identifier, True),
     ("related-IPMs", "related_ipms", decode_ipm_identifier, True),
     ("subject", "subject", _subject, False),
-    ("expiry-time", "expiry_time", _expiry_time, False),
-    ("reply-time", "reply_time", _reply_time, False),
     ("reply-recipients", "reply_recipients", decode_descriptor, True),
     ("importance", "importance", _importance, False),
     ("sensitivity", "sensitivity", _sensitivity, False),
     ("auto-forwarded", "auto_forwarded", _auto_forwarded, False),
-    ("extensions", "", _heading_extensions, False),
 )
+_HEADING_TIMES: Final = (("expiry-time", "expiry_time"), ("reply-time", "reply_time"))
 
 
-def decode_heading(view: View, tlv: FlatTlv) -> Heading:
+def decode_heading(view: View, tlv: FlatTlv, deviations: Deviations | None = None) -> Heading:
     """``Heading ::= SET {this-IPM ThisIPMField, originator [0] ..., ...,
-    extensions [15] ExtensionsField DEFAULT {}}``."""
+    extensions [15] ExtensionsField DEFAULT {}}``; what was tolerated (a time's form, a
+    member's tag in the long form) is appended to ``deviations`` when it is given."""
     found = ber.members(view, tlv, _HEADING, "Heading")
     this_ipm = found.get("this-IPM")
     if this_ipm is None:
@@ -658,15 +664,30 @@ def decode_heading(view: View, tlv: FlatTlv) -> Heading:
             continue  # absent: the field's default
         if many:
             fields[field] = tuple([read(view, item) for item in ber.items(view, member, name)])
-        elif field:
-            fields[field] = read(view, member)
         else:
-            fields.update(read(view, member))
+            fields[field] = read(view, member)
+    for name, field in _HEADING_TIMES:
+        member = get(name)
+        if member is not None:
+            text = ber.text(view, member, name)
+            fields[field] = ber.parse_lenient_utctime(text, name, deviations)
+    extensions = get("extensions")
+    if extensions is not None:
+        fields.update(_heading_extensions(view, extensions, deviations))
+    if deviations is not None:
+        _note_long_tags(view, found, deviations)
     heading = _new(Heading)  # (not through __init__: see _HEADING_DEFAULTS)
     values = heading.__dict__
     values.update(_HEADING_DEFAULTS)
     values.update(fields)
     return heading
+
+
+def _note_long_tags(view: View, found: dict[str, FlatTlv], deviations: Deviations) -> None:
+    """List the heading's members whose tag number is written in the long form."""
+    for name, item in found.items():
+        if view[item[1]] & 0x1F == 0x1F:
+            ber.note_long_tag(view, item[1], ber.tag_of(item[0]), f"Heading.{name}", deviations)
 
 
 def _many(octet: int, items: tuple[Any, ...], write: Callable[[Any], bytes]) -> bytes:

@@ -32,16 +32,22 @@ Losslessness.  ``encode_ipm(decode_ipm(b, k), k) == b`` for every ``b`` this mod
 produced.  Codecs are written by hand over :mod:`p1.ber` (heading and IPN in
 :mod:`p1.ipms.heading`, body in :mod:`p1.ipms.body`), following the ASN.1 modules in
 ``p1/asn1`` (IPMSInformationObjects, MMSHeadingExtensions): asn1tools is too slow for
-per-message use and copies bodies several times.  A body part is typed only when its
-bytes are exactly what this module writes; any other is kept whole and written back byte
-for byte.  Heading extensions that are not modelled, or whose value does not read as its
+per-message use and copies bodies several times.  A body part is read in any legal BER
+form and typed when its type is modelled; a part read from other octets than this module
+would write remembers them and is written back byte for byte (:mod:`p1.ipms.body`).
+Heading extensions that are not modelled, or whose value does not read as its
 type, are kept in ``Heading.other_extensions`` with their value bytes.  A body's octets
 are copied once on decode (into ``bytes``) and once on encode (into the result).
 
 Times are aware ``datetime`` values to the second (a naive one is taken as UTC on
-encoding); decoded times remember their UTCTime text.  Every malformed input raises
-:class:`p1.errors.DecodeError`, every value that cannot be encoded
-:class:`p1.errors.EncodeError`.
+encoding); decoded times remember their UTCTime text.  Tolerance: the heading's times
+and an IPN's receipt-time are not routed on, so a UTCTime without its zone (taken as
+UTC) or with a three-digit year is read, and listed as a :class:`Deviation` (re-exported
+from :mod:`p1.ber`) in the ``deviations`` list given to :func:`decode_ipm`,
+:func:`decode_content`, :func:`decode_content_heading`, :func:`decode_ipn` or
+:func:`decode_message_data` (keyword, optional: None collects nothing).  Every other
+malformed input raises :class:`p1.errors.DecodeError`, every value that cannot be
+encoded :class:`p1.errors.EncodeError`.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from p1 import ber
-from p1.ber import FlatTlv, View, tlv_bytes, wrap
+from p1.ber import Deviation, Deviations, FlatTlv, View, tlv_bytes, wrap
 from p1.errors import DecodeError, EncodeError
 from p1.ipms.body import decode_body, encode_body
 from p1.ipms.heading import (
@@ -119,6 +125,7 @@ __all__ = [
     "BinaryBodyPart",
     "BodyPart",
     "ContentKind",
+    "Deviation",
     "DiscardReason",
     "DistributionCodes",
     "DistributionExtension",
@@ -198,10 +205,15 @@ def encode_message_data(ipm: IPM, kind: Kind) -> bytes:
     return _encode_ipm(ipm, kind, SEQUENCE_OCTET)
 
 
-def _decode_ipm(data: bytes | bytearray | memoryview, kind: Kind, octet: int) -> IPM:
+def _decode_ipm(
+    data: bytes | bytearray | memoryview, kind: Kind, octet: int, deviations: Deviations | None
+) -> IPM:
     content_kind = _content_kind(kind)
     view, heading, body = _ipm_parts(data, octet)
-    return IPM(heading=decode_heading(view, heading), body=decode_body(view, body, content_kind))
+    return IPM(
+        heading=decode_heading(view, heading, deviations),
+        body=decode_body(view, body, content_kind),
+    )
 
 
 def _ipm_parts(data: bytes | bytearray | memoryview, octet: int) -> tuple[View, FlatTlv, FlatTlv]:
@@ -227,14 +239,19 @@ def _single(data: bytes | bytearray | memoryview, what: str) -> tuple[View, Flat
     return (data if type(data) is bytes else view), outer
 
 
-def decode_ipm(data: bytes | bytearray | memoryview, kind: Kind) -> IPM:
-    """The IPM in content octets of ``kind`` (see :func:`encode_ipm`)."""
-    return _decoding("IPM", lambda: _decode_ipm(data, kind, IPM_OCTET))
+def decode_ipm(
+    data: bytes | bytearray | memoryview, kind: Kind, *, deviations: Deviations | None = None
+) -> IPM:
+    """The IPM in content octets of ``kind`` (see :func:`encode_ipm`); what was
+    tolerated is appended to ``deviations``."""
+    return _decoding("IPM", lambda: _decode_ipm(data, kind, IPM_OCTET, deviations))
 
 
-def decode_message_data(data: bytes | bytearray | memoryview, kind: Kind) -> IPM:
+def decode_message_data(
+    data: bytes | bytearray | memoryview, kind: Kind, *, deviations: Deviations | None = None
+) -> IPM:
     """The IPM in a bare ``IPM`` SEQUENCE (see :func:`encode_message_data`)."""
-    return _decoding("IPM", lambda: _decode_ipm(data, kind, SEQUENCE_OCTET))
+    return _decoding("IPM", lambda: _decode_ipm(data, kind, SEQUENCE_OCTET, deviations))
 
 
 # --- IPN (X.420 7.2) ------------------------------------------------------------------
@@ -266,7 +283,7 @@ _NON_RECEIPT: Final = {
 }
 
 
-def _receipt_from(view: View, tlv: FlatTlv) -> ReceiptFields:
+def _receipt_from(view: View, tlv: FlatTlv, deviations: Deviations | None) -> ReceiptFields:
     found = ber.members(view, tlv, _RECEIPT, "ReceiptFields")
     if "receipt-time" not in found:
         raise DecodeError("receipt-time missing", where="ReceiptFields")
@@ -274,7 +291,9 @@ def _receipt_from(view: View, tlv: FlatTlv) -> ReceiptFields:
     info = found.get("suppl-receipt-info")
     extensions = found.get("rn-extensions")
     return ReceiptFields(
-        receipt_time=ber.utctime(view, found["receipt-time"], "receipt-time"),
+        receipt_time=ber.parse_lenient_utctime(
+            ber.text(view, found["receipt-time"], "receipt-time"), "receipt-time", deviations
+        ),
         acknowledgment_mode=(
             AcknowledgmentMode.MANUAL
             if mode is None
@@ -285,7 +304,7 @@ def _receipt_from(view: View, tlv: FlatTlv) -> ReceiptFields:
     )
 
 
-def _non_receipt_from(view: View, tlv: FlatTlv) -> NonReceiptFields:
+def _non_receipt_from(view: View, tlv: FlatTlv, deviations: Deviations | None) -> NonReceiptFields:
     found = ber.members(view, tlv, _NON_RECEIPT, "NonReceiptFields")
     if "non-receipt-reason" not in found:
         raise DecodeError("non-receipt-reason missing", where="NonReceiptFields")
@@ -315,18 +334,18 @@ def _returned_ipm(view: View, tlv: FlatTlv) -> bytes:
     return bytes((SEQUENCE_OCTET,)) + bytes(view[tlv[1] + 1 : tlv[4]])
 
 
-def _other_from(view: View, tlv: FlatTlv) -> OtherNotificationFields:
+def _other_from(view: View, tlv: FlatTlv, deviations: Deviations | None) -> OtherNotificationFields:
     return OtherNotificationFields(extensions=decode_extensions(view, tlv))
 
 
-_FIELDS_FROM: Final[dict[int, Callable[[View, FlatTlv], NotificationFields]]] = {
+_FIELDS_FROM: Final[dict[int, Callable[[View, FlatTlv, Deviations | None], NotificationFields]]] = {
     context(0): _non_receipt_from,
     context(1): _receipt_from,
     context(2): _other_from,
 }
 
 
-def _ipn_from(view: View, tlv: FlatTlv) -> IPN:
+def _ipn_from(view: View, tlv: FlatTlv, deviations: Deviations | None) -> IPN:
     found = ber.members(view, tlv, _IPN, "IPN")
     for name in ("subject-ipm", "choice"):
         if name not in found:
@@ -341,7 +360,7 @@ def _ipn_from(view: View, tlv: FlatTlv) -> IPN:
     extensions = found.get("notification-extensions")
     return IPN(
         subject_ipm=decode_ipm_identifier(view, found["subject-ipm"]),
-        fields=fields_from(view, choice[0]),
+        fields=fields_from(view, choice[0], deviations),
         ipn_originator=None if originator is None else decode_descriptor(view, originator),
         ipm_intended_recipient=None if intended is None else decode_descriptor(view, intended),
         conversion_eits=None if eits is None else bytes(view[eits[1] : eits[4]]),
@@ -427,16 +446,19 @@ def _single_value(data: bytes, octet: int, what: str) -> FlatTlv:
     return tlv
 
 
-def _decode_ipn(data: bytes | bytearray | memoryview) -> IPN:
+def _decode_ipn(data: bytes | bytearray | memoryview, deviations: Deviations | None) -> IPN:
     view, outer = _single(data, "IPN")
     if outer[0] != IPN_OCTET:
         raise DecodeError(f"expected tag 0x{IPN_OCTET:02x}, found 0x{view[0]:02x}", where="IPN")
-    return _ipn_from(view, outer)
+    return _ipn_from(view, outer, deviations)
 
 
-def decode_ipn(data: bytes | bytearray | memoryview) -> IPN:
-    """The IPN in content octets (see :func:`encode_ipn`)."""
-    return _decoding("IPN", lambda: _decode_ipn(data))
+def decode_ipn(
+    data: bytes | bytearray | memoryview, *, deviations: Deviations | None = None
+) -> IPN:
+    """The IPN in content octets (see :func:`encode_ipn`); a tolerated receipt-time is
+    appended to ``deviations``."""
+    return _decoding("IPN", lambda: _decode_ipn(data, deviations))
 
 
 # --- either ---------------------------------------------------------------------------
@@ -447,23 +469,29 @@ def encode_content(obj: IPM | IPN, kind: Kind) -> bytes:
     return encode_ipn(obj) if isinstance(obj, IPN) else encode_ipm(obj, kind)
 
 
-def decode_content(data: bytes | bytearray | memoryview, kind: Kind) -> IPM | IPN:
-    """The IPM or IPN in content octets of ``kind``."""
+def decode_content(
+    data: bytes | bytearray | memoryview, kind: Kind, *, deviations: Deviations | None = None
+) -> IPM | IPN:
+    """The IPM or IPN in content octets of ``kind``; what was tolerated is appended to
+    ``deviations``."""
     if bytes(memoryview(data)[:1]) == bytes((IPN_OCTET,)):
-        return decode_ipn(data)
-    return decode_ipm(data, kind)
+        return decode_ipn(data, deviations=deviations)
+    return decode_ipm(data, kind, deviations=deviations)
 
 
-def decode_content_heading(data: bytes | bytearray | memoryview, kind: Kind) -> Heading | IPN:
+def decode_content_heading(
+    data: bytes | bytearray | memoryview, kind: Kind, *, deviations: Deviations | None = None
+) -> Heading | IPN:
     """The heading of the IPM, or the IPN, in content octets of ``kind``: what a listing
-    shows, without decoding the body (its body parts may be megabytes of text)."""
+    shows, without decoding the body (its body parts may be megabytes of text); what was
+    tolerated is appended to ``deviations``."""
     if bytes(memoryview(data)[:1]) == bytes((IPN_OCTET,)):
-        return decode_ipn(data)
+        return decode_ipn(data, deviations=deviations)
     _content_kind(kind)  # (an unknown content type is refused as by decode_ipm)
 
     def heading() -> Heading:
         view, tlv, _ = _ipm_parts(data, IPM_OCTET)
-        return decode_heading(view, tlv)
+        return decode_heading(view, tlv, deviations)
 
     return _decoding("IPM", heading)
 

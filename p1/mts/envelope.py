@@ -30,8 +30,20 @@ Public API::
     message_content(data) -> bytes                             (the envelope skipped)
     and the shared fields of p1.mts.fields (MTSIdentifier, TraceEntry, ExtensionField...)
 
-Every malformed input raises :class:`p1.errors.DecodeError`; every value that cannot be
-encoded raises :class:`p1.errors.EncodeError`.
+Tolerance.  A value outside the standard's form in a field the MTA does not route on
+(a trace time without its zone or with PP's three-digit year, PP's form of
+``ExtensionField.type``, a tag number below 31 in the long form on a member of a probe
+or report envelope SET) is read as best it can be, keeps its received octets for the
+relay, and is listed in ``deviations`` (a tuple of :class:`p1.ber.Deviation`, empty for
+well-formed input) of the decoded :class:`MessageEnvelope`, :class:`Probe`,
+:class:`ReportEnvelope` and :class:`ReportContent`; :class:`Message` and :class:`Report`
+give them all as ``.deviations`` too.  The fields routed or scheduled on (names,
+identifiers, recipients, priority, deferred-delivery-time, latest-delivery-time) stay
+strict.  (Long-form tags are not looked for in a message envelope: the check costs
+about 1 us, 3% of decoding one, and the reader reads them right anyway.)
+
+Every other malformed input raises :class:`p1.errors.DecodeError`; every value that cannot
+be encoded raises :class:`p1.errors.EncodeError`.
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ from datetime import datetime
 from typing import TypedDict
 
 from p1 import ber
-from p1.ber import Tlv, application, context
+from p1.ber import Deviation, Deviations, Tlv, application, context
 from p1.errors import DecodeError, EncodeError
 from p1.mts.extensions import (
     ExtensionField,
@@ -132,6 +144,7 @@ __all__ = [
     "ContentType",
     "Criticality",
     "DeliveryReport",
+    "Deviation",
     "EncodedInformationTypes",
     "ExtensionField",
     "ExtensionType",
@@ -227,7 +240,7 @@ _RECIPIENT_MEMBERS = {
 }
 
 
-def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
+def _decode_recipient(tlv: Tlv, what: str, deviations: Deviations) -> RecipientField:
     if tlv.tag != ber.SET:
         ber.expect(tlv, ber.SET, what)
     members = ber.split_set(tlv, _RECIPIENT_MEMBERS, what)
@@ -247,7 +260,7 @@ def _decode_recipient(tlv: Tlv, what: str) -> RecipientField:
         explicit_conversion=None
         if conversion is None
         else ber.read_bounded_int(conversion, f"{what}.explicit-conversion", 0, UB_INTEGER_OPTIONS),
-        extensions=decode_optional_extensions(extensions, what),
+        extensions=decode_optional_extensions(extensions, what, deviations),
         wire_order=members.order,
     )
     return recipient
@@ -298,9 +311,9 @@ def _encode_recipient(recipient: RecipientField, what: str) -> bytes:
     )
 
 
-def _decode_recipients(tlv: Tlv, what: str) -> tuple[RecipientField, ...]:
+def _decode_recipients(tlv: Tlv, what: str, deviations: Deviations) -> tuple[RecipientField, ...]:
     return tuple(
-        _decode_recipient(child, f"{what}[{index}]")
+        _decode_recipient(child, f"{what}[{index}]", deviations)
         for index, child in enumerate(ber.children(tlv, what))
     )
 
@@ -355,6 +368,8 @@ class MessageEnvelope(ExtensionViews):
     recipients: tuple[RecipientField, ...] = ()
     """per-recipient-fields."""
     wire_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    deviations: tuple[Deviation, ...] = field(default=(), compare=False, repr=False)
+    """What the decoder tolerated (see the module's docstring); () when well formed."""
 
     @property
     def precedence(self) -> Precedence:
@@ -399,6 +414,11 @@ class Message:
     def precedence(self) -> Precedence:
         """The envelope's precedence."""
         return self.envelope.precedence
+
+    @property
+    def deviations(self) -> tuple[Deviation, ...]:
+        """What the decoder tolerated in the envelope (the content is not decoded)."""
+        return self.envelope.deviations
 
 
 _CONTENT_IDENTIFIER_TAG = application(10)
@@ -459,10 +479,12 @@ class _Common(TypedDict):
     extensions: tuple[ExtensionField, ...]
     recipients: tuple[RecipientField, ...]
     wire_order: tuple[str, ...]
+    deviations: tuple[Deviation, ...]
 
 
-def _decode_common(members: ber.SetMembers, what: str) -> _Common:
-    """The members a message envelope and a probe share."""
+def _decode_common(members: ber.SetMembers, what: str, deviations: Deviations) -> _Common:
+    """The members a message envelope and a probe share; what was tolerated is appended
+    to ``deviations``, whose tuple is the result's ``deviations``."""
     eits = members.get("original_encoded_information_types")
     indicators = members.get("per_message_indicators")
     extensions = members.get("extensions")
@@ -487,15 +509,18 @@ def _decode_common(members: ber.SetMembers, what: str) -> _Common:
             f"{what}.per-domain-bilateral-information",
         ),
         "trace_information": decode_trace(
-            members.need("trace_information", what), f"{what}.trace-information"
+            members.need("trace_information", what), f"{what}.trace-information", deviations
         ),
-        "extensions": decode_optional_extensions(extensions, what),
+        "extensions": decode_optional_extensions(extensions, what, deviations),
         "recipients": _decode_recipients(
-            members.need("recipients", what), f"{what}.per-recipient-fields"
+            members.need("recipients", what), f"{what}.per-recipient-fields", deviations
         ),
         "wire_order": members.order,
+        "deviations": (),
     }
-    check_known_extensions(fields["extensions"])
+    check_known_extensions(fields["extensions"], deviations, f"{what}.extensions")
+    if deviations:
+        fields["deviations"] = tuple(deviations)
     return fields
 
 
@@ -512,7 +537,7 @@ def _message_envelope(tlv: Tlv, what: str = "MessageTransferEnvelope") -> Messag
             members.get("deferred_delivery_time"), f"{what}.deferred-delivery-time"
         ),
     }
-    fields.update(_decode_common(members, what))
+    fields.update(_decode_common(members, what, []))
     envelope = _new(MessageEnvelope)  # every field read: not through __init__ (see there)
     envelope.__dict__.update(fields)
     return envelope
@@ -635,6 +660,8 @@ class Probe(ExtensionViews):
     extensions: tuple[ExtensionField, ...] = ()
     recipients: tuple[RecipientField, ...] = ()
     wire_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    deviations: tuple[Deviation, ...] = field(default=(), compare=False, repr=False)
+    """What the decoder tolerated (see the module's docstring); () when well formed."""
 
     @property
     def mts_identifier(self) -> MTSIdentifier:
@@ -667,6 +694,8 @@ _PROBE_MEMBERS = {
 
 def _probe(tlv: Tlv, what: str = "ProbeTransferEnvelope") -> Probe:
     members = ber.split_set(tlv, _PROBE_MEMBERS, what)
+    deviations: Deviations = []
+    ber.note_long_tags(members, what, deviations)  # (not for messages: see the docstring)
     length = members.get("content_length")
     return Probe(
         probe_identifier=decode_mts_identifier(
@@ -675,7 +704,7 @@ def _probe(tlv: Tlv, what: str = "ProbeTransferEnvelope") -> Probe:
         content_length=None
         if length is None
         else ber.read_bounded_int(length, f"{what}.content-length", 0, UB_CONTENT_LENGTH),
-        **_decode_common(members, what),
+        **_decode_common(members, what, deviations),
     )
 
 

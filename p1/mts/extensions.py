@@ -7,6 +7,15 @@ ones an MTA acts on are read through typed accessors (:func:`latest_delivery_tim
 :class:`ExtensionViews` properties of an envelope, and built with the ``*_extension``
 functions.
 
+PP's form of ``ExtensionField.type`` (``[0] EXPLICIT CHOICE { INTEGER, OBJECT IDENTIFIER
+}``, ``a0 03 02 01 26``, where X.411 has the untagged choice ``[0] INTEGER | [3] OBJECT
+IDENTIFIER``, ``80 01 26``) is read as the type it names and listed as a
+:class:`p1.ber.Deviation`; the field remembers that encoding
+(:attr:`ExtensionField.type_encoding`) and writes it back as received while its type is
+unchanged, so a relayed envelope or report, and a received extension copied into a report
+(content-correlator), keep PP's octets.  An extension built in code is written in the
+standard's form.
+
 Public API::
 
     ExtensionField, ExtensionType (= int | str), StandardExtension
@@ -24,11 +33,11 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from p1 import ber
-from p1.ber import Tlv, context
+from p1.ber import Deviations, Tlv, context
 from p1.errors import DecodeError, EncodeError
 from p1.mts.fields import Criticality, decode_bits, encode_bits
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier
@@ -112,6 +121,10 @@ class ExtensionField:
     type: ExtensionType
     criticality: Criticality | None = None
     value: bytes | None = None
+    type_encoding: bytes | None = field(default=None, compare=False, repr=False)
+    """The type's encoding as received when it was not the standard's (PP's ``[0]
+    EXPLICIT``), written back as received while it still names ``type``; None for the
+    standard's form."""
 
     @property
     def critical_for_transfer(self) -> bool:
@@ -130,14 +143,23 @@ _EXT_CRITICALITY = context(1)
 _EXT_VALUE = context(2)
 
 
-def decode_extension(tlv: Tlv, what: str = "ExtensionField") -> ExtensionField:
-    """ExtensionField (a SEQUENCE: type, criticality?, value?)."""
+def decode_extension(
+    tlv: Tlv, what: str = "ExtensionField", deviations: Deviations | None = None
+) -> ExtensionField:
+    """ExtensionField (a SEQUENCE: type, criticality?, value?); a type in PP's form is
+    appended to ``deviations``."""
     if tlv.tag != ber.SEQUENCE:
         ber.expect(tlv, ber.SEQUENCE, what)
     parts = ber.children(tlv, what)
     if not parts:
         raise DecodeError("missing type", where=what)
     ext_type = _decode_type(parts[0], what)
+    type_encoding = None
+    if ext_type is None:  # (not the standard's form)
+        ext_type = _decode_explicit_type(parts[0], what)
+        type_encoding = parts[0].raw()
+        if deviations is not None:
+            deviations.append(_type_deviation(type_encoding, ext_type, f"{what}.type"))
     criticality = value = None
     count, index = len(parts), 1
     if index < count and parts[index].tag == _EXT_CRITICALITY:
@@ -148,14 +170,56 @@ def decode_extension(tlv: Tlv, what: str = "ExtensionField") -> ExtensionField:
         index += 1
     if index < count:
         raise DecodeError(f"unexpected {ber.tag_name(parts[index].tag)}", where=what)
-    return ExtensionField(type=ext_type, criticality=criticality, value=value)
+    if type_encoding is None:
+        return ExtensionField(type=ext_type, criticality=criticality, value=value)
+    return ExtensionField(
+        type=ext_type, criticality=criticality, value=value, type_encoding=type_encoding
+    )
 
 
-def _decode_type(tlv: Tlv, what: str) -> ExtensionType:
+def _decode_type(tlv: Tlv, what: str) -> ExtensionType | None:
+    """``ExtensionType ::= CHOICE { standard-extension [0] INTEGER, private-extension
+    [3] OBJECT IDENTIFIER }`` (X.411 clause 9.1), or None for a constructed ``[0]``."""
     if tlv.tag == _EXT_PRIVATE:
         return ber.read_oid(tlv, f"{what}.type")
+    if tlv.constructed and tlv.tag == _EXT_STANDARD:
+        return None
     number = ber.read_int(ber.expect(tlv, _EXT_STANDARD, f"{what}.type"), f"{what}.type")
     return _standard(number)
+
+
+def _decode_explicit_type(tlv: Tlv, what: str) -> ExtensionType:
+    """PP's ``[0] EXPLICIT CHOICE { INTEGER, OBJECT IDENTIFIER }``."""
+    inner = ber.only_child(tlv, f"{what}.type")
+    if inner.tag == ber.OBJECT_IDENTIFIER:
+        return ber.read_oid(inner, f"{what}.type")
+    number = ber.read_int(ber.expect(inner, ber.INTEGER, f"{what}.type"), f"{what}.type")
+    return _standard(number)
+
+
+def _type_deviation(encoding: bytes, ext_type: ExtensionType, what: str) -> ber.Deviation:
+    kind = "private-extension" if isinstance(ext_type, str) else "standard-extension"
+    return ber.Deviation(what, encoding.hex(" "), f"{kind} {ext_type}")
+
+
+def _type_part(value: ExtensionField, what: str) -> bytes:
+    """The type as received when it was received in another form and still names
+    ``value.type``, else in the standard's form."""
+    received = value.type_encoding
+    if received is not None:
+        try:
+            tlv = ber.read_single(received, what)
+            same = tlv.tag == _EXT_STANDARD and _same_type(
+                _decode_explicit_type(tlv, what), value.type
+            )
+        except DecodeError:
+            same = False
+        if same:
+            return bytes(received)
+    if isinstance(value.type, str):
+        return ber.tlv(_EXT_PRIVATE, ber.oid_contents(value.type, what))
+    number = ber.check_int(value.type, what, 0, 2**31 - 1)
+    return ber.tlv(_EXT_STANDARD, ber.int_contents(number))
 
 
 def _standard(number: int) -> int:
@@ -170,11 +234,7 @@ def encode_extension(value: ExtensionField) -> bytes:
     what = "ExtensionField"
     if not isinstance(value, ExtensionField):
         raise EncodeError(f"{value!r} is not an ExtensionField", where=what)
-    if isinstance(value.type, str):
-        parts = [ber.tlv(_EXT_PRIVATE, ber.oid_contents(value.type, f"{what}.type"))]
-    else:
-        number = ber.check_int(value.type, f"{what}.type", 0, 2**31 - 1)
-        parts = [ber.tlv(_EXT_STANDARD, ber.int_contents(number))]
+    parts = [_type_part(value, f"{what}.type")]
     if value.criticality is not None:
         parts.append(encode_bits(value.criticality, _EXT_CRITICALITY, f"{what}.criticality"))
     if value.value is not None:
@@ -185,10 +245,12 @@ def encode_extension(value: ExtensionField) -> bytes:
     return ber.constructed(ber.SEQUENCE, parts)
 
 
-def decode_extensions(tlv: Tlv, what: str) -> tuple[ExtensionField, ...]:
+def decode_extensions(
+    tlv: Tlv, what: str, deviations: Deviations | None = None
+) -> tuple[ExtensionField, ...]:
     """``SET OF ExtensionField`` (under any tag), in the order received."""
     return tuple(
-        decode_extension(child, f"{what}[{index}]")
+        decode_extension(child, f"{what}[{index}]", deviations)
         for index, child in enumerate(ber.children(tlv, what))
     )
 
@@ -198,9 +260,11 @@ def encode_extensions(values: Sequence[ExtensionField], tag: int) -> bytes:
     return ber.constructed(tag, (encode_extension(v) for v in values))
 
 
-def decode_optional_extensions(tlv: Tlv | None, what: str) -> tuple[ExtensionField, ...]:
+def decode_optional_extensions(
+    tlv: Tlv | None, what: str, deviations: Deviations | None = None
+) -> tuple[ExtensionField, ...]:
     """The ``extensions`` member of ``what`` (``DEFAULT {}``): empty when absent."""
-    return () if tlv is None else decode_extensions(tlv, f"{what}.extensions")
+    return () if tlv is None else decode_extensions(tlv, f"{what}.extensions", deviations)
 
 
 def encode_kept_extensions(
@@ -315,17 +379,22 @@ def priority_level_qualifier_extension(value: LevelQualifier) -> ExtensionField:
     )
 
 
-def internal_trace(extensions: Iterable[ExtensionField]) -> tuple[InternalTraceEntry, ...]:
-    """The internal-trace-information extension (standard-extension 38); () if absent."""
+def internal_trace(
+    extensions: Iterable[ExtensionField],
+    deviations: Deviations | None = None,
+    what: str = "internal-trace-information",
+) -> tuple[InternalTraceEntry, ...]:
+    """The internal-trace-information extension (standard-extension 38); () if absent.
+    Its times are read leniently (:mod:`p1.mts.trace`), tolerated ones appended to
+    ``deviations``."""
     extension = find_extension(extensions, StandardExtension.INTERNAL_TRACE_INFORMATION)
     if extension is None:
         return ()
-    what = "internal-trace-information"
     value = _value_tlv(extension, what)
     if value is None:
         raise DecodeError("the extension has no value", where=what)
     return tuple(
-        decode_internal_trace_entry(child, f"{what}[{index}]")
+        decode_internal_trace_entry(child, f"{what}[{index}]", deviations)
         for index, child in enumerate(ber.children(ber.expect(value, ber.SEQUENCE, what), what))
     )
 
@@ -345,8 +414,8 @@ def with_internal_trace_entry(
 ) -> tuple[ExtensionField, ...]:
     """``extensions`` with ``entry`` appended to internal-trace-information.
 
-    The extension keeps its place and criticality, and the entries already there keep
-    their bytes; it is added at the end when absent.
+    The extension keeps its place, criticality and type encoding, and the entries
+    already there keep their bytes; it is added at the end when absent.
     """
     old = find_extension(extensions, StandardExtension.INTERNAL_TRACE_INFORMATION)
     if old is None or old.value is None:
@@ -356,9 +425,7 @@ def with_internal_trace_entry(
     items = [child.raw() for child in ber.children(value, what)]
     items.append(encode_internal_trace_entry(entry))
     new_value = ber.constructed(ber.SEQUENCE, items)
-    return with_extension(
-        extensions, ExtensionField(type=old.type, criticality=old.criticality, value=new_value)
-    )
+    return with_extension(extensions, replace(old, value=new_value))
 
 
 _PROHIBITIONS = {
@@ -490,12 +557,21 @@ _CHECKS: tuple[tuple[_Key, Callable[[Sequence[ExtensionField]], object]], ...] =
 )
 
 
-def check_known_extensions(extensions: Sequence[ExtensionField]) -> None:
-    """Decode the extensions this package interprets, so malformed ones fail early."""
+def check_known_extensions(
+    extensions: Sequence[ExtensionField],
+    deviations: Deviations | None = None,
+    what: str = "extensions",
+) -> None:
+    """Decode the extensions this package interprets, so malformed ones fail early;
+    tolerated values (times of the internal trace) are appended to ``deviations``, named
+    under ``what`` (the extensions' path)."""
     try:
         present = {_key(extension.type) for extension in extensions}
     except TypeError:  # an unhashable type: look at every reading
         present = {key for key, _ in _CHECKS}
     for key, check in _CHECKS:
         if key in present:  # (an absent extension reads as absent: nothing to check)
-            check(extensions)
+            if check is internal_trace:
+                internal_trace(extensions, deviations, f"{what}.internal-trace-information")
+            else:
+                check(extensions)

@@ -6,6 +6,13 @@ tells the originator's side whether a message (or probe) was delivered to each
 recipient, or why it was not.  Decoding and encoding keep the received bytes as
 :mod:`p1.mts.envelope` does (member order, explicit DEFAULTs, UTCTime text, extensions).
 
+The report's times (trace, last-trace-information arrival-time, message-delivery-time)
+are not routed on: they are read leniently (:func:`p1.ber.read_lenient_utctime`), and
+what was tolerated, with PP's form of ``ExtensionField.type`` and long-form tags on the
+members of the envelope and content SETs, is listed in the
+``deviations`` of :class:`ReportEnvelope` and :class:`ReportContent` (both in
+``Report.deviations``).  Names and identifiers stay strict.
+
 Public API::
 
     Report(envelope=ReportEnvelope(...), content=ReportContent(...))
@@ -22,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from p1 import ber
-from p1.ber import Tlv, application, context
+from p1.ber import Deviation, Deviations, Tlv, application, context
 from p1.errors import DecodeError, EncodeError
 from p1.mts.extensions import (
     ExtensionField,
@@ -239,12 +246,14 @@ _DELIVERY_MEMBERS = {context(0): "message_delivery_time", context(1): "type_of_m
 _NON_DELIVERY_MEMBERS = {context(0): "reason_code", context(1): "diagnostic_code"}
 
 
-def _delivery(tlv: Tlv, what: str) -> DeliveryReport:
+def _delivery(tlv: Tlv, what: str, deviations: Deviations) -> DeliveryReport:
     members = ber.split_set(tlv, _DELIVERY_MEMBERS, what)
     user = members.get("type_of_mts_user")
     return DeliveryReport(
-        message_delivery_time=ber.read_utctime(
-            members.need("message_delivery_time", what), f"{what}.message-delivery-time"
+        message_delivery_time=ber.read_lenient_utctime(
+            members.need("message_delivery_time", what),
+            f"{what}.message-delivery-time",
+            deviations,
         ),
         type_of_mts_user=TypeOfMTSUser.PUBLIC
         if user is None
@@ -338,10 +347,10 @@ def _encode_non_delivery(report: NonDeliveryReport, what: str) -> bytes:
 
 
 # ReportType ::= CHOICE { delivery [0] DeliveryReport, non-delivery [1] NonDeliveryReport }
-def _report_type(tlv: Tlv, what: str) -> DeliveryReport | NonDeliveryReport:
+def _report_type(tlv: Tlv, what: str, deviations: Deviations) -> DeliveryReport | NonDeliveryReport:
     inner = ber.only_child(tlv, what)
     if inner.tag == context(0):
-        return _delivery(inner, f"{what}.delivery")
+        return _delivery(inner, f"{what}.delivery", deviations)
     if inner.tag == context(1):
         return _non_delivery(inner, f"{what}.non-delivery")
     raise DecodeError(
@@ -382,13 +391,15 @@ _LAST_TRACE_MEMBERS = {
 }
 
 
-def _last_trace(tlv: Tlv, what: str) -> LastTraceInformation:
+def _last_trace(tlv: Tlv, what: str, deviations: Deviations) -> LastTraceInformation:
     members = ber.split_set(tlv, _LAST_TRACE_MEMBERS, what)
     eits = members.get("converted_encoded_information_types")
     return LastTraceInformation(
-        arrival_time=ber.read_utctime(members.need("arrival_time", what), f"{what}.arrival-time"),
+        arrival_time=ber.read_lenient_utctime(
+            members.need("arrival_time", what), f"{what}.arrival-time", deviations
+        ),
         converted_encoded_information_types=None if eits is None else decode_eits(eits, what),
-        report=_report_type(members.need("report", what), f"{what}.report-type"),
+        report=_report_type(members.need("report", what), f"{what}.report-type", deviations),
         wire_order=members.order,
     )
 
@@ -459,7 +470,7 @@ _RECIPIENT_MEMBERS = {
 }
 
 
-def _recipient(tlv: Tlv, what: str) -> ReportRecipientField:
+def _recipient(tlv: Tlv, what: str, deviations: Deviations) -> ReportRecipientField:
     members = ber.split_set(ber.expect(tlv, ber.SET, what), _RECIPIENT_MEMBERS, what)
     intended = members.get("originally_intended_recipient_name")
     supplementary = members.get("supplementary_information")
@@ -477,7 +488,9 @@ def _recipient(tlv: Tlv, what: str) -> ReportRecipientField:
             f"{what}.per-recipient-indicators",
         ),
         last_trace_information=_last_trace(
-            members.need("last_trace_information", what), f"{what}.last-trace-information"
+            members.need("last_trace_information", what),
+            f"{what}.last-trace-information",
+            deviations,
         ),
         originally_intended_recipient_name=None
         if intended is None
@@ -485,7 +498,7 @@ def _recipient(tlv: Tlv, what: str) -> ReportRecipientField:
         supplementary_information=None
         if supplementary is None
         else ber.read_text(supplementary, f"{what}.supplementary-information"),
-        extensions=decode_optional_extensions(extensions, what),
+        extensions=decode_optional_extensions(extensions, what, deviations),
         wire_order=members.order,
     )
 
@@ -556,6 +569,8 @@ class ReportEnvelope(ExtensionViews):
     trace_information: tuple[TraceEntry, ...] = ()
     extensions: tuple[ExtensionField, ...] = ()
     wire_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    deviations: tuple[Deviation, ...] = field(default=(), compare=False, repr=False)
+    """What the decoder tolerated (see the module's docstring); () when well formed."""
 
 
 _ENVELOPE_MEMBERS = {
@@ -568,9 +583,14 @@ _ENVELOPE_MEMBERS = {
 
 def _envelope(tlv: Tlv, what: str = "ReportTransferEnvelope") -> ReportEnvelope:
     members = ber.split_set(ber.expect(tlv, ber.SET, what), _ENVELOPE_MEMBERS, what)
+    deviations: Deviations = []
+    ber.note_long_tags(members, what, deviations)
     extensions = members.get("extensions")
-    decoded = decode_optional_extensions(extensions, what)
-    check_known_extensions(decoded)
+    decoded = decode_optional_extensions(extensions, what, deviations)
+    check_known_extensions(decoded, deviations, f"{what}.extensions")
+    trace = decode_trace(
+        members.need("trace_information", what), f"{what}.trace-information", deviations
+    )
     return ReportEnvelope(
         report_identifier=decode_mts_identifier(
             members.need("report_identifier", what), f"{what}.report-identifier"
@@ -578,11 +598,10 @@ def _envelope(tlv: Tlv, what: str = "ReportTransferEnvelope") -> ReportEnvelope:
         report_destination_name=decode_name(
             members.need("report_destination_name", what), f"{what}.report-destination-name"
         ),
-        trace_information=decode_trace(
-            members.need("trace_information", what), f"{what}.trace-information"
-        ),
+        trace_information=trace,
         extensions=decoded,
         wire_order=members.order,
+        deviations=tuple(deviations),
     )
 
 
@@ -639,6 +658,8 @@ class ReportContent:
     recipients: tuple[ReportRecipientField, ...] = ()
     """per-recipient-fields."""
     wire_order: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    deviations: tuple[Deviation, ...] = field(default=(), compare=False, repr=False)
+    """What the decoder tolerated (see the module's docstring); () when well formed."""
 
 
 _CONTENT_MEMBERS = {
@@ -668,15 +689,17 @@ def _content(tlv: Tlv, what: str = "ReportTransferContent") -> ReportContent:
             "extensions",
         )
     )
-    decoded = decode_optional_extensions(extensions, what)
-    check_known_extensions(decoded)
+    deviations: Deviations = []
+    ber.note_long_tags(m, what, deviations)
+    decoded = decode_optional_extensions(extensions, what, deviations)
+    check_known_extensions(decoded, deviations, f"{what}.extensions")
     return ReportContent(
         subject_identifier=decode_mts_identifier(
             m.need("subject_identifier", what), f"{what}.subject-identifier"
         ),
         subject_intermediate_trace_information=()
         if trace is None
-        else decode_trace(trace, f"{what}.subject-intermediate-trace-information"),
+        else decode_trace(trace, f"{what}.subject-intermediate-trace-information", deviations),
         original_encoded_information_types=None if eits is None else decode_eits(eits, what),
         content_type=None if ctype is None else decode_content_type(ctype, what),
         content_identifier=None if cid is None else ber.read_text(cid, what),
@@ -687,11 +710,16 @@ def _content(tlv: Tlv, what: str = "ReportTransferContent") -> ReportContent:
         if additional is None
         else ber.only_child(additional, f"{what}.additional-information").raw(),
         extensions=decoded,
-        recipients=tuple(
-            _recipient(child, f"{what}.per-recipient-fields[{index}]")
-            for index, child in enumerate(ber.children(m.need("recipients", what), what))
-        ),
+        recipients=_recipients(m.need("recipients", what), what, deviations),
         wire_order=m.order,
+        deviations=tuple(deviations),
+    )
+
+
+def _recipients(tlv: Tlv, what: str, deviations: Deviations) -> tuple[ReportRecipientField, ...]:
+    return tuple(
+        _recipient(child, f"{what}.per-recipient-fields[{index}]", deviations)
+        for index, child in enumerate(ber.children(tlv, what))
     )
 
 
@@ -773,6 +801,11 @@ class Report:
     def mts_identifier(self) -> MTSIdentifier:
         """The report-identifier (the MTS identifier of every MTS-APDU kind)."""
         return self.envelope.report_identifier
+
+    @property
+    def deviations(self) -> tuple[Deviation, ...]:
+        """What the decoder tolerated in the envelope, then in the content."""
+        return self.envelope.deviations + self.content.deviations
 
     def with_trace(self, entry: TraceEntry) -> Report:
         """A copy with ``entry`` appended to the envelope's trace-information."""

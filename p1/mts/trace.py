@@ -5,10 +5,15 @@ arrived and what the domain did with it; ``internal-trace-information`` (an exte
 standard-extension 38) records the same per MTA inside a domain.  An MTA appends its
 element before relaying and reads both to detect loops (X.411 clause 14.3).
 
+Times are not routed on: the decoders read arrival-time and deferred-time leniently
+(:func:`p1.ber.read_lenient_utctime`: no zone, PP's three-digit year), append what they
+tolerated to the caller's ``deviations`` list, and the times keep their received text.
+
 Public API::
 
     RoutingAction, TraceEntry, InternalTraceEntry
-    decode_trace(tlv) / encode_trace(entries), decode_trace_entry / encode_trace_entry,
+    decode_trace(tlv, what, deviations) / encode_trace(entries),
+    decode_trace_entry / encode_trace_entry,
     decode_internal_trace_entry / encode_internal_trace_entry
 """
 
@@ -21,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from p1 import ber
-from p1.ber import Tlv, application, context
+from p1.ber import Deviations, Tlv, application, context
 from p1.errors import DecodeError, EncodeError
 from p1.mts.fields import (
     EIT_TAG,
@@ -129,7 +134,7 @@ _SUPPLIED_MEMBERS = {
 }
 
 
-def _decode_supplied(tlv: Tlv, what: str) -> dict[str, Any]:
+def _decode_supplied(tlv: Tlv, what: str, deviations: Deviations | None) -> dict[str, Any]:
     """The fields of DomainSuppliedInformation / MTASuppliedInformation."""
     if tlv.tag != ber.SET:
         ber.expect(tlv, ber.SET, what)
@@ -142,14 +147,14 @@ def _decode_supplied(tlv: Tlv, what: str) -> dict[str, Any]:
     eits = members.get("converted_encoded_information_types")
     other = members.get("other_actions")
     return {
-        "arrival_time": ber.read_utctime(
-            members.need("arrival_time", what), f"{what}.arrival-time"
+        "arrival_time": ber.read_lenient_utctime(
+            members.need("arrival_time", what), f"{what}.arrival-time", deviations
         ),
         "routing_action": action,
         "attempted": members.get("attempted"),
         "deferred_time": None
         if deferred is None
-        else ber.read_utctime(deferred, f"{what}.deferred-time"),
+        else ber.read_lenient_utctime(deferred, f"{what}.deferred-time", deviations),
         "converted_encoded_information_types": None if eits is None else decode_eits(eits, what),
         "other_actions": _NO_OTHER_ACTIONS
         if other is None
@@ -195,14 +200,14 @@ def _encode_supplied(
     )
 
 
-def decode_trace_entry(tlv: Tlv, what: str) -> TraceEntry:
-    """TraceInformationElement."""
+def decode_trace_entry(tlv: Tlv, what: str, deviations: Deviations | None = None) -> TraceEntry:
+    """TraceInformationElement; tolerated times are appended to ``deviations``."""
     if tlv.tag != ber.SEQUENCE:
         ber.expect(tlv, ber.SEQUENCE, what)
     parts = ber.children(tlv, what)
     if len(parts) != 2:
         raise DecodeError(f"{len(parts)} components, expected 2", where=what)
-    fields = _decode_supplied(parts[1], f"{what}.domain-supplied-information")
+    fields = _decode_supplied(parts[1], f"{what}.domain-supplied-information", deviations)
     attempted = fields.pop("attempted")
     if attempted is not None and attempted.tag != GDI_TAG:
         raise DecodeError("attempted-domain must be a GlobalDomainIdentifier", where=what)
@@ -232,10 +237,13 @@ def encode_trace_entry(entry: TraceEntry) -> bytes:
     )
 
 
-def decode_trace(tlv: Tlv, what: str = "trace-information") -> tuple[TraceEntry, ...]:
-    """TraceInformation (``[APPLICATION 9] SEQUENCE OF``, under any tag)."""
+def decode_trace(
+    tlv: Tlv, what: str = "trace-information", deviations: Deviations | None = None
+) -> tuple[TraceEntry, ...]:
+    """TraceInformation (``[APPLICATION 9] SEQUENCE OF``, under any tag); tolerated
+    times are appended to ``deviations``."""
     return tuple(
-        decode_trace_entry(child, f"{what}[{index}]")
+        decode_trace_entry(child, f"{what}[{index}]", deviations)
         for index, child in enumerate(ber.children(tlv, what))
     )
 
@@ -245,12 +253,14 @@ def encode_trace(entries: Sequence[TraceEntry], tag: int = TRACE_TAG) -> bytes:
     return ber.constructed(tag, (encode_trace_entry(e) for e in entries))
 
 
-def decode_internal_trace_entry(tlv: Tlv, what: str) -> InternalTraceEntry:
-    """InternalTraceInformationElement."""
+def decode_internal_trace_entry(
+    tlv: Tlv, what: str, deviations: Deviations | None = None
+) -> InternalTraceEntry:
+    """InternalTraceInformationElement; tolerated times are appended to ``deviations``."""
     parts = ber.children(ber.expect(tlv, ber.SEQUENCE, what), what)
     if len(parts) != 3:
         raise DecodeError(f"{len(parts)} components, expected 3", where=what)
-    fields = _decode_supplied(parts[2], f"{what}.mta-supplied-information")
+    fields = _decode_supplied(parts[2], f"{what}.mta-supplied-information", deviations)
     attempted = fields.pop("attempted")
     mta = (
         None
