@@ -5,8 +5,13 @@ hex text (whitespace allowed).  The kind is auto-detected, or given with ``--as`
 
 * ``mts-apdu``: X.411 MTS-APDU (message, report or probe).  A message whose content is
   an IPM (P2, built-in 22, or P772, extended 1.3.26.0.4406.0.4.1) has its content decoded
-  too, unless ``--no-content``.
+  too, unless ``--no-content``.  A message-security-label extension (X.411 clause
+  8.5.9) is shown decoded (``security-label``: classification by name, policy, privacy
+  mark, categories and a one-line ``text``); one that does not decode keeps its hex
+  ``value`` and says why (``security-label-error``).
 * ``ipm``: X.420 / STANAG 4406 IPM or IPN content (P772 heading extensions shown by name).
+  Each body part also shows its type by name (``body-part-type``: ia5-text, adatp3,
+  teletex, ...) and a text-like one its ``text`` when its data does not show it already.
 * ``bind``: MTABindArgument, MTABindResult or MTABindError (X.411 clause 12.1.1), bare or
   inside its RTSE wrapper (``[16]``, ``[17]``, ``[18]``).
 
@@ -23,9 +28,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from p1.errors import DecodeError
-from p1.render import Plain, to_plain, to_text
+from p1.render import HEX_LIMIT, TEXT_LIMIT, Plain, to_plain, to_text
+
+if TYPE_CHECKING:
+    from p1.mts.security_label import SecurityLabel
 
 KINDS = ("auto", "mts-apdu", "ipm", "bind")
 _HEX_TEXT = re.compile(rb"\s*[0-9A-Fa-f][0-9A-Fa-f\s]*")
@@ -53,6 +62,7 @@ def _decode_mts_apdu(data: bytes, options: Options) -> Plain:
     apdu = decode_mts_apdu(data)
     plain = to_plain(apdu, full_bytes=options.full_bytes)
     envelope = plain.get("envelope") if isinstance(plain, dict) else None
+    _show_security_labels(apdu, plain, options)
     if isinstance(apdu, Message) and isinstance(envelope, dict):
         # What priority and priority-level-qualifier stand for (STANAG 4406 Annex A).
         envelope["precedence"] = apdu.envelope.precedence.label
@@ -61,6 +71,64 @@ def _decode_mts_apdu(data: bytes, options: Options) -> Plain:
         if content is not None:
             plain["content"] = content
     return plain
+
+
+def _show_security_labels(apdu: object, plain: Plain, options: Options) -> None:
+    """Each message-security-label extension of the envelope shown decoded in place of
+    its hex value, or with the reason it does not decode."""
+    from p1.mts.envelope import Message, Probe
+    from p1.mts.report import Report
+    from p1.mts.security_label import (
+        decode_security_label_extension,
+        is_message_security_label,
+    )
+
+    if isinstance(apdu, Message | Report):
+        extensions = apdu.envelope.extensions
+        holder = plain.get("envelope") if isinstance(plain, dict) else None
+    elif isinstance(apdu, Probe):
+        extensions, holder = apdu.extensions, plain
+    else:
+        return
+    shown = holder.get("extensions") if isinstance(holder, dict) else None
+    if not isinstance(shown, list):
+        return
+    for extension, extension_plain in zip(extensions, shown, strict=True):
+        if not isinstance(extension_plain, dict) or not is_message_security_label(extension):
+            continue
+        try:
+            label = decode_security_label_extension(extension)
+        except DecodeError as exc:
+            extension_plain["security-label-error"] = str(exc)
+            continue
+        extension_plain.pop("value", None)
+        extension_plain["security-label"] = security_label_plain(label, options.full_bytes)
+
+
+def security_label_plain(label: SecurityLabel, full_bytes: bool = False) -> Plain:
+    """A SecurityLabel for JSON and text: classification by name (and number), policy,
+    privacy mark, categories (type and value hex) and the one-line ``text``."""
+    out: dict[str, Plain] = {"@type": "SecurityLabel"}
+    if label.classification is not None:
+        out["classification"] = label.classification_name
+        out["classification-value"] = label.classification
+    if label.policy is not None:
+        out["policy"] = label.policy
+    if label.privacy_mark is not None:
+        out["privacy-mark"] = label.privacy_mark
+    if label.categories:
+        out["categories"] = [
+            {"type": c.type, "value": _hex_plain(c.value, full_bytes)} for c in label.categories
+        ]
+    out["text"] = label.describe()
+    return out
+
+
+def _hex_plain(data: bytes, full: bool) -> Plain:
+    """Octets in hex, as :func:`p1.render.to_plain` shows binary: whole, or summarised."""
+    if full or len(data) <= HEX_LIMIT:
+        return data.hex()
+    return {"length": len(data), "hex-prefix": data[:HEX_LIMIT].hex()}
 
 
 def _content_plain(message: object, options: Options) -> Plain | None:
@@ -74,7 +142,7 @@ def _content_plain(message: object, options: Options) -> Plain | None:
         return None
     try:
         ipm = decode_ipm(message.content, content_type)
-        return to_plain(ipm, full_bytes=options.full_bytes)
+        return _content_object_plain(ipm, options)
     except DecodeError as exc:
         return {"undecodable-content": str(exc)}
 
@@ -84,7 +152,35 @@ def _decode_ipm(data: bytes, options: Options) -> Plain:
 
     # P772 and P2 share the IPM syntax; read as P772, the military heading extensions
     # are named and extended body parts are the expected form.
-    return to_plain(decode_content(data, ContentKind.P772), full_bytes=options.full_bytes)
+    return _content_object_plain(decode_content(data, ContentKind.P772), options)
+
+
+def _content_object_plain(content: object, options: Options) -> Plain:
+    """An IPM or IPN rendered; each body part of an IPM also says its type by name
+    (``body-part-type``) and, if its text is not already shown as its data, its
+    ``text`` (general text, ADatP-3 sets, ...)."""
+    from p1.ipms.ipm import IPM
+    from p1.ipms.models import body_part_text, body_part_type
+
+    plain = to_plain(content, full_bytes=options.full_bytes)
+    parts = plain.get("body", []) if isinstance(plain, dict) else None
+    if not isinstance(content, IPM) or not isinstance(parts, list):
+        return plain
+    for part, part_plain in zip(content.body, parts, strict=True):
+        if not isinstance(part_plain, dict):
+            continue
+        part_plain["body-part-type"] = body_part_type(part)
+        text = body_part_text(part)
+        if text is not None and part_plain.get("data") != text:
+            part_plain["text"] = _text_plain(text, options.full_bytes)
+    return plain
+
+
+def _text_plain(text: str, full: bool) -> Plain:
+    """Text as :func:`p1.render.to_plain` shows text octets: whole, or summarised."""
+    if full or len(text) <= TEXT_LIMIT:
+        return text
+    return {"length": len(text), "text-prefix": text[:HEX_LIMIT]}
 
 
 def _decode_bind(data: bytes, options: Options) -> Plain:

@@ -12,7 +12,9 @@ the primary precedence, the envelope the matching P1 priority and priority-level
 ``send`` prints the MTS identifier of each message once the MTA has it safely on disk;
 ``--count`` sends N copies (a progress bar on a terminal) for load tests, and ``--size``
 gives the body a canned size (k = 1024 octets, M = 1024 k).  ``inbox --follow`` goes on
-printing each message or report as it is delivered, until interrupted.
+printing each message or report as it is delivered, until interrupted.  ``read`` shows
+the envelope's security label (X.411 clause 8.5.9: classification, policy, privacy mark,
+categories) when there is one.
 
 Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
 ``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
@@ -39,19 +41,25 @@ from p1.ipms.ipm import (
     P2_CONTENT_TYPE,
     P772_CONTENT_TYPE,
     BinaryBodyPart,
+    BodyPart,
     ContentKind,
+    ForwardedMessageBodyPart,
     Heading,
     IPMIdentifier,
     ORDescriptor,
+    RawBodyPart,
     Recipient,
     TextBodyPart,
     decode_content,
     encode_ipm,
 )
+from p1.ipms.models import ADatP3BodyPart, body_part_text, body_part_type
 from p1.mts.envelope import Message, decode_mts_apdu
+from p1.mts.extensions import ExtensionField, StandardExtension, find_extension
 from p1.mts.orname import ORName, format_orname, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
 from p1.mts.report import DeliveryReport, NonDeliveryReport, Report
+from p1.mts.security_label import decode_security_label_extension
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -267,12 +275,14 @@ def _show_apdu(apdu: object, out: TextIO) -> None:
     if isinstance(apdu, Report):
         content = apdu.content
         print(f"report on:      {content.subject_identifier.text}", file=out)
+        _show_security_label(apdu.envelope.extensions, out)
         for r in content.recipients:
             outcome = _non_delivery(r.last_trace_information.report)
             print(f"  {format_orname(r.actual_recipient_name)}: {outcome}", file=out)
         return
     assert isinstance(apdu, Message)
     print(f"originator:     {format_orname(apdu.envelope.originator_name)}", file=out)
+    _show_security_label(apdu.envelope.extensions, out)
     ipm = decode_content(apdu.content, apdu.envelope.content_type)
     if not isinstance(ipm, IPM):
         print("content:        an IP notification", file=out)
@@ -290,10 +300,48 @@ def _show_apdu(apdu: object, out: TextIO) -> None:
     print(f"subject:        {heading.subject or ''}", file=out)
     print(file=out)
     for part in ipm.body:
-        if isinstance(part, TextBodyPart):
-            print(part.text, file=out)
-        else:
-            print(f"[{type(part).__name__}: {len(getattr(part, 'data', b''))} octets]", file=out)
+        print(format_body_part(part), file=out)
+
+
+def _show_security_label(extensions: Sequence[ExtensionField], out: TextIO) -> None:
+    shown = format_security_label(extensions)
+    if shown is not None:
+        print(f"security label: {shown}", file=out)
+
+
+def format_security_label(extensions: Sequence[ExtensionField]) -> str | None:
+    """How ``read`` shows the envelope's message-security-label (X.411 clause 8.5.9):
+    ``SECRET; policy ...; privacy mark '...'``; one that does not decode as its type,
+    hex and the reason; None when there is none."""
+    extension = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
+    if extension is None:
+        return None
+    try:
+        return decode_security_label_extension(extension).describe()
+    except DecodeError as exc:
+        value = "-" if extension.value is None else extension.value.hex()
+        return f"message-security-label {value} (does not decode: {exc})"
+
+
+def format_body_part(part: BodyPart) -> str:
+    """How ``read`` shows a body part: the text of a text-like one (IA5 or general text,
+    ADatP-3, ACP 127 data, corrections), else its type and size."""
+    text = body_part_text(part)
+    if text is not None:
+        return text
+    return f"[{body_part_type(part)} body part: {body_part_size(part)} octets]"
+
+
+def body_part_size(part: BodyPart) -> int:
+    """The octets a body part holds: its data, its forwarded message, or (kept as
+    received) its whole encoding."""
+    if isinstance(part, RawBodyPart):
+        return len(part.encoding)
+    if isinstance(part, ForwardedMessageBodyPart):
+        return len(part.message)
+    if isinstance(part, ADatP3BodyPart) and part.sets is not None:
+        return sum(map(len, part.sets))
+    return len(part.data)
 
 
 def _names(recipients: Sequence[Recipient]) -> str:

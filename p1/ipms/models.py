@@ -3,6 +3,12 @@
 The codecs are in :mod:`p1.ipms.ipm`, which re-exports every name here; import from there.
 Each class quotes the ASN.1 it mirrors.  Empty tuples and None stand for absent
 components; times are ``datetime`` to the second (naive ones are taken as UTC).
+
+Body parts (X.420 7.3, 7.4; STANAG 4406 Annex A extended body part types) also have
+the object identifiers of their types (``ID_ET_*``, ``ID_EP_*``, ``ID_MMHS_ET_*``) and::
+
+    body_part_type(part) -> str          "ia5-text", "adatp3", "teletex", ... or the OID
+    body_part_text(part) -> str | None   the text of a text-like part
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeAlias
 
+from p1 import ber
+from p1.errors import DecodeError
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
 
@@ -296,6 +304,17 @@ fields it read: the generated ``__init__`` of a frozen dataclass sets the fields
 
 
 # --- body part models -----------------------------------------------------------------
+#
+# Every typed body part has ``encoding``: the BodyPart TLV exactly as received when it was
+# decoded from a form other than the one the encoder writes (indefinite or long lengths,
+# segmented strings, a DEFAULT sent explicitly, a high-number tag), else None.  It is not
+# part of the value (compare=False) and not shown (repr=False); :mod:`p1.ipms.body` writes
+# it back while it still decodes to the part, so a relayed body keeps its bytes.
+
+
+def _received() -> Any:
+    """The ``encoding`` field of a typed body part (see above)."""
+    return dataclasses.field(default=None, compare=False, repr=False)
 
 
 # IA5TextBodyPart ::= SEQUENCE { parameters SET {repertoire [0] Repertoire DEFAULT ia5},
@@ -314,6 +333,8 @@ class TextBodyPart:
     extended: bool | None = None
     """IA5 text: None for the content kind's form, else True (extended) / False
     (basic).  General text: None (it has only the extended form)."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
 
     @classmethod
     def from_text(cls, text: str) -> TextBodyPart:
@@ -335,7 +356,12 @@ class TextBodyPart:
             return self.data.decode("utf-8", errors="replace")
         if self.kind is TextKind.GENERAL and _LATIN1_SET in self.character_sets:
             return self.data.decode("latin-1")
-        return self.data.decode("ascii", errors="replace")
+        return _ia5(self.data)
+
+
+def _ia5(data: bytes) -> str:
+    """IA5 octets as text; octets above 0x7f become U+FFFD."""
+    return data.decode("ascii", errors="replace")
 
 
 _LATIN1_SET: Final = 100
@@ -352,6 +378,8 @@ class BinaryBodyPart:
     data: bytes
     extended: bool | None = None
     """None for the content kind's form, else True (extended) / False (basic)."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
 
 
 # MessageBodyPart ::= SEQUENCE { parameters MessageParameters, data MessageData }
@@ -369,6 +397,96 @@ class ForwardedMessageBodyPart:
     Build one with ``ForwardedMessageBodyPart(message=encode_message_data(ipm, kind))``
     and read it with ``decode_message_data(part.message, kind)`` (:mod:`p1.ipms.ipm`).
     """
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
+
+
+# ADatP3Parameters ::= INTEGER -- DEFAULT (0)
+# ADatP3Data ::= CHOICE { lineOriented [0] IMPLICIT IA5String,
+#                         setOriented  [1] IMPLICIT SEQUENCE OF IA5String }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ADatP3BodyPart:
+    """An ADatP-3 formatted message (STANAG 4406 Annex A adatp3-body-part,
+    id-nato-mmhs-et-adatp3), as the IA5 octets sent."""
+
+    data: bytes = b""
+    """lineOriented: the text, its lines ending CR LF (empty when set-oriented)."""
+    sets: tuple[bytes, ...] | None = None
+    """setOriented: one IA5String per set; None for the line-oriented form."""
+    parameters: int | None = None
+    """ADatP3Parameters (id-nato-mmhs-et-adatp3-parameters); None when absent."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The text lines: the sets of a set-oriented part, else the lines of ``data``."""
+        if self.sets is not None:
+            return tuple(_ia5(item) for item in self.sets)
+        return tuple(_ia5(self.data).splitlines())
+
+    @property
+    def text(self) -> str:
+        """The text: ``data``, or the sets one to a line."""
+        if self.sets is not None:
+            return "\r\n".join(self.lines)
+        return _ia5(self.data)
+
+
+# ACP127DataParameters ::= INTEGER
+# ACP127DataData ::= IA5String (SIZE (1..ub-data-size))
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ACP127DataBodyPart:
+    """An ACP 127 message carried whole (STANAG 4406 Annex A acp127data-body-part,
+    id-nato-mmhs-et-mm-acp127data): IA5 octets."""
+
+    data: bytes
+    parameters: int | None = None
+    """ACP127DataParameters; None when absent."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
+
+    @property
+    def text(self) -> str:
+        """The ACP 127 text."""
+        return _ia5(self.data)
+
+
+# CorrectionsParameters ::= INTEGER
+# CorrectionsData ::= IA5String
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CorrectionsBodyPart:
+    """Corrections to a message (STANAG 4406 Annex A corrections-body-part,
+    id-nato-mmhs-et-corrections): IA5 octets."""
+
+    data: bytes
+    parameters: int | None = None
+    """CorrectionsParameters; None when absent."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
+
+    @property
+    def text(self) -> str:
+        """The corrections' text."""
+        return _ia5(self.data)
+
+
+# ForwardedEncryptedParameters ::= SET { delivery-time [0] MessageDeliveryTime OPTIONAL,
+#                                        delivery-envelope [1] OtherMessageDeliveryFields }
+# ForwardedEncryptedData ::= BIT STRING
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForwardedEncryptedBodyPart:
+    """A forwarded encrypted message (STANAG 4406 Annex A forwarded-encrypted-body-part,
+    id-nato-mmhs-et-forwarded-encrypted)."""
+
+    parameters: bytes
+    """BER of ForwardedEncryptedParameters (a SET), kept as received."""
+    data: bytes
+    """The octets of the BIT STRING (the encrypted content)."""
+    unused_bits: int = 0
+    """Bits of the last octet that are not part of the string (0..7)."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
 
 
 # ExtendedBodyPart ::= SEQUENCE { parameters [0] INSTANCE OF TYPE-IDENTIFIER OPTIONAL,
@@ -379,10 +497,12 @@ class ExtendedBodyPart:
 
     data_type: str
     data: bytes
-    """The BER of the data value (the TLV inside the data's ``[0]``)."""
+    """The BER of the data value (the TLV inside the data's ``[0]``), as received."""
     parameters_type: str | None = None
     parameters: bytes | None = None
-    """The BER of the parameters value, when present."""
+    """The BER of the parameters value, when present, as received."""
+    encoding: bytes | None = _received()
+    """The BodyPart TLV as received, when not in the form the encoder writes."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -393,8 +513,143 @@ class RawBodyPart:
 
 
 BodyPart: TypeAlias = (
-    TextBodyPart | BinaryBodyPart | ForwardedMessageBodyPart | ExtendedBodyPart | RawBodyPart
+    TextBodyPart
+    | BinaryBodyPart
+    | ForwardedMessageBodyPart
+    | ADatP3BodyPart
+    | ACP127DataBodyPart
+    | CorrectionsBodyPart
+    | ForwardedEncryptedBodyPart
+    | ExtendedBodyPart
+    | RawBodyPart
 )
+TEXT_LIKE_BODY_PARTS: Final = (  # (each has a ``text`` property)
+    TextBodyPart,
+    ADatP3BodyPart,
+    ACP127DataBodyPart,
+    CorrectionsBodyPart,
+)
+
+
+# --- body part types: identifiers and names ------------------------------------------
+
+# X.420 IPMSObjectIdentifiers: extended body part types (id-et) and parameters (id-ep).
+ID_ET: Final = "2.6.1.4"
+ID_ET_IA5_TEXT: Final = "2.6.1.4.0"
+ID_EP_IA5_TEXT: Final = "2.6.1.11.0"
+ID_ET_MESSAGE: Final = "2.6.1.4.7"
+ID_EP_MESSAGE: Final = "2.6.1.11.7"
+ID_ET_BILATERALLY_DEFINED: Final = "2.6.1.4.9"
+ID_ET_GENERAL_TEXT: Final = "2.6.1.4.11"
+ID_EP_GENERAL_TEXT: Final = "2.6.1.11.11"
+ID_ET_CONTENT: Final = "2.6.1.4.17"
+"""id-et-content: a prefix, followed by the forwarded content's type."""
+# STANAG 4406 MMSObjectIdentifiers: id-nato-mmhs-et-* (types and their parameters).
+ID_MMHS_ET_ADATP3: Final = "1.3.26.0.4406.0.7.0"
+ID_MMHS_ET_CORRECTIONS: Final = "1.3.26.0.4406.0.7.1"
+ID_MMHS_ET_ADATP3_PARAMETERS: Final = "1.3.26.0.4406.0.7.2"
+ID_MMHS_ET_CORRECTIONS_PARAMETERS: Final = "1.3.26.0.4406.0.7.3"
+ID_MMHS_ET_FORWARDED_ENCRYPTED: Final = "1.3.26.0.4406.0.7.6"
+ID_MMHS_ET_FORWARDED_ENCRYPTED_PARAMETERS: Final = "1.3.26.0.4406.0.7.7"
+ID_MMHS_ET_MM_MESSAGE: Final = "1.3.26.0.4406.0.7.9"
+ID_MMHS_ET_MM_MESSAGE_PARAMETERS: Final = "1.3.26.0.4406.0.7.10"
+ID_MMHS_ET_ACP127DATA: Final = "1.3.26.0.4406.0.7.12"
+ID_MMHS_ET_ACP127DATA_PARAMETERS: Final = "1.3.26.0.4406.0.7.13"
+
+
+# The names of the standard body part types: X.420 BodyPart alternatives (by the tag
+# number of the basic form) and extended body part types (id-et-*, X.420 and STANAG 4406
+# Annex A).
+_BASIC_NAMES: Final = {
+    0: "ia5-text",
+    3: "g3-facsimile",
+    4: "g4-class1",
+    5: "teletex",
+    6: "videotex",
+    7: "nationally-defined",
+    8: "encrypted",
+    9: "message",
+    11: "mixed-mode",
+    14: "bilaterally-defined",
+    15: "extended",
+}
+_X420_EXTENDED_NAMES: Final = {
+    2: "g3-facsimile",
+    3: "g4-class1",
+    4: "teletex",
+    5: "videotex",
+    6: "encrypted",
+    7: "message",
+    8: "mixed-mode",
+    9: "bilaterally-defined",
+    10: "nationally-defined",
+    11: "general-text",
+    12: "file-transfer",
+    14: "report",
+    15: "notification",
+    16: "voice",
+    18: "pkcs7",
+}
+_EXTENDED_NAMES: Final = {
+    ID_ET_IA5_TEXT: "ia5-text",
+    **{f"{ID_ET}.{number}": name for number, name in _X420_EXTENDED_NAMES.items()},
+    ID_MMHS_ET_ADATP3: "adatp3",
+    ID_MMHS_ET_CORRECTIONS: "corrections",
+    ID_MMHS_ET_FORWARDED_ENCRYPTED: "forwarded-encrypted",
+    ID_MMHS_ET_MM_MESSAGE: "mm-message",
+    ID_MMHS_ET_ACP127DATA: "acp127data",
+}
+
+
+def body_part_type(part: BodyPart) -> str:
+    """The name of the part's type in X.420 / STANAG 4406 Annex A ("ia5-text",
+    "general-text", "bilaterally-defined", "message", "mm-message", "adatp3",
+    "acp127data", "corrections", "forwarded-encrypted", "teletex", ...); for an
+    extended type that is not a standard one, its object identifier."""
+    if isinstance(part, TextBodyPart):
+        return part.kind.value
+    if isinstance(part, ForwardedMessageBodyPart):
+        return "mm-message" if part.form is ForwardedForm.MM_MESSAGE else "message"
+    if isinstance(part, ExtendedBodyPart):
+        return _extended_name(part.data_type)
+    if isinstance(part, RawBodyPart):
+        return _raw_name(part.encoding)
+    return _TYPE_NAMES[type(part)]
+
+
+_TYPE_NAMES: Final[dict[type, str]] = {
+    BinaryBodyPart: "bilaterally-defined",
+    ADatP3BodyPart: "adatp3",
+    ACP127DataBodyPart: "acp127data",
+    CorrectionsBodyPart: "corrections",
+    ForwardedEncryptedBodyPart: "forwarded-encrypted",
+}
+
+
+def _extended_name(type_id: str) -> str:
+    name = _EXTENDED_NAMES.get(type_id)
+    if name is None and type_id.startswith(ID_ET_CONTENT + "."):
+        return "content"  # (X.420 forwarded content: id-et-content and the content type)
+    return type_id if name is None else name
+
+
+def _raw_name(encoding: bytes) -> str:
+    """The BodyPart alternative of a raw part, by its tag (X.420 7.3)."""
+    try:
+        key = ber.read_identifier(encoding, 0, len(encoding))[0]
+    except DecodeError:
+        return "unknown"
+    low_context = key < 0x100 and key & 0xC0 == ber.CONTEXT
+    name = _BASIC_NAMES.get(key & 0x1F) if low_context else None
+    return "unknown" if name is None else name
+
+
+def body_part_text(part: BodyPart) -> str | None:
+    """The text of a text-like part (IA5 and general text, ADatP-3, ACP 127 data,
+    corrections); None for the others."""
+    if isinstance(part, TEXT_LIKE_BODY_PARTS):
+        return part.text
+    return None
 
 
 # IPM ::= SEQUENCE { heading Heading, body Body }   (MM in STANAG 4406: the same)

@@ -55,6 +55,7 @@ from p1.ipms.ipm import (
     encode_ipn,
     encode_message_data,
 )
+from p1.ipms.models import ACP127DataBodyPart
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
 from tests.p1 import strategies
@@ -122,12 +123,7 @@ BODY: tuple[BodyPart, ...] = (
     TextBodyPart(data=b"telex", repertoire=Repertoire.ITA2),
     TextBodyPart.from_text("Gr\xfc\xdfe"),
     BinaryBodyPart(data=bytes(range(256))),
-    ExtendedBodyPart(
-        data_type="1.3.26.0.4406.0.7.12",
-        data=b"\x16\x03ZZZ",
-        parameters_type="1.3.26.0.4406.0.7.13",
-        parameters=b"\x02\x01\x00",
-    ),
+    ACP127DataBodyPart(data=b"ZZZ", parameters=0),
     ExtendedBodyPart(data_type="2.6.1.4.18", data=b"\x30\x03\x06\x01\x00"),
 )
 
@@ -467,29 +463,40 @@ def body_octets(encoded: bytes) -> list[int]:
     return [item[0] for item in ber.items(view, body, "test")]
 
 
-@pytest.mark.parametrize(
-    "part",
-    [
-        wrap(0xA5, wrap(0x31, b"") + wrap(0x30, wrap(0x14, b"abc"))),  # teletex [5]
-        bytes.fromhex("a080310016034142430000"),  # ia5-text, indefinite length
-        bytes.fromhex("a0810731001603414243"),  # ia5-text, long-form length
-        bytes.fromhex("a00a31038001051603414243"),  # repertoire ia5 sent explicitly
-        bytes.fromhex("ae0704034142430400"),  # bilaterally defined, segmented
-        # extended ia5 text without parameters, its IA5String segmented
-        wrap(
-            0xAF, wrap(0x28, bytes.fromhex("060456010400") + wrap(0xA0, b"\x36\x80\x04\x01A\0\0"))
-        ),
-    ],
-)
-@pytest.mark.parametrize("kind", KINDS)
-def test_body_part_we_would_not_write_is_kept_whole(part: bytes, kind: ContentKind) -> None:
+def _content_with_body_part(part: bytes, kind: ContentKind) -> bytes:
     heading = encode_ipm(
         IPM(heading=Heading(this_ipm=IPMIdentifier(user_relative_identifier="1"))), kind
     )
-    content = wrap(0xA0, heading[2:-2] + wrap(0x30, part))  # a0 L heading, then our body
+    return wrap(0xA0, heading[2:-2] + wrap(0x30, part))  # a0 L heading, then our body
+
+
+@pytest.mark.parametrize(
+    ("part", "typed"),
+    [
+        (wrap(0xA5, wrap(0x31, b"") + wrap(0x30, wrap(0x14, b"abc"))), RawBodyPart),  # teletex
+        # extended ia5 text without its parameters: not the type's syntax
+        (
+            wrap(
+                0xAF,
+                wrap(0x28, bytes.fromhex("060456010400") + wrap(0xA0, b"\x36\x80\x04\x01A\0\0")),
+            ),
+            ExtendedBodyPart,
+        ),
+        # other forms than ours of the types we model: typed, and written back as received
+        (bytes.fromhex("a080310016034142430000"), TextBodyPart),  # indefinite length
+        (bytes.fromhex("a0810731001603414243"), TextBodyPart),  # long-form length
+        (bytes.fromhex("a00a31038001051603414243"), TextBodyPart),  # repertoire ia5 sent
+        (bytes.fromhex("ae0704034142430400"), BinaryBodyPart),  # segmented
+    ],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_body_part_we_would_not_write_is_written_back_whole(
+    part: bytes, typed: type, kind: ContentKind
+) -> None:
+    content = _content_with_body_part(part, kind)
     decoded = decode_ipm(content, kind)
     assert len(decoded.body) == 1
-    assert isinstance(decoded.body[0], (RawBodyPart, ExtendedBodyPart))
+    assert type(decoded.body[0]) is typed
     assert encode_ipm(decoded, kind) == content
 
 
