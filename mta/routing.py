@@ -132,8 +132,7 @@ class Router:
             return route
         return NoRoute(
             diagnostic=NonDeliveryDiagnostic.UNSUPPORTED_CRITICAL_FUNCTION,
-            why=f"{extension_name(refused[0].type)} is critical {where}, "
-            "and not supported",
+            why=f"{extension_name(refused[0].type)} is critical {where}, and not supported",
         )
 
     def is_user(self, name: ORAddress) -> bool:

@@ -59,6 +59,7 @@ from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
 from mta.supervisor import Supervisor
+from mta.tolerance import ToleranceLog
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
 from p1.association.connection import AssociationSettings, BindRequested
@@ -121,6 +122,8 @@ class Service:
         at its subject's)."""
         self.store = StoreCondition()
         """Whether the store takes work (a full disk, a database that does not answer)."""
+        self.tolerated = ToleranceLog()
+        """What peers sent outside the standard's form and was read anyway."""
 
     # --- parts -------------------------------------------------------------------------
 
@@ -353,6 +356,8 @@ class Service:
             self.store.failed(fault)
             raise TransferRefusedError(f"cannot store: {fault}", temporary=True) from error
         self.store.succeeded()
+        if envelope is not None and envelope.deviations:
+            self.tolerated.received(peer, envelope.mts_identifier.text, envelope.deviations)
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
