@@ -29,7 +29,7 @@ Public API::
     LocalRoute(), PeerRoute(peer), NoRoute(reason, diagnostic, why), UNKNOWN_USER
     Router(config).route(recipient) -> Route
     Router(config).admit(route, extensions) -> Route    criticality (X.411 9.1)
-    IMPLEMENTED_EXTENSIONS
+    IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
 """
 
