@@ -331,7 +331,13 @@ def _returned_ipm(view: View, tlv: FlatTlv) -> bytes:
     # returned-ipm [3] IPM is implicit: the SEQUENCE tag comes back in place of [3].
     if not tlv[0] & ber.CONSTRUCTED:
         raise DecodeError("returned-ipm must be constructed", where="returned-ipm")
-    return bytes((SEQUENCE_OCTET,)) + bytes(view[tlv[1] + 1 : tlv[4]])
+    # The length octets follow the identifier, which may take the high-number form.
+    after = tlv[1] + 1
+    if view[tlv[1]] & 0x1F == 0x1F:
+        while view[after] & 0x80:
+            after += 1
+        after += 1
+    return bytes((SEQUENCE_OCTET,)) + bytes(view[after : tlv[4]])
 
 
 def _other_from(view: View, tlv: FlatTlv, deviations: Deviations | None) -> OtherNotificationFields:
