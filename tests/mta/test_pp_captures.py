@@ -21,13 +21,11 @@ from typing import Any
 
 import pytest
 
-from p1.association.connection import BindRequested, P1Association, TransferReceived
-from p1.association.mtabind import MTABindResult
 from p1.mts.envelope import Report, decode_mts_apdu
 from p1.mts.orname import format_orname
-from p1.osi import Role, spdu
+from p1.osi import spdu
 from tests.mta.sites import DEADLINE, Identity, ReservedPorts, Site, eventually
-from tests.p1.golden import load_tpkts, spdus
+from tests.p1.golden import load_tpkts, spdus, transferred_apdus
 
 AIOX = Identity("aiox", "C=GB;ADMD= ;PRMD=AIOX", "aiox-secret")
 PP = Identity("pp.test", "C=GB;ADMD= ;PRMD=PPTEST", "pp-secret")
@@ -114,21 +112,6 @@ def confirmed(tpkt: bytes) -> bool:
     return spdu.Kind.MAA.value[0] in kinds and spdu.Kind.AB.value[0] not in kinds
 
 
-def transferred(capture: str) -> bytes:
-    """The MTS-APDU PP transferred in ``capture``, read by a sans-I/O responder."""
-    records = load_tpkts(f"pp/{capture}")
-    association = P1Association(Role.RESPONDER)
-    for record in records:
-        if record["src_port"] != records[0]["src_port"]:
-            continue
-        for event in association.receive_data(bytes.fromhex(record["hex"])):
-            if isinstance(event, BindRequested):
-                association.accept_bind(MTABindResult(responder_name=AIOX.name, password=""))
-            elif isinstance(event, TransferReceived):
-                return event.apdu
-    raise AssertionError(f"no transfer in {capture}")
-
-
 def tolerated(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
         r.getMessage()
@@ -141,7 +124,8 @@ async def test_pp_delivery_report_is_confirmed_and_stored(
     aiox: tuple[Site, int], caplog: pytest.LogCaptureFixture
 ) -> None:
     site, port = aiox
-    report = decode_mts_apdu(transferred("20-pp-to-aiox-dr"))
+    (apdu,) = transferred_apdus("pp/20-pp-to-aiox-dr")
+    report = decode_mts_apdu(apdu)
     assert isinstance(report, Report)
     destination = format_orname(report.envelope.report_destination_name)
     answers = await replay("20-pp-to-aiox-dr", port)

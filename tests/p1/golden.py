@@ -25,6 +25,9 @@ from typing import Any
 import pytest
 
 from p1 import asn1
+from p1.association.connection import BindRequested, P1Association, TransferReceived
+from p1.association.mtabind import MTABindResult
+from p1.osi import Role
 
 CAPTURES = ("x400-ping-success", "x400-ping-refuse")
 
@@ -120,6 +123,24 @@ def load_tpkts(capture: str) -> list[dict[str, Any]]:
         pytest.skip(why)
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def transferred_apdus(capture: str) -> list[bytes]:
+    """The MTS-APDUs the initiator of ``capture`` transferred, read by a sans-I/O responder
+    association of ours that accepts every bind."""
+    records = load_tpkts(capture)
+    initiator = records[0]["src_port"]
+    association = P1Association(Role.RESPONDER)
+    apdus = []
+    for record in records:
+        if record["src_port"] != initiator:
+            continue
+        for event in association.receive_data(bytes.fromhex(record["hex"])):
+            if isinstance(event, BindRequested):
+                association.accept_bind(MTABindResult(responder_name="responder", password=""))
+            elif isinstance(event, TransferReceived):
+                apdus.append(event.apdu)
+    return apdus
 
 
 # --- transport ------------------------------------------------------------------------

@@ -18,8 +18,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from p1 import ber
-from p1.association.connection import BindRequested, P1Association, TransferReceived
-from p1.association.mtabind import MTABindResult
 from p1.ber import Deviation
 from p1.errors import DecodeError
 from p1.ipms.heading import decode_heading, encode_heading
@@ -63,8 +61,7 @@ from p1.mts.extensions import (
 from p1.mts.orname import parse_orname
 from p1.mts.relay import with_trace_added
 from p1.mts.trace import InternalTraceEntry
-from p1.osi import Role
-from tests.p1.golden import load_tpkts
+from tests.p1.golden import transferred_apdus
 
 GB = GlobalDomainIdentifier(country="GB", admd=" ", prmd="AIOX")
 SMITH = parse_orname("C=GB;ADMD= ;PRMD=AIOX;S=smith")
@@ -414,21 +411,6 @@ def test_ipm_decode_passes_the_list_through() -> None:
 # --- PP captures (golden) --------------------------------------------------------------
 
 
-def pp_apdus(capture: str) -> list[bytes]:
-    """The MTS-APDUs PP transferred to us in ``capture``, through our responder stack."""
-    association = P1Association(Role.RESPONDER)
-    apdus = []
-    for record in load_tpkts(f"pp/{capture}"):
-        if record["dst_port"] != 5400:
-            continue
-        for event in association.receive_data(bytes.fromhex(record["hex"])):
-            if isinstance(event, BindRequested):
-                association.accept_bind(MTABindResult(responder_name="aiox", password="x"))
-            elif isinstance(event, TransferReceived):
-                apdus.append(event.apdu)
-    return apdus
-
-
 def definite(data: bytes) -> bytes:
     """``data`` with every indefinite length made definite, all else unchanged."""
     view, tlv = ber.single(data, "x")
@@ -444,7 +426,7 @@ def _definite(view: ber.View, tlv: ber.FlatTlv) -> bytes:
 
 
 def test_pp_delivery_report() -> None:
-    (apdu,) = pp_apdus("20-pp-to-aiox-dr")
+    (apdu,) = transferred_apdus("pp/20-pp-to-aiox-dr")
     report = decode_mts_apdu(apdu)
     assert isinstance(report, Report)
     assert report.envelope.report_destination_name == parse_orname("C=GB;ADMD= ;PRMD=AIOX;S=bob")
@@ -476,7 +458,7 @@ def test_pp_delivery_report() -> None:
 
 
 def test_pp_p2_message() -> None:
-    (apdu,) = pp_apdus("21-pp-to-aiox-p22")
+    (apdu,) = transferred_apdus("pp/21-pp-to-aiox-p22")
     message = decode_mts_apdu(apdu)
     assert isinstance(message, Message)
     envelope = message.envelope
@@ -513,7 +495,7 @@ def test_pp_p2_message() -> None:
 
 
 def test_pp_p2_message_relay_keeps_its_octets() -> None:
-    (apdu,) = pp_apdus("21-pp-to-aiox-p22")
+    (apdu,) = transferred_apdus("pp/21-pp-to-aiox-p22")
     trace = TraceEntry(global_domain_identifier=GB, arrival_time=NOW)
     internal = InternalTraceEntry(global_domain_identifier=GB, mta_name="aiox", arrival_time=NOW)
     relayed = with_trace_added(apdu, trace, internal)
