@@ -1,17 +1,20 @@
 """The IPM heading codec (X.420 clause 7.2; STANAG 4406 Annex A), by hand over BER.
 
-The heading and the field types it shares with the IPN (IPMIdentifier, ORDescriptor,
-IPMSExtension) are read with the reader of :mod:`p1.ber` and written directly, not
-through asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
+The heading is read with the reader of :mod:`p1.ber` and written directly, not through
+asn1tools, which costs hundreds of microseconds per heading.  The ASN.1 modules
 (IPMSInformationObjects, MMSHeadingExtensions) remain the definition, and the tests
-check these bytes against them.  O/R names go through :mod:`p1.mts.orname`, which keeps
-the names of the encodings it decoded lately.
+check these bytes against them.  The field types the heading shares with the IPN
+(IPMIdentifier, ORDescriptor, IPMSExtension) are in :mod:`p1.ipms.fields` and re-exported
+here; the STANAG 4406 heading extensions, each a field of :class:`Heading`, are in
+:mod:`p1.ipms.mm_heading`.
 
-Writing follows DER's order of SET members and leaves DEFAULT values out; reading
-accepts any BER (members in any order, defaults present, indefinite lengths, segmented
-strings).  A STANAG 4406 heading extension whose value does not read as its type is
-kept as a :class:`RawExtension` in ``other_extensions``.  PrintableString values are
-checked on writing; TeletexString (subject, free-form name) is ISO 8859-1 here.
+Writing follows DER's order of SET members and leaves DEFAULT values out; the STANAG
+4406 extensions are written in the order of their identifiers, then
+``other_extensions``.  Reading accepts any BER (members in any order, defaults present,
+indefinite lengths, segmented strings).  A STANAG 4406 heading extension whose value
+does not read as its type, or that appears a second time, is kept as a
+:class:`RawExtension` in ``other_extensions``.  PrintableString values are checked on
+writing; TeletexString (subject, free-form name) is ISO 8859-1 here.
 
 Times (expiry-time, reply-time, extended-authorisation-info) are not routed on: they are
 read leniently (:func:`p1.ber.parse_lenient_utctime`: a UTCTime without its zone, as
@@ -31,35 +34,62 @@ API (``view`` and ``tlv`` as in the tuple form of :func:`p1.ber.read`)::
 
 from __future__ import annotations
 
-import dataclasses
-import enum
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Final, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, Final
 
 from p1 import ber
 from p1.ber import Deviations, FlatTlv, View, tlv_bytes
-from p1.errors import DecodeError, EncodeError
+from p1.errors import DecodeError
+from p1.ipms.fields import (
+    IPM_IDENTIFIER_OCTET,
+    SEQUENCE_OCTET,
+    SET_OCTET,
+    TELETEX_OCTET,
+    constructed,
+    context,
+    decode_descriptor,
+    decode_extensions,
+    decode_ipm_identifier,
+    descriptor_bytes,
+    descriptor_fields,
+    encode_descriptor,
+    encode_extension,
+    encode_extensions,
+    encode_ipm_identifier,
+    extension_parts,
+    integer_bytes,
+    member_key,
+    printable,
+    read_enum,
+    teletex,
+    utctime_bytes,
+    value_bytes,
+)
+from p1.ipms.mm_heading import (
+    EXTENSIONS,
+    EXTENSIONS_BY_OID,
+    EXTENSIONS_BY_TLV,
+    ID_MM,
+    Extension,
+    load_time,
+)
 from p1.ipms.models import (
     _HEADING_DEFAULTS,
     NO_REQUESTS,
-    DistributionCodes,
-    DistributionExtension,
     Heading,
     Importance,
-    IPMIdentifier,
-    MessageType,
     NotificationRequests,
-    ORDescriptor,
     RawExtension,
     Recipient,
     Sensitivity,
 )
-from p1.mts.orname import ORName, decode_orname, encode_orname
-from p1.mts.precedence import Precedence
 
 __all__ = [
+    "ID_MM",
+    "IPM_IDENTIFIER_OCTET",
+    "SEQUENCE_OCTET",
+    "SET_OCTET",
+    "context",
     "decode_descriptor",
     "decode_extensions",
     "decode_heading",
@@ -73,220 +103,8 @@ __all__ = [
     "utctime_bytes",
 ]
 
-ID_MM: Final = "1.3.26.0.4406.0.2"
-"""STANAG 4406 MMSObjectIdentifiers id-mm: heading extensions id-nato-mmhs-mm-*."""
-
-# Identifier octets (constructed bit clear when used as member keys).
-SEQUENCE_OCTET: Final = 0x30
-SET_OCTET: Final = 0x31
-INSTANCE_OF_OCTET: Final = 0x28
-IPM_IDENTIFIER_OCTET: Final = 0x6B  # [APPLICATION 11] SET
-ORNAME_OCTET: Final = 0x60  # [APPLICATION 0] SEQUENCE
-INTEGER_OCTET: Final = 0x02
-OID_OCTET: Final = 0x06
-PRINTABLE_OCTET: Final = 0x13
-TELETEX_OCTET: Final = 0x14
-UTCTIME_OCTET: Final = 0x17
-
-
 _new = object.__new__
 """Makes a model the decoder fills in without its ``__init__`` (see Heading)."""
-
-
-def context(number: int, constructed: bool = True) -> int:
-    """The identifier octet of ``[number]`` (number below 31)."""
-    return 0x80 | (ber.CONSTRUCTED if constructed else 0) | number
-
-
-def _key(octet: int) -> int:
-    return octet & ~ber.CONSTRUCTED
-
-
-def _constructed(octet: int, parts: Iterable[bytes]) -> bytes:
-    return tlv_bytes(octet, b"".join(parts))
-
-
-# --- values ---------------------------------------------------------------------------
-
-_PRINTABLE: Final = frozenset(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?"
-)
-
-
-def printable(value: str, what: str, low: int, high: int) -> bytes:
-    """The octets of a PrintableString of ``low``..``high`` characters (X.680 41.4)."""
-    if not (isinstance(value, str) and low <= len(value) <= high and _PRINTABLE.issuperset(value)):
-        raise EncodeError(f"{value!r} is not a PrintableString of {low}..{high}", where=what)
-    return value.encode("ascii")
-
-
-def _military(value: str, what: str) -> bytes:
-    """MilitaryString ::= PrintableString (SIZE (1..ub-military-string)), 69."""
-    return printable(value, what, 1, 69)
-
-
-def _teletex(value: str, what: str) -> bytes:
-    try:
-        return value.encode("latin-1")
-    except (UnicodeEncodeError, AttributeError):
-        raise EncodeError(f"{value!r} is not ISO 8859-1 text", where=what) from None
-
-
-def _integer(value: int, what: str) -> bytes:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise EncodeError(f"{value!r} is not an integer", where=what)
-    return ber.int_contents(value)
-
-
-_E = TypeVar("_E")
-
-
-def read_enum(view: View, tlv: FlatTlv, cls: Callable[[int], _E], what: str) -> _E:
-    """An ENUMERATED (or INTEGER) as ``cls``; an unknown value is a DecodeError."""
-    value = ber.integer(view, tlv, what)
-    members = _ENUM_MEMBERS.get(cls)
-    if members is not None:  # an enumeration seen before: a dict lookup, not cls(value)
-        known: _E | None = members.get(value)
-        if known is not None:
-            return known
-    try:
-        member = cls(value)
-    except ValueError:
-        raise DecodeError(f"{value} is not a known value", where=what) from None
-    if isinstance(cls, enum.EnumMeta) and members is None:
-        _ENUM_MEMBERS[cls] = {each.value: each for each in cast(type[enum.Enum], cls)}
-    return member
-
-
-_ENUM_MEMBERS: dict[object, dict[object, Any]] = {}
-"""The members of each enumeration read_enum has read, by value."""
-
-
-def utctime_bytes(value: datetime, what: str) -> bytes:
-    """UTCTime contents: the text received, else ``YYMMDDhhmmssZ``; naive is UTC."""
-    if isinstance(value, datetime) and value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return ber.utctime_contents(value, what)
-
-
-# --- O/R names -------------------------------------------------------------------------
-
-
-def _read_orname(view: View, tlv: FlatTlv) -> ORName:
-    return decode_orname(bytes(view[tlv[1] : tlv[4]]))
-
-
-def _write_orname(name: ORName, what: str = "ORDescriptor.formal-name") -> bytes:
-    if not isinstance(name, ORName):
-        raise EncodeError(f"{name!r} is not an ORName", where=what)
-    return encode_orname(name)
-
-
-# --- IPMIdentifier, ORDescriptor, IPMSExtension (X.420 7.1) ---------------------------
-
-_IPM_IDENTIFIER: Final = {_key(ORNAME_OCTET): "user", PRINTABLE_OCTET: "local"}
-
-
-def decode_ipm_identifier(view: View, tlv: FlatTlv) -> IPMIdentifier:
-    """``IPMIdentifier ::= [APPLICATION 11] SET {user ORName OPTIONAL,
-    user-relative-identifier LocalIPMIdentifier}`` (under any tag)."""
-    found = ber.members(view, tlv, _IPM_IDENTIFIER, "IPMIdentifier")
-    if "local" not in found:
-        raise DecodeError("user-relative-identifier missing", where="IPMIdentifier")
-    user = found.get("user")
-    return IPMIdentifier(
-        user=None if user is None else _read_orname(view, user),
-        user_relative_identifier=ber.text(view, found["local"], "LocalIPMIdentifier"),
-    )
-
-
-def encode_ipm_identifier(ipm_id: IPMIdentifier, octet: int = IPM_IDENTIFIER_OCTET) -> bytes:
-    """An IPMIdentifier under ``octet`` (implicit when not [APPLICATION 11])."""
-    local = printable(ipm_id.user_relative_identifier, "LocalIPMIdentifier", 0, 64)
-    parts = [tlv_bytes(PRINTABLE_OCTET, local)]  # DER: UNIVERSAL before APPLICATION
-    if ipm_id.user is not None:
-        parts.append(_write_orname(ipm_id.user, "IPMIdentifier.user"))
-    return _constructed(octet, parts)
-
-
-_DESCRIPTOR: Final = {
-    _key(ORNAME_OCTET): "formal-name",
-    context(0, False): "free-form-name",
-    context(1, False): "telephone-number",
-}
-
-
-def decode_descriptor(view: View, tlv: FlatTlv) -> ORDescriptor:
-    """``ORDescriptor ::= SET {formal-name ORName OPTIONAL, free-form-name [0]
-    FreeFormName OPTIONAL, telephone-number [1] TelephoneNumber OPTIONAL}``."""
-    name, free, phone = _descriptor_fields(view, tlv)
-    return ORDescriptor(formal_name=name, free_form_name=free, telephone_number=phone)
-
-
-def _descriptor_fields(view: View, tlv: FlatTlv) -> tuple[ORName | None, str | None, str | None]:
-    """The formal name, free-form name and telephone number of an ORDescriptor."""
-    found = ber.members(view, tlv, _DESCRIPTOR, "ORDescriptor")
-    name = found.get("formal-name")
-    free = found.get("free-form-name")
-    phone = found.get("telephone-number")
-    return (
-        None if name is None else _read_orname(view, name),
-        None if free is None else ber.text(view, free, "FreeFormName", "latin-1"),
-        None if phone is None else ber.text(view, phone, "TelephoneNumber"),
-    )
-
-
-def encode_descriptor(descriptor: ORDescriptor, octet: int = SET_OCTET) -> bytes:
-    """An ORDescriptor under ``octet`` (implicit when not SET)."""
-    return _descriptor(
-        octet, descriptor.formal_name, descriptor.free_form_name, descriptor.telephone_number
-    )
-
-
-def _descriptor(
-    octet: int, formal_name: ORName | None, free_form_name: str | None, telephone: str | None
-) -> bytes:
-    if free_form_name is None and telephone is None:  # the usual: a formal name only
-        return tlv_bytes(octet, b"" if formal_name is None else _write_orname(formal_name))
-    parts = [] if formal_name is None else [_write_orname(formal_name)]
-    if free_form_name is not None:
-        parts.append(tlv_bytes(0x80, _teletex(free_form_name, "FreeFormName")))  # [0]
-    if telephone is not None:
-        parts.append(tlv_bytes(0x81, printable(telephone, "TelephoneNumber", 0, 32)))  # [1]
-    return _constructed(octet, parts)
-
-
-def _extension_parts(view: View, tlv: FlatTlv) -> tuple[str, FlatTlv | None]:
-    if tlv[0] != SEQUENCE_OCTET:
-        raise DecodeError("an IPMSExtension is a SEQUENCE", where="IPMSExtension")
-    found = ber.items(view, tlv, "IPMSExtension")
-    if not 1 <= len(found) <= 2:
-        raise DecodeError(f"{len(found)} components, not 1 or 2", where="IPMSExtension")
-    return ber.oid(view, found[0], "IPMSExtension.type"), found[1] if len(found) == 2 else None
-
-
-def _decode_extension(view: View, tlv: FlatTlv) -> RawExtension:
-    oid, value = _extension_parts(view, tlv)
-    return RawExtension(type=oid, value=None if value is None else bytes(view[value[1] : value[4]]))
-
-
-def decode_extensions(view: View, tlv: FlatTlv) -> tuple[RawExtension, ...]:
-    """``SET OF IPMSExtension``, ``IPMSExtension ::= SEQUENCE {type OBJECT IDENTIFIER,
-    value ANY DEFAULT NULL}`` (X.420 7.1.5)."""
-    return tuple(_decode_extension(view, item) for item in ber.items(view, tlv, "extensions"))
-
-
-def _encode_extension(extension: RawExtension) -> bytes:
-    oid = ber.oid_tlv(extension.type)
-    if extension.value is None:
-        return tlv_bytes(SEQUENCE_OCTET, oid)
-    value = _check_single(extension.value, "IPMSExtension.value")
-    return _constructed(SEQUENCE_OCTET, (oid, value))
-
-
-def encode_extensions(extensions: Iterable[RawExtension], octet: int) -> bytes:
-    """A SET OF IPMSExtension under ``octet``."""
-    return _constructed(octet, map(_encode_extension, extensions))
 
 
 # --- RecipientSpecifier (X.420 7.1.2) -------------------------------------------------
@@ -303,7 +121,7 @@ def _decode_recipient(view: View, tlv: FlatTlv) -> Recipient:
     found = ber.members(view, tlv, _RECIPIENT, "RecipientSpecifier")
     if "recipient" not in found:
         raise DecodeError("recipient missing", where="RecipientSpecifier")
-    name, free, phone = _descriptor_fields(view, found["recipient"])
+    name, free, phone = descriptor_fields(view, found["recipient"])
     requests = found.get("notification-requests")
     reply = found.get("reply-requested")
     extensions = found.get("recipient-extensions")
@@ -326,7 +144,7 @@ def _decode_recipient(view: View, tlv: FlatTlv) -> Recipient:
 
 def _encode_recipient(recipient: Recipient) -> bytes:
     parts = [
-        _descriptor(
+        descriptor_bytes(
             0xA0, recipient.name, recipient.free_form_name, recipient.telephone_number
         )  # [0] ORDescriptor
     ]
@@ -341,203 +159,18 @@ def _encode_recipient(recipient: Recipient) -> bytes:
         parts.append(b"\x82\x01\xff")  # [2] BOOLEAN TRUE
     if recipient.extensions:
         parts.append(encode_extensions(recipient.extensions, 0xA3))
-    return _constructed(SET_OCTET, parts)
+    return constructed(SET_OCTET, parts)
 
 
-# --- STANAG 4406 heading extension values ---------------------------------------------
-# Each _load_* reads a value in place and raises DecodeError when it is not of its type.
-
-
-def _expect(tlv: FlatTlv, octet: int, what: str) -> None:
-    if tlv[0] != octet:
-        raise DecodeError(f"expected tag 0x{octet:02x}", where=what)
-
-
-def _load_precedence(view: View, tlv: FlatTlv) -> Precedence:
-    if tlv[0] != INTEGER_OCTET:
-        _expect(tlv, INTEGER_OCTET, "MMHSPrecedence")
-    return read_enum(view, tlv, Precedence, "MMHSPrecedence")
-
-
-def _dump_precedence(value: Precedence) -> bytes:
-    if type(value) is not Precedence:  # (a member is one already: no lookup)
-        value = Precedence(value)
-    return tlv_bytes(INTEGER_OCTET, _integer(value, "MMHSPrecedence"))
-
-
-def _load_string(view: View, tlv: FlatTlv) -> str:
-    if tlv[0] & ~ber.CONSTRUCTED != PRINTABLE_OCTET:
-        raise DecodeError("expected a PrintableString", where="MilitaryString")
-    return ber.text(view, tlv, "MilitaryString")
-
-
-def _dump_string(value: str) -> bytes:
-    return tlv_bytes(PRINTABLE_OCTET, _military(value, "MilitaryString"))
-
-
-def _strings(view: View, tlv: FlatTlv, what: str) -> tuple[str, ...]:
-    return tuple(_load_string(view, item) for item in ber.items(view, tlv, what))
-
-
-def _load_strings(view: View, tlv: FlatTlv) -> tuple[str, ...]:
-    if tlv[0] != SEQUENCE_OCTET:
-        _expect(tlv, SEQUENCE_OCTET, "SEQUENCE OF MilitaryString")
-    return _strings(view, tlv, "SEQUENCE OF MilitaryString")
-
-
-def _dump_strings(values: tuple[str, ...]) -> bytes:
-    return _constructed(SEQUENCE_OCTET, map(_dump_string, values))
-
-
-_MESSAGE_TYPE: Final = {context(0, False): "type", context(1, False): "identifier"}
-
-
-def _load_message_type(view: View, tlv: FlatTlv) -> MessageType:
-    if tlv[0] != SET_OCTET:
-        _expect(tlv, SET_OCTET, "MessageType")
-    found = ber.members(view, tlv, _MESSAGE_TYPE, "MessageType")
-    if "type" not in found:
-        raise DecodeError("type missing", where="MessageType")
-    identifier = found.get("identifier")
-    return MessageType(
-        type=ber.integer(view, found["type"], "TypeMessage"),
-        identifier=None if identifier is None else ber.text(view, identifier, "MessageIdentifier"),
-    )
-
-
-def _dump_message_type(value: MessageType) -> bytes:
-    parts = [tlv_bytes(0x80, _integer(value.type, "TypeMessage"))]  # [0]
-    if value.identifier is not None:
-        identifier = _military(value.identifier, "MessageIdentifier")
-        parts.append(tlv_bytes(0x81, identifier))  # [1]
-    return _constructed(SET_OCTET, parts)
-
-
-def _load_descriptors(view: View, tlv: FlatTlv) -> tuple[ORDescriptor, ...]:
-    _expect(tlv, SEQUENCE_OCTET, "ExemptedAddressSeq")
-    found = ber.items(view, tlv, "ExemptedAddressSeq")
-    if any(item[0] != SET_OCTET for item in found):
-        raise DecodeError("expected ORDescriptors", where="ExemptedAddressSeq")
-    return tuple(decode_descriptor(view, item) for item in found)
-
-
-def _dump_descriptors(values: tuple[ORDescriptor, ...]) -> bytes:
-    return _constructed(SEQUENCE_OCTET, map(encode_descriptor, values))
-
-
-def _load_time(view: View, tlv: FlatTlv, deviations: Deviations | None = None) -> datetime:
-    what = "ExtendedAuthorisationInfo"
-    if tlv[0] & ~ber.CONSTRUCTED != UTCTIME_OCTET:
-        raise DecodeError("expected a UTCTime", where=what)
-    return ber.parse_lenient_utctime(ber.text(view, tlv, what), what, deviations)
-
-
-def _dump_time(value: datetime) -> bytes:
-    return tlv_bytes(UTCTIME_OCTET, utctime_bytes(value, "ExtendedAuthorisationInfo"))
-
-
-_DISTRIBUTION: Final = {context(0, False): "sics", context(1, False): "dist-Extensions"}
-
-
-def _load_dist_extension(view: View, tlv: FlatTlv) -> DistributionExtension:
-    what = "DistributionExtensionField"
-    found = ber.items(view, tlv, what) if tlv[0] == INSTANCE_OF_OCTET else []
-    if len(found) != 2 or found[1][0] != context(0):
-        raise DecodeError("expected INSTANCE OF {type-id, [0] value}", where=what)
-    value = ber.items(view, found[1], what)
-    if len(value) != 1:
-        raise DecodeError("[0] holds one value", where=what)
-    return DistributionExtension(
-        type_id=ber.oid(view, found[0], what), value=bytes(view[value[0][1] : value[0][4]])
-    )
-
-
-def _load_distribution(view: View, tlv: FlatTlv) -> DistributionCodes:
-    _expect(tlv, SET_OCTET, "DistributionCodes")
-    found = ber.members(view, tlv, _DISTRIBUTION, "DistributionCodes")
-    sics = found.get("sics")
-    extensions = found.get("dist-Extensions")
-    return DistributionCodes(
-        sics=() if sics is None else _strings(view, sics, "Sic"),
-        dist_extensions=()
-        if extensions is None
-        else tuple(
-            _load_dist_extension(view, item)
-            for item in ber.items(view, extensions, "dist-Extensions")
-        ),
-    )
-
-
-def _check_single(value: bytes, what: str) -> bytes:
-    try:
-        ber.single(value, what)
-    except DecodeError as exc:
-        raise EncodeError(f"not one BER value: {exc.why}", where=what) from None
-    return value
-
-
-def _dump_dist_extension(value: DistributionExtension) -> bytes:
-    data = _check_single(value.value, "DistributionExtensionField.value")
-    parts = (ber.oid_tlv(value.type_id), tlv_bytes(context(0), data))
-    return _constructed(INSTANCE_OF_OCTET, parts)
-
-
-def _dump_distribution(value: DistributionCodes) -> bytes:
-    parts = []
-    if value.sics:
-        sics = (tlv_bytes(PRINTABLE_OCTET, printable(sic, "Sic", 3, 8)) for sic in value.sics)
-        parts.append(_constructed(context(0), sics))
-    if value.dist_extensions:
-        parts.append(_constructed(context(1), map(_dump_dist_extension, value.dist_extensions)))
-    return _constructed(SET_OCTET, parts)
-
-
-@dataclass(frozen=True, slots=True)
-class _Extension:
-    """A STANAG 4406 heading extension modelled as a Heading field."""
-
-    field: str
-    oid: str
-    load: Callable[[View, FlatTlv], Any]
-    dump: Callable[[Any], bytes]
-    oid_tlv: bytes = dataclasses.field(init=False)
-    """The encoding of ``oid`` (written with every value)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "oid_tlv", ber.oid_tlv(self.oid))
-
-
-def _mm(arc: int) -> str:
-    return f"{ID_MM}.{arc}"
-
-
-# STANAG 4406 Annex A: id-nato-mmhs-mm-<name> = {id-mm n}, in the order written.
-_EXTENSIONS: Final = (
-    _Extension("primary_precedence", _mm(0), _load_precedence, _dump_precedence),
-    _Extension("copy_precedence", _mm(1), _load_precedence, _dump_precedence),
-    _Extension("message_type", _mm(2), _load_message_type, _dump_message_type),
-    _Extension("exempted_addresses", _mm(4), _load_descriptors, _dump_descriptors),
-    _Extension("extended_authorisation_info", _mm(5), _load_time, _dump_time),
-    _Extension("distribution_codes", _mm(6), _load_distribution, _dump_distribution),
-    _Extension("handling_instructions", _mm(7), _load_strings, _dump_strings),
-    _Extension("message_instructions", _mm(8), _load_strings, _dump_strings),
-    _Extension("originator_reference", _mm(10), _load_string, _dump_string),
-    _Extension("acp127_message_identifier", _mm(13), _load_string, _dump_string),
-    _Extension("originator_plad", _mm(14), _load_string, _dump_string),
-)
-_EXTENSIONS_BY_OID: Final = {extension.oid: extension for extension in _EXTENSIONS}
-_EXTENSIONS_BY_TLV: Final = {extension.oid_tlv: extension for extension in _EXTENSIONS}
-
-
-def _modelled(view: View, tlv: FlatTlv) -> tuple[_Extension, FlatTlv] | None:
+def _modelled(view: View, tlv: FlatTlv) -> tuple[Extension, FlatTlv] | None:
     """A modelled extension and its value, when the IPMSExtension is a SEQUENCE of a
     known OBJECT IDENTIFIER (found by its encoding) and one value; None: not one of
-    those, for :func:`_extension_parts` to read (and to refuse, in its words)."""
+    those, for :func:`extension_parts` to read (and to refuse, in its words)."""
     key, _, body, end, _ = tlv
     if key != SEQUENCE_OCTET or body + 2 > end or view[body + 1] > 0x7F:
         return None
     start = body + 2 + view[body + 1]  # the value's (past the identifier)
-    extension = _EXTENSIONS_BY_TLV.get(bytes(view[body:start])) if start < end else None
+    extension = EXTENSIONS_BY_TLV.get(bytes(view[body:start])) if start < end else None
     if extension is None:
         return None
     length = end - start - 2  # the value's, if it fills the rest with a short length
@@ -558,15 +191,15 @@ def _heading_extensions(
     for item in ber.items(view, tlv, "extensions"):
         modelled = _modelled(view, item)  # (the usual: no OID to decode)
         if modelled is None:
-            oid, value = _extension_parts(view, item)
-            extension = _EXTENSIONS_BY_OID.get(oid)
+            oid, value = extension_parts(view, item)
+            extension = EXTENSIONS_BY_OID.get(oid)
         else:
             extension, value = modelled
             oid = extension.oid
         if extension is not None and value is not None and extension.field not in fields:
             try:
-                if extension.load is _load_time:  # (the one that may tolerate a form)
-                    loaded = _load_time(view, value, deviations)
+                if extension.load is load_time:  # (the one that may tolerate a form)
+                    loaded = load_time(view, value, deviations)
                 else:
                     loaded = extension.load(view, value)
             except (DecodeError, ValueError):
@@ -574,23 +207,21 @@ def _heading_extensions(
             if loaded is not None:
                 fields[extension.field] = loaded
                 continue
-        others.append(RawExtension(type=oid, value=None if value is None else _raw(view, value)))
+        others.append(
+            RawExtension(type=oid, value=None if value is None else value_bytes(view, value))
+        )
     fields["other_extensions"] = tuple(others)
     return fields
 
 
-def _raw(view: View, tlv: FlatTlv) -> bytes:
-    return bytes(view[tlv[1] : tlv[4]])
-
-
 def _heading_extension_bytes(heading: Heading) -> list[bytes]:
     encoded = []
-    for extension in _EXTENSIONS:
+    for extension in EXTENSIONS:
         value = getattr(heading, extension.field)
         if value is not None and value != ():
             encoded.append(tlv_bytes(SEQUENCE_OCTET, extension.oid_tlv + extension.dump(value)))
     if heading.other_extensions:
-        encoded.extend(map(_encode_extension, heading.other_extensions))
+        encoded.extend(map(encode_extension, heading.other_extensions))
     return encoded
 
 
@@ -603,7 +234,7 @@ _HEADING_FIELDS: Final = (
     "auto-forwarded", "extensions",
 )  # fmt: skip
 _HEADING: Final = {
-    _key(IPM_IDENTIFIER_OCTET): "this-IPM",
+    member_key(IPM_IDENTIFIER_OCTET): "this-IPM",
     **{context(number, False): name for number, name in enumerate(_HEADING_FIELDS)},
 }
 
@@ -716,7 +347,7 @@ def encode_heading(heading: Heading) -> bytes:
     if heading.related_ipms:
         append(_many(0xA7, heading.related_ipms, encode_ipm_identifier))
     if heading.subject is not None:
-        append(tlv_bytes(0xA8, tlv_bytes(TELETEX_OCTET, _teletex(heading.subject, "subject"))))
+        append(tlv_bytes(0xA8, tlv_bytes(TELETEX_OCTET, teletex(heading.subject, "subject"))))
     if heading.expiry_time is not None:
         append(tlv_bytes(0x89, utctime_bytes(heading.expiry_time, "expiry-time")))
     if heading.reply_time is not None:
@@ -724,15 +355,15 @@ def encode_heading(heading: Heading) -> bytes:
     if heading.reply_recipients:
         append(_many(0xAB, heading.reply_recipients, encode_descriptor))
     if heading.importance != _NORMAL:
-        append(tlv_bytes(0x8C, _integer(Importance(heading.importance), "importance")))
+        append(tlv_bytes(0x8C, integer_bytes(Importance(heading.importance), "importance")))
     if heading.sensitivity is not None:
-        append(tlv_bytes(0x8D, _integer(Sensitivity(heading.sensitivity), "sensitivity")))
+        append(tlv_bytes(0x8D, integer_bytes(Sensitivity(heading.sensitivity), "sensitivity")))
     if heading.auto_forwarded:
         append(b"\x8e\x01\xff")  # [14] BOOLEAN TRUE
     extensions = _heading_extension_bytes(heading)
     if extensions:
-        append(_constructed(0xAF, extensions))  # [15]
-    return _constructed(SET_OCTET, parts)
+        append(constructed(0xAF, extensions))  # [15]
+    return constructed(SET_OCTET, parts)
 
 
 _NORMAL: Final = Importance.NORMAL

@@ -17,12 +17,13 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 from p1 import ber
 from p1.errors import DecodeError
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
+from p1.mts.security_label import SecurityLabel
 
 P2_CONTENT_TYPE: Final = 22
 """X.420: built-in content type of interpersonal messaging 1988 (P22)."""
@@ -108,6 +109,45 @@ class TypeMessage(enum.IntEnum):
     OPERATION = 1
     PROJECT = 2
     DRILL = 3
+
+
+class AddressListType(enum.IntEnum):
+    """The ``type`` of an AddressListDesignator: ``INTEGER {primaryAddressList(0),
+    copyAddressList(1)}`` (STANAG 4406 Annex A address-list-indicator)."""
+
+    PRIMARY_ADDRESS_LIST = 0
+    COPY_ADDRESS_LIST = 1
+
+
+class AddressListRequest(enum.IntEnum):
+    """``AddressListRequest ::= INTEGER {action(0), info(1), both(2)}`` (STANAG 4406
+    Annex A)."""
+
+    ACTION = 0
+    INFO = 1
+    BOTH = 2
+
+
+class OtherRecipientType(enum.IntEnum):
+    """The ``type`` of an OtherRecipientDesignator: ``INTEGER {primary(0), copy(1)}``
+    (STANAG 4406 Annex A other-recipients-indicator)."""
+
+    PRIMARY = 0
+    COPY = 1
+
+
+_I = TypeVar("_I", bound=enum.IntEnum)
+
+
+def _named(cls: type[_I], value: int | None) -> _I | None:
+    """The member of ``cls`` whose value is ``value``; None for another value (national
+    or bilateral use) or an absent one."""
+    if value is None:
+        return None
+    try:
+        return cls(value)
+    except ValueError:
+        return None
 
 
 class NotificationKind(enum.Enum):
@@ -248,6 +288,112 @@ class DistributionCodes:
     dist_extensions: tuple[DistributionExtension, ...] = ()
 
 
+# AddressListDesignator ::= SET {
+#   type                 [0]  INTEGER {primaryAddressList(0), copyAddressList(1)},
+#   listName             [1]  ORDescriptor,
+#   notificationRequest  [2]  AddressListRequest OPTIONAL,
+#   replyRequest         [3]  AddressListRequest OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddressListDesignator:
+    """An address list the message was sent to (STANAG 4406 Annex A
+    address-list-indicator, ``SEQUENCE OF AddressListDesignator``)."""
+
+    type: int
+    """An :class:`AddressListType` value, or another for national use."""
+    list_name: ORDescriptor
+    notification_request: int | None = None
+    """An :class:`AddressListRequest` value, or another for national use."""
+    reply_request: int | None = None
+    """An :class:`AddressListRequest` value, or another for national use."""
+
+    @property
+    def named_type(self) -> AddressListType | None:
+        """``type`` as an :class:`AddressListType`; None for a national value."""
+        return _named(AddressListType, self.type)
+
+    @property
+    def named_notification_request(self) -> AddressListRequest | None:
+        """``notification_request`` as an :class:`AddressListRequest`; None when absent
+        or national."""
+        return _named(AddressListRequest, self.notification_request)
+
+    @property
+    def named_reply_request(self) -> AddressListRequest | None:
+        """``reply_request`` as an :class:`AddressListRequest`; None when absent or
+        national."""
+        return _named(AddressListRequest, self.reply_request)
+
+
+# OtherRecipientDesignator ::= SET {
+#   type        [0]  INTEGER {primary(0), copy(1)},
+#   designator  [1]  MilitaryString }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OtherRecipientDesignator:
+    """A recipient outside the MMHS, by designator (STANAG 4406 Annex A
+    other-recipients-indicator, ``SEQUENCE OF OtherRecipientDesignator``)."""
+
+    type: int
+    """An :class:`OtherRecipientType` value, or another for national use."""
+    designator: str
+    """MilitaryString: PrintableString of 1..69 characters."""
+
+    @property
+    def named_type(self) -> OtherRecipientType | None:
+        """``type`` as an :class:`OtherRecipientType`; None for a national value."""
+        return _named(OtherRecipientType, self.type)
+
+
+# PilotInformation ::= SEQUENCE {
+#   pilotPrecedence  [0]  MMHSPrecedence OPTIONAL,
+#   pilotRecipient   [1]  SEQUENCE OF ORDescriptor OPTIONAL,
+#   pilotSecurity    [2]  SecurityLabel OPTIONAL,
+#   pilotHandling    [3]  SEQUENCE OF MilitaryString OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PilotInformation:
+    """One pilot of a forwarded message (STANAG 4406 Annex A pilot-forwarding-info,
+    ``SEQUENCE OF PilotInformation``).  Empty tuples and None mean absent."""
+
+    precedence: int | None = None
+    """pilotPrecedence: a :class:`Precedence` value, or 16..31 for national use."""
+    recipients: tuple[ORDescriptor, ...] = ()
+    """pilotRecipient."""
+    security_label: SecurityLabel | None = None
+    """pilotSecurity: an X.411 8.5.9 SecurityLabel."""
+    handling: tuple[str, ...] = ()
+    """pilotHandling: MilitaryStrings (PrintableString of 1..69 characters)."""
+
+    @property
+    def named_precedence(self) -> Precedence | None:
+        """``precedence`` as a :class:`Precedence`; None when absent or national."""
+        return _named(Precedence, self.precedence)
+
+
+# BodyPartSecurityLabel ::= SET {
+#   body-part-security-label   [0]  SecurityLabel,
+#   body-part-sequence-number  [1]  BodyPartSequenceNumber OPTIONAL }   -- INTEGER
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BodyPartSecurityLabel:
+    """The security label of one body part (STANAG 4406 Annex A)."""
+
+    security_label: SecurityLabel
+    sequence_number: int | None = None
+    """The body part's position in the body; None: the label's own position."""
+
+
+# SecurityInformationLabels ::= SEQUENCE {
+#   content-security-label     [0]  SecurityLabel,
+#   heading-security-label     [1]  SecurityLabel OPTIONAL,
+#   body-part-security-labels  [2]  SEQUENCE OF BodyPartSecurityLabel OPTIONAL }
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecurityInformationLabels:
+    """STANAG 4406 Annex A security-information-labels heading extension (deprecated
+    by Annex B's ESSSecurityLabel, still read and written)."""
+
+    content_security_label: SecurityLabel
+    heading_security_label: SecurityLabel | None = None
+    body_part_security_labels: tuple[BodyPartSecurityLabel, ...] = ()
+
+
 # Heading ::= SET { this-IPM ThisIPMField, originator [0] ..., ..., extensions [15] ... }
 @dataclass(frozen=True, kw_only=True)
 class Heading:
@@ -258,7 +404,7 @@ class Heading:
     typed ones, which are encoded in the order of their identifiers).  Empty tuples and
     None mean absent.
 
-    (Not slots: the decoder sets its 28 fields in the instance dictionary at once,
+    (Not slots: the decoder sets its 33 fields in the instance dictionary at once,
     see :data:`_HEADING_DEFAULTS`.)
     """
 
@@ -283,14 +429,20 @@ class Heading:
     primary_precedence: Precedence | None = None
     copy_precedence: Precedence | None = None
     message_type: MessageType | None = None
+    address_list_indicator: tuple[AddressListDesignator, ...] = ()
     exempted_addresses: tuple[ORDescriptor, ...] = ()
     extended_authorisation_info: datetime | None = None
     distribution_codes: DistributionCodes | None = None
     handling_instructions: tuple[str, ...] = ()
     message_instructions: tuple[str, ...] = ()
+    codress_message: int | None = None
     originator_reference: str | None = None
+    other_recipients_indicator: tuple[OtherRecipientDesignator, ...] = ()
+    pilot_forwarding_info: tuple[PilotInformation, ...] = ()
     acp127_message_identifier: str | None = None
     originator_plad: str | None = None
+    security_information_labels: SecurityInformationLabels | None = None
+    """Deprecated (STANAG 4406 Annex B replaces it by the ESSSecurityLabel)."""
     other_extensions: tuple[RawExtension, ...] = ()
 
 
@@ -300,7 +452,7 @@ _HEADING_DEFAULTS: Final[dict[str, Any]] = {
 """Every field of :class:`Heading` but ``this_ipm``, at its default.  The decoder makes a
 heading with ``object.__new__``, copies these into its instance dictionary and then the
 fields it read: the generated ``__init__`` of a frozen dataclass sets the fields one
-``object.__setattr__`` call at a time (a few microseconds for 28)."""
+``object.__setattr__`` call at a time (a few microseconds for 33)."""
 
 
 # --- body part models -----------------------------------------------------------------

@@ -4,8 +4,10 @@ Valid values of the X.411 envelope models: O/R names, domain identifiers, MTS
 identifiers, UTCTime values (plain datetimes and ones that remember unusual text),
 named bit strings, encoded information types, extension fields (unknown standard and
 private ones, raw, and the typed ones), trace, recipients, message envelopes, messages,
-probes and reports.  Every value encodes; its decoding equals it and re-encodes to the
-same bytes.
+probes and reports; and the values of the STANAG 4406 Annex A heading extensions the
+IPM heading types (address lists, codress, other recipients, pilot forwarding
+information, security information labels).  Every value encodes; its decoding equals
+it and re-encodes to the same bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ from typing import Any, TypeVar
 from hypothesis import strategies as st
 
 from p1 import ber
+from p1.ipms.models import (
+    AddressListDesignator,
+    BodyPartSecurityLabel,
+    ORDescriptor,
+    OtherRecipientDesignator,
+    PilotInformation,
+    SecurityInformationLabels,
+)
 from p1.mts.envelope import (
     Criticality,
     DeliveryReport,
@@ -51,6 +61,7 @@ from p1.mts.extensions import (
 from p1.mts.fields import BuiltInEncodedInformationTypes
 from p1.mts.orname import ExtensionAttribute, ORName
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier, Priority
+from p1.mts.security_label import SecurityCategory, SecurityLabel
 
 T = TypeVar("T")
 
@@ -418,3 +429,90 @@ reports = st.builds(
 )
 
 mts_apdus = st.one_of(messages, probes, reports)
+
+
+# --- STANAG 4406 heading extensions (IPM heading) --------------------------------------
+
+or_descriptors = st.builds(
+    ORDescriptor,
+    formal_name=optional(ornames()),
+    free_form_name=optional(st.text(st.characters(max_codepoint=255), max_size=20)),
+    telephone_number=optional(printable(1, 20)),
+)
+military_strings = printable(1, 69)
+named_or_national = st.integers(min_value=-300, max_value=300)
+"""An INTEGER with named values: the named ones, and others for national use."""
+category_values = st.one_of(
+    st.just(b"\x05\x00"),
+    st.binary(max_size=8).map(lambda b: ber.tlv(ber.OCTET_STRING, b)),
+    st.integers(-1000, 1000).map(lambda n: ber.tlv(ber.INTEGER, ber.int_contents(n))),
+)
+
+
+def security_labels(categories: bool = True) -> st.SearchStrategy[SecurityLabel]:
+    """X.411 8.5.9 SecurityLabel values; without security categories when
+    ``categories`` is false (their values are kept as received, in any form)."""
+    return st.builds(
+        SecurityLabel,
+        policy=optional(object_identifiers),
+        classification=optional(st.integers(0, 256)),
+        privacy_mark=optional(printable(1, 128)),
+        categories=tuples(st.builds(SecurityCategory, object_identifiers, category_values))
+        if categories
+        else st.just(()),
+    )
+
+
+address_list_designators = st.builds(
+    AddressListDesignator,
+    type=named_or_national,
+    list_name=or_descriptors,
+    notification_request=optional(named_or_national),
+    reply_request=optional(named_or_national),
+)
+other_recipient_designators = st.builds(
+    OtherRecipientDesignator, type=named_or_national, designator=military_strings
+)
+
+
+def pilot_informations(categories: bool = True) -> st.SearchStrategy[PilotInformation]:
+    """PilotInformation, precedences 0..31 (16..31 national); see :func:`security_labels`."""
+    return st.builds(
+        PilotInformation,
+        precedence=optional(st.integers(0, 31)),
+        recipients=tuples(or_descriptors, max_size=2),
+        security_label=optional(security_labels(categories)),
+        handling=tuples(military_strings),
+    )
+
+
+def security_information_labels(
+    categories: bool = True,
+) -> st.SearchStrategy[SecurityInformationLabels]:
+    """SecurityInformationLabels; see :func:`security_labels`."""
+    labels = security_labels(categories)
+    return st.builds(
+        SecurityInformationLabels,
+        content_security_label=labels,
+        heading_security_label=optional(labels),
+        body_part_security_labels=tuples(
+            st.builds(
+                BodyPartSecurityLabel,
+                security_label=labels,
+                sequence_number=optional(st.integers(-(2**31), 2**31)),
+            ),
+            max_size=2,
+        ),
+    )
+
+
+def mm_heading_extensions(categories: bool = True) -> dict[str, st.SearchStrategy[Any]]:
+    """Keyword strategies for the Heading fields of the STANAG 4406 heading extensions
+    typed after the first eleven: each present or absent."""
+    return {
+        "address_list_indicator": tuples(address_list_designators, max_size=2),
+        "codress_message": optional(st.integers(-(2**63), 2**63)),
+        "other_recipients_indicator": tuples(other_recipient_designators),
+        "pilot_forwarding_info": tuples(pilot_informations(categories), max_size=2),
+        "security_information_labels": optional(security_information_labels(categories)),
+    }

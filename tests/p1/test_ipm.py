@@ -184,6 +184,7 @@ headings = st.builds(
     handling_instructions=tuples(printable(1, 69)),
     acp127_message_identifier=optional(printable(1, 69)),
     other_extensions=tuples(raw_extensions, max_size=2),
+    **strategies.mm_heading_extensions(categories=False),
 )
 
 
