@@ -5,10 +5,14 @@ hex text (whitespace allowed).  The kind is auto-detected, or given with ``--as`
 
 * ``mts-apdu``: X.411 MTS-APDU (message, report or probe).  A message whose content is
   an IPM (P2, built-in 22, or P772, extended 1.3.26.0.4406.0.4.1) has its content decoded
-  too, unless ``--no-content``.  A message-security-label extension (X.411 clause
-  8.5.9) is shown decoded (``security-label``: classification by name, policy, privacy
-  mark, categories and a one-line ``text``); one that does not decode keeps its hex
-  ``value`` and says why (``security-label-error``).
+  too, unless ``--no-content``.  Every extension of the envelope, of the report content
+  and of each per-recipient field (X.411 clause 9.1) shows its ``name`` and its value
+  decoded as its type (``value-decoded``: O/R names as text, enumerations by name,
+  times in ISO 8601; :mod:`p1.mts.extension_view`) in place of the hex ``value``; one
+  that does not decode, or of a type not known, keeps its hex ``value`` and says why
+  (``value-error``).  A message-security-label (X.411 clause 8.5.9) shows its decoded
+  value under ``security-label`` (classification by name, policy, privacy mark,
+  categories and a one-line ``text``), or its hex and ``security-label-error``.
 * ``ipm``: X.420 / STANAG 4406 IPM or IPN content (P772 heading extensions shown by name).
   Each body part also shows its type by name (``body-part-type``: ia5-text, adatp3,
   teletex, ...) and a text-like one its ``text`` when its data does not show it already.
@@ -22,6 +26,7 @@ it was found go to standard error), 2 bad usage or an unreadable file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -34,6 +39,7 @@ from p1.errors import DecodeError
 from p1.render import HEX_LIMIT, TEXT_LIMIT, Plain, to_plain, to_text
 
 if TYPE_CHECKING:
+    from p1.mts.extensions import ExtensionField
     from p1.mts.security_label import SecurityLabel
 
 KINDS = ("auto", "mts-apdu", "ipm", "bind")
@@ -62,7 +68,7 @@ def _decode_mts_apdu(data: bytes, options: Options) -> Plain:
     apdu = decode_mts_apdu(data)
     plain = to_plain(apdu, full_bytes=options.full_bytes)
     envelope = plain.get("envelope") if isinstance(plain, dict) else None
-    _show_security_labels(apdu, plain, options)
+    _show_extensions(apdu, plain, options)
     if isinstance(apdu, Message) and isinstance(envelope, dict):
         # What priority and priority-level-qualifier stand for (STANAG 4406 Annex A).
         envelope["precedence"] = apdu.envelope.precedence.label
@@ -73,62 +79,65 @@ def _decode_mts_apdu(data: bytes, options: Options) -> Plain:
     return plain
 
 
-def _show_security_labels(apdu: object, plain: Plain, options: Options) -> None:
-    """Each message-security-label extension of the envelope shown decoded in place of
-    its hex value, or with the reason it does not decode."""
-    from p1.mts.envelope import Message, Probe
-    from p1.mts.report import Report
-    from p1.mts.security_label import (
-        decode_security_label_extension,
-        is_message_security_label,
-    )
+def _show_extensions(model: object, plain: Plain, options: Options) -> None:
+    """Every extension of ``model`` (envelope, report content, per-recipient fields, at
+    any depth) named and shown decoded in its plain form (X.411 clause 9.1)."""
+    from p1.mts.extensions import ExtensionField
 
-    if isinstance(apdu, Message | Report):
-        extensions = apdu.envelope.extensions
-        holder = plain.get("envelope") if isinstance(plain, dict) else None
-    elif isinstance(apdu, Probe):
-        extensions, holder = apdu.extensions, plain
+    if not dataclasses.is_dataclass(model) or not isinstance(plain, dict):
+        return
+    for field in dataclasses.fields(model):
+        value = getattr(model, field.name)
+        shown = plain.get(field.name.replace("_", "-"))
+        if not isinstance(value, tuple):
+            _show_extensions(value, shown, options)
+        elif isinstance(shown, list) and len(shown) == len(value):
+            for item, item_plain in zip(value, shown, strict=True):
+                if isinstance(item, ExtensionField) and isinstance(item_plain, dict):
+                    _show_extension(item, item_plain, options)
+                else:
+                    _show_extensions(item, item_plain, options)
+
+
+def _show_extension(extension: ExtensionField, shown: dict[str, Plain], options: Options) -> None:
+    """``name``, and ``value-decoded`` in place of the hex ``value`` or ``value-error``
+    beside it; a message-security-label keeps its own keys, ``security-label`` (typed)
+    or ``security-label-error``."""
+    from p1.mts.extension_view import view_extension
+    from p1.mts.security_label import is_message_security_label
+
+    view = view_extension(extension, full_bytes=options.full_bytes)
+    shown["name"] = view.label
+    if is_message_security_label(extension):
+        _show_security_label(extension.value is None, view.value, view.error, shown)
+        return
+    if view.error is not None:
+        shown["value-error"] = view.error
+    elif extension.value is not None:
+        shown["value-decoded"] = view.value
+    if view.error is None:
+        shown.pop("value", None)
+
+
+def _show_security_label(
+    absent: bool, value: Plain, error: str | None, shown: dict[str, Plain]
+) -> None:
+    """The label typed in place of its hex, or why it is not (absent means NULL, which
+    is no SecurityLabel)."""
+    if absent:
+        shown["security-label-error"] = "message-security-label: the extension has no value"
+    elif error is not None:
+        shown["security-label-error"] = error
     else:
-        return
-    shown = holder.get("extensions") if isinstance(holder, dict) else None
-    if not isinstance(shown, list):
-        return
-    for extension, extension_plain in zip(extensions, shown, strict=True):
-        if not isinstance(extension_plain, dict) or not is_message_security_label(extension):
-            continue
-        try:
-            label = decode_security_label_extension(extension)
-        except DecodeError as exc:
-            extension_plain["security-label-error"] = str(exc)
-            continue
-        extension_plain.pop("value", None)
-        extension_plain["security-label"] = security_label_plain(label, options.full_bytes)
+        shown.pop("value", None)
+        shown["security-label"] = value
 
 
 def security_label_plain(label: SecurityLabel, full_bytes: bool = False) -> Plain:
-    """A SecurityLabel for JSON and text: classification by name (and number), policy,
-    privacy mark, categories (type and value hex) and the one-line ``text``."""
-    out: dict[str, Plain] = {"@type": "SecurityLabel"}
-    if label.classification is not None:
-        out["classification"] = label.classification_name
-        out["classification-value"] = label.classification
-    if label.policy is not None:
-        out["policy"] = label.policy
-    if label.privacy_mark is not None:
-        out["privacy-mark"] = label.privacy_mark
-    if label.categories:
-        out["categories"] = [
-            {"type": c.type, "value": _hex_plain(c.value, full_bytes)} for c in label.categories
-        ]
-    out["text"] = label.describe()
-    return out
+    """A SecurityLabel for JSON and text (:func:`p1.mts.extension_view.security_label_plain`)."""
+    from p1.mts import extension_view
 
-
-def _hex_plain(data: bytes, full: bool) -> Plain:
-    """Octets in hex, as :func:`p1.render.to_plain` shows binary: whole, or summarised."""
-    if full or len(data) <= HEX_LIMIT:
-        return data.hex()
-    return {"length": len(data), "hex-prefix": data[:HEX_LIMIT].hex()}
+    return extension_view.security_label_plain(label, full_bytes)
 
 
 def _content_plain(message: object, options: Options) -> Plain | None:

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.schema import AddressPrefix, MtaConfig
+from p1.mts.extension_view import extension_label
 from p1.mts.extensions import (
     INTERPRETED_EXTENSIONS,
     ExtensionField,
@@ -153,12 +154,11 @@ class Router:
 
 
 def extension_name(ext_type: ExtensionType) -> str:
-    """``standard-extension 20 (message-security-label)``, or ``private-extension
-    1.3.26...`` for the log."""
+    """``standard-extension 20 (message-security-label)``, ``private-extension
+    1.3.26.0.4406.0.8.0 (priority-level-qualifier)`` or ``private-extension 1.2.3`` for
+    the log (names: :func:`p1.mts.extension_view.extension_label`)."""
+    label = extension_label(ext_type)
     if isinstance(ext_type, str):
-        return f"private-extension {ext_type}"
-    try:
-        label = StandardExtension(ext_type).name.lower().replace("_", "-")
-    except ValueError:
-        return f"standard-extension {ext_type}"
-    return f"standard-extension {ext_type} ({label})"
+        return f"private-extension {ext_type}" + ("" if label == ext_type else f" ({label})")
+    named = not label.startswith("standard-extension")
+    return f"standard-extension {ext_type}" + (f" ({label})" if named else "")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,15 @@ import pytest
 from benchmarks import samples
 from client.dump import main
 from p1.association import mtabind
+from p1.mts.envelope import encode_mts_apdu
+from p1.mts.extensions import (
+    ExtensionField,
+    StandardExtension,
+    latest_delivery_time_extension,
+    with_extension,
+)
+from p1.mts.fields import Criticality
+from p1.mts.orname import encode_oraddress, parse_orname
 from p1.mts.precedence import Precedence
 
 SAMPLES = Path(__file__).parent.parent / "p1" / "samples"
@@ -131,3 +142,82 @@ def test_installed_command_reads_standard_input() -> None:
     )
     assert result.returncode == 0, result.stderr.decode()
     assert b"subject: SITREP 042 NORTHERN SECTOR" in result.stdout
+
+
+# --- extensions by name and value ------------------------------------------------------
+
+RETURN_ADDRESS = "C=GB;ADMD= ;PRMD=NATO;O=ACT;OU=Registry"
+
+
+def _extended_message() -> bytes:
+    """The sample message with typed envelope and per-recipient extensions added."""
+    message = samples.message(10)
+    envelope = message.envelope
+    found = with_extension(
+        envelope.extensions,
+        latest_delivery_time_extension(datetime(2026, 11, 25, 10, tzinfo=UTC)),
+    )
+    for extension in (
+        ExtensionField(type=StandardExtension.CONTENT_CORRELATOR, value=b"\x16\x03abc"),
+        ExtensionField(
+            type=StandardExtension.ORIGINATOR_RETURN_ADDRESS,
+            criticality=Criticality(for_delivery=True),
+            value=encode_oraddress(parse_orname(RETURN_ADDRESS)),
+        ),
+        ExtensionField(type=StandardExtension.PROOF_OF_DELIVERY_REQUEST, value=b"\x0a\x01\x09"),
+        ExtensionField(type="1.2.3.4", value=b"\x05\x00"),
+    ):
+        found = with_extension(found, extension)
+    first = dataclasses.replace(
+        envelope.recipients[0],
+        extensions=(
+            ExtensionField(
+                type=StandardExtension.REQUESTED_DELIVERY_METHOD, value=bytes.fromhex("3003020101")
+            ),
+        ),
+    )
+    envelope = dataclasses.replace(
+        envelope, extensions=found, recipients=(first, *envelope.recipients[1:])
+    )
+    return encode_mts_apdu(dataclasses.replace(message, envelope=envelope))
+
+
+def test_json_shows_every_extension_by_name_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = tmp_path / "extended.ber"
+    wire.write_bytes(_extended_message())
+    assert main([str(wire), "--json"]) == 0
+    envelope = json.loads(capsys.readouterr().out)["value"]["envelope"]
+    shown = {e["name"]: e for e in envelope["extensions"]}
+    assert shown["priority-level-qualifier"]["value-decoded"] == "low"  # flash: urgent, low
+    assert shown["latest-delivery-time"]["value-decoded"] == "2026-11-25T10:00:00+00:00"
+    assert shown["content-correlator"]["value-decoded"] == {"ia5text": "abc"}
+    returned = shown["originator-return-address"]
+    assert returned["value-decoded"] == RETURN_ADDRESS
+    assert returned["criticality"] == {"@type": "Criticality", "for-delivery": True}
+    assert "value" not in returned  # the decoded value stands for the hex
+    # What does not decode keeps its hex and says why.
+    bad = shown["proof-of-delivery-request"]
+    assert bad["value"] == "0a0109"
+    assert bad["value-error"].startswith("ProofOfDeliveryRequest: ")
+    assert "value-decoded" not in bad
+    assert shown["1.2.3.4"]["value"] == "0500"
+    assert shown["1.2.3.4"]["value-error"] == "unknown extension type"
+    (method,) = envelope["recipients"][0]["extensions"]
+    assert method["name"] == "requested-delivery-method"
+    assert method["value-decoded"] == ["mhs-delivery"]
+    assert "extensions" not in envelope["recipients"][1]
+
+
+def test_text_shows_extensions_by_name_and_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wire = tmp_path / "extended.ber"
+    wire.write_bytes(_extended_message())
+    assert main([str(wire)]) == 0
+    out = capsys.readouterr().out
+    assert "name: latest-delivery-time\n" in out
+    assert "value-decoded: 2026-11-25T10:00:00+00:00\n" in out
+    assert f"value-decoded: {RETURN_ADDRESS}\n" in out
+    assert "value-decoded:\n" in out and "ia5text: abc\n" in out

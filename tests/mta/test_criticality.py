@@ -190,3 +190,5 @@ def test_extension_names_for_the_log() -> None:
     assert extension_name(SECURITY_LABEL) == "standard-extension 20 (message-security-label)"
     assert extension_name(UNKNOWN_STANDARD) == "standard-extension 99"
     assert extension_name(PRIVATE) == f"private-extension {PRIVATE}"
+    plq = "1.3.26.0.4406.0.8.0"
+    assert extension_name(plq) == f"private-extension {plq} (priority-level-qualifier)"
