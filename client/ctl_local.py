@@ -1,33 +1,42 @@
-"""``x400ctl status|queue|channels|hold|release``: the operator's view of a running MTA.
+"""``x400ctl status|queue|channels|hold|release|quarantine``: the operator's view of a
+running MTA.
 
 These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
 
     status     the MTA's name, uptime, recipients per queue state, slots connected,
-               the garbage collector's work
+               what the quarantine holds, the garbage collector's work
     queue      recipients per route (peer or ``local``), precedence and state (qshape);
                with ``--list``, each waiting recipient with its message id (for hold)
     channels   every connection slot of every peer: precedences, port, DSCP, mode,
                backlog, and each connection's state, age, transfers and last error
     hold ID... / release ID...   keep queued messages from being sent / let them go
+    quarantine list              the transfers confirmed and kept because they could not
+                                 be taken in (:mod:`mta.quarantine`): id, when, peer,
+                                 size, why
+    quarantine show ID [--raw]   one of them; ``--raw``: its octets as received, to
+                                 standard output (``| x400-dump -``)
+    quarantine delete ID...      remove them
 
 Public API::
 
     add_commands(subparsers)     the subcommands, for x400ctl's parser
-    run(args, out) -> int        exit code (0 done, 1 the MTA refused or is not running)
+    run(args, out, raw=None) -> int   exit code (0 done, 1 the MTA refused or is not
+                                 running); ``raw``: where octets go (show --raw)
 """
 
 from __future__ import annotations
 
 import argparse
 from collections import defaultdict
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
 
 from client.api import call, socket_path
 
 __all__ = ["COMMANDS", "add_commands", "run"]
 
-COMMANDS = ("status", "queue", "channels", "hold", "release")
+COMMANDS = ("status", "queue", "channels", "hold", "release", "quarantine")
 
 _STATES = ("pending", "in_flight", "held", "transferred", "delivered", "failed")
 
@@ -55,11 +64,41 @@ def add_commands(commands: Any) -> None:
     for name, what in (("hold", "keep messages from being sent"), ("release", "let them go")):
         sub = commands.add_parser(name, parents=[where], help=what)
         sub.add_argument("ids", type=int, nargs="+", metavar="ID", help="queue message ids")
+    _add_quarantine(commands, where)
 
 
-def run(args: argparse.Namespace, out: TextIO) -> int:
-    """Run one local-API command; raises ApiError when the MTA refuses or cannot be reached."""
+def _add_quarantine(commands: Any, where: argparse.ArgumentParser) -> None:
+    quarantine = commands.add_parser(
+        "quarantine",
+        help="transfers confirmed and kept because they could not be taken in",
+        description=(
+            "A transfer whose MTS-APDU does not decode, or cannot be written with this "
+            "MTA's trace, is confirmed to the peer and kept here as received, not "
+            "delivered. When the quarantine is full ([quarantine] max_messages, "
+            "max_bytes), such transfers are refused: delete what has been dealt with."
+        ),
+    )
+    actions = quarantine.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser(
+        "list", parents=[where], help="each kept transfer: id, received, peer, size, reason"
+    )
+    show = actions.add_parser("show", parents=[where], help="one kept transfer")
+    show.add_argument("id", type=int, metavar="ID", help="its id (from quarantine list)")
+    show.add_argument(
+        "--raw",
+        action="store_true",
+        help="write its octets as received to standard output (e.g. | x400-dump -)",
+    )
+    delete = actions.add_parser("delete", parents=[where], help="remove kept transfers")
+    delete.add_argument("ids", type=int, nargs="+", metavar="ID", help="their ids")
+
+
+def run(args: argparse.Namespace, out: TextIO, raw: BinaryIO | None = None) -> int:
+    """Run one local-API command; raises ApiError when the MTA refuses or cannot be reached.
+    ``raw``: where ``quarantine show --raw`` writes the octets (default ``out``'s buffer)."""
     path = socket_path(args.config, args.socket)
+    if args.command == "quarantine":
+        return _quarantine(path, args, out, raw)
     if args.command in ("hold", "release"):
         response, _ = call(path, {"op": args.command, "message_ids": args.ids})
         print(f"{args.command}: {response['changed']} recipient(s) changed", file=out)
@@ -81,6 +120,13 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
         file=out,
     )
     print(f"slots: {response['slots_connected']} of {response['slots']} connected", file=out)
+    quarantine = response.get("quarantine")
+    if quarantine is not None:
+        print(
+            f"quarantine: {quarantine['messages']} of {quarantine['max_messages']} messages, "
+            f"{quarantine['octets']:,} of {quarantine['max_bytes']:,} octets",
+            file=out,
+        )
     if response.get("store"):
         print(f"STORE UNAVAILABLE: {response['store']} (transfers refused unconfirmed)", file=out)
     for part in response.get("degraded", ()):
@@ -150,6 +196,45 @@ def _channels(response: dict[str, Any], out: TextIO) -> None:
                 f" {c['transfers']} transfer(s){error}",
                 file=out,
             )
+
+
+def _quarantine(path: Path, args: argparse.Namespace, out: TextIO, raw: BinaryIO | None) -> int:
+    if args.action == "list":
+        response, _ = call(path, {"op": "quarantine"})
+        _quarantine_list(response["entries"], out)
+    elif args.action == "show":
+        response, apdu = call(path, {"op": "quarantine_read", "id": args.id})
+        if args.raw:
+            sink = raw if raw is not None else out.buffer
+            sink.write(apdu)
+            sink.flush()
+        else:
+            _quarantine_entry(response["entry"], out)
+    else:
+        response, _ = call(path, {"op": "quarantine_delete", "ids": args.ids})
+        print(f"deleted {response['deleted']} of {len(set(args.ids))}", file=out)
+    return 0
+
+
+def _quarantine_list(entries: list[dict[str, Any]], out: TextIO) -> None:
+    if not entries:
+        print("the quarantine is empty", file=out)
+        return
+    print(f"{'ID':>6} {'RECEIVED':<25} {'PEER':<16} {'OCTETS':>9}  REASON", file=out)
+    for e in entries:
+        print(
+            f"{e['id']:>6} {e['received_at']:<25} {e['peer']:<16} {e['size']:>9}  {e['reason']}",
+            file=out,
+        )
+
+
+def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
+    print(f"id:       {entry['id']}", file=out)
+    print(f"received: {entry['received_at']}", file=out)
+    print(f"peer:     {entry['peer']}", file=out)
+    print(f"octets:   {entry['size']}", file=out)
+    print(f"reason:   {entry['reason']}", file=out)
+    print(f"the octets: x400ctl quarantine show {entry['id']} --raw | x400-dump -", file=out)
 
 
 _SHOW = {"status": _status, "queue": _queue, "channels": _channels}

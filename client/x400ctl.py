@@ -3,8 +3,8 @@
 ``x400ctl ping HOST [PORT]`` binds to an MTA over P1 (X.411 MTA-bind on RFC 1006), reports
 the responder's name and the bind round-trip time, and releases.
 
-``x400ctl status|queue|channels|hold|release`` ask a running MTA through its local API
-(:mod:`client.ctl_local`).
+``x400ctl status|queue|channels|hold|release|quarantine`` ask a running MTA through its
+local API (:mod:`client.ctl_local`).
 
 Exit codes: 0 done (bound and released); 1 the peer refused the bind (the MTABindError is
 printed), or the MTA refused the request or is not running; 2 bad arguments; 3 timed out;
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _ping_command(args)
     if args.command in ctl_local.COMMANDS:
         try:
-            return ctl_local.run(args, sys.stdout)
+            return ctl_local.run(args, sys.stdout, sys.stdout.buffer)
         except ApiError as error:
             print(f"x400ctl {args.command}: {error}", file=sys.stderr)
             return EXIT_REFUSED

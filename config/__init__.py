@@ -13,7 +13,7 @@ Public API::
 
     MtaConfig(source, name, global_domain, password, state_dir, database, control_socket,
               listeners, local_domains, local_users, peers, default_route, max_age,
-              retry, precedence_table, log_level, limits, connection_limits)
+              retry, precedence_table, log_level, limits, connection_limits, quarantine)
                                                           .peer(name) -> Peer
     Listener(address, port, dscp)
     Peer(name, host, routes, our_credentials, their_credentials, slots)
@@ -31,7 +31,9 @@ Public API::
                      max_bytes_before_bind, bind_timeout, idle_timeout, min_progress,
                      progress_interval, failed_bind_delay, failed_bind_delay_max,
                      max_api_connections, api_idle_timeout)
-    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS
+    QuarantineLimits(max_messages, max_bytes)
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
+    DEFAULT_QUARANTINE
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from config.loader import ConfigError as ConfigError
 from config.loader import load_config as load_config
 from config.schema import DEFAULT_CONNECTION_LIMITS as DEFAULT_CONNECTION_LIMITS
 from config.schema import DEFAULT_MAX_AGE as DEFAULT_MAX_AGE
+from config.schema import DEFAULT_QUARANTINE as DEFAULT_QUARANTINE
 from config.schema import DEFAULT_RETRY as DEFAULT_RETRY
 from config.schema import DEFAULT_STATE_DIR as DEFAULT_STATE_DIR
 from config.schema import AddressPrefix as AddressPrefix
@@ -50,6 +53,7 @@ from config.schema import LogLevel as LogLevel
 from config.schema import MaxAge as MaxAge
 from config.schema import MtaConfig as MtaConfig
 from config.schema import Peer as Peer
+from config.schema import QuarantineLimits as QuarantineLimits
 from config.schema import RetryPolicy as RetryPolicy
 from config.schema import Secret as Secret
 from config.schema import Slot as Slot
@@ -58,6 +62,7 @@ from config.schema import SlotMode as SlotMode
 __all__ = [
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
+    "DEFAULT_QUARANTINE",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "AddressPrefix",
@@ -69,6 +74,7 @@ __all__ = [
     "MaxAge",
     "MtaConfig",
     "Peer",
+    "QuarantineLimits",
     "RetryPolicy",
     "Secret",
     "Slot",

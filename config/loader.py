@@ -41,6 +41,8 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      ("1KiB") per progress_interval ("30s"), failed_bind_delay ("1s")
                      doubling up to failed_bind_delay_max ("30s"; "0s": no delay),
                      max_api_connections (64), api_idle_timeout ("5m")
+    [quarantine]     max_messages (1000), max_bytes ("256MiB"): what is kept of the
+                     transfers that cannot be taken in (confirmed, not delivered)
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
                      peer_password | peer_password_file (none: not checked),
                      supported_extensions ([]: extension types critical for transfer
@@ -116,6 +118,7 @@ from config.schema import (
     MaxAge,
     MtaConfig,
     Peer,
+    QuarantineLimits,
     RetryPolicy,
     Secret,
     Slot,
@@ -308,6 +311,7 @@ _TOP_KEYS = (
     "max_age",
     "dscp",
     "limits",
+    "quarantine",
     "peers",
 )
 _LISTENER_KEYS = ("address", "port", "dscp")
@@ -344,6 +348,7 @@ _CONNECTION_LIMIT_KINDS: dict[str, Kind[int] | Kind[float]] = {
 }
 """The ``[limits]`` keys of :class:`ConnectionLimits`, with how each is read."""
 _LIMIT_KEYS = (*_STACK_LIMIT_KEYS, *_CONNECTION_LIMIT_KINDS)
+_QUARANTINE_KEYS = tuple(f.name for f in dataclasses.fields(QuarantineLimits))
 
 # A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
 _MAX_SOCKET_PATH = 107
@@ -406,6 +411,7 @@ class _Loader:
         limits_table = top.table("limits", _LIMIT_KEYS)
         limits = self.limits(limits_table)
         connection_limits = self.connection_limits(limits_table)
+        quarantine = self.quarantine(top.table("quarantine", _QUARANTINE_KEYS))
         peers = self.peers(top, name, password, table)
         self.check_routes(top, local_domains, peers)
         return MtaConfig(
@@ -428,6 +434,7 @@ class _Loader:
             log_level=log_level,
             limits=limits,
             connection_limits=connection_limits,
+            quarantine=quarantine,
         )
 
     # --- secrets ----------------------------------------------------------------------
@@ -549,6 +556,13 @@ class _Loader:
                 f"({limits.failed_bind_delay:g} s)",
             )
         return limits
+
+    def quarantine(self, table: _Table) -> QuarantineLimits:
+        defaults = QuarantineLimits()
+        return QuarantineLimits(
+            max_messages=table.get("max_messages", COUNT, defaults.max_messages),
+            max_bytes=table.get("max_bytes", SIZE, defaults.max_bytes),
+        )
 
     def local_users(
         self, top: _Table, local_domains: tuple[AddressPrefix, ...]

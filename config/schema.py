@@ -19,7 +19,9 @@ Public API::
     MaxAge               per-precedence age after which a message is non-delivered
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
-    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS
+    QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
+    DEFAULT_QUARANTINE
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from p1.osi import DEFAULT_LIMITS, StackLimits
 __all__ = [
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
+    "DEFAULT_QUARANTINE",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "AddressPrefix",
@@ -47,6 +50,7 @@ __all__ = [
     "MaxAge",
     "MtaConfig",
     "Peer",
+    "QuarantineLimits",
     "RetryPolicy",
     "Secret",
     "Slot",
@@ -312,6 +316,26 @@ DEFAULT_CONNECTION_LIMITS = ConnectionLimits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QuarantineLimits:
+    """How much the quarantine may hold (``[quarantine]``).
+
+    A transfer whose MTS-APDU cannot be taken in (it does not decode, or its envelope
+    cannot be written with this MTA's trace, X.411 12.2.1.1.1.10) is confirmed and kept
+    there, so that one bad message does not hold up a peer's link.  The bounds keep a
+    broken or hostile peer from filling the disk: a transfer that would take the
+    quarantine past either is refused unconfirmed (the peer keeps it and tries again).
+    """
+
+    max_messages: int = 1000
+    """APDUs kept at most (>= 1)."""
+    max_bytes: int = 256 * 1024 * 1024
+    """Octets of APDUs kept at most (>= 1)."""
+
+
+DEFAULT_QUARANTINE = QuarantineLimits()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MtaConfig:
     """One MTA's configuration file, validated."""
 
@@ -363,6 +387,8 @@ class MtaConfig:
     """Sizes the protocol stack accepts from a peer (largest message and so on)."""
     connection_limits: ConnectionLimits = field(default=DEFAULT_CONNECTION_LIMITS)
     """Connections, unbound associations, slow peers, failed binds, local API clients."""
+    quarantine: QuarantineLimits = field(default=DEFAULT_QUARANTINE)
+    """How many transfers that cannot be taken in, and how many octets of them, are kept."""
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""

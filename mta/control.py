@@ -16,12 +16,17 @@ Operations (answered by :class:`mta.service.Service`):
     submit    originator, recipients [..], precedence, content_type, delivery_report,
               deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
     status    -> name, uptime, queue counts by state, channels up/total, garbage collector
-                 (objects of start-up left out of it, collections per generation)
+                 (objects of start-up left out of it, collections per generation),
+                 quarantine {messages, octets, max_messages, max_bytes}
     queue     -> counts [{route, precedence, state, recipients}]
     messages  limit? -> recipients [{message_id, mts_identifier, precedence, recipient,
               route, state, attempts, next_attempt_at, last_error, ...}]  (service order)
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
     hold / release   message_ids [..] -> changed
+    quarantine       -> entries [{id, peer, received_at, reason, size}]  (oldest first):
+                     transfers kept because they could not be taken in (mta.quarantine)
+    quarantine_read  id -> entry + content (the APDU's octets as received)
+    quarantine_delete  ids [..] -> deleted
     inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}],
               newest (the number of the user's newest entry, read or not; 0 if none)
     wait      user, after?, timeout? (seconds, default 30) -> after, messages [..] (the

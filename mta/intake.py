@@ -36,7 +36,8 @@ Public API::
     plan_report(report, site, *, precedence, now) -> Plan
     domain_of(address) -> GlobalDomainIdentifier
     precedence_of(envelope, site) -> Precedence      a message's; routine for the rest
-    IntakeError                                    the APDU cannot be taken (decode error)
+    IntakeError                                    the APDU cannot be taken
+    MalformedApduError(IntakeError)                ... because of its own octets: permanent
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from store.queue import NewMessage, NewRecipient
 
 __all__ = [
     "IntakeError",
+    "MalformedApduError",
     "Plan",
     "Site",
     "domain_of",
@@ -83,6 +85,13 @@ __all__ = [
 
 class IntakeError(Exception):
     """The APDU cannot be taken: it does not decode, or its trace cannot be written."""
+
+
+class MalformedApduError(IntakeError):
+    """A received APDU cannot be taken because of its own octets, however often it is
+    tried: it does not decode (X.411 12.2, X.690), or its envelope cannot be written back
+    with this MTA's trace (X.411 12.2.1.1.1.10), such as a value outside its bounds.
+    Not a fault of the store: trying again later changes nothing."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +148,7 @@ def plan_intake(
     try:
         envelope = peek_envelope(apdu) if envelope is None else envelope
     except DecodeError as error:
-        raise IntakeError(f"the MTS-APDU does not decode: {error}") from error
+        raise MalformedApduError(f"the MTS-APDU does not decode: {error}") from error
     if isinstance(envelope, Report):
         precedence = precedence_of(envelope, site, subject_precedence)
         return _plan_report(envelope, site, origin_peer=origin_peer, now=now, precedence=precedence)
@@ -154,7 +163,9 @@ def plan_intake(
             assert isinstance(probe, Probe)
             return encode_mts_apdu(probe)
         except (DecodeError, EncodeError) as error:
-            raise IntakeError(f"the envelope cannot be written with our trace: {error}") from error
+            raise MalformedApduError(
+                f"the envelope cannot be written with our trace: {error}"
+            ) from error
 
     return _plan_subject(write, envelope, site, origin_peer=origin_peer, now=now)
 
@@ -386,7 +397,7 @@ def _plan_report(
     try:
         apdu = encode_mts_apdu(traced)
     except EncodeError as error:
-        raise IntakeError(f"the report cannot be written with our trace: {error}") from error
+        raise MalformedApduError(f"the report cannot be written with our trace: {error}") from error
     message = NewMessage(
         mts_identifier=report.mts_identifier.text,
         kind=ApduKind.REPORT,

@@ -38,6 +38,10 @@ from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
 from store import (
     MailboxSummary,
     MessageStore,
+    Quarantine,
+    QuarantinedApdu,
+    QuarantineSummary,
+    QuarantineTotals,
     QueueCount,
     TransitQueue,
     WaitingRecipient,
@@ -121,6 +125,8 @@ class LocalApi:
 
     async def status(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         counts = await self._counts()
+        quarantined = await self.service.db.run(_quarantine_totals, self.service.db.engine)
+        bounds = self.service.config.quarantine
         states: dict[str, int] = {}
         for count in counts:
             states[count.state.value] = states.get(count.state.value, 0) + count.recipients
@@ -134,6 +140,12 @@ class LocalApi:
             "slots": len(slots),
             "slots_connected": up,
             "store": self.service.store.down,
+            "quarantine": {
+                "messages": quarantined.messages,
+                "octets": quarantined.octets,
+                "max_messages": bounds.max_messages,
+                "max_bytes": bounds.max_bytes,
+            },
             "degraded": [
                 {
                     "part": part.name,
@@ -253,6 +265,43 @@ class LocalApi:
             self.service.notify()
         return {"ok": True, "changed": changed}, b""
 
+    # --- quarantine --------------------------------------------------------------------
+
+    async def quarantine(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        def listing() -> tuple[QuarantineSummary, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return Quarantine(session).list()
+
+        entries = await self.service.db.run(listing)
+        return {"ok": True, "entries": [_quarantined(e) for e in entries]}, b""
+
+    async def quarantine_read(
+        self, request: JsonObject, payload: bytes
+    ) -> tuple[JsonObject, bytes]:
+        entry_id = _int(request, "id")
+
+        def read() -> QuarantinedApdu | None:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return Quarantine(session).read(entry_id)
+
+        entry = await self.service.db.run(read)
+        if entry is None:
+            raise ControlError(f"no entry {entry_id} in the quarantine")
+        return {"ok": True, "entry": _quarantined(entry)}, entry.apdu
+
+    async def quarantine_delete(
+        self, request: JsonObject, payload: bytes
+    ) -> tuple[JsonObject, bytes]:
+        ids = _ints(request, "ids")
+
+        def delete() -> int:
+            with transaction(self.service.db.engine) as session:
+                return Quarantine(session).delete(ids)
+
+        deleted = await self.service.db.run(delete)
+        log.info("deleted %d of the quarantine's entries %s", deleted, ids)
+        return {"ok": True, "deleted": deleted}, b""
+
     # --- message store -----------------------------------------------------------------
 
     async def inbox(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
@@ -339,6 +388,9 @@ _OPERATIONS: dict[str, _Operation] = {
     "channels": LocalApi.channels,
     "hold": LocalApi.hold,
     "release": LocalApi.release,
+    "quarantine": LocalApi.quarantine,
+    "quarantine_read": LocalApi.quarantine_read,
+    "quarantine_delete": LocalApi.quarantine_delete,
     "inbox": LocalApi.inbox,
     "wait": LocalApi.wait,
     "read": LocalApi.read,
@@ -413,6 +465,21 @@ def _newest_id(engine: Engine, user: str) -> int:
 def _since(engine: Engine, user: str, after: int) -> tuple[MailboxSummary, ...]:
     with transaction(engine, read_only=True) as session:
         return MessageStore(session).since(user, after, limit=WAIT_LIMIT)
+
+
+def _quarantine_totals(engine: Engine) -> QuarantineTotals:
+    with transaction(engine, read_only=True) as session:
+        return Quarantine(session).totals()
+
+
+def _quarantined(entry: QuarantineSummary) -> JsonObject:
+    return {
+        "id": entry.id,
+        "peer": entry.peer,
+        "received_at": entry.received_at.isoformat(),
+        "reason": entry.reason,
+        "size": entry.size,
+    }
 
 
 def _int(request: JsonObject, key: str) -> int:

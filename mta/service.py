@@ -4,7 +4,8 @@
 
 - a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
   first accept), whose associations authenticate the peer in the MTA-bind (X.411
-  12.1.1) and confirm a transfer only once it is committed to the queue;
+  12.1.1) and confirm a transfer only once it is committed to the queue, or, when its
+  own octets keep it from being taken in, to the quarantine (:mod:`mta.quarantine`);
 - a :class:`mta.channels.SlotRunner` per connection slot of every peer; when a peer is
   seen to answer again (one of its slots binds, or it binds to us), every slot of its
   channel stops waiting out its reconnection backoff;
@@ -40,9 +41,11 @@ import gc
 import logging
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
 
 from config.schema import MtaConfig, Peer
 from mta import net
@@ -51,10 +54,11 @@ from mta.control import serve_control
 from mta.database import Database
 from mta.faults import StoreCondition, store_fault
 from mta.guard import Guard
-from mta.intake import IntakeError, Plan, Site, domain_of, precedence_of
+from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
+from mta.quarantine import full_refusal, keep_in
 from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
@@ -73,6 +77,8 @@ from store import LOCAL_ROUTE, ApduKind, open_database, sweep_spool, warm_up
 __all__ = ["Service"]
 
 log = logging.getLogger("aiox400.mta")
+
+_T = TypeVar("_T")
 
 _POLL = 1.0
 """Seconds between looks at the local queue when nothing wakes the deliverer."""
@@ -334,21 +340,38 @@ class Service:
             self._inbound.discard(task)
 
     async def receive(self, apdu: bytes, peer: str) -> None:
-        """Take a transfer from ``peer``; return once committed (then it is confirmed)."""
+        """Take a transfer from ``peer``; return once committed (then it is confirmed).
+
+        An APDU whose own octets keep it from being taken in is committed to the
+        quarantine instead, unless that is full; a store fault refuses it as temporary.
+        """
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
         precedence = precedence_of(envelope, self.site, self.recent.of)
+        unit = functools.partial(
+            self.units.receive_and_deliver_in,
+            apdu=apdu,
+            now=now,
+            origin_peer=peer,
+            envelope=envelope,
+        )
         try:
-            unit = functools.partial(
-                self.units.receive_and_deliver_in,
-                apdu=apdu,
-                now=now,
-                origin_peer=peer,
-                envelope=envelope,
-            )
-            plan, result, delivered = await self.db.batch(unit, urgent=is_urgent(precedence))
+            plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
+        except MalformedApduError as error:
+            await self._quarantine(apdu, peer, str(error), now)
+            return
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
+        if envelope is not None and envelope.deviations:
+            self.tolerated.received(peer, envelope.mts_identifier.text, envelope.deviations)
+        log_intake("received", plan, result, f"from {peer}")
+        self.delivered(delivered)
+        self.notify(plan, delivered=delivered)
+
+    async def _commit(self, unit: Callable[[Session], _T], *, urgent: bool = False) -> _T:
+        """``unit``, group-committed; a store fault refuses the transfer as temporary."""
+        try:
+            result = await self.db.batch(unit, urgent=urgent)
         except Exception as error:
             fault = store_fault(error)
             if fault is None:
@@ -356,11 +379,24 @@ class Service:
             self.store.failed(fault)
             raise TransferRefusedError(f"cannot store: {fault}", temporary=True) from error
         self.store.succeeded()
-        if envelope is not None and envelope.deviations:
-            self.tolerated.received(peer, envelope.mts_identifier.text, envelope.deviations)
-        log_intake("received", plan, result, f"from {peer}")
-        self.delivered(delivered)
-        self.notify(plan, delivered=delivered)
+        return result
+
+    async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
+        """Keep ``apdu`` in the quarantine, or refuse it when it is full."""
+        bounds = self.config.quarantine
+        unit = functools.partial(
+            keep_in, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds
+        )
+        kept = await self._commit(unit)
+        if kept.entry_id is None:
+            raise TransferRefusedError(full_refusal(kept, len(apdu), reason, bounds))
+        log.warning(
+            "%s: transfer of %d octets kept in quarantine as #%d, not delivered: %s",
+            peer,
+            len(apdu),
+            kept.entry_id,
+            reason,
+        )
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

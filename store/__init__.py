@@ -14,7 +14,8 @@ ends, so work done in several repositories commits or fails together::
 
 Modules: :mod:`store.db` (opening, transactions), :mod:`store.models` (schema),
 :mod:`store.queue` (:class:`TransitQueue`), :mod:`store.mailbox` (:class:`MessageStore`),
-:mod:`store.audit` (:class:`AuditLog`), :mod:`store.spool` (large APDUs as files),
+:mod:`store.audit` (:class:`AuditLog`), :mod:`store.quarantine` (:class:`Quarantine`:
+what peers transferred that could not be taken in), :mod:`store.spool` (large APDUs as files),
 :mod:`store.warm` (ready for the first message after a start).
 """
 
@@ -28,6 +29,7 @@ from store.db import (
 )
 from store.mailbox import Delivery, MailboxMessage, MailboxSummary, MessageStore
 from store.models import LOCAL_ROUTE, ApduKind, RecipientState
+from store.quarantine import Quarantine, QuarantinedApdu, QuarantineSummary, QuarantineTotals
 from store.queue import (
     Enqueued,
     NewMessage,
@@ -54,6 +56,10 @@ __all__ = [
     "MessageStore",
     "NewMessage",
     "NewRecipient",
+    "Quarantine",
+    "QuarantineSummary",
+    "QuarantineTotals",
+    "QuarantinedApdu",
     "QueueCount",
     "QueueEntry",
     "QueueRecipient",

@@ -54,6 +54,9 @@ class AuditEvent(enum.StrEnum):
     """A delivery or non-delivery report was generated."""
     LOOP = "loop"
     """Refused: the trace shows it passed this MTA before."""
+    QUARANTINED = "quarantined"
+    """Taken from a peer MTA although it cannot be handled: kept in the quarantine
+    (:mod:`store.quarantine`), not delivered."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,7 +55,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from store._sql import table as core_table
-from store.models import Base, MailboxEntry, QueuedMessage
+from store.models import Base, MailboxEntry, QuarantineEntry, QueuedMessage
 from store.spool import SPOOL_OPTION, Spool, SpoolError
 
 __all__ = [
@@ -164,7 +164,7 @@ def sweep_spool(engine: Engine) -> int:
         return 0
     named: set[str] = set()
     with engine.connect() as connection:
-        for model in (QueuedMessage, MailboxEntry):
+        for model in (QueuedMessage, MailboxEntry, QuarantineEntry):
             column = core_table(model).c.apdu_file
             rows = connection.execute(select(column).where(column.is_not(None)))
             named.update(str(row[0]) for row in rows)

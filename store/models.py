@@ -9,6 +9,7 @@ Tables::
                  acknowledgement) detectable
     mailbox      delivered messages and reports, per user
     audit        what happened to which message, when
+    quarantine   MTS-APDUs peers transferred that could not be taken in, kept as received
 
 Names are canonical O/R name text (:attr:`p1.mts.orname.ORName.canonical`); MTS identifiers
 are :attr:`p1.mts.envelope.MTSIdentifier.text`.  Every time is an aware ``datetime``; it is
@@ -22,7 +23,7 @@ most urgent first, then oldest) reads one index of one table.
 Public API::
 
     Base, LOCAL_ROUTE, ApduKind, RecipientState, FINAL_STATES, UtcDateTime, to_utc, from_utc
-    QueuedMessage, QueuedRecipient, ReceivedKey, MailboxEntry, AuditEntry
+    QueuedMessage, QueuedRecipient, ReceivedKey, MailboxEntry, AuditEntry, QuarantineEntry
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ __all__ = [
     "AuditEntry",
     "Base",
     "MailboxEntry",
+    "QuarantineEntry",
     "QueuedMessage",
     "QueuedRecipient",
     "ReceivedKey",
@@ -293,3 +295,23 @@ class AuditEntry(Base):
     recipient: Mapped[str | None] = mapped_column(_NAME)
     peer: Mapped[str | None] = mapped_column(_PEER)
     detail: Mapped[str | None] = mapped_column(Text)
+
+
+class QuarantineEntry(Base):
+    """An MTS-APDU a peer transferred that could not be taken in (it does not decode, or
+    cannot be written with this MTA's trace): confirmed, kept as received, not delivered."""
+
+    __tablename__ = "quarantine"
+    __table_args__ = _NEVER_REUSE_IDS
+
+    id: Mapped[int] = mapped_column(_ID, primary_key=True)
+    peer: Mapped[str] = mapped_column(_PEER)
+    """The peer MTA that transferred it."""
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    reason: Mapped[str] = mapped_column(Text)
+    """Why it could not be taken in (control characters escaped)."""
+    size: Mapped[int] = mapped_column(Integer)
+    apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)
+    """The spool file holding the APDU (:mod:`store.spool`), or None: it is in ``apdu``."""
+    apdu: Mapped[bytes] = mapped_column(LargeBinary)
+    """The octets as received, empty when spooled; last (see :class:`QueuedMessage`)."""

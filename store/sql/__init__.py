@@ -7,4 +7,5 @@ driver's cursor.  Each table's statements, hot and cold, are in its module:
     received   the duplicate-detection keys
     mailbox    users' delivered messages and reports
     audit      the audit log
+    quarantine what peers transferred that could not be taken in
 """

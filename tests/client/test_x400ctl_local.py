@@ -1,14 +1,17 @@
-"""``x400ctl status|queue|channels|hold|release`` against a running MTA (its local API).
+"""``x400ctl status|queue|channels|hold|release|quarantine`` against a running MTA (its
+local API).
 
 Site A runs and site B does not, so A's messages to B wait in the queue and A's slots
 to B cannot connect: what an operator looks at when a peer is down.  ``x400ctl.main``
 blocks on the daemon's socket, so it runs in a worker thread while the event loop
-serves the daemon.
+serves the daemon.  For the quarantine, the test binds to A as B would and transfers
+what A cannot take in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,8 +19,11 @@ import pytest
 
 from client import x400ctl
 from config.schema import RetryPolicy
+from mta.link import open_link
+from p1.association.mtabind import MTABindArgument
+from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
-from tests.mta.sites import Lab, Site, eventually
+from tests.mta.sites import B, Lab, Site, eventually, message_from_a
 
 
 @pytest.fixture
@@ -163,3 +169,101 @@ async def test_queue_list_gives_the_message_ids_that_hold_takes(
     _, out, _ = await ctl(site_a, capsys, "queue", "--list")
     held = [row for row in out.splitlines() if identifiers[0] in row]
     assert held and held[0].split()[2] == "held"
+
+
+# --- quarantine ------------------------------------------------------------------------------
+
+AT_SIGN = ORName(country="GB", admd=" ", prmd="SITEA", organization="HQ", surname="Jo@nes")
+"""Encoded as given: a PrintableString holding '@', so the envelope does not decode."""
+
+
+async def transfer_as_b(site: Site, *apdus: bytes) -> None:
+    """Bind to ``site`` as its peer MTA-B, transfer ``apdus`` (each confirmed), release."""
+    argument = MTABindArgument(initiator_name=B.name, password=B.password)
+    link, _ = await open_link("127.0.0.1", site.running.listening_ports[2], argument)
+    try:
+        for apdu in apdus:
+            await link.transfer(apdu, timeout=30)
+        await link.release(timeout=10)
+    finally:
+        await link.close()
+
+
+async def test_quarantine_list_show_and_delete(
+    site_a: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = await ctl(site_a, capsys, "quarantine", "list")
+    assert (code, out) == (x400ctl.EXIT_OK, "the quarantine is empty\n"), err
+    bad = [message_from_a(f"bad-{n}", AT_SIGN) for n in range(2)]
+    await transfer_as_b(site_a, *bad)
+
+    code, out, err = await ctl(site_a, capsys, "quarantine", "list")
+    assert code == x400ctl.EXIT_OK, err
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "RECEIVED", "PEER", "OCTETS", "REASON"]
+    assert len(rows) == 2
+    ids = [row.split()[0] for row in rows]
+    assert int(ids[0]) < int(ids[1])
+    for row, apdu in zip(rows, bad, strict=True):
+        fields = row.split(maxsplit=4)
+        assert fields[2:4] == ["MTA-B", str(len(apdu))]
+        assert fields[4].startswith("the MTS-APDU does not decode: ")
+        assert "surname: '@' at 2 is not a PrintableString character" in fields[4]
+
+    code, out, err = await ctl(site_a, capsys, "quarantine", "show", ids[1])
+    assert code == x400ctl.EXIT_OK, err
+    lines = out.splitlines()
+    assert lines[0] == f"id:       {ids[1]}"
+    assert lines[2:4] == ["peer:     MTA-B", f"octets:   {len(bad[1])}"]
+    assert lines[-1] == f"the octets: x400ctl quarantine show {ids[1]} --raw | x400-dump -"
+
+    code, out, err = await ctl(site_a, capsys, "status")
+    assert f"quarantine: 2 of 1000 messages, {len(bad[0]) + len(bad[1]):,} of " in out, err
+
+    code, out, err = await ctl(site_a, capsys, "quarantine", "delete", ids[0], "999999")
+    assert (code, out) == (x400ctl.EXIT_OK, "deleted 1 of 2\n"), err
+    _, out, _ = await ctl(site_a, capsys, "quarantine", "list")
+    assert [row.split()[0] for row in out.splitlines()[1:]] == [ids[1]]
+    code, _, err = await ctl(site_a, capsys, "quarantine", "show", ids[0])
+    assert code == x400ctl.EXIT_REFUSED
+    assert err == f"x400ctl quarantine: no entry {ids[0]} in the quarantine\n"
+
+
+async def test_quarantine_show_raw_gives_the_octets_to_x400_dump(site_a: Site) -> None:
+    bad = message_from_a("bad-raw", AT_SIGN)
+    await transfer_as_b(site_a, bad)
+    (entry,) = (await site_a.api({"op": "quarantine"}))["entries"]
+    bin_dir = Path(sys.executable).parent
+    show = await asyncio.create_subprocess_exec(
+        str(bin_dir / "x400ctl"),
+        "quarantine",
+        "show",
+        str(entry["id"]),
+        "--raw",
+        "--socket",
+        str(site_a.socket),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    raw, err = await show.communicate()
+    assert (show.returncode, err) == (x400ctl.EXIT_OK, b"")
+    assert raw == bad
+    dump = await asyncio.create_subprocess_exec(
+        str(bin_dir / "x400-dump"),
+        "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, why = await dump.communicate(raw)
+    assert dump.returncode == 1  # not a valid PDU: it says why and where
+    assert b"surname: '@' at 2 is not a PrintableString character" in why
+
+
+def test_quarantine_help_names_its_actions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert x400ctl.main(["quarantine", "--help"]) == x400ctl.EXIT_OK
+    out = capsys.readouterr().out
+    actions = [line.split()[0] for line in out.splitlines() if line.startswith("    ")]
+    assert actions == ["list", "show", "delete"]
+    assert "([quarantine] max_messages, max_bytes)" in " ".join(out.split())
+    assert x400ctl.main(["quarantine"]) == x400ctl.EXIT_USAGE

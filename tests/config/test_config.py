@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from config import (
     DEFAULT_CONNECTION_LIMITS,
     DEFAULT_MAX_AGE,
+    DEFAULT_QUARANTINE,
     DEFAULT_RETRY,
     ConfigError,
     LogLevel,
     MaxAge,
     MtaConfig,
+    QuarantineLimits,
     RetryPolicy,
     Secret,
     SlotMode,
@@ -40,7 +42,7 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
     "local_domains, local_users, supported_extensions, default_route, log_level, listeners, "
-    "retry, max_age, dscp, limits, peers"
+    "retry, max_age, dscp, limits, quarantine, peers"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -794,6 +796,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert config.log_level is LogLevel.INFO
     assert config.limits == DEFAULT_LIMITS
     assert config.connection_limits == DEFAULT_CONNECTION_LIMITS
+    assert config.quarantine == DEFAULT_QUARANTINE
     assert config.local_users is None
 
 
@@ -1120,3 +1123,54 @@ def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
         "C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice",
         "C=GB;ADMD= ;PRMD=SITEA;CN=bob",
     ]
+
+
+# --- [quarantine] ---------------------------------------------------------------------------
+
+
+def test_quarantine_defaults_and_values(tmp_path: Path) -> None:
+    assert QuarantineLimits(max_messages=1000, max_bytes=256 << 20) == DEFAULT_QUARANTINE
+    config = load_text(tmp_path, HEAD + '[quarantine]\nmax_messages = 20\nmax_bytes = "64KiB"\n')
+    assert config.quarantine == QuarantineLimits(max_messages=20, max_bytes=65536)
+    config = load_text(tmp_path, HEAD + "[quarantine]\nmax_bytes = 5000\n")
+    assert config.quarantine == QuarantineLimits(max_messages=1000, max_bytes=5000)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[quarantine]\nmax_messages = 0\n",
+            "quarantine.max_messages = 0: expected an integer >= 1",
+        ),
+        (
+            '[quarantine]\nmax_messages = "10"\n',
+            'quarantine.max_messages = "10": expected an integer >= 1',
+        ),
+        (
+            '[quarantine]\nmax_bytes = "1 TB"\n',
+            'quarantine.max_bytes = "1 TB": expected a size in octets >= 1, '
+            "or text such as 512KiB, 64MiB",
+        ),
+        (
+            "[quarantine]\nmax_bytes = true\n",
+            "quarantine.max_bytes = true: expected a size in octets >= 1, "
+            "or text such as 512KiB, 64MiB",
+        ),
+        (
+            "[quarantine]\nmax_message = 5\n",
+            "quarantine.max_message = 5: expected one of the keys max_messages, max_bytes "
+            '(did you mean "max_messages"?)',
+        ),
+        (
+            "quarantine = 5\n",
+            "quarantine = 5: expected a [quarantine] table",
+        ),
+    ],
+)
+def test_quarantine_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, HEAD + text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == f"{path}: {message}"
+    assert caught.value.file == path

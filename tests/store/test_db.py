@@ -11,10 +11,11 @@ from sqlalchemy import Engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
 from store.db import DatabaseUnavailableError, open_database, transaction
+from store.quarantine import Quarantine
 from store.queue import TransitQueue
 from tests.store.samples import T0, new_message
 
-TABLES = ["audit", "mailbox", "messages", "received", "recipients"]
+TABLES = ["audit", "mailbox", "messages", "quarantine", "received", "recipients"]
 
 
 def test_the_schema_is_created(engine: Engine) -> None:
@@ -208,3 +209,19 @@ def test_a_database_lacking_a_column_that_may_not_be_empty_is_refused_by_name(
     engine.dispose()
     with pytest.raises(DatabaseUnavailableError, match="messages lacks size"):
         open_database(f"sqlite:///{path}")
+
+
+def test_a_database_from_an_earlier_schema_gets_the_quarantine_table(engine: Engine) -> None:
+    with engine.begin() as connection:  # as an earlier release made it
+        connection.exec_driver_sql("DROP TABLE quarantine")
+    assert "quarantine" not in inspect(engine).get_table_names()
+    reopened = open_database(engine.url)
+    try:
+        assert "quarantine" in inspect(reopened).get_table_names()
+        with transaction(reopened) as session:
+            kept = Quarantine(session).keep(b"\x00", peer="MTA-A", reason="r", now=T0)
+        with transaction(reopened, read_only=True) as session:
+            found = Quarantine(session).read(kept)
+        assert found is not None and found.apdu == b"\x00"
+    finally:
+        reopened.dispose()
