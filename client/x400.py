@@ -32,9 +32,10 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from client.api import ApiError, Connection, call, socket_path
+from p1.ber.values import escape_controls
 from p1.errors import DecodeError
 from p1.ipms.ipm import (
     IPM,
@@ -55,11 +56,18 @@ from p1.ipms.ipm import (
 )
 from p1.ipms.models import ADatP3BodyPart, body_part_text, body_part_type
 from p1.mts.envelope import Message, decode_mts_apdu
+from p1.mts.extension_view import describe_extension
 from p1.mts.extensions import ExtensionField, StandardExtension, find_extension
 from p1.mts.orname import ORName, format_orname, parse_orname
-from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.mts.precedence import (
+    PRIORITY_LEVEL_QUALIFIER_OID,
+    Precedence,
+    PrecedenceError,
+    parse_precedence,
+)
 from p1.mts.report import DeliveryReport, NonDeliveryReport, Report
 from p1.mts.security_label import decode_security_label_extension
+from p1.render import Plain, to_plain, to_text
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -242,12 +250,23 @@ def _inbox_line(m: dict[str, Any], out: TextIO) -> None:
     when = datetime.fromisoformat(m["delivered_at"]).strftime("%Y-%m-%d %H:%M:%S")
     flag = " " if m["read"] else "N"
     origin = m["originator"] or "-"
-    subject = m["subject"] or ""
+    details = [m["subject"] or "", *_marks(m)]
     print(
         f"{m['id']:>5}  {flag} {m['precedence']:<10} {m['kind']:<7} {when}  {origin}"
-        + (f"\n{'':47}{subject}" if subject else ""),
+        + "".join(f"\n{'':47}{line}" for line in details if line),
         file=out,
     )
+
+
+def _marks(m: dict[str, Any]) -> list[str]:
+    """The inbox's line of the security label and P772 message type, when present
+    (absent from an older daemon's answer)."""
+    marks = []
+    if m.get("security_label"):
+        marks.append(f"[{m['security_label']}]")
+    if m.get("message_type"):
+        marks.append(f"({m['message_type']})")
+    return [" ".join(marks)] if marks else []
 
 
 def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -276,6 +295,7 @@ def _show_apdu(apdu: object, out: TextIO) -> None:
         content = apdu.content
         print(f"report on:      {content.subject_identifier.text}", file=out)
         _show_security_label(apdu.envelope.extensions, out)
+        _show_extensions(apdu.envelope.extensions, out)
         for r in content.recipients:
             outcome = _non_delivery(r.last_trace_information.report)
             print(f"  {format_orname(r.actual_recipient_name)}: {outcome}", file=out)
@@ -283,24 +303,70 @@ def _show_apdu(apdu: object, out: TextIO) -> None:
     assert isinstance(apdu, Message)
     print(f"originator:     {format_orname(apdu.envelope.originator_name)}", file=out)
     _show_security_label(apdu.envelope.extensions, out)
+    _show_extensions(apdu.envelope.extensions, out)
     ipm = decode_content(apdu.content, apdu.envelope.content_type)
     if not isinstance(ipm, IPM):
         print("content:        an IP notification", file=out)
         return
     heading = ipm.heading
-    print(
-        f"to:             {_names(heading.primary_recipients)}",
-        file=out,
-    )
+    if heading.originator is not None:
+        print(f"from:           {_descriptor(heading.originator)}", file=out)
+    print(f"to:             {_names(heading.primary_recipients)}", file=out)
     if heading.copy_recipients:
-        print(
-            f"cc:             {_names(heading.copy_recipients)}",
-            file=out,
-        )
-    print(f"subject:        {heading.subject or ''}", file=out)
+        print(f"cc:             {_names(heading.copy_recipients)}", file=out)
+    print(f"subject:        {escape_controls(heading.subject or '')}", file=out)
+    for line in heading_lines(heading):
+        print(line, file=out)
     print(file=out)
     for part in ipm.body:
         print(format_body_part(part), file=out)
+
+
+_HEADING_SHOWN: Final = frozenset(
+    {"@type", "originator", "primary-recipients", "copy-recipients", "subject"}
+)
+"""Heading fields ``read`` shows on lines of their own."""
+
+
+def heading_lines(heading: Heading) -> list[str]:
+    """The rest of an IPM heading (X.420 7.2 and the STANAG 4406 Annex A heading
+    extensions: precedence, message type, handling instructions, ...) as ``heading:``
+    and indented ``field: value`` lines; an extension this MTA does not model shows its
+    identifier and hex.  Control characters a peer sent are shown escaped."""
+    plain = to_plain(heading)
+    assert isinstance(plain, dict)
+    rest: dict[str, Plain] = {k: v for k, v in plain.items() if k not in _HEADING_SHOWN}
+    if not rest:
+        return []
+    return ["heading:", *(escape_controls(line) for line in to_text(rest, 1).split("\n"))]
+
+
+def _descriptor(descriptor: ORDescriptor) -> str:
+    """An ORDescriptor (X.420 7.1.3) as its formal name, free-form name or both."""
+    parts = []
+    if descriptor.formal_name is not None:
+        parts.append(format_orname(descriptor.formal_name))
+    if descriptor.free_form_name:
+        parts.append(f"({escape_controls(descriptor.free_form_name)})")
+    return " ".join(parts) or "-"
+
+
+def _show_extensions(extensions: Sequence[ExtensionField], out: TextIO) -> None:
+    """The envelope's other extensions (X.411 9.1), one line each, by name and value
+    (the security label has its own line; the priority-level-qualifier is in the
+    precedence)."""
+    shown = [e for e in extensions if not _on_a_line_of_its_own(e)]
+    if shown:
+        print("extensions:", file=out)
+    for extension in shown:
+        print(f"  {escape_controls(describe_extension(extension))}", file=out)
+
+
+def _on_a_line_of_its_own(extension: ExtensionField) -> bool:
+    return extension.type in (
+        StandardExtension.MESSAGE_SECURITY_LABEL,
+        PRIORITY_LEVEL_QUALIFIER_OID,
+    )
 
 
 def _show_security_label(extensions: Sequence[ExtensionField], out: TextIO) -> None:

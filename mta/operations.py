@@ -506,6 +506,8 @@ def _summary(entry: MailboxSummary) -> JsonObject:
         "precedence": entry.precedence.label,
         "subject": entry.subject,
         "originator": entry.originator,
+        "security_label": entry.security_label,
+        "message_type": entry.message_type,
         "delivered_at": entry.delivered_at.isoformat(),
         "read": entry.read,
         "size": entry.size,

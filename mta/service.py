@@ -364,6 +364,8 @@ class Service:
             raise TransferRefusedError(str(error)) from error
         if envelope is not None and envelope.deviations:
             self.tolerated.received(peer, envelope.mts_identifier.text, envelope.deviations)
+        if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
+            self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)

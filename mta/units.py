@@ -57,6 +57,7 @@ from sqlalchemy.orm import Session
 from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
+from p1.ber import Deviation
 from p1.errors import DecodeError
 from p1.mts.envelope import (
     MessageEnvelope,
@@ -113,6 +114,9 @@ class LocalOutcome:
     """Mailboxes it went into."""
     reported: bool
     """A delivery report was queued."""
+    deviations: tuple[Deviation, ...] = ()
+    """What its heading held outside the standard's form, read all the same (for the
+    log: :class:`mta.tolerance.ToleranceLog`)."""
 
 
 class Units:
@@ -305,6 +309,7 @@ class Units:
             precedence=message.precedence,
             users=users,
             reported=reported,
+            deviations=indexes[users[0]].deviations if users else (),
         )
 
     def submit_in(

@@ -7,12 +7,14 @@ bookkeeping, or a duplicate transfer) stores it once.
 On delivery the store reads what a user's listing shows from the message itself
 (:func:`index_apdu`): for an IPM (P2 or P772 content, X.420 clause 7; STANAG 4406 Annex A)
 the subject, the originator and the precedence the originator gave this user (primary or
-copy precedence, depending on where the heading names the user), falling back on the
-envelope's precedence and originator when the content is not an IPM or does not decode
-(the message is delivered all the same).  The subject and a free-form originator name
-are TeletexString (X.420's SubjectField and FreeFormName), which may hold control
-characters: they are stored with those escaped (:func:`p1.ber.values.escape_controls`),
-so that a listing shows one line per entry.  A mailbox is named by its user's canonical
+copy precedence, depending on where the heading names the user) and the P772
+message-type, falling back on the envelope's precedence and originator when the content
+is not an IPM or does not decode (the message is delivered all the same); and, for a
+message or a report, the envelope's message-security-label (X.411 8.5.9) in one line.
+The subject and a free-form originator name are TeletexString (X.420's SubjectField and
+FreeFormName), which may hold control characters: they are stored with those escaped
+(:func:`p1.ber.values.escape_controls`), as is all text a peer chose, so that a listing
+shows one line per entry.  A mailbox is named by its user's canonical
 O/R name (:attr:`p1.mts.orname.ORAddress.canonical`), which never holds one either: a
 name that does is refused (ValueError).
 
@@ -40,19 +42,23 @@ Public API::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, cast
 
 from sqlalchemy import CursorResult
 from sqlalchemy.orm import Session
 
+from p1.ber import Deviation, Deviations
 from p1.ber.values import escape_controls
 from p1.errors import DecodeError
 from p1.ipms.ipm import IPN, ContentKind, Heading, ORDescriptor, decode_content_heading
+from p1.ipms.models import MessageType, TypeMessage
 from p1.mts.envelope import MessageEnvelope, Probe, Report, decode_mts_apdu
+from p1.mts.extensions import ExtensionField, StandardExtension, find_extension
 from p1.mts.orname import ORName, format_orname
 from p1.mts.precedence import Precedence
+from p1.mts.security_label import decode_security_label_extension
 from store._sql import AnyRow, chunks, connection_of
 from store.models import ApduKind
 from store.spool import apdu_columns, spool_of, stored_apdu
@@ -61,6 +67,7 @@ from store.sql import mailbox as sql
 __all__ = [
     "REPORT_PRECEDENCE",
     "UNDECODABLE",
+    "UNDECODABLE_LABEL",
     "Delivery",
     "MailboxIndex",
     "MailboxMessage",
@@ -76,6 +83,9 @@ MTA does not know is listed as routine; otherwise at its subject's precedence.""
 
 UNDECODABLE: Final = "(content could not be decoded)"
 """The subject a listing shows for an APDU delivered as received that could not be read."""
+
+UNDECODABLE_LABEL: Final = "(security label does not decode)"
+"""What the index holds for a message-security-label that is not a SecurityLabel."""
 
 _IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
 
@@ -105,6 +115,13 @@ class MailboxIndex:
     precedence: Precedence
     subject: str | None
     originator: str | None
+    security_label: str | None = None
+    """The envelope's message-security-label in one line (X.411 8.5.9), if any."""
+    message_type: str | None = None
+    """The P772 message-type heading extension (STANAG 4406 Annex A), if any."""
+    deviations: tuple[Deviation, ...] = field(default=(), compare=False)
+    """What the heading held outside the standard's form and was read all the same
+    (:func:`p1.ber.parse_lenient_utctime`), for the log; not stored."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +138,8 @@ class MailboxSummary:
     delivered_at: datetime
     read: bool
     size: int
+    security_label: str | None = None
+    message_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +242,8 @@ def _summary_fields(row: AnyRow) -> dict[str, Any]:
         "precedence": Precedence(row.precedence),
         "subject": row.subject,
         "originator": row.originator,
+        "security_label": row.security_label,
+        "message_type": row.message_type,
         "delivered_at": row.delivered_at,
         "read": row.read,
         "size": row.size,
@@ -247,6 +268,8 @@ def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
         "precedence": int(index.precedence),
         "subject": index.subject,
         "originator": index.originator,
+        "security_label": index.security_label,
+        "message_type": index.message_type,
         "delivered_at": now,
         "read": False,
     }
@@ -272,6 +295,7 @@ def index_apdu(
             precedence=report_precedence,
             subject=_report_subject(decoded),
             originator=None,
+            security_label=_security_label(decoded.envelope.extensions),
         )
     if isinstance(decoded, Probe):
         raise ValueError(f"probe {decoded.mts_identifier.text} cannot be delivered")
@@ -297,12 +321,15 @@ def index_message(
     """What each of ``users``' listings shows of a message with this envelope and
     content (as :func:`index_apdu` reads them from its APDU); the content is decoded
     once."""
-    content = _content(envelope, content_octets)
+    deviations: Deviations = []
+    content = _content(envelope, content_octets, deviations)
     heading = content if isinstance(content, Heading) else None
     subject = (
         None if heading is None or heading.subject is None else escape_controls(heading.subject)
     )
     originator = _originator(content, envelope)
+    label = _security_label(envelope.extensions)
+    message_type = None if heading is None else _message_type(heading.message_type)
     return tuple(
         MailboxIndex(
             mts_identifier=envelope.mts_identifier.text,
@@ -310,18 +337,55 @@ def index_message(
             precedence=_or(_heading_precedence(heading, user), envelope.precedence),
             subject=subject,
             originator=originator,
+            security_label=label,
+            message_type=message_type,
+            deviations=_located(deviations, content),
         )
         for user in users
     )
 
 
-def _content(envelope: MessageEnvelope, octets: bytes) -> Heading | IPN | None:
-    """The IPM's heading or the IPN: what the listing shows (the body is not decoded)."""
+def _located(deviations: Deviations, content: Heading | IPN | None) -> tuple[Deviation, ...]:
+    """Deviations named from the content's top (``IPM.heading.expiry-time``), as the
+    envelope's are."""
+    top = "IPN" if isinstance(content, IPN) else "IPM.heading"
+    return tuple(Deviation(f"{top}.{d.field}", d.found, d.read_as) for d in deviations)
+
+
+def _security_label(extensions: Sequence[ExtensionField]) -> str | None:
+    """The message-security-label (X.411 8.5.9) in one line; one that does not decode
+    is listed as such (the message is delivered all the same)."""
+    extension = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
+    if extension is None:
+        return None
+    try:
+        return escape_controls(decode_security_label_extension(extension).describe())
+    except DecodeError:
+        return UNDECODABLE_LABEL
+
+
+def _message_type(value: MessageType | None) -> str | None:
+    """STANAG 4406 Annex A message-type as text: ``exercise``, ``operation OP-ALPHA``, or
+    ``type 200`` for a national value."""
+    if value is None:
+        return None
+    try:
+        name = TypeMessage(value.type).name.lower()
+    except ValueError:
+        name = f"type {value.type}"
+    return name if value.identifier is None else f"{name} {escape_controls(value.identifier)}"
+
+
+def _content(
+    envelope: MessageEnvelope, octets: bytes, deviations: Deviations
+) -> Heading | IPN | None:
+    """The IPM's heading or the IPN: what the listing shows (the body is not decoded);
+    what was tolerated is appended to ``deviations``."""
     content_type = envelope.content_type
     if content_type not in _IPM_CONTENT_TYPES:
         return None
     try:
-        return decode_content_heading(octets, content_type)
+        return decode_content_heading(octets, content_type, deviations=deviations)
     except DecodeError:
         return None  # delivered all the same; the user's agent shows what it can
 

@@ -274,6 +274,10 @@ class MailboxEntry(Base):
     subject: Mapped[str | None] = mapped_column(Text)
     originator: Mapped[str | None] = mapped_column(Text)
     """For display: the IPM originator, else the MTS originator (O/R name text)."""
+    security_label: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """For display: the envelope's message-security-label in one line (X.411 8.5.9)."""
+    message_type: Mapped[str | None] = mapped_column(Text, nullable=True)
+    """For display: the P772 message-type heading extension (STANAG 4406 Annex A)."""
     delivered_at: Mapped[datetime] = mapped_column(UtcDateTime)
     read: Mapped[bool] = mapped_column(Boolean, default=False)
     apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from p1.ipms.ipm import (
@@ -10,6 +11,7 @@ from p1.ipms.ipm import (
     ContentKind,
     Heading,
     IPMIdentifier,
+    MessageType,
     ORDescriptor,
     ReceiptFields,
     Recipient,
@@ -32,6 +34,7 @@ from p1.mts.envelope import (
     TraceEntry,
     encode_mts_apdu,
 )
+from p1.mts.extensions import ExtensionField
 from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence
@@ -110,8 +113,12 @@ def ipm_apdu(
     copy_precedence: Precedence | None = Precedence.ROUTINE,
     originator: ORDescriptor | None = None,
     kind: ContentKind = ContentKind.P772,
+    message_type: MessageType | None = None,
+    expiry_time: datetime | None = None,
+    envelope_extensions: tuple[ExtensionField, ...] = (),
 ) -> bytes:
-    """A message whose content is an IPM (P772 by default) from Smith."""
+    """A message whose content is an IPM (P772 by default) from Smith; the envelope
+    carries ``envelope_extensions`` besides those of its precedence."""
     heading = Heading(
         this_ipm=IPMIdentifier(user=SMITH, user_relative_identifier=local),
         originator=ORDescriptor(formal_name=SMITH) if originator is None else originator,
@@ -120,11 +127,13 @@ def ipm_apdu(
         subject=subject,
         primary_precedence=primary_precedence,
         copy_precedence=copy_precedence,
+        message_type=message_type,
+        expiry_time=expiry_time,
     )
     ipm = IPM(heading=heading, body=(TextBodyPart.from_text("Nothing to report."),))
-    return encode_mts_apdu(
-        Message(envelope=envelope(local, kind.value), content=encode_content(ipm, kind))
-    )
+    plain = envelope(local, kind.value)
+    extended = dataclasses.replace(plain, extensions=plain.extensions + envelope_extensions)
+    return encode_mts_apdu(Message(envelope=extended, content=encode_content(ipm, kind)))
 
 
 def ipn_apdu(local: str) -> bytes:

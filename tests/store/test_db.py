@@ -174,11 +174,18 @@ def test_a_database_from_an_earlier_schema_gets_the_columns_that_may_be_empty(
         TransitQueue(session).enqueue(new_message("kept"), T0)
     with engine.begin() as connection:  # as an earlier release made it
         connection.exec_driver_sql("ALTER TABLE messages DROP COLUMN envelope_recipients")
-        connection.exec_driver_sql("ALTER TABLE mailbox DROP COLUMN apdu_file")
+        for column in ("apdu_file", "security_label", "message_type"):
+            connection.exec_driver_sql(f"ALTER TABLE mailbox DROP COLUMN {column}")
     engine.dispose()
     engine = open_database(url)
+    added = (
+        ("messages", "envelope_recipients"),
+        ("mailbox", "apdu_file"),
+        ("mailbox", "security_label"),
+        ("mailbox", "message_type"),
+    )
     with engine.connect() as connection:
-        for table, column in (("messages", "envelope_recipients"), ("mailbox", "apdu_file")):
+        for table, column in added:
             names = {row[1] for row in connection.exec_driver_sql(f"PRAGMA table_info({table})")}
             assert column in names
     with transaction(engine, read_only=True) as session:

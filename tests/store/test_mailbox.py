@@ -10,12 +10,17 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, event
 
+from p1.ber import parse_lenient_utctime
 from p1.errors import DecodeError
 from p1.ipms.ipm import ContentKind, ORDescriptor
+from p1.ipms.models import MessageType, TypeMessage
+from p1.mts.extensions import ExtensionField, StandardExtension
 from p1.mts.precedence import Precedence
+from p1.mts.security_label import SecurityLabel, security_label_extension
 from store.db import open_database, transaction
 from store.mailbox import (
     REPORT_PRECEDENCE,
+    UNDECODABLE_LABEL,
     Delivery,
     MailboxIndex,
     MailboxSummary,
@@ -68,6 +73,48 @@ def test_an_ipm_is_indexed_by_subject_originator_and_the_users_precedence() -> N
     assert index_apdu(apdu, BROWN_NAME).precedence == Precedence.ROUTINE
     # Someone the heading does not name (a list member): the primary precedence.
     assert index_apdu(apdu, SMITH.canonical).precedence == Precedence.FLASH
+
+
+def test_the_security_label_and_message_type_are_indexed() -> None:
+    label = SecurityLabel(
+        policy="1.3.26.0.4406.0.5.1", classification=4, privacy_mark="NATO EXERCISE"
+    )
+    apdu = ipm_apdu(
+        "m1",
+        message_type=MessageType(type=TypeMessage.EXERCISE, identifier="STEADFAST 26"),
+        envelope_extensions=(security_label_extension(label),),
+    )
+    index = index_apdu(apdu, ANNE)
+    assert index.security_label == label.describe()
+    assert index.security_label.startswith("SECRET;")
+    assert index.message_type == "exercise STEADFAST 26"
+
+
+def test_a_national_message_type_is_indexed_by_number() -> None:
+    apdu = ipm_apdu("m1", message_type=MessageType(type=200))
+    assert index_apdu(apdu, ANNE).message_type == "type 200"
+
+
+def test_a_label_that_does_not_decode_is_indexed_as_such() -> None:
+    broken = ExtensionField(type=StandardExtension.MESSAGE_SECURITY_LABEL, value=b"\x04\x01x")
+    index = index_apdu(ipm_apdu("m1", envelope_extensions=(broken,)), ANNE)
+    assert index.security_label == UNDECODABLE_LABEL
+    assert index.subject == "SITREP 042"  # indexed (and delivered) all the same
+
+
+def test_without_label_or_type_nothing_is_indexed_for_them() -> None:
+    index = index_apdu(ipm_apdu("m1"), ANNE)
+    assert (index.security_label, index.message_type) == (None, None)
+
+
+def test_a_heading_time_without_zone_is_indexed_and_handed_to_the_log() -> None:
+    expiry = parse_lenient_utctime("260302120000", "expiry", None)  # written back so
+    index = index_apdu(ipm_apdu("m1", expiry_time=expiry), ANNE)
+    assert index.subject == "SITREP 042"
+    (deviation,) = index.deviations
+    assert deviation.field == "IPM.heading.expiry-time"
+    assert (deviation.found, deviation.read_as) == ("260302120000", "2026-03-02T12:00:00+00:00")
+    assert index_apdu(ipm_apdu("m2"), ANNE).deviations == ()
 
 
 def test_a_deferred_heading_precedence_is_not_passed_over() -> None:
@@ -165,6 +212,22 @@ def test_delivery_is_idempotent(engine: Engine) -> None:
     assert isinstance(first, int)
     assert again is None
     assert [e.id for e in listing(engine, ANNE)] == [first]
+
+
+def test_the_listing_and_the_read_entry_carry_label_and_type(engine: Engine) -> None:
+    label = SecurityLabel(classification=3, privacy_mark="IN CONFIDENCE")
+    apdu = ipm_apdu(
+        "m1",
+        message_type=MessageType(type=TypeMessage.OPERATION),
+        envelope_extensions=(security_label_extension(label),),
+    )
+    (entry_id,) = deliver(engine, Delivery(user=ANNE, apdu=apdu))
+    (listed,) = listing(engine, ANNE)
+    assert (listed.security_label, listed.message_type) == (label.describe(), "operation")
+    with transaction(engine) as session:
+        read = MessageStore(session).read(ANNE, listed.id)
+    assert read is not None and read.id == entry_id
+    assert (read.security_label, read.message_type) == (label.describe(), "operation")
 
 
 def test_deliver_many_in_one_transaction(engine: Engine) -> None:

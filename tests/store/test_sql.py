@@ -439,6 +439,8 @@ def mailbox_row(name: str, user: str, **changes: Any) -> dict[str, Any]:
         "precedence": 2,
         "subject": "report on m1",
         "originator": None,
+        "security_label": None,
+        "message_type": None,
         "delivered_at": at(1),
         "read": False,
         "apdu_file": None,
@@ -506,7 +508,15 @@ INSERTS = (
         (
             mailbox_row("m1", "c=gb;s=e"),  # delivered before
             mailbox_row("m2", "c=gb;s=e", read=True, kind=ApduKind.MESSAGE, subject=None),
-            mailbox_row("m2", "c=gb;s=f", apdu=b"", apdu_file="h.ber", originator="Smith"),
+            mailbox_row(
+                "m2",
+                "c=gb;s=f",
+                apdu=b"",
+                apdu_file="h.ber",
+                originator="Smith",
+                security_label="SECRET; privacy mark 'NATO'",
+                message_type="operation",
+            ),
         ),
         lambda dialect: _skipping(
             dialect, MAILBOX, ("mts_identifier", "user"), ("id", "mts_identifier", "user")
