@@ -389,12 +389,17 @@ def format_security_label(extensions: Sequence[ExtensionField]) -> str | None:
         return f"message-security-label {value} (does not decode: {exc})"
 
 
+_UNSAFE: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters a terminal acts on, other than tab and line ends."""
+
+
 def format_body_part(part: BodyPart) -> str:
     """How ``read`` shows a body part: the text of a text-like one (IA5 or general text,
-    ADatP-3, ACP 127 data, corrections), else its type and size."""
+    ADatP-3, ACP 127 data, corrections, teletex, videotex), its control characters but
+    tab and line ends written ``\\xHH``; else its type and size."""
     text = body_part_text(part)
     if text is not None:
-        return text
+        return _UNSAFE.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
     return f"[{body_part_type(part)} body part: {body_part_size(part)} octets]"
 
 

@@ -798,10 +798,63 @@ def _raw_name(encoding: bytes) -> str:
 
 def body_part_text(part: BodyPart) -> str | None:
     """The text of a text-like part (IA5 and general text, ADatP-3, ACP 127 data,
-    corrections); None for the others."""
+    corrections, teletex, videotex); None for the others, and for a teletex or videotex
+    part whose data does not read as its type."""
     if isinstance(part, TEXT_LIKE_BODY_PARTS):
         return part.text
+    if isinstance(part, RawBodyPart | ExtendedBodyPart):
+        return _kept_text(part)
     return None
+
+
+_TELETEX: Final = "teletex"
+_VIDEOTEX: Final = "videotex"
+_SEQUENCE_KEY: Final = 0x30  # (the identifier octet, constructed)
+_TELETEX_STRING_KEY: Final = 0x14  # TeletexString, UNIVERSAL 20
+_VIDEOTEX_STRING_KEY: Final = 0x15  # VideotexData ::= [UNIVERSAL 21] IMPLICIT OCTET STRING
+
+
+def _kept_text(part: RawBodyPart | ExtendedBodyPart) -> str | None:
+    """The text of a teletex (X.420 7.4.4: a SEQUENCE OF TeletexString, one per page) or
+    videotex (7.4.5: VideotexString) part kept as received, in its basic or extended
+    form, read in any BER form; TeletexString and VideotexString as ISO 8859-1 here."""
+    kind = body_part_type(part)
+    if kind not in (_TELETEX, _VIDEOTEX):
+        return None
+    try:
+        view, data = _kept_data(part)
+        if kind == _VIDEOTEX:
+            return _string_text(view, data, _VIDEOTEX_STRING_KEY, kind)
+        if data[0] & ~ber.CONSTRUCTED != _SEQUENCE_KEY & ~ber.CONSTRUCTED:
+            return None
+        pages = [
+            _string_text(view, page, _TELETEX_STRING_KEY, kind)
+            for page in ber.items(view, data, kind)
+        ]
+        return None if None in pages else "\n".join(page or "" for page in pages)
+    except DecodeError:
+        return None
+
+
+def _kept_data(part: RawBodyPart | ExtendedBodyPart) -> tuple[memoryview, ber.FlatTlv]:
+    """The data TLV of a kept teletex or videotex part: the second member of the basic
+    form's SEQUENCE {parameters, data}, or the extended form's data value."""
+    if isinstance(part, ExtendedBodyPart):
+        view = memoryview(part.data)
+        return view, ber.read(view, 0, len(view), 1)
+    view = memoryview(part.encoding)
+    members = ber.items(view, ber.read(view, 0, len(view), 1), "body part")
+    if len(members) != 2:
+        raise DecodeError("a SEQUENCE of parameters and data was expected", where="body part")
+    return view, members[1]
+
+
+def _string_text(view: memoryview, tlv: ber.FlatTlv, key: int, what: str) -> str | None:
+    """A TeletexString or VideotexString as text (its universal tag checked; control
+    characters kept), or None when the value has another tag."""
+    if tlv[0] & ~ber.CONSTRUCTED != key:
+        return None
+    return ber.text(view, tlv, what, "latin-1")
 
 
 # IPM ::= SEQUENCE { heading Heading, body Body }   (MM in STANAG 4406: the same)

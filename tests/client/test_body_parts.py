@@ -29,7 +29,8 @@ from p1.mts.envelope import decode_mts_apdu, encode_mts_apdu
 # ia5-text [0] of indefinite length: empty parameters, then the text as a constructed
 # IA5String of indefinite length in one OCTET STRING segment (as a real product sent it).
 REAL_PRODUCT_PART = bytes.fromhex("a080 3100 3680 0407") + b"hello\r\n" + bytes.fromhex("0000 0000")
-TELETEX_PART = bytes.fromhex("a5 07 3100 3003 140161")  # teletex [5], not modelled
+TELETEX_PART = bytes.fromhex("a5 07 3100 3003 140161")  # teletex [5]: kept raw, shown as text
+G3_PART = bytes.fromhex("a3 07 3100 3003 030100")  # g3-facsimile [3]: kept raw, not text
 GENERAL_TEXT = TextBodyPart.from_text("Gr\xfc\xdfe")
 
 
@@ -56,9 +57,9 @@ def _general_text_part() -> bytes:
 
 def test_read_shows_the_real_products_text_and_the_size_of_a_raw_part() -> None:
     out = io.StringIO()
-    x400._show_apdu(decode_mts_apdu(_message_bytes(REAL_PRODUCT_PART, TELETEX_PART)), out)
+    x400._show_apdu(decode_mts_apdu(_message_bytes(REAL_PRODUCT_PART, G3_PART)), out)
     shown = out.getvalue()
-    assert shown.endswith("\nhello\r\n\n[teletex body part: 9 octets]\n")
+    assert shown.endswith("\nhello\r\n\n[g3-facsimile body part: 9 octets]\n")
     assert "RawBodyPart" not in shown
 
 
@@ -69,7 +70,8 @@ def test_read_shows_the_real_products_text_and_the_size_of_a_raw_part() -> None:
         (GENERAL_TEXT, "Gr\xfc\xdfe"),
         (ADatP3BodyPart(sets=(b"MSGID/X//", b"ORDER//")), "MSGID/X//\r\nORDER//"),
         (ACP127DataBodyPart(data=b"ZNR UUUUU"), "ZNR UUUUU"),
-        (RawBodyPart(encoding=TELETEX_PART), "[teletex body part: 9 octets]"),
+        (RawBodyPart(encoding=TELETEX_PART), "a"),
+        (RawBodyPart(encoding=G3_PART), "[g3-facsimile body part: 9 octets]"),
         (BinaryBodyPart(data=b"\x00\x01\x02"), "[bilaterally-defined body part: 3 octets]"),
         (ForwardedMessageBodyPart(message=b"\x30\x00"), "[message body part: 2 octets]"),
     ],
@@ -90,6 +92,7 @@ def test_dump_json_shows_body_part_types_and_text(
     assert body[0]["data"] == "hello\r\n"
     assert "encoding" not in body[0]  # the bytes received are bookkeeping, not shown
     assert body[1]["body-part-type"] == "teletex"
+    assert body[1]["text"] == "a"  # (a raw part: its text read from its encoding)
     assert body[2]["body-part-type"] == "general-text"
     assert body[2]["text"] == "Gr\xfc\xdfe"  # (its data, ISO 8859-1, shows in hex)
 
@@ -103,3 +106,8 @@ def test_dump_text_shows_the_real_products_text(
     out = capsys.readouterr().out
     assert "body-part-type: ia5-text" in out
     assert "data: |\n" in out and "\n        hello\n" in out
+
+
+def test_read_shows_body_text_with_terminal_controls_escaped() -> None:
+    part = TextBodyPart(data=b"line 1\tcol\r\nline 2\x1b[2J\x07 end")
+    assert x400.format_body_part(part) == "line 1\tcol\r\nline 2\\x1b[2J\\x07 end"
