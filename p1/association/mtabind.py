@@ -14,11 +14,16 @@ Public API::
     encode_bind_error(err) -> bytes    / decode_bind_error(data) -> MTABindError
     wrap_bind_argument / unwrap_bind_argument     the [16] EXPLICIT wrapper
     wrap_bind_result / unwrap_bind_result         the [17] EXPLICIT wrapper
-    wrap_bind_error / unwrap_bind_error           the [18] EXPLICIT wrapper
+    wrap_bind_error / unwrap_bind_error           the [18] EXPLICIT wrapper (or none)
 
 ``encode_*`` / ``decode_*`` handle the bytes of the MTA-bind types themselves
 (``MTAAbstractService.MTABindArgument`` ...), without the wrapper.  Every malformed
 input to a ``decode_*`` or ``unwrap_*`` function raises :class:`p1.errors.DecodeError`.
+
+PP 6.0 (ISODE) refuses a bind with the MTABindError alone as RTORJ user data, a bare
+INTEGER (``02 01 02``) without its ``[18]`` wrapper.  X.411 makes MTABindError an INTEGER,
+so that is the only untagged form it can take: :func:`unwrap_bind_error` accepts it,
+returns it as it is and appends a :class:`p1.ber.Deviation` to the caller's list.
 
 Strong credentials and the security context are not modelled: they are kept as the BER
 of ``MTSAbstractService.StrongCredentials`` / ``MTSAbstractService.SecurityContext``
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from p1 import asn1
+from p1.ber import Deviation, Deviations
 from p1.errors import DecodeError, EncodeError
 
 __all__ = [
@@ -56,6 +62,7 @@ __all__ = [
 _MODULE = "MTAAbstractService"
 
 # Identifier octets (X.690 8.1.2): context-specific constructed [n] is 0xA0 | n.
+_TAG_INTEGER = 0x02  # MTABindError itself, when a product leaves its wrapper out
 _TAG_NULL = 0x05
 _TAG_SET = 0x31
 _TAG_IA5 = 0x16
@@ -70,6 +77,8 @@ _TAG_SECURITY_CONTEXT = 0xA2  # security-context [2] SecurityContext
 _WRAP_ARGUMENT = 0xB0  # [16] EXPLICIT
 _WRAP_RESULT = 0xB1  # [17] EXPLICIT
 _WRAP_ERROR = 0xB2  # [18] EXPLICIT
+_ERROR_WRAPPER = "MTABindError wrapper [18]"
+_RTORJ_USER_DATA = "RTORJapdu.userDataRJ"
 
 Password = str | bytes
 """``Password ::= CHOICE { ia5-string IA5String, octet-string OCTET STRING }``"""
@@ -308,7 +317,11 @@ def decode_bind_result(data: bytes) -> MTABindResult:
 
 def decode_bind_error(data: bytes) -> MTABindError:
     """Decode ``MTAAbstractService.MTABindError``; raises only :class:`DecodeError`."""
-    code = asn1.decode(_MODULE, "MTABindError", bytes(data))
+    data = bytes(data)
+    code = asn1.decode(_MODULE, "MTABindError", data)
+    _, contents_start, contents_end, _ = _header(data, 0, len(data))
+    if contents_start == contents_end:  # (the compiled codec would read it as busy)
+        raise DecodeError("an INTEGER needs a contents octet (X.690 8.3.1)", where="MTABindError")
     try:
         return MTABindError(code)
     except ValueError:
@@ -433,9 +446,34 @@ def unwrap_bind_result(data: bytes) -> bytes:
     return _unwrap(bytes(data), _WRAP_RESULT, "MTABindResult wrapper [17]")
 
 
-def unwrap_bind_error(data: bytes) -> bytes:
-    """The MTABindError inside ``[18] EXPLICIT``; raises only :class:`DecodeError`."""
-    return _unwrap(bytes(data), _WRAP_ERROR, "MTABindError wrapper [18]")
+def unwrap_bind_error(data: bytes, deviations: Deviations | None = None) -> bytes:
+    """The MTABindError inside ``[18] EXPLICIT``; raises only :class:`DecodeError`.
+
+    A bare MTABindError (an INTEGER, identifier ``0x02``), as PP 6.0 writes it in RTORJ
+    user data, is checked (one INTEGER naming a known error), returned as it is and
+    appended to ``deviations`` when not None: X.411 clause 12.1.1.3 gives the same value,
+    only the X.410 BIND-macro tag is missing.
+    """
+    data = bytes(data)
+    if data[:1] == bytes([_TAG_INTEGER]):
+        return _bare_error(data, deviations)
+    if data[:1] != bytes([_WRAP_ERROR]):
+        found = f"{data[0]:#04x}" if data else "nothing"
+        why = f"expected identifier {_WRAP_ERROR:#04x} or a bare INTEGER {_TAG_INTEGER:#04x}"
+        raise DecodeError(f"{why}, found {found}", where=_ERROR_WRAPPER)
+    return _unwrap(data, _WRAP_ERROR, _ERROR_WRAPPER)
+
+
+def _bare_error(data: bytes, deviations: Deviations | None) -> bytes:
+    """RTORJ user data holding the MTABindError INTEGER without its ``[18]`` wrapper."""
+    end = _header(data, 0, len(data))[3]
+    if end != len(data):
+        raise DecodeError(f"{len(data) - end} trailing byte(s)", where=_ERROR_WRAPPER)
+    error = decode_bind_error(data)
+    if deviations is not None:
+        name = error.name.lower().replace("_", "-")
+        deviations.append(Deviation(_RTORJ_USER_DATA, data.hex(" "), f"MTABindError {name}"))
+    return data
 
 
 def _unwrap(data: bytes, tag: int, where: str) -> bytes:

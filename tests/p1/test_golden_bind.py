@@ -1,6 +1,7 @@
 """The MTA bind of a real X.400 product, decoded and re-encoded with the project's modules.
 
-Two captures of the same product: a successful bind (then release) and a refused one.  The
+Two captures of the same product: a successful bind (then release) and a refused one; and
+PP 6.0's refusal (pp/03), whose RTORJ user data leaves out the ``[18]`` wrapper.  The
 layers are X.226 (presentation), X.227 (ACSE), X.228 (RTSE) and X.411 clause 12.1.1 (MTA
 bind), carried as X.419 says; see tests/p1/golden.py for how the bytes are reached.
 """
@@ -13,10 +14,12 @@ import pytest
 
 from p1 import asn1
 from p1.association import mtabind
+from p1.ber import Deviation
 from tests.p1 import golden
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"
+PP_REFUSE = "pp/03-ping-wrong-password"
 ROS = "Remote-Operations-Generic-ROS-PDUs"
 MTA = "MTAAbstractService"
 BIND_TYPES = {
@@ -105,6 +108,25 @@ def test_refused_bind_is_authentication_error() -> None:
     kind, rtorj = refusal.pdu("RTSE-apdus").value
     assert kind == "rtorj-apdu"
     assert set(rtorj) == {"userDataRJ"}
+
+
+def test_pps_bare_integer_refusal_is_authentication_error() -> None:
+    """PP 6.0 refuses a wrong password with RTORJ { userDataRJ [1] INTEGER 2 }: X.411's
+    authentication-error, without the X.410 BIND-macro tag [18]; read, and listed."""
+    exchanges = golden.decode_capture(PP_REFUSE)
+    user_data = _bind(exchanges, "RF")
+    assert user_data.hex() == "020102"
+    deviations: list[Deviation] = []
+    error = mtabind.decode_bind_error(mtabind.unwrap_bind_error(user_data, deviations))
+    assert error is mtabind.MTABindError.AUTHENTICATION_ERROR
+    read_as = "MTABindError authentication-error"
+    assert deviations == [Deviation("RTORJapdu.userDataRJ", "02 01 02", read_as)]
+    # The layers above are as the standards have them: AARE rejected-permanent (1),
+    # service-user no-reason-given (1), an RTORJ with user data only (normal mode).
+    refusal = _exchange(exchanges, "RF")
+    _, aare = refusal.pdu("ACSE-apdu").value
+    assert (aare["result"], aare["result-source-diagnostic"]) == (1, ("service-user", 1))
+    assert refusal.pdu("RTSE-apdus").value == ("rtorj-apdu", {"userDataRJ": user_data})
 
 
 def test_bind_values_decode_with_the_mta_module(

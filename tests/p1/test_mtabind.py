@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 
 import pytest
 from hypothesis import given, settings
@@ -25,7 +26,9 @@ from p1.association.mtabind import (
     wrap_bind_error,
     wrap_bind_result,
 )
+from p1.ber import Deviation
 from p1.errors import DecodeError, EncodeError
+from tests.p1 import ber_forms
 from tests.profiles import examples
 
 # StrongCredentials { bind-token [0] Token { [0] 1.2.3.4, [1] INTEGER 5 } }, as a SET
@@ -118,8 +121,64 @@ def test_bind_error_bytes(error: MTABindError, hex_: str) -> None:
 def test_unknown_bind_error_codes() -> None:
     with pytest.raises(DecodeError, match="unknown MTA-bind error 1"):
         decode_bind_error(b"\x02\x01\x01")
+    with pytest.raises(DecodeError, match=r"needs a contents octet \(X.690 8.3.1\)"):
+        decode_bind_error(b"\x02\x00")  # not busy (0): no value at all
     with pytest.raises(EncodeError):
         encode_bind_error(7)  # type: ignore[arg-type]
+
+
+# PP 6.0 leaves the [18] wrapper out of its RTORJ user data (reference pcaps pp/03).
+@pytest.mark.parametrize("error", list(MTABindError))
+def test_a_bare_bind_error_is_read_and_listed_as_a_deviation(error: MTABindError) -> None:
+    bare = encode_bind_error(error)
+    deviations: list[Deviation] = []
+    assert unwrap_bind_error(bare, deviations) == bare
+    assert decode_bind_error(unwrap_bind_error(bare)) is error
+    name = error.name.lower().replace("_", "-")
+    assert deviations == [Deviation("RTORJapdu.userDataRJ", bare.hex(" "), f"MTABindError {name}")]
+
+
+def test_the_wrapped_bind_error_is_no_deviation() -> None:
+    deviations: list[Deviation] = []
+    unwrap_bind_error(bytes.fromhex("b203020102"), deviations)
+    assert deviations == []
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ("", "expected identifier 0xb2 or a bare INTEGER 0x02, found nothing"),
+        ("0a0102", "expected identifier 0xb2 or a bare INTEGER 0x02, found 0x0a"),
+        ("3003020102", "expected identifier 0xb2 or a bare INTEGER 0x02, found 0x30"),
+        ("0201", "runs past its container"),
+        ("020102ff", "1 trailing byte"),
+        ("0280020000", "indefinite length on a primitive"),
+        ("0200", "needs a contents octet"),
+        ("020107", "unknown MTA-bind error 7"),
+        ("020201ff", "unknown MTA-bind error 511"),
+    ],
+)
+def test_bad_bare_bind_errors(data: str, message: str) -> None:
+    deviations: list[Deviation] = []
+    with pytest.raises(DecodeError, match=message):
+        unwrap_bind_error(bytes.fromhex(data), deviations)
+    assert deviations == []
+
+
+_INTEGER_FORMS = ber_forms.Rules(string=lambda path, octet: False)
+
+
+@settings(max_examples=examples(1))
+@given(st.sampled_from(MTABindError), st.booleans(), st.randoms(use_true_random=False))
+def test_every_bind_error_reads_the_same_tagged_or_bare(
+    error: MTABindError, tagged: bool, rnd: random.Random
+) -> None:
+    """In any legal BER form, [18]-wrapped or bare, each error value reads as itself."""
+    encoded = encode_bind_error(error)
+    sent = ber_forms.reform(wrap_bind_error(encoded) if tagged else encoded, rnd, _INTEGER_FORMS)
+    deviations: list[Deviation] = []
+    assert decode_bind_error(unwrap_bind_error(sent, deviations)) is error
+    assert [d.found for d in deviations] == ([] if tagged else [sent.hex(" ")])
 
 
 def test_raw_parts_are_kept_byte_for_byte() -> None:
