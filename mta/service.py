@@ -58,7 +58,7 @@ from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, p
 from mta.journal import log_intake
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
-from mta.quarantine import full_refusal, keep_in
+from mta.quarantine import full_refusal
 from mta.recent import RecentPrecedences
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
@@ -343,7 +343,8 @@ class Service:
         """Take a transfer from ``peer``; return once committed (then it is confirmed).
 
         An APDU whose own octets keep it from being taken in is committed to the
-        quarantine instead, unless that is full; a store fault refuses it as temporary.
+        quarantine instead, with the non-delivery report its envelope allows, unless the
+        quarantine is full; a store fault refuses it as temporary.
         """
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
@@ -384,21 +385,25 @@ class Service:
         return result
 
     async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
-        """Keep ``apdu`` in the quarantine, or refuse it when it is full."""
+        """Keep ``apdu`` in the quarantine, with the non-delivery report its envelope
+        allows, or refuse it when the quarantine is full."""
         bounds = self.config.quarantine
         unit = functools.partial(
-            keep_in, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds
+            self.units.quarantine_in, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds
         )
         kept = await self._commit(unit)
         if kept.entry_id is None:
             raise TransferRefusedError(full_refusal(kept, len(apdu), reason, bounds))
         log.warning(
-            "%s: transfer of %d octets kept in quarantine as #%d, not delivered: %s",
+            "%s: transfer of %d octets kept in quarantine as #%d, not delivered: %s; %s",
             peer,
             len(apdu),
             kept.entry_id,
             reason,
+            kept.report,
         )
+        if kept.reported:
+            self.notify()
 
     def delivered(self, outcome: LocalOutcome | None) -> None:
         """Log a local delivery; send on the delivery report it queued."""

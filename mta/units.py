@@ -10,6 +10,8 @@ submission) or act (send, report), and a crash at any point loses nothing:
 - :meth:`Units.receive_and_deliver_in` / :meth:`Units.submit_in`: take a transfer or a
   submission in: queue what intake planned, deliver its local recipients, and queue the
   non-delivery reports on the recipients it rejected (nothing acknowledged is lost);
+- :meth:`Units.quarantine_in`: keep a transfer that cannot be taken in, with the
+  non-delivery report its envelope still allows (:mod:`mta.quarantine`);
 - :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
   transfers to a peer (claimed in flight, a few at a time, then transferred, or pending
   again for a later attempt);
@@ -31,6 +33,7 @@ Public API::
                     -> (Plan, Enqueued | None, LocalOutcome | None)
         .submit_in(session, *, request, now)
                     -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
+        .quarantine_in(session, *, apdu, peer, reason, now, bounds) -> Kept
         .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
                     -> tuple[QueueEntry, ...]
         .transferred_in(session, *, entries, peer, now)
@@ -54,7 +57,9 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from config.schema import QuarantineLimits
 from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
+from mta.quarantine import Kept, keep_in, non_delivered
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
 from p1.ber import Deviation
@@ -78,6 +83,7 @@ from p1.mts.report import (
     NonDeliveryReason,
     NonDeliveryReport,
 )
+from p1.mts.salvage import salvage_subject
 from store import (
     LOCAL_ROUTE,
     ApduKind,
@@ -327,6 +333,50 @@ class Units:
             session, plan, now, AuditEvent.SUBMITTED, content=message.content
         )
         return message.envelope.mts_identifier.text, plan, result, delivered
+
+    def quarantine_in(
+        self,
+        session: Session,
+        *,
+        apdu: bytes,
+        peer: str,
+        reason: str,
+        now: datetime,
+        bounds: QuarantineLimits,
+    ) -> Kept:
+        """Keep ``apdu`` from ``peer``, which cannot be taken in because of ``reason``, in
+        the quarantine (:func:`mta.quarantine.keep_in`), and queue the non-delivery report
+        on its responsible recipients that its envelope allows (X.411 12.2.1.3), in the
+        caller's transaction; ``report`` of the result says what became of it."""
+        kept = keep_in(session, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds)
+        if kept.entry_id is None:
+            return kept
+        salvage = salvage_subject(apdu)
+        if salvage.subject is None:
+            return dataclasses.replace(kept, report=f"no report: {salvage.why}")
+        journal: list[AuditRecord] = []
+        reported, report = self._report_invalid(session, salvage.subject, now, journal)
+        AuditLog(session).record_many(journal)
+        return dataclasses.replace(kept, reported=reported, report=report)
+
+    def _report_invalid(
+        self,
+        session: Session,
+        subject: MessageEnvelope | Probe,
+        now: datetime,
+        journal: list[AuditRecord],
+    ) -> tuple[bool, str]:
+        """Non-deliver the responsible recipients of ``subject``, whose envelope is invalid:
+        whether a report was queued, and what became of it, for the log."""
+        outcomes = non_delivered(subject)
+        if not outcomes:
+            return False, "no report: no recipient this MTA is responsible for"
+        _log_rejected(subject, outcomes, "the envelope cannot be taken in")
+        if self._report(session, subject, outcomes, now, now, journal):
+            return True, "non-delivery report queued"
+        if any(wants_report(o.indicators, o.report) for o in outcomes):
+            return False, "no report: no route to the originator"
+        return False, "no report: none asked for"
 
     # --- transfer to peers -------------------------------------------------------------
 

@@ -110,7 +110,7 @@ async def test_an_undecodable_transfer_is_confirmed_and_kept_and_the_link_carrie
     assert delivered["mts_identifier"].endswith(";good-1]")
     assert kept_lines(caplog) == [
         f"{A.name}: transfer of {len(bad)} octets kept in quarantine as #{entry['id']}, "
-        f"not delivered: {REASON}"
+        f"not delivered: {REASON}; no report: no recipient readable"
     ]
     assert not [r for r in caplog.records if "transfer refused" in r.getMessage()]
     assert audit_rows(lab.b) == [
