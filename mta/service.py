@@ -68,8 +68,15 @@ from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
 from p1.association.connection import AssociationSettings, BindRequested
 from p1.association.mtabind import MTABindError, MTABindResult
+from p1.ber import Deviation
 from p1.errors import DecodeError
-from p1.mts.envelope import MessageEnvelope, Probe, Report, peek_envelope
+from p1.mts.envelope import (
+    MessageEnvelope,
+    Probe,
+    Report,
+    long_tags_in_message_envelope,
+    peek_envelope,
+)
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
 from store import LOCAL_ROUTE, ApduKind, open_database, sweep_spool, warm_up
@@ -363,13 +370,21 @@ class Service:
             return
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
-        if envelope is not None and envelope.deviations:
-            self.tolerated.received(peer, envelope.mts_identifier.text, envelope.deviations)
+        if envelope is not None:
+            self._tolerated(apdu, envelope, peer)
         if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
             self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
         log_intake("received", plan, result, f"from {peer}")
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
+
+    def _tolerated(
+        self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
+    ) -> None:
+        """Log what the envelope of an APDU taken in held outside the standard's form."""
+        deviations = (*envelope.deviations, *_long_tags(apdu, envelope))
+        if deviations:
+            self.tolerated.received(peer, envelope.mts_identifier.text, deviations)
 
     async def _commit(self, unit: Callable[[Session], _T], *, urgent: bool = False) -> _T:
         """``unit``, group-committed; a store fault refuses the transfer as temporary."""
@@ -510,6 +525,16 @@ class _Inbound(Responder):
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         await self.service.receive(apdu, self.peer.name)
+
+
+def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:
+    """A message envelope's long-form tags, which its decoder does not look for."""
+    if not isinstance(envelope, MessageEnvelope):
+        return ()
+    try:
+        return long_tags_in_message_envelope(apdu)
+    except DecodeError:  # (it decoded to be taken in: not expected)
+        return ()
 
 
 def _peek(apdu: bytes) -> MessageEnvelope | Probe | Report | None:

@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from client import x400
+from p1 import ber
 from p1.ber import parse_lenient_utctime
 from p1.ipms.ipm import IPM, ContentKind, decode_content, encode_ipm
 from p1.ipms.models import MessageType, RawExtension, TypeMessage
@@ -113,4 +114,31 @@ async def test_a_heading_time_without_zone_is_delivered_and_logged_once(
     assert line == (
         f"{A.name}: [GB; ;SITEA;zoneless]: tolerated IPM.heading.expiry-time = 260302120000, "
         "read as 2026-03-02T12:00:00+00:00; kept as received"
+    )
+
+
+def with_long_extensions_tag(apdu: bytes) -> bytes:
+    """The message ``apdu`` with its envelope's extensions ([3], a3) written with the
+    tag number in the long form (bf 03), which X.690 8.1.2.2 does not allow below 31."""
+    view, outer = ber.single(apdu, "apdu")
+    envelope, content = ber.items(view, outer, "apdu")
+    members = [bytes(view[m[1] : m[4]]) for m in ber.items(view, envelope, "envelope")]
+    (at,) = [i for i, member in enumerate(members) if member[0] == 0xA3]
+    members[at] = b"\xbf\x03" + members[at][1:]
+    rebuilt = ber.tlv_bytes(0x31, b"".join(members)) + bytes(view[content[1] : content[4]])
+    return ber.tlv_bytes(apdu[0], rebuilt)
+
+
+async def test_a_long_form_tag_in_a_message_envelope_is_logged_once(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="aiox400.tolerance")
+    await lab.start()
+    await transfer_as_a(lab.b, with_long_extensions_tag(message_from_a("long-tag", JONES_AT_B)))
+    await delivered_to_jones(lab)
+
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "aiox400.tolerance"]
+    assert line == (
+        f"{A.name}: [GB; ;SITEA;long-tag]: tolerated MessageTransferEnvelope.extensions tag "
+        "= bf 03, read as [3] (a3); kept as received"
     )
