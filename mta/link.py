@@ -16,6 +16,12 @@ Responder: :func:`serve_link` runs one accepted connection to its end, asking a
 holding the peer to the daemon's limits (:mod:`mta.guard`): octets and time before the
 bind, the delay failed binds earned, idle time and progress once bound.
 
+The turn (two-way alternate mode, X.228 7.6, 7.7): a responder never transfers, so it
+holds the turn a peer gave it only until the peer asks for it back, and gives it at once
+then; the peer releases holding it (X.228 7.4).  An initiator link whose turn was given
+away asks for it back before it transfers or releases, and while idle it gives the turn
+to a peer that asks.  In monologue the turn never moves.
+
 Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
@@ -23,6 +29,7 @@ Public API::
         SlowPeerError, TooMuchBeforeBindError
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
+        .give_turn() / take_turn(priority, timeout) / answer_turn_request()
         .bound(pace) / .is_bound
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu)
@@ -51,9 +58,11 @@ from p1.association.connection import (
     Released,
     TransferConfirmed,
     TransferReceived,
+    TurnGiven,
+    TurnRequested,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, Role
+from p1.osi import Event, Role, rtse
 
 log = logging.getLogger("aiox400.link")
 
@@ -140,6 +149,7 @@ class Link:
         self._allowance = before_bind
         self._before_bind = before_bind
         self._pace: Pace | None = None
+        self._turn_asked = False  # the peer's RT-TURN-PLEASE, not answered yet
         transport = writer.transport
         self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
         if before_bind is not None and self._transport is not None:
@@ -249,7 +259,10 @@ class Link:
             return b""
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
-        """Send one MTS-APDU; return its transfer id once the peer confirmed it."""
+        """Send one MTS-APDU; return its transfer id once the peer confirmed it.  A turn
+        given away is asked for back first."""
+        if not self.association.has_turn:
+            await self.take_turn(timeout=timeout)
         transfer_id = self.association.send_transfer(apdu)
         await self.flush()
         while True:
@@ -263,19 +276,72 @@ class Link:
         closed); why.  For an idle association: cancelling it loses nothing read."""
         while True:
             try:
+                if self._turn_asked:  # (asked while we were transferring)
+                    await self.answer_turn_request()
                 self._check_alive(await self.next_event(None))
             except LinkClosedError as error:
                 return f"the peer ended the idle association: {error}"
 
     def _check_alive(self, event: Event) -> None:
+        """Raise LinkClosedError for the association's end; note a turn request, which
+        :meth:`answer_turn_request` answers once nothing is in progress."""
         if isinstance(event, Aborted):
             raise LinkClosedError(f"association with {self.peer} aborted: {event.why}")
         if isinstance(event, Released):
             raise LinkClosedError(f"association with {self.peer} released by the peer")
+        if isinstance(event, TurnRequested):
+            self._turn_asked = True
+
+    # --- the turn (two-way alternate, X.228 7.6, 7.7) ---------------------------------
+
+    async def give_turn(self) -> None:
+        """RT-TURN-GIVE (X.228 7.7): hand the turn to the peer."""
+        self.association.give_turn()
+        self._turn_asked = False
+        await self.flush()
+
+    async def answer_turn_request(self) -> bool:
+        """Answer the peer's RT-TURN-PLEASE (X.228 7.6): give the turn when this end holds
+        it in two-way alternate mode and has no transfer of its own in progress (one in
+        progress keeps the request for later); whether it was given."""
+        association = self.association
+        if association.busy and not association.closed:
+            self._turn_asked = True
+            return False
+        self._turn_asked = False
+        if association.closed or not association.has_turn:
+            return False  # (a request that crossed our RT-TURN-GIVE)
+        if association.dialogue_mode is not rtse.DialogueMode.TWA:
+            return False  # in monologue the turn never moves
+        await self.give_turn()
+        return True
+
+    async def take_turn(self, *, priority: int = 0, timeout: float) -> None:
+        """RT-TURN-PLEASE with ``priority`` (X.228 7.6), then wait for the peer's
+        RT-TURN-GIVE; returns at once when this end holds the turn.  A turn we gave is
+        asked back only once the peer's session acknowledged it (GTA, X.225)."""
+        async with asyncio.timeout(timeout):
+            while self.association.giving_turn:
+                await self._read_once()
+            if self.association.closed:
+                raise LinkClosedError(f"association with {self.peer} is closed")
+            if self.association.has_turn:
+                return
+            self.association.request_turn(priority)
+            await self.flush()
+            while True:
+                event = await self.next_event(None)
+                if isinstance(event, TurnGiven):
+                    return
+                self._check_alive(event)
 
     async def release(self, *, timeout: float) -> None:
-        """RT-CLOSE: release and wait for the peer's answer, then close the connection."""
+        """RT-CLOSE: release and wait for the peer's answer, then close the connection.
+        The association-initiator releases holding the turn (X.228 7.4): a turn given
+        away is asked for back first."""
         try:
+            if not self.association.has_turn:
+                await self.take_turn(timeout=timeout)
             self.association.send_release()
             await self.flush()
             while True:
@@ -442,18 +508,29 @@ async def _serve(serving: _Serving) -> None:
         if isinstance(event, Released | Aborted):
             serving.info("%s: %s", link.peer, _ended(event))
             return
-        if link.association.closed:
-            pass  # the event that ended it is queued behind this one
-        elif isinstance(event, BindRequested):
-            link.queue(await _answer_bind(serving, event))
-        elif isinstance(event, TransferReceived):
-            await serving.responder.on_transfer(event.apdu)
-            link.association.confirm_transfer(event.transfer_id)
-            await link.flush()
+        if not link.association.closed:  # (else the event that ended it is queued next)
+            await _answer(serving, event)
         if link.association.closed and not link.has_events:
             return  # the bind was refused: said in _refused
         # Once bound, the pace bounds silence and slowness (Link.bound).
         event = await link.next_event(None if link.is_bound else serving.timeouts.bind)
+
+
+async def _answer(serving: _Serving, event: Event) -> None:
+    """Act on one event of a live inbound association: a bind is decided, a transfer
+    stored then confirmed, a turn request answered by giving the turn (X.228 7.6, 7.7:
+    we have nothing to transfer, and the peer needs the turn to transfer or release)."""
+    link = serving.link
+    if isinstance(event, BindRequested):
+        link.queue(await _answer_bind(serving, event))
+    elif isinstance(event, TransferReceived):
+        await serving.responder.on_transfer(event.apdu)
+        link.association.confirm_transfer(event.transfer_id)
+        await link.flush()
+    elif isinstance(event, TurnGiven):
+        log.debug("%s: the peer gave us the turn; it is given back when asked for", link.peer)
+    elif isinstance(event, TurnRequested) and await link.answer_turn_request():
+        log.debug("%s: turn given back on request (priority %d)", link.peer, event.priority)
 
 
 async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
@@ -472,7 +549,7 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
     else:
         ended = link.association.accept_bind(answer)
         if not link.association.closed:
-            log.info("%s: bind from %r accepted", link.peer, name)
+            log.info("%s: bind from %r accepted%s", link.peer, name, _mode(event))
             if ticket is not None:
                 ticket.bind_accepted()
             link.bound(_pace(serving))
@@ -509,6 +586,12 @@ def _pace(serving: _Serving) -> Pace:
         interval=limits.progress_interval,
         now=asyncio.get_running_loop().time(),
     )
+
+
+def _mode(event: BindRequested) -> str:
+    if event.dialogue_mode is rtse.DialogueMode.TWA:
+        return " (two-way alternate: the turn is given back whenever the peer asks)"
+    return ""
 
 
 def _ended(event: Released | Aborted) -> str:

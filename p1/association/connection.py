@@ -47,7 +47,7 @@ Public API::
 
     AssociationSettings(...)
     P1Association(role, settings)
-        .state .closed .has_turn .busy
+        .state .closed .has_turn .busy .dialogue_mode .giving_turn
         send_bind(argument)                  initiator: connect and bind
         accept_bind(result) -> [Aborted] / refuse_bind(error)   responder, after BindRequested
         send_transfer(apdu) -> transfer id   confirm_transfer(transfer id)
@@ -132,6 +132,7 @@ from p1.osi import (
     session,
 )
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
+from p1.osi.session_machine import State as SessionState
 
 __all__ = [
     "MTS_TRANSFER_CONTEXT",
@@ -260,6 +261,18 @@ class P1Association:
     def busy(self) -> bool:
         """True while an outbound transfer waits for its confirmation."""
         return self._transfers.outbound is not None
+
+    @property
+    def dialogue_mode(self) -> rtse.DialogueMode:
+        """The dialogue mode agreed by RT-OPEN (X.228 7.3, RTORQ dialogueMode); monologue
+        until the bind is made."""
+        return self._agreed.dialogue_mode
+
+    @property
+    def giving_turn(self) -> bool:
+        """True from our RT-TURN-GIVE (S-CONTROL-GIVE, GTC) until the peer's session
+        acknowledged it (GTA, X.225): only then may RT-TURN-PLEASE ask for it back."""
+        return self._session.state is SessionState.WAIT_GTA
 
     # --- bind -------------------------------------------------------------------------
 
@@ -573,6 +586,8 @@ class P1Association:
         """RT-TURN-PLEASE (S-TOKEN-PLEASE carrying RTTP with ``priority``)."""
         if self.has_turn:
             raise LocalProtocolError("this end already holds the turn", layer="rtse")
+        if self.giving_turn:
+            raise LocalProtocolError("the turn given is not acknowledged yet", layer="rtse")
         self._check_two_way_alternate("RT-TURN-PLEASE")
         after = self._move(Input.DATA_PHASE)
         if after is None:

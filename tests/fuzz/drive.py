@@ -4,8 +4,9 @@ The association is driven as ``mta/link.py`` drives it: every read goes to
 :meth:`P1Association.receive_data`, what it queued is taken at once, and its user answers
 each event in order without looking at the state first (the daemon answers the events a
 read gave before it sees the next one): a responder's user accepts the bind of a known
-peer and refuses others, confirms every transfer; an initiator's user transfers once bound,
-then releases.  After the last read, the connection ends (:meth:`receive_eof`).
+peer and refuses others, confirms every transfer, gives the turn held when asked for it; an
+initiator's user transfers once bound, then releases.  After the last read, the connection
+ends (:meth:`receive_eof`).
 
 What must hold, whatever the peer sent (style.md section 5):
 
@@ -189,7 +190,19 @@ class _ResponderUser(_Player):
             self.refused_by_us = True
         elif isinstance(event, TransferReceived):
             association.confirm_transfer(event.transfer_id)
+        elif isinstance(event, TurnRequested) and _gives_turn(association):
+            association.give_turn()
         return []
+
+
+def _gives_turn(association: P1Association) -> bool:
+    """As mta.link's Link.answer_turn_request: the turn held in two-way alternate mode,
+    with no transfer of ours in progress, is given to a peer that asks."""
+    return (
+        association.has_turn
+        and not association.busy
+        and association.dialogue_mode is DialogueMode.TWA
+    )
 
 
 class _InitiatorUser(_Player):

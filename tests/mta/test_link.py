@@ -1,4 +1,5 @@
-"""P1 associations over real loopback TCP: bind, transfers, refusal, timeouts, aborts."""
+"""P1 associations over real loopback TCP: bind, transfers, refusal, timeouts, aborts, and
+the turn in two-way alternate mode (X.228 7.6, 7.7)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from p1.association.connection import (
     BindRequested,
     P1Association,
     TransferConfirmed,
+    TurnGiven,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.mts.envelope import Message, decode_mts_apdu
 from p1.mts.precedence import Precedence
-from p1.osi import Event, Role
+from p1.osi import Event, LocalProtocolError, Role
+from p1.osi.rtse import DialogueMode
 
 ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
 RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
@@ -297,3 +300,92 @@ async def test_a_transfer_longer_than_the_idle_time_is_served_while_it_progresse
     assert [type(e) for e in events] == [BindAccepted, TransferConfirmed]
     assert store.stored == [apdu]
     assert elapsed > 0.5
+
+
+# --- the turn in two-way alternate mode (X.228 7.6, 7.7) -------------------------------
+
+TWA = AssociationSettings(dialogue_mode=DialogueMode.TWA)
+TURN_BOUND = 10.0
+"""Seconds a whole two-way alternate exchange may take: a bound against a deadlock."""
+
+
+async def test_twa_turn_given_is_given_back_on_request_then_released(
+    peer: Peer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aiox400.link")
+    first, second = samples.message_bytes(1024), samples.message_bytes(2048)
+    async with asyncio.timeout(TURN_BOUND):
+        link, accepted = await links.open_link("127.0.0.1", peer.port, ARGUMENT, settings=TWA)
+        assert accepted.dialogue_mode is DialogueMode.TWA
+        await link.transfer(first, timeout=TURN_BOUND)
+        await link.give_turn()  # RT-TURN-GIVE: the responder holds the turn now
+        assert not link.association.has_turn
+        with pytest.raises(LocalProtocolError):
+            link.association.send_release()  # RT-CLOSE needs the turn
+        await link.take_turn(priority=3, timeout=TURN_BOUND)  # RT-TURN-PLEASE, given back
+        assert link.association.has_turn
+        await link.transfer(second, timeout=TURN_BOUND)
+        await link.release(timeout=TURN_BOUND)
+        await asyncio.gather(*peer.served)
+    assert peer.store.stored == [first, second]
+    accepted_line, ended = link_lines(caplog)
+    assert "two-way alternate" in accepted_line, accepted_line
+    assert ended.endswith(": released"), ended
+
+
+async def test_twa_release_asks_for_the_turn_back_first(peer: Peer) -> None:
+    async with asyncio.timeout(TURN_BOUND):
+        link, _ = await links.open_link("127.0.0.1", peer.port, ARGUMENT, settings=TWA)
+        await link.give_turn()
+        await link.release(timeout=TURN_BOUND)  # RT-TURN-PLEASE, RT-TURN-GIVE, RT-CLOSE
+        await asyncio.gather(*peer.served)
+    assert link.association.closed
+
+
+async def test_twa_transfer_asks_for_the_turn_back_first(peer: Peer) -> None:
+    apdu = samples.message_bytes(1024)
+    async with asyncio.timeout(TURN_BOUND):
+        link, _ = await links.open_link("127.0.0.1", peer.port, ARGUMENT, settings=TWA)
+        for _ in range(3):  # the turn goes and comes back, each time on request
+            await link.give_turn()
+            await link.transfer(apdu, timeout=TURN_BOUND)
+        await link.release(timeout=TURN_BOUND)
+        await asyncio.gather(*peer.served)
+    assert peer.store.stored == [apdu] * 3
+
+
+async def test_twa_turn_request_by_hand_is_answered_by_rt_turn_give(peer: Peer) -> None:
+    """The peer drives its association itself: GTC, then (once the GTA came) PT with an
+    RTTP; the responder's GTC must come back without anything else from the peer."""
+    association = P1Association(Role.INITIATOR, TWA)
+    reader, writer = await asyncio.open_connection("127.0.0.1", peer.port)
+    events: list[Event] = []
+
+    async def read() -> None:
+        data = await reader.read(1 << 16)
+        assert data, "the responder closed the connection"
+        events.extend(association.receive_data(data))
+        writer.write(association.data_to_send())
+
+    try:
+        async with asyncio.timeout(TURN_BOUND):
+            association.send_bind(ARGUMENT)
+            writer.write(association.data_to_send())
+            while not any(isinstance(e, BindAccepted) for e in events):
+                await read()
+            association.give_turn()
+            writer.write(association.data_to_send())
+            while association.giving_turn:  # until the responder's GTA
+                await read()
+            association.request_turn(5)
+            writer.write(association.data_to_send())
+            while not any(isinstance(e, TurnGiven) for e in events):
+                await read()
+            association.send_release()
+            writer.write(association.data_to_send())
+            while not association.closed:
+                await read()
+            await asyncio.gather(*peer.served)
+    finally:
+        writer.close()
+    assert [type(e).__name__ for e in events] == ["BindAccepted", "TurnGiven", "Released"]

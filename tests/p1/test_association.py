@@ -42,6 +42,7 @@ from p1.association.connection import (
     TurnGiven,
     TurnRequested,
 )
+from p1.association.machine import DISCARDED, TABLE, Input
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.transfer import encode_transfer
 from p1.errors import EncodeError
@@ -417,6 +418,56 @@ def test_turn_requested_during_a_transfer_is_given_after_it() -> None:
     assert pair.pump().initiator == [TransferConfirmed(transfer_id=transfer_id)]
     pair.initiator.give_turn()
     assert pair.pump().responder == [TurnGiven()]
+
+
+def test_turn_please_entries_of_the_table() -> None:
+    """RT-TURN-PLEASE (PT) is taken while open, and dropped once it crossed our FN (X.228
+    7.4): nowhere else; RT-TURN-GIVE (GTC / GTA) is data phase, open only."""
+    pleases = {
+        state: after for (state, what), after in TABLE.items() if what is Input.RECV_TURN_PLEASE
+    }
+    assert pleases == {State.OPEN: State.OPEN, State.RELEASING: State.RELEASING}
+    assert (State.OPEN, Input.RECV_TURN_PLEASE) not in DISCARDED
+    assert (State.RELEASING, Input.RECV_TURN_PLEASE) in DISCARDED
+    data_phase = {state for (state, what) in TABLE if what is Input.DATA_PHASE}
+    assert data_phase == {State.OPEN}
+
+
+@pytest.mark.parametrize("mode", list(DialogueMode))
+def test_both_ends_know_the_dialogue_mode_agreed(mode: DialogueMode) -> None:
+    pair = Pair(AssociationSettings(dialogue_mode=mode))
+    assert pair.initiator.dialogue_mode is pair.responder.dialogue_mode is MONOLOGUE
+    pair.bind()
+    assert pair.initiator.dialogue_mode is pair.responder.dialogue_mode is mode
+
+
+@pytest.mark.parametrize("giver", ["initiator", "responder"])
+def test_a_turn_given_is_asked_back_once_the_peer_acknowledged_it(giver: str) -> None:
+    pair = open_pair(dialogue_mode=TWA)
+    if giver == "responder":
+        pair.responder.request_turn(1)
+        pair.pump()
+        pair.initiator.give_turn()
+        pair.pump()
+    gives = pair.initiator if giver == "initiator" else pair.responder
+    takes = pair.responder if giver == "initiator" else pair.initiator
+    gives.give_turn()
+    assert gives.giving_turn and not gives.has_turn
+    with pytest.raises(LocalProtocolError, match="not acknowledged yet"):
+        gives.request_turn(4)  # before the GTA: nothing sent, nothing changed
+    sent = gives.data_to_send()
+    assert spdu_kinds(sent) == [Kind.GTC]
+    assert feed(takes, sent) == [TurnGiven()]
+    assert spdu_kinds(acknowledged := takes.data_to_send()) == [Kind.GTA]
+    assert feed(gives, acknowledged) == []
+    assert not gives.giving_turn and takes.has_turn
+    gives.request_turn(4)
+    assert feed(takes, gives.data_to_send()) == [TurnRequested(priority=4)]
+    takes.give_turn()
+    pumped = pair.pump()
+    back = pumped.initiator if giver == "initiator" else pumped.responder
+    assert back == [TurnGiven()]
+    assert gives.has_turn and not takes.has_turn
 
 
 def test_monologue_responder_cannot_transfer() -> None:

@@ -43,7 +43,7 @@ from p1.osi.session import (
     TokensGiven,
     TokensRequested,
 )
-from p1.osi.session_machine import TABLE, Input, State
+from p1.osi.session_machine import DISCARDED, TABLE, Input, State
 from p1.osi.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
 from tests.profiles import examples
 
@@ -413,6 +413,27 @@ def test_token_please_give_and_control_give() -> None:
         ActivityStarted(activity_id=ACTIVITY_ID, user_data=b""),
         DataReceived(user_data=b"reply"),
     ]
+
+
+def test_turn_entries_of_the_table() -> None:
+    """PT and GTC as RTSE's turn uses them (X.225): asked and given while open; after our
+    GTC nothing is sent until its GTA, and a PT or GT that crossed it is dropped."""
+    assert TABLE[State.OPEN, Input.SEND_PT] is State.OPEN
+    assert TABLE[State.OPEN, Input.RECV_PT] is State.OPEN
+    assert TABLE[State.OPEN, Input.SEND_GTC] is State.WAIT_GTA
+    assert TABLE[State.OPEN, Input.RECV_GTC] is State.OPEN
+    assert TABLE[State.WAIT_GTA, Input.RECV_GTA] is State.OPEN
+    while_giving = {what for (state, what) in TABLE if state is State.WAIT_GTA}
+    assert while_giving == {
+        Input.RECV_GTA,
+        Input.RECV_PT,
+        Input.RECV_GT,
+        Input.SEND_AB,
+        Input.RECV_AB,
+    }
+    assert {(State.WAIT_GTA, Input.RECV_PT), (State.WAIT_GTA, Input.RECV_GT)} <= DISCARDED
+    # A turn request crossing our release (FN) is taken, and the DN ends it.
+    assert TABLE[State.WAIT_DN, Input.RECV_PT] is State.WAIT_DN
 
 
 def test_give_tokens_one_by_one() -> None:
