@@ -43,7 +43,7 @@ import collections
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits
 from mta import net
@@ -159,6 +159,11 @@ class Link:
     def is_bound(self) -> bool:
         """True once :meth:`bound` was called (or there never was a bound to lift)."""
         return self._allowance is None
+
+    @property
+    def writable(self) -> bool:
+        """The connection is still open for writing (not closed by either side)."""
+        return not self._writer.transport.is_closing()
 
     def bound(self, pace: Pace | None) -> None:
         """The MTA-bind is accepted: read at full size from now on, and hold the peer to
@@ -470,11 +475,30 @@ async def serve_link(
         await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
         serving.info("%s: %s", peer, error)
+    except asyncio.CancelledError:  # the MTA is stopping
+        await abort_on_stop(link)
+        raise
     except Exception:  # the daemon serves on: nothing was confirmed, the peer retries
         log.exception("%s: failed while serving, aborting", peer)
         await link.abort("responder failure")
     finally:
         await link.close()
+
+
+STOP_ABORT_WAIT: Final = 1.0
+"""Seconds a stopping MTA waits for its abort to be written to a peer that reads slowly."""
+
+
+async def abort_on_stop(link: Link) -> None:
+    """The MTA stops while a peer's association is open: abort it with the RTSE reason
+    temporary-problem (X.228 RTAB; X.225 AB under it), so the peer sees why, keeps what
+    it had not had confirmed and tries again later, rather than finding the connection
+    gone.  (A responder cannot release: RT-CLOSE is the initiator's, X.228 7.6.)"""
+    if link.association.closed or not link.writable:  # (one the guard closed, say)
+        return
+    log.info("%s: aborting: the MTA is stopping", link.peer)
+    with contextlib.suppress(TimeoutError, ConnectionError, OSError):
+        await asyncio.wait_for(link.abort("the MTA is stopping", temporary=True), STOP_ABORT_WAIT)
 
 
 @dataclass(slots=True)

@@ -96,6 +96,7 @@ from p1.association.pdus import (
     MTS_TRANSFER_CONTEXT,
     SUPPORTED_SYNTAXES,
     abort_data,
+    abort_reason,
     accept_data,
     acse_value,
     activity_identifier,
@@ -691,7 +692,13 @@ class P1Association:
         return self._rtse_abort(rtse.AbortReason.PROTOCOL_ERROR, why)
 
     def _on_session_aborted(self, event: session.Aborted) -> list[Event]:
-        return self._on_gone(by_peer=event.by_peer, why=f"session: {event.why}")
+        """S-U-ABORT or S-P-ABORT; the peer's RT-U-ABORT or RTSE abort says its reason
+        (X.228 RTAB abortReason: temporary-problem means try again later)."""
+        why = f"session: {event.why}"
+        reason = abort_reason(event.user_data) if event.by_peer and event.user_data else None
+        if reason is not None:
+            why = f"{why} ({reason.name.lower().replace('_', '-')})"
+        return self._on_gone(by_peer=event.by_peer, why=why)
 
     def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
         if self.state is State.CLOSED:

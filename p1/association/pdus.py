@@ -125,6 +125,24 @@ def abort_data(reason: rtse.AbortReason) -> bytes:
     return presentation.encode_aru(presentation.AruPpdu(user_data=(_acse_pdv(abrt),)))
 
 
+def abort_reason(user_data: bytes) -> rtse.AbortReason | None:
+    """The RTAB abortReason in an S-U-ABORT's user data, ARU{ABRT{RTAB}} (X.228 9.8,
+    X.226 8.3); None when the abort carries none, or another form (an ARP, say)."""
+    try:
+        aru = presentation.decode_aru(user_data)
+        for pdv in aru.user_data:
+            if pdv.context_id != presentation.ACSE_CONTEXT:
+                continue
+            abrt = acse.decode_acse(pdv.value)
+            if isinstance(abrt, acse.Abrt) and abrt.user_information:
+                rtab = rtse.decode_rtse(abrt.user_information[0].value)
+                found = rtab.abort_reason if isinstance(rtab, rtse.Rtab) else None
+                return None if found is None else rtse.AbortReason(found)
+    except (DecodeError, RemoteProtocolError, ValueError):  # (ValueError: a reason not named)
+        return None
+    return None
+
+
 def release_request_data() -> bytes:
     """P-DATA{RLRQ normal}: the S-RELEASE user data of RT-CLOSE (X.228 7.4, X.227 9)."""
     rlrq = acse.encode_acse(acse.Rlrq(reason=acse.RELEASE_NORMAL))
