@@ -21,7 +21,7 @@ import functools
 import math
 import subprocess
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -30,8 +30,7 @@ import pytest_asyncio
 from benchmarks import samples
 from mta import link as links
 from mta import net
-from p1.association.connection import AssociationSettings, BindAccepted, BindRequested
-from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.connection import AssociationSettings, BindAccepted
 from p1.association.transfer import encode_transfer
 from p1.ipms.ipm import P772_CONTENT_TYPE
 from p1.mts.envelope import (
@@ -51,8 +50,7 @@ from tests import tshark
 from tests.tshark import Direction
 
 LOOPBACK = "127.0.0.1"
-ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
-RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
+ARGUMENT, RESULT, Store = tshark.ARGUMENT, tshark.RESULT, tshark.Store
 CS3 = 24
 CS1 = 8
 SETTINGS = AssociationSettings(checkpoint_size=16, window_size=3)
@@ -144,28 +142,6 @@ def sent_on(dscp: int) -> list[bytes]:
 
 
 # --- the run --------------------------------------------------------------------------
-
-
-@dataclass
-class Store:
-    """Accepts mta-a/a-pw as mta-b/b-pw; keeps every MTS-APDU it is given, in order."""
-
-    stored: list[bytes] = field(default_factory=list)
-    served: list[asyncio.Task[None]] = field(default_factory=list)
-
-    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
-        if (event.argument.initiator_name, event.argument.password) != ("mta-a", "a-pw"):
-            return MTABindError.AUTHENTICATION_ERROR
-        return RESULT
-
-    async def on_transfer(self, apdu: bytes) -> None:
-        self.stored.append(apdu)
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.served.append(task)
-        await links.serve_link(reader, writer, self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,41 +21,17 @@ import pytest_asyncio
 from benchmarks import samples
 from mta import link as links
 from mta import net
-from p1.association.connection import AssociationSettings, BindRequested
-from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.connection import AssociationSettings
 from p1.osi.rtse import DialogueMode
 from p1.osi.spdu import Kind
 from tests import tshark
 
 LOOPBACK = "127.0.0.1"
-ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
-RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
+ARGUMENT, RESULT, Store = tshark.ARGUMENT, tshark.RESULT, tshark.Store
 TIMEOUT = tshark.TIMEOUT  # seconds; a bound against a hang (and against a deadlock)
 PRIORITY = 3
 """The RTTP priority of the RT-TURN-PLEASE."""
 MESSAGES = (samples.message_bytes(1024), samples.message_bytes(2048))
-
-
-@dataclass
-class Store:
-    """Accepts mta-a/a-pw as mta-b/b-pw; keeps what it is given."""
-
-    stored: list[bytes] = field(default_factory=list)
-    served: list[asyncio.Task[None]] = field(default_factory=list)
-
-    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
-        if (event.argument.initiator_name, event.argument.password) != ("mta-a", "a-pw"):
-            return MTABindError.AUTHENTICATION_ERROR
-        return RESULT
-
-    async def on_transfer(self, apdu: bytes) -> None:
-        self.stored.append(apdu)
-
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.served.append(task)
-        await links.serve_link(reader, writer, self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

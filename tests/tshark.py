@@ -33,12 +33,16 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import pytest
+
+from mta import link as links
+from p1.association.connection import BindRequested
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 
 TOOLS = ("tshark", "dumpcap")
 TIMEOUT = 30.0  # seconds any one tshark or dumpcap step may take before the test fails
@@ -338,8 +342,8 @@ def _tshark(pcap: Path, ports: str, display_filter: str, fields: Iterable[str]) 
     """One tshark pass: the ``fields`` of each frame ``display_filter`` selects."""
     argv = ["tshark", "-n", "-r", str(pcap), "-o", f"tpkt.tcp.port:{ports}"]
     argv += ["-Y", display_filter, "-T", "json"]
-    for field in fields:
-        argv += ["-e", field]
+    for name in fields:
+        argv += ["-e", name]
     done = subprocess.run(argv, capture_output=True, timeout=TIMEOUT, check=False)
     if done.returncode != 0:
         raise TsharkError(f"{' '.join(argv)}: {done.stderr.decode(errors='replace').strip()}")
@@ -388,3 +392,37 @@ def matching(pcap: Path, ports: str, display_filter: str) -> tuple[int, ...]:
     """The numbers of the frames ``display_filter`` selects (tshark resolves value names)."""
     found = _tshark(pcap, ports, display_filter, ("frame.number",))
     return tuple(int(layers["frame.number"][0]) for layers in found)
+
+
+# --- a responder for the referee's runs ---------------------------------------------------
+
+ARGUMENT = MTABindArgument(initiator_name="mta-a", password="a-pw")
+"""What the referee's initiators bind with."""
+RESULT = MTABindResult(responder_name="mta-b", password="b-pw")
+"""What :class:`Store` answers a bind with ``ARGUMENT``."""
+
+
+@dataclass
+class Store:
+    """A responder that accepts ``ARGUMENT`` as ``RESULT`` and keeps every MTS-APDU it
+    is given, in order (a :class:`mta.link.Responder`)."""
+
+    stored: list[bytes] = field(default_factory=list)
+    served: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
+        if (event.argument.initiator_name, event.argument.password) != (
+            ARGUMENT.initiator_name,
+            ARGUMENT.password,
+        ):
+            return MTABindError.AUTHENTICATION_ERROR
+        return RESULT
+
+    async def on_transfer(self, apdu: bytes) -> None:
+        self.stored.append(apdu)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.served.append(task)
+        await links.serve_link(reader, writer, self)
