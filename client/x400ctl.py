@@ -1,7 +1,10 @@
 """``x400ctl``: the operator's tool.
 
 ``x400ctl ping HOST [PORT]`` binds to an MTA over P1 (X.411 MTA-bind on RFC 1006), reports
-the responder's name and the bind round-trip time, and releases.
+the responder's name and the bind round-trip time, and releases.  ``--tsel``, ``--ssel`` and
+``--psel`` give the responder's selectors (X.224 CR called TSAP-ID, X.225 CN called SSAP
+identifier, X.226 CP called-presentation-selector), ``--calling-tsel`` and so on ours: text
+such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).
 
 ``x400ctl status|queue|channels|hold|release|quarantine`` ask a running MTA through its
 local API (:mod:`client.ctl_local`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 import time
 from collections.abc import Sequence
@@ -24,8 +28,10 @@ from dataclasses import dataclass
 from client import ctl_local
 from client.api import ApiError
 from mta.link import BindRefusedError, LinkError, Timeouts, open_link
+from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
+from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -80,18 +86,60 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for the connect and, separately, for the bind (default 10)",
     )
+    _add_selectors(ping)
     ctl_local.add_commands(commands)
     return parser
 
 
+_SELECTORS = (
+    ("tsel", "called_tsap", MAX_TSEL, "the responder's TSEL, the CR's called TSAP-ID (X.224)"),
+    ("ssel", "called_ssap", MAX_SSEL, "the responder's session selector (X.225 CN, PI 52)"),
+    ("psel", "called_psap", MAX_PSEL, "the responder's presentation selector (X.226 CP)"),
+    ("calling-tsel", "calling_tsap", MAX_TSEL, "our TSEL, the CR's calling TSAP-ID"),
+    ("calling-ssel", "calling_ssap", MAX_SSEL, "our session selector (CN, PI 51)"),
+    ("calling-psel", "calling_psap", MAX_PSEL, "our presentation selector (CP)"),
+)
+"""Option, AssociationSettings field, most octets, help: the selectors ping sends."""
+
+
+def _selector(limit: int, text: str) -> bytes:
+    try:
+        return parse_selector(text, limit=limit)
+    except SelectorError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {error.why}") from None
+
+
+def _add_selectors(ping: argparse.ArgumentParser) -> None:
+    forms = 'text such as "x400" or hex such as "hex:0591"'
+    for option, field, limit, what in _SELECTORS:
+        ping.add_argument(
+            f"--{option}",
+            dest=field,
+            metavar="SEL",
+            type=functools.partial(_selector, limit),
+            default=b"",
+            help=f"{what}: {forms}, up to {limit} octets (default none)",
+        )
+
+
 async def ping(
-    host: str, port: int, *, mta_name: str, password: str, dscp: int, timeout: float
+    host: str,
+    port: int,
+    *,
+    mta_name: str,
+    password: str,
+    dscp: int,
+    timeout: float,
+    settings: AssociationSettings | None = None,
 ) -> PingResult:
-    """Bind to ``host:port``, release, and say who answered and how long the bind took."""
+    """Bind to ``host:port``, release, and say who answered and how long the bind took;
+    ``settings`` carries the selectors to send."""
     argument = MTABindArgument(initiator_name=mta_name, password=password)
     timeouts = Timeouts(connect=timeout, bind=timeout, release=timeout)
     started = time.perf_counter()
-    link, accepted = await open_link(host, port, argument, dscp=dscp, timeouts=timeouts)
+    link, accepted = await open_link(
+        host, port, argument, settings=settings, dscp=dscp, timeouts=timeouts
+    )
     elapsed = time.perf_counter() - started
     await link.release(timeout=timeouts.release)
     return PingResult(responder_name=accepted.result.responder_name, bind_seconds=elapsed)
@@ -113,6 +161,9 @@ def _ping_command(args: argparse.Namespace) -> int:
                 password=args.password,
                 dscp=dscp,
                 timeout=args.timeout,
+                settings=AssociationSettings(
+                    **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
+                ),
             )
         )
     except BindRefusedError as error:

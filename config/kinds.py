@@ -9,7 +9,8 @@ Public API::
     Kind(expected, convert), Invalid(expected="")
     MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SIZE, TPDU_SIZE, FRACTION, FACTOR,
     DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
-    DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE
+    DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE,
+    TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for none), TSELS (a listener's)
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ from p1.mts.precedence import (
     UnknownPrecedenceError,
     parse_dscp,
     parse_precedence,
+)
+from p1.osi.selectors import (
+    HEX_PREFIX,
+    MAX_PSEL,
+    MAX_SSEL,
+    MAX_TSEL,
+    SelectorError,
+    parse_selector,
 )
 
 __all__ = [
@@ -52,9 +61,13 @@ __all__ = [
     "PORT",
     "PRECEDENCE",
     "PRECEDENCES",
+    "PSEL",
     "SIZE",
     "SLOT_MODE",
+    "SSEL",
     "TPDU_SIZE",
+    "TSEL",
+    "TSELS",
     "Invalid",
     "Kind",
 ]
@@ -312,6 +325,33 @@ def _global_domain(raw: object) -> ORName:
     return parse_orname(prefix.text)
 
 
+def _selector(limit: int, name: str) -> Callable[[object], bytes]:
+    """A selector (p1.osi.selectors): printable ASCII text, or ``hex:`` and digits."""
+
+    def convert(raw: object) -> bytes:
+        if not isinstance(raw, str):
+            raise Invalid()
+        try:
+            return parse_selector(raw, limit=limit)
+        except SelectorError as error:
+            raise Invalid(f"{name}: {error.why}") from None
+
+    return convert
+
+
+_SELECTOR_FORMS = f'text such as "x400" or {HEX_PREFIX} and hexadecimal digits such as "hex:0591"'
+_tsel = _selector(MAX_TSEL, f"a TSEL (X.224 TSAP-ID, up to {MAX_TSEL} octets)")
+
+
+def _tsels(raw: object) -> frozenset[bytes]:
+    """One TSEL or a non-empty list of them; "" is a CR without a called TSEL."""
+    if isinstance(raw, str):
+        return frozenset({_tsel(raw)})
+    if not isinstance(raw, list) or not raw:
+        raise Invalid()
+    return frozenset(_tsel(item) for item in raw)
+
+
 # --- the kinds, with how they are described in errors -----------------------------------
 
 MTA_NAME = Kind("an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name)
@@ -352,4 +392,22 @@ EXTENSION_TYPE = Kind(
     "an extension type: a standard-extension number 0..256 (such as 20) or an object "
     'identifier in dotted form (such as "1.3.26.0.4406.0.8.0")',
     _extension_type,
+)
+TSEL = Kind(
+    f'a TSEL (X.224 TSAP-ID, up to {MAX_TSEL} octets): {_SELECTOR_FORMS}, or "" for none',
+    _tsel,
+)
+SSEL = Kind(
+    f'an SSEL (X.225 session selector, up to {MAX_SSEL} octets): {_SELECTOR_FORMS}, or "" for none',
+    _selector(MAX_SSEL, f"an SSEL (X.225 session selector, up to {MAX_SSEL} octets)"),
+)
+PSEL = Kind(
+    f'a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets): {_SELECTOR_FORMS}, or "" '
+    "for none",
+    _selector(MAX_PSEL, f"a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets)"),
+)
+TSELS = Kind(
+    f"a TSEL or a non-empty list of TSELs (up to {MAX_TSEL} octets each): {_SELECTOR_FORMS}; "
+    '"" admits a CR without a called TSEL',
+    _tsels,
 )

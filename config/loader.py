@@ -28,7 +28,8 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                                         for delivery and not implemented by this MTA
     default_route    none               a peer name
     log_level        "info"             debug, info, warning, error, critical
-    [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0")
+    [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0"), tsel (any: the called
+                     TSEL, or list of them, a CR must carry; "" admits a CR without one)
     [retry]          initial ("1m"), maximum ("1h"), factor (2.0), jitter (0.2)
     [max_age]        override, flash ("1h"), immediate ("4h"), priority ("12h"),
                      routine ("24h"), deferred ("72h")
@@ -46,10 +47,13 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
                      peer_password | peer_password_file (none: not checked),
                      supported_extensions ([]: extension types critical for transfer
-                     that the peer is known to support)
+                     that the peer is known to support); selectors (none): tsel, ssel,
+                     psel (the peer's, called), calling_tsel, calling_ssel, calling_psel
+                     (ours), each text ("x400") or hex ("hex:0591"), "" for none
     [[peers.slots]]  precedences*, port*, dscp (the table's, for the most urgent
                      precedence), mode ("on-demand" | "permanent"), max_connections (1),
-                     backlog_threshold (10), idle_timeout ("5m")
+                     backlog_threshold (10), idle_timeout ("5m"); the six selector
+                     keys of [[peers]] (the peer's value when absent)
 
 Cross-checks: a peer's slots admit each of the six precedences exactly once (an error
 names the unrouted ones); listener address and port pairs (a wildcard address takes the
@@ -101,10 +105,14 @@ from config.kinds import (
     PEER_NAME,
     PORT,
     PRECEDENCES,
+    PSEL,
     SECONDS,
     SIZE,
     SLOT_MODE,
+    SSEL,
     TPDU_SIZE,
+    TSEL,
+    TSELS,
     Invalid,
     Kind,
 )
@@ -121,6 +129,7 @@ from config.schema import (
     QuarantineLimits,
     RetryPolicy,
     Secret,
+    Selectors,
     Slot,
 )
 from p1.mts.orname import ORName
@@ -314,7 +323,16 @@ _TOP_KEYS = (
     "quarantine",
     "peers",
 )
-_LISTENER_KEYS = ("address", "port", "dscp")
+_LISTENER_KEYS = ("address", "port", "dscp", "tsel")
+_SELECTOR_KINDS: dict[str, Kind[bytes]] = {
+    "tsel": TSEL,
+    "ssel": SSEL,
+    "psel": PSEL,
+    "calling_tsel": TSEL,
+    "calling_ssel": SSEL,
+    "calling_psel": PSEL,
+}
+"""The selector keys of ``[[peers]]`` and ``[[peers.slots]]`` (:class:`Selectors` fields)."""
 _PEER_KEYS = (
     "name",
     "host",
@@ -324,10 +342,13 @@ _PEER_KEYS = (
     "peer_password",
     "peer_password_file",
     "supported_extensions",
+    *_SELECTOR_KINDS,
     "slots",
 )
-_SLOT_KEYS = tuple(
-    ["precedences", "port", "dscp", "mode", "max_connections", "backlog_threshold", "idle_timeout"]
+_SLOT_KEYS = (
+    *("precedences", "port", "dscp", "mode", "max_connections", "backlog_threshold"),
+    "idle_timeout",
+    *_SELECTOR_KINDS,
 )
 _RETRY_KEYS = tuple(f.name for f in dataclasses.fields(RetryPolicy))
 _PRECEDENCE_KEYS = tuple(p.label for p in Precedence.most_urgent_first())
@@ -360,6 +381,13 @@ def _same_endpoint(one: Listener, other: Listener) -> bool:
     """Whether two listeners would bind the same port (a wildcard address takes them all)."""
     addresses = {one.address, other.address}
     return one.port == other.port and (len(addresses) == 1 or bool(addresses & _WILDCARDS))
+
+
+def _selectors(table: _Table, inherited: Selectors) -> Selectors:
+    """The selector keys of ``table``, each the ``inherited`` value when absent."""
+    kinds = _SELECTOR_KINDS.items()
+    given = {name: table.get(name, kind) for name, kind in kinds if table.has(name)}
+    return dataclasses.replace(inherited, **given)
 
 
 # --- the loader -----------------------------------------------------------------------
@@ -594,6 +622,7 @@ class _Loader:
                 address=table.get("address", HOST, "0.0.0.0"),
                 port=table.get("port", PORT),
                 dscp=table.get("dscp", DSCP, 0),
+                tsels=table.get("tsel", TSELS) if table.has("tsel") else None,
             )
             for other_table, other in result:
                 if _same_endpoint(other, listener):
@@ -632,13 +661,15 @@ class _Loader:
         routes = tuple(peer.items("routes", ADDRESS_PREFIX, "O/R address prefixes"))
         ours = self.secret(peer, "password", "password_file") or mta_password
         theirs = self.secret(peer, "peer_password", "peer_password_file")
+        selectors = _selectors(peer, Selectors())
         return Peer(
             name=name,
             host=host,
             routes=routes,
             our_credentials=Credentials(name=own_name, password=ours),
             their_credentials=Credentials(name=name, password=theirs),
-            slots=self.slots(peer, table),
+            selectors=selectors,
+            slots=self.slots(peer, table, selectors),
             supported_extensions=self.extension_types(peer),
         )
 
@@ -647,14 +678,14 @@ class _Loader:
         kinds = "extension types"
         return tuple(dict.fromkeys(table.items("supported_extensions", EXTENSION_TYPE, kinds)))
 
-    def slots(self, peer: _Table, table: PrecedenceTable) -> tuple[Slot, ...]:
+    def slots(self, peer: _Table, table: PrecedenceTable, selectors: Selectors) -> tuple[Slot, ...]:
         expected = "[[peers.slots]] tables admitting all six precedences"
         if not peer.has("slots"):
             raise peer.error("slots", MISSING, expected)
         slots: list[Slot] = []
         owner: dict[Precedence, str] = {}
         for slot_table in peer.tables("slots", _SLOT_KEYS):
-            slot = self.slot(slot_table, table)
+            slot = self.slot(slot_table, table, selectors)
             taken = [p for p in slot.precedences if p in owner]
             if taken:
                 raise slot_table.error(
@@ -669,7 +700,7 @@ class _Loader:
             raise peer.error("slots", None, f"{expected} (unrouted: {', '.join(unrouted)})")
         return tuple(slots)
 
-    def slot(self, slot: _Table, table: PrecedenceTable) -> Slot:
+    def slot(self, slot: _Table, table: PrecedenceTable, selectors: Selectors) -> Slot:
         precedences = slot.get("precedences", PRECEDENCES)
         return Slot(
             precedences=precedences,
@@ -681,6 +712,7 @@ class _Loader:
                 "backlog_threshold", COUNT, _SLOT_DEFAULTS.backlog_threshold
             ),
             idle_timeout=slot.get("idle_timeout", DURATION, _SLOT_DEFAULTS.idle_timeout),
+            selectors=_selectors(slot, selectors),
         )
 
     # --- routing ----------------------------------------------------------------------

@@ -11,8 +11,10 @@ against the directory of the configuration file.
 Public API::
 
     MtaConfig            the whole file
-    Listener             one local listening address, port and DSCP
+    Listener             one local listening address, port, DSCP and the TSELs it serves
     Peer, Slot, SlotMode a neighbouring MTA and the connection slots of its channel
+    Selectors            transport, session and presentation selectors of a peer or slot
+    NO_SELECTORS         none of them
     AddressPrefix        an O/R address prefix (route or local domain) and its route key
     Credentials, Secret  MTA-bind name and password; a Secret never shows its value
     RetryPolicy          backoff between attempts to reach a peer
@@ -42,6 +44,7 @@ __all__ = [
     "DEFAULT_QUARANTINE",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
+    "NO_SELECTORS",
     "AddressPrefix",
     "ConnectionLimits",
     "Credentials",
@@ -53,6 +56,7 @@ __all__ = [
     "QuarantineLimits",
     "RetryPolicy",
     "Secret",
+    "Selectors",
     "Slot",
     "SlotMode",
 ]
@@ -155,6 +159,31 @@ class Listener:
     dscp: int = 0
     """Code point (0..63) set on the listening socket before the first accept, so the
     connections it accepts answer with the same mark (one listener port per DSCP)."""
+    tsels: frozenset[bytes] | None = None
+    """The called TSAP selectors served (X.224 13.3.4 a); b"" stands for a CR without
+    one.  A CR calling another is refused (DR "address unknown").  None: any."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selectors:
+    """The selectors of the connections to a peer (X.224 TSAP-IDs, X.225 SSAP
+    identifiers, X.226 presentation selectors); empty: the parameter is left out."""
+
+    tsel: bytes = b""
+    """The called TSAP selector: the peer's (PP routes by it: "591", "x400", ...)."""
+    ssel: bytes = b""
+    """The called session selector (CN PI 52)."""
+    psel: bytes = b""
+    """The called presentation selector (CP called-presentation-selector)."""
+    calling_tsel: bytes = b""
+    """Our TSAP selector, the CR's calling TSAP-ID."""
+    calling_ssel: bytes = b""
+    """Our session selector (CN PI 51)."""
+    calling_psel: bytes = b""
+    """Our presentation selector (CP calling-presentation-selector)."""
+
+
+NO_SELECTORS = Selectors()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +207,9 @@ class Slot:
     idle_timeout: float = 300.0
     """Seconds without traffic after which an on-demand connection is closed, and after
     which a permanent slot closes the connections it opened beyond its first (> 0)."""
+    selectors: Selectors = NO_SELECTORS
+    """The selectors of this slot's connections: each the slot's own when it sets it,
+    else its peer's."""
 
     def admits(self, precedence: Precedence) -> bool:
         """Whether messages of ``precedence`` travel on this slot."""
@@ -202,6 +234,8 @@ class Peer:
     """What the peer must present: its name and, when set, its ``peer_password``."""
     slots: tuple[Slot, ...]
     """Connection slots; together they admit each precedence exactly once."""
+    selectors: Selectors = NO_SELECTORS
+    """The peer's selectors, which its slots inherit unless they set their own."""
     supported_extensions: tuple[int | str, ...] = ()
     """Extension types (standard-extension numbers, private OIDs) the operator knows
     this peer supports: a message carrying one marked critical for transfer is transferred

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import enum
 import functools
 import logging
@@ -71,7 +72,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from config.schema import MtaConfig, Peer, RetryPolicy, Slot
+from config.schema import MtaConfig, Peer, RetryPolicy, Selectors, Slot
 from mta import schedule
 from mta.database import Database
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
@@ -228,6 +229,20 @@ class _Connection:
         if following.exception() is not None:
             return self.unsent
         return self.unsent + len(following.result())
+
+
+def slot_settings(base: AssociationSettings, selectors: Selectors) -> AssociationSettings:
+    """``base`` with a slot's selectors: the CR's TSAP-IDs (X.224 13.3.4 a), the CN's SSAP
+    identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type)."""
+    return dataclasses.replace(
+        base,
+        calling_tsap=selectors.calling_tsel,
+        called_tsap=selectors.tsel,
+        calling_ssap=selectors.calling_ssel,
+        called_ssap=selectors.ssel,
+        calling_psap=selectors.calling_psel,
+        called_psap=selectors.psel,
+    )
 
 
 class SlotRunner:
@@ -507,7 +522,7 @@ class SlotRunner:
                 peer.host,
                 slot.port,
                 self._bind_argument(),
-                settings=self.context.settings,
+                settings=slot_settings(self.context.settings, slot.selectors),
                 dscp=slot.dscp,
                 timeouts=self.context.timeouts,
             )

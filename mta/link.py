@@ -54,6 +54,7 @@ from p1.association.connection import (
     BindAccepted,
     BindRefused,
     BindRequested,
+    ConnectionRefused,
     P1Association,
     Released,
     TransferConfirmed,
@@ -63,6 +64,7 @@ from p1.association.connection import (
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, Role, rtse
+from p1.osi.selectors import format_selector
 
 log = logging.getLogger("aiox400.link")
 
@@ -529,6 +531,9 @@ async def _serve(serving: _Serving) -> None:
     link = serving.link
     event = await link.next_event(serving.timeouts.bind)
     while True:
+        if isinstance(event, ConnectionRefused):
+            _refused_address(serving, event)
+            return
         if isinstance(event, Released | Aborted):
             serving.info("%s: %s", link.peer, _ended(event))
             return
@@ -579,6 +584,24 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
             link.bound(_pace(serving))
     await link.flush()
     return ended
+
+
+def _refused_address(serving: _Serving, event: ConnectionRefused) -> None:
+    """One line, rate-limited like every pre-bind line: a peer calling a TSEL this
+    listener does not serve is most often one configured for another product's."""
+    serving.notes.warning(
+        log,
+        "tsel-refused",
+        "%s: called TSEL %s, calling TSEL %s: not served on this listener; transport "
+        "disconnect (DR address unknown)",
+        serving.link.peer,
+        _selector(event.called_tsap),
+        _selector(event.calling_tsap),
+    )
+
+
+def _selector(value: bytes) -> str:
+    return repr(format_selector(value)) if value else "none"
 
 
 def _refused(serving: _Serving, name: str | None, error: MTABindError) -> None:

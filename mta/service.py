@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import gc
 import logging
@@ -47,7 +48,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from config.schema import MtaConfig, Peer
+from config.schema import Listener, MtaConfig, Peer
 from mta import net
 from mta.channels import ChannelContext, SlotRunner
 from mta.control import serve_control
@@ -205,8 +206,9 @@ class Service:
         self.guard = Guard.for_config(self.config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         for listener in self.config.listeners:
+            accept = functools.partial(self._accept, listener_settings(self.settings, listener))
             server = await net.start_marked_server(
-                self._accept, listener.address, listener.port, dscp=listener.dscp
+                accept, listener.address, listener.port, dscp=listener.dscp
             )
             self._servers.append(server)
         context = ChannelContext(
@@ -316,7 +318,12 @@ class Service:
 
     # --- inbound -----------------------------------------------------------------------
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self,
+        settings: AssociationSettings,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
 
@@ -338,7 +345,7 @@ class Service:
                     reader,
                     writer,
                     _Inbound(self),
-                    settings=self.settings,
+                    settings=settings,
                     timeouts=self.timeouts,
                     ticket=ticket,
                 )
@@ -553,3 +560,9 @@ def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:
     if name is None:
         return None
     return next((p for p in config.peers if p.their_credentials.name == name), None)
+
+
+def listener_settings(base: AssociationSettings, listener: Listener) -> AssociationSettings:
+    """``base`` serving only the called TSAP selectors ``listener`` accepts (X.224 13.3.4
+    a); a CR for another is refused with DR "address unknown"."""
+    return dataclasses.replace(base, served_tsaps=listener.tsels)

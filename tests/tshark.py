@@ -12,6 +12,7 @@ Public API::
     LoopbackCapture(pcap, ports)                dumpcap on lo; start() / stop(), with, async with
     decode(pcap, ports) -> Decoded              frames, X.400 fields, problems
     matching(pcap, ports, display_filter)       numbers of the frames a display filter selects
+    fields(pcap, ports, display_filter, names)  those frames' values of some fields
     Decoded.values(field), Decoded.dscp_by_port()
     bpf(ports), is_server_port(port, ports)
 
@@ -426,3 +427,9 @@ class Store:
         assert task is not None
         self.served.append(task)
         await links.serve_link(reader, writer, self)
+
+
+def fields(pcap: Path, ports: str, display_filter: str, names: Iterable[str]) -> list[Layers]:
+    """The ``names`` fields of each frame ``display_filter`` selects, as tshark writes them
+    (one list of values per field present; bytes as hex digits)."""
+    return _tshark(pcap, ports, display_filter, names)

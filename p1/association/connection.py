@@ -55,7 +55,7 @@ Public API::
         send_release() / abort(why)                    release: the initiator only
         receive_data(data) -> list[Event] / receive_eof() -> list[Event] / data_to_send()
     Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferConfirmed,
-            TurnRequested, TurnGiven, Released, Aborted
+            TurnRequested, TurnGiven, Released, Aborted, ConnectionRefused
     State, MTS_TRANSFER_CONTEXT
 """
 
@@ -70,6 +70,7 @@ from p1.association.events import (
     BindAccepted,
     BindRefused,
     BindRequested,
+    ConnectionRefused,
     Released,
     TransferConfirmed,
     TransferReceived,
@@ -131,8 +132,10 @@ from p1.osi import (
     presentation,
     rtse,
     session,
+    tpdu,
 )
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
+from p1.osi.selectors import format_selector
 from p1.osi.session_machine import State as SessionState
 
 __all__ = [
@@ -142,6 +145,7 @@ __all__ = [
     "BindAccepted",
     "BindRefused",
     "BindRequested",
+    "ConnectionRefused",
     "P1Association",
     "Released",
     "State",
@@ -172,7 +176,22 @@ class AssociationSettings:
     window_size: int = 3
     """Initiator: window proposed (unconfirmed checkpoints at a time)."""
     calling_tsap: bytes = b""
+    """Initiator: our TSAP selector, the CR's calling TSAP-ID (X.224 13.3.4 a, 0xC1);
+    empty: left out."""
     called_tsap: bytes = b""
+    """Initiator: the peer's TSAP selector, the CR's called TSAP-ID (0xC2)."""
+    calling_ssap: bytes = b""
+    """Initiator: our session selector, the CN's calling SSAP identifier (X.225, PI 51)."""
+    called_ssap: bytes = b""
+    """Initiator: the peer's session selector, the CN's called SSAP identifier (PI 52)."""
+    calling_psap: bytes = b""
+    """Initiator: our presentation selector, the CP's calling-presentation-selector
+    (X.226 CP-type normal-mode-parameters [1])."""
+    called_psap: bytes = b""
+    """Initiator: the peer's presentation selector, called-presentation-selector [2]."""
+    served_tsaps: frozenset[bytes] | None = None
+    """Responder: the called TSAP selectors it serves (b"": a CR without one); a CR for
+    another is refused with a DR, reason "address unknown".  None: every one."""
     limits: StackLimits = DEFAULT_LIMITS
 
 
@@ -210,6 +229,7 @@ class P1Association:
         self._session = session.SessionConnection(role, limits=limits, data_views=True)
         self._bind_argument: MTABindArgument | None = None
         self._calling_tsap = b""
+        self._called_psap: bytes | None = None  # responder: the CP's, echoed in the CPA
         self._agreed = _Negotiated()
         self._transfers = _Transfers()
         self._context_results: tuple[presentation.ContextResult, ...] = ()
@@ -304,7 +324,7 @@ class P1Association:
             window_size=self._agreed.window_size,
             open=wrap_bind_result(encode_bind_result(result)),
         )
-        data = accept_data(self._context_results, rtoac)
+        data = accept_data(self._context_results, rtoac, self._called_psap)
         room = self._session.accept_room
         if len(data) > room:
             why = (
@@ -337,12 +357,13 @@ class P1Association:
             dialogue_mode=settings.dialogue_mode,
             open=wrap_bind_argument(encode_bind_argument(argument)),
         )
-        return connect_data(rtorq)
+        return connect_data(rtorq, settings.calling_psap, settings.called_psap)
 
     def _on_connect_requested(self, event: session.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_BIND)
         _check_units(event.requirements, "CN proposes")
         cp = presentation.decode_cp(event.user_data)
+        self._called_psap = cp.called_selector
         self._context_results = presentation.negotiate(cp.contexts, SUPPORTED_SYNTAXES)
         aarq = acse_value(cp.user_data, acse.Aarq)
         if aarq.application_context != MTS_TRANSFER_CONTEXT:
@@ -750,13 +771,37 @@ class P1Association:
     def _on_transport_connect(self, event: cotp.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_TRANSPORT_CONNECT)
         self._calling_tsap = event.calling_tsap
-        if not self._transport.closed:  # (a bad TPDU after the CR, in the same read)
-            self._transport.send_accept()
+        if self._transport.closed:  # (a bad TPDU after the CR, in the same read)
+            return []
+        served = self.settings.served_tsaps
+        if served is not None and event.called_tsap not in served:
+            return self._refuse_transport(event)
+        self._transport.send_accept()
         return []
+
+    def _refuse_transport(self, event: cotp.ConnectRequested) -> list[Event]:
+        """T-DISCONNECT request for a TSAP we do not serve: DR "address unknown" (X.224
+        13.5.3 d, a reason class 0 may give), as a product routing by TSEL answers."""
+        self._transport.send_refuse(tpdu.REASON_ADDRESS_UNKNOWN)
+        self._close()
+        called = format_selector(event.called_tsap) if event.called_tsap else "none"
+        return [
+            ConnectionRefused(
+                by_peer=False,
+                why=f"transport: called TSEL {called!r} is not served here; DR address unknown",
+                called_tsap=event.called_tsap,
+                calling_tsap=event.calling_tsap,
+            )
+        ]
 
     def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
         self._expect(Input.RECV_CONNECTED)
-        self._session.send_connect(self._connect_data())
+        settings = self.settings
+        self._session.send_connect(
+            self._connect_data(),
+            calling_ssap=settings.calling_ssap,
+            called_ssap=settings.called_ssap,
+        )
         return []
 
     def _on_transport_gone(self, event: cotp.Disconnected) -> list[Event]:

@@ -7,7 +7,7 @@ tense; :class:`p1.association.connection.P1Association` returns them from ``rece
 Public API::
 
     BindRequested BindAccepted BindRefused TransferReceived TransferConfirmed
-    TurnRequested TurnGiven Released Aborted
+    TurnRequested TurnGiven Released Aborted ConnectionRefused (an Aborted)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ __all__ = [
     "BindAccepted",
     "BindRefused",
     "BindRequested",
+    "ConnectionRefused",
     "Released",
     "TransferConfirmed",
     "TransferReceived",
@@ -99,3 +100,12 @@ class Aborted(Event):
 
     by_peer: bool
     why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionRefused(Aborted):
+    """T-DISCONNECT request answering a CR (X.224 13.5, DR reason 3 "address unknown"):
+    the called TSAP selector is not one this responder serves.  Empty selectors: absent."""
+
+    called_tsap: bytes
+    calling_tsap: bytes

@@ -7,7 +7,8 @@ user data: a presentation PPDU around an ACSE APDU around an RTSE APDU around th
 Public API::
 
     MTS_TRANSFER_CONTEXT, SUPPORTED_SYNTAXES
-    connect_data(rtorq) / accept_data(results, rtoac) / refuse_data(results, aare)
+    connect_data(rtorq, calling_psap, called_psap) / accept_data(results, rtoac, responding_psap)
+    refuse_data(results, aare)
     bind_rejection(error) -> Aare / context_rejection() -> Aare
     abort_data(reason) / release_request_data() / release_response_data()
     turn_please_data(priority) / turn_priority(user_data)
@@ -46,19 +47,30 @@ SUPPORTED_SYNTAXES = {
 # --- bind -------------------------------------------------------------------------------
 
 
-def connect_data(rtorq: rtse.Rtorq) -> bytes:
-    """CP{AARQ{RTORQ}}: the S-CONNECT user data of RT-OPEN (X.228 7.3, X.227 9)."""
+def connect_data(rtorq: rtse.Rtorq, calling_psap: bytes = b"", called_psap: bytes = b"") -> bytes:
+    """CP{AARQ{RTORQ}}: the S-CONNECT user data of RT-OPEN (X.228 7.3, X.227 9), with the
+    calling and called presentation selectors when given (X.226 CP-type [1], [2])."""
     aarq = acse.Aarq(
         application_context=MTS_TRANSFER_CONTEXT,
         user_information=(rtse_external(rtse.encode_rtse(rtorq)),),
     )
     return presentation.encode_cp(
-        presentation.ConnectPpdu(contexts=presentation.P1_CONTEXTS, user_data=(_acse_pdv(aarq),))
+        presentation.ConnectPpdu(
+            calling_selector=calling_psap or None,
+            called_selector=called_psap or None,
+            contexts=presentation.P1_CONTEXTS,
+            user_data=(_acse_pdv(aarq),),
+        )
     )
 
 
-def accept_data(results: tuple[presentation.ContextResult, ...], rtoac: rtse.Rtoac) -> bytes:
-    """CPA{AARE accepted{RTOAC}}: the S-CONNECT accept user data of RT-OPEN."""
+def accept_data(
+    results: tuple[presentation.ContextResult, ...],
+    rtoac: rtse.Rtoac,
+    responding_psap: bytes | None = None,
+) -> bytes:
+    """CPA{AARE accepted{RTOAC}}: the S-CONNECT accept user data of RT-OPEN; the responding
+    presentation selector, when given, is the one the CP called (X.226 CPA-PPDU [3])."""
     aare = acse.Aare(
         application_context=MTS_TRANSFER_CONTEXT,
         result=acse.ACCEPTED,
@@ -66,7 +78,9 @@ def accept_data(results: tuple[presentation.ContextResult, ...], rtoac: rtse.Rto
         user_information=(rtse_external(rtse.encode_rtse(rtoac)),),
     )
     return presentation.encode_cpa(
-        presentation.AcceptPpdu(results=results, user_data=(_acse_pdv(aare),))
+        presentation.AcceptPpdu(
+            responding_selector=responding_psap, results=results, user_data=(_acse_pdv(aare),)
+        )
     )
 
 

@@ -192,6 +192,18 @@ _FULL_HEADERS = {
 }
 
 
+def _dr_text(user_data: bytes) -> str:
+    """What a DR's user data says, when it is text: some products explain a refusal there
+    (PP: "Service ... not found") although class 0 defines no DR user data (X.224 13.5)."""
+    text = user_data.rstrip(b"\0").decode("latin-1")
+    if not text or not text.isascii() or not text.isprintable():
+        return ""
+    return f" ({text[:_MAX_DR_TEXT]})"
+
+
+_MAX_DR_TEXT = 120
+
+
 def class_0_allowed(preferred: int, alternatives: tuple[int, ...]) -> bool:
     """Whether a responder may select class 0 for this CR (X.224 6.5.4 h, Table 3)."""
     if preferred in (0, 1) or 0 in alternatives:
@@ -460,7 +472,9 @@ class TransportConnection:
         dr = x224.decode_dr(tpdu)
         self._parts.clear()
         why = _DR_REASONS.get(dr.reason, f"reason {dr.reason}")
-        return Disconnected(reason=dr.reason, by_peer=True, why=f"DR received: {why}")
+        return Disconnected(
+            reason=dr.reason, by_peer=True, why=f"DR received: {why}{_dr_text(dr.user_data)}"
+        )
 
     def _receive_er(self, tpdu: bytes) -> Event:
         self._receive(_I.RECV_ER)

@@ -162,7 +162,8 @@ ERRORS: list[tuple[str, str, str]] = [
         "slot-typo",
         HEAD + PEER + SLOT + "prot = 5003\n",
         "peers[0].slots[0].prot = 5003: expected one of the keys precedences, port, dscp, mode, "
-        'max_connections, backlog_threshold, idle_timeout (did you mean "port"?)',
+        "max_connections, backlog_threshold, idle_timeout, tsel, ssel, psel, calling_tsel, "
+        'calling_ssel, calling_psel (did you mean "port"?)',
     ),
     (
         "unknown-no-guess",
