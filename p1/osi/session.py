@@ -307,8 +307,10 @@ class SessionConnection:
         called_ssap: bytes = b"",
         token_setting: int = ALL_ON_INITIATOR,
         connection_id: codec.ConnectionIdentifier | None = None,
+        versions: int = codec.VERSION_2,
     ) -> None:
-        """S-CONNECT request: CN, and CDO SPDUs after OA for user data beyond 10,240."""
+        """S-CONNECT request: CN, and CDO SPDUs after OA for user data beyond 10,240.
+        ``versions``: the version number bits proposed (PI 22; X.410-1984 peers know 1)."""
         if self.role is not Role.INITIATOR:
             raise LocalProtocolError("only the initiator sends CN", layer=_LAYER)
         overflow = len(user_data) > codec.EXTENDED_USER_DATA_MAX
@@ -320,6 +322,7 @@ class SessionConnection:
             called_ssap=called_ssap,
             token_setting=token_setting,
             connection_id=connection_id,
+            versions=versions,
         )
         self._emit(cn)
         self._setup.connected(requirements, token_setting, user_data)

@@ -123,6 +123,7 @@ class Establishment:
         called_ssap: bytes,
         token_setting: int,
         connection_id: codec.ConnectionIdentifier | None,
+        versions: int = codec.VERSION_2,
     ) -> Spdu:
         """The CN; with data overflow when the user data does not fit 10,240 octets."""
         if not 0 <= requirements <= 0xFFFF:
@@ -131,7 +132,7 @@ class Establishment:
         item = codec.ConnectAcceptItem(
             protocol_options=0,
             tsdu_maximum_size=(size, size) if size else None,
-            version_number=codec.VERSION_2,
+            version_number=versions,
             token_setting=token_setting if available_tokens(requirements) else None,
         )
         overflow = len(user_data) > codec.EXTENDED_USER_DATA_MAX
