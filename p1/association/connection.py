@@ -65,6 +65,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from p1.association.base import TEMPORARILY_UNABLE, TURN_TOKENS, SessionAssociation
 from p1.association.events import (
     Aborted,
     BindAccepted,
@@ -77,7 +78,7 @@ from p1.association.events import (
     TurnGiven,
     TurnRequested,
 )
-from p1.association.machine import DISCARDED, TABLE, Input, State
+from p1.association.machine import DISCARDED, Input, State
 from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
@@ -101,7 +102,6 @@ from p1.association.pdus import (
     accept_data,
     acse_value,
     activity_identifier,
-    activity_number,
     bind_rejection,
     check_rtse_context,
     connect_data,
@@ -123,7 +123,6 @@ from p1.osi import (
     DEFAULT_LIMITS,
     Event,
     LocalProtocolError,
-    ProtocolError,
     RemoteProtocolError,
     Role,
     StackLimits,
@@ -134,7 +133,7 @@ from p1.osi import (
     session,
     tpdu,
 )
-from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
+from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
 from p1.osi.selectors import format_selector
 from p1.osi.session_machine import State as SessionState
 
@@ -154,13 +153,6 @@ __all__ = [
     "TurnGiven",
     "TurnRequested",
 ]
-
-_TURN_TOKENS = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
-_TURN_BITS = _TURN_TOKENS.value
-# Where the session connection exists, so that an abort is told to the peer (AB).
-_SESSION_STATES = frozenset({State.BINDING, State.BIND_PENDING, State.OPEN, State.RELEASING})
-_TEMPORARILY_UNABLE = 1
-"""The reason code (PI 50) of an ED saying "temporarily unable to continue" (X.225)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,86 +194,30 @@ class _Negotiated:
     window_size: int = 3
 
 
-@dataclass(slots=True)
-class _Transfers:
-    next_id: int = 1
-    outbound: OutboundTransfer | None = None
-    inbound: InboundTransfer | None = None
-    unconfirmed: int | None = None  # received, awaiting confirm_transfer
-
-
-class P1Association:
+class P1Association(SessionAssociation):
     """One P1 association over one TCP connection (see the module docstring)."""
 
+    _TABLE_LAYER = "p1"
+    _TRANSFER_LAYER = "rtse"
+
     def __init__(self, role: Role, settings: AssociationSettings | None = None) -> None:
-        self.role = role
         self.settings = settings or AssociationSettings()
-        limits = self.settings.limits
-        self.state = State.IDLE
-        self._transport = cotp.TransportConnection(
+        super().__init__(
             role,
-            limits=limits,
+            self.settings.limits,
             calling_tsap=self.settings.calling_tsap,
             called_tsap=self.settings.called_tsap,
+            calling_ssap=self.settings.calling_ssap,
+            called_ssap=self.settings.called_ssap,
         )
-        # DT user data as views: one RTTR is read from it where it lies (p1.osi.presentation
-        # and p1.osi.rtse read views too), so a large transfer is copied once on the way up.
-        self._session = session.SessionConnection(role, limits=limits, data_views=True)
+        # (DT user data comes as views: one RTTR is read from it where it lies;
+        # p1.osi.presentation and p1.osi.rtse read views too.)
         self._bind_argument: MTABindArgument | None = None
-        self._calling_tsap = b""
         self._called_psap: bytes | None = None  # responder: the CP's, echoed in the CPA
         self._agreed = _Negotiated()
-        self._transfers = _Transfers()
         self._context_results: tuple[presentation.ContextResult, ...] = ()
-        self._aborted_in: State | None = None  # where an abort ended the association
 
     # --- state ----------------------------------------------------------------------
-
-    def _next(self, what: Input, error: type[ProtocolError] = LocalProtocolError) -> State:
-        """The state ``what`` leads to (not taken yet); a pair missing from the table
-        raises ``error``: LocalProtocolError for our user's call, else the peer's."""
-        after = TABLE.get((self.state, what))
-        if after is None:
-            raise error(f"{what.value} is not allowed in state {self.state.value}", layer="p1")
-        return after
-
-    def _move(self, what: Input) -> State | None:
-        """The state our user's ``what`` leads to (not taken yet); None when an abort ended
-        the association in a state that allowed ``what``: the call then does nothing
-        (rule 7).  Otherwise a pair missing from the table raises LocalProtocolError."""
-        aborted_in = self._aborted_in
-        if aborted_in is not None and (aborted_in, what) in TABLE:
-            return None
-        return self._next(what)
-
-    def _expect(self, what: Input) -> None:
-        """Take a peer's ``what``; a missing pair is the peer's protocol error."""
-        self.state = self._next(what, RemoteProtocolError)
-
-    def _close(self) -> State:
-        """Take an abort (from any state but CLOSED); the state it ended.  A transfer in
-        either direction is given up (rule 2): only one received whole still awaits its
-        user's confirmation, which will do nothing."""
-        was = self.state
-        self.state = TABLE[was, Input.ABORT]
-        self._aborted_in = was
-        self._transfers.inbound = self._transfers.outbound = None
-        return was
-
-    @property
-    def closed(self) -> bool:
-        """True once the association has ended (released, refused or aborted)."""
-        return self.state is State.CLOSED
-
-    @property
-    def has_turn(self) -> bool:
-        """True when this end may transfer or release (it holds the session tokens)."""
-        return self._session.tokens.value & _TURN_BITS == _TURN_BITS
-
-    @property
-    def busy(self) -> bool:
-        """True while an outbound transfer waits for its confirmation."""
-        return self._transfers.outbound is not None
 
     @property
     def dialogue_mode(self) -> rtse.DialogueMode:
@@ -474,14 +410,6 @@ class P1Association:
         self._advance()
         return transfer_id
 
-    def _check_transfer_allowed(self) -> None:
-        if self._transfers.outbound is not None:
-            raise LocalProtocolError("a transfer is already in progress", layer="rtse")
-        if not self.has_turn:
-            raise LocalProtocolError("this end does not hold the turn", layer="rtse")
-        if self._transfers.inbound is not None or self._transfers.unconfirmed is not None:
-            raise LocalProtocolError("an inbound transfer is not finished", layer="rtse")
-
     def _advance(self) -> None:
         outbound = self._transfers.outbound
         assert outbound is not None
@@ -495,29 +423,6 @@ class P1Association:
                 self._session.send_minor_sync(confirm=True)
             else:
                 self._session.send_activity_end()
-
-    def confirm_transfer(self, transfer_id: int) -> None:
-        """The message of ``transfer_id`` is safely stored: acknowledge the activity end.
-        Does nothing when the association was aborted before it was stored (rule 7)."""
-        if self._transfers.unconfirmed != transfer_id:
-            raise LocalProtocolError(f"transfer {transfer_id} awaits no confirmation", layer="rtse")
-        after = self._move(Input.DATA_PHASE)
-        if after is None:
-            self._transfers.unconfirmed = None
-            return
-        self._session.send_activity_end_response()
-        self._transfers.unconfirmed = None
-        self.state = after
-
-    def _on_activity_started(self, event: session.ActivityStarted) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        transfers = self._transfers
-        if transfers.inbound is not None or transfers.unconfirmed is not None:
-            raise RemoteProtocolError("activity started before the last one ended", layer="rtse")
-        transfers.inbound = InboundTransfer(
-            activity_number(event.activity_id), self.settings.limits.max_message_size
-        )
-        return []
 
     def _on_data(self, event: session.DataViewReceived) -> list[Event]:
         self._expect(Input.DATA_PHASE)
@@ -536,23 +441,6 @@ class P1Association:
             inbound.add(rtse.decode_rttr(pdv.value))
         return []
 
-    def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
-        # Checkpoints are confirmed at once: a checkpoint only matters to recover a transfer
-        # across associations, which we refuse; responsibility moves at the activity end.
-        self._expect(Input.DATA_PHASE)
-        if event.confirm_required:
-            self._session.send_minor_sync_response(event.serial)
-        return []
-
-    def _on_minor_sync_confirmed(self, event: session.MinorSyncConfirmed) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        outbound = self._transfers.outbound
-        if outbound is None:
-            raise RemoteProtocolError("minor sync confirmed outside a transfer", layer="rtse")
-        outbound.confirm_sync(event.serial)  # every checkpoint up to it (X.225 7.21)
-        self._advance()
-        return []
-
     def _on_activity_end(self, event: session.ActivityEndRequested) -> list[Event]:
         self._expect(Input.DATA_PHASE)
         inbound = self._transfers.inbound
@@ -569,30 +457,6 @@ class P1Association:
             apdu = transfer.apdu
         self._transfers.unconfirmed = inbound.transfer_id
         return [TransferReceived(transfer_id=inbound.transfer_id, apdu=apdu)]
-
-    def _on_activity_ended(self, event: session.ActivityEnded) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        outbound = self._transfers.outbound
-        if outbound is None or not outbound.done:
-            raise RemoteProtocolError("activity end confirmed that was never sent", layer="rtse")
-        self._transfers.outbound = None
-        return [TransferConfirmed(transfer_id=outbound.transfer_id)]
-
-    def _on_activity_discarded(self, event: session.ActivityDiscarded) -> list[Event]:
-        """S-ACTIVITY-DISCARD indication (X.225 7.34): the sender gave the transfer up;
-        what arrived of it is dropped, and the discard confirmed (ADA)."""
-        self._expect(Input.DATA_PHASE)
-        self._transfers.inbound = None
-        self._session.send_activity_discard_response()
-        return []
-
-    def _on_activity_interrupted(self, event: session.ActivityInterrupted) -> list[Event]:
-        """S-ACTIVITY-INTERRUPT indication (X.225 7.32): confirmed (AIA); what arrived is
-        dropped too, since we keep no partial transfer for the sender to resume."""
-        self._expect(Input.DATA_PHASE)
-        self._transfers.inbound = None
-        self._session.send_activity_interrupt_response()
-        return []
 
     def _on_exception_reported(self, event: session.ExceptionReported) -> list[Event]:
         """S-U-EXCEPTION-REPORT or S-P-EXCEPTION-REPORT indication (X.225 7.27-7.28): the
@@ -614,7 +478,7 @@ class P1Association:
         after = self._move(Input.DATA_PHASE)
         if after is None:
             return
-        self._session.send_token_please(_TURN_TOKENS, turn_please_data(priority))
+        self._session.send_token_please(TURN_TOKENS, turn_please_data(priority))
         self.state = after
 
     def give_turn(self) -> None:
@@ -642,10 +506,6 @@ class P1Association:
         priority = turn_priority(event.user_data)
         self.state = after
         return [TurnRequested(priority=priority)]
-
-    def _on_control_given(self, event: session.ControlGiven) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        return [TurnGiven()]
 
     # --- release and abort ------------------------------------------------------------
 
@@ -676,10 +536,6 @@ class P1Association:
         self.state = after
         return [Released(by_peer=True)]
 
-    def _on_released(self, event: session.Released) -> list[Event]:
-        self._expect(Input.RECV_RELEASED)
-        return [Released(by_peer=False)]
-
     def abort(self, why: str = "aborted by the MTA", *, temporary: bool = False) -> list[Event]:
         """RT-U-ABORT: AB{ARU{ABRT{RTAB}}}; the adapter then writes and closes.
 
@@ -689,17 +545,12 @@ class P1Association:
         if self.state is State.CLOSED:
             return []
         reason = rtse.AbortReason.TEMPORARY_PROBLEM if temporary else rtse.AbortReason.USER_ERROR
-        self._send_abort(reason)
+        self._send_abort(abort_data(reason))
         return [Aborted(by_peer=False, why=why)]
-
-    def _send_abort(self, reason: rtse.AbortReason) -> None:
-        if self.state in _SESSION_STATES and not self._session.closed:
-            self._session.send_abort(abort_data(reason))
-        self._close()
 
     def _rtse_abort(self, reason: rtse.AbortReason, why: str) -> list[Event]:
         """RTSE's own abort (ABRT{RTAB ``reason``}), for the peer's error or a lost transfer."""
-        self._send_abort(reason)
+        self._send_abort(abort_data(reason))
         return [Aborted(by_peer=False, why=why)]
 
     def _upper_error(self, error: RemoteProtocolError | DecodeError) -> list[Event]:
@@ -721,52 +572,7 @@ class P1Association:
             why = f"{why} ({reason.name.lower().replace('_', '-')})"
         return self._on_gone(by_peer=event.by_peer, why=why)
 
-    def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
-        if self.state is State.CLOSED:
-            return []
-        if self._close() is State.BINDING:
-            return [BindRefused(error=None, why=why)]
-        return [Aborted(by_peer=by_peer, why=why)]
-
     # --- bytes in and out -------------------------------------------------------------
-
-    def data_to_send(self) -> bytes:
-        """The bytes to write to TCP now (possibly empty)."""
-        self._flush()
-        return self._transport.data_to_send()
-
-    def _flush(self) -> None:
-        parts = self._session.tsdu_parts_to_send()
-        if self._transport.closed:
-            # A later TPDU of the same read broke the transport: it queued its ER, and
-            # what the session answered to the earlier ones cannot be sent any more.
-            return
-        for head, data in parts:
-            if data:
-                self._transport.send_tsdu(data, prefix=head)
-            else:
-                self._transport.send_tsdu(head)
-
-    def receive_eof(self) -> list[Event]:
-        """TCP closed by the peer."""
-        if self.state is State.CLOSED:
-            return []
-        self._close()
-        return [Aborted(by_peer=True, why="the peer closed the connection")]
-
-    def receive_data(self, data: bytes) -> list[Event]:
-        """Feed bytes from TCP; returns what happened, in order.  Ignored once CLOSED."""
-        if self.state is State.CLOSED:
-            return []
-        events: list[Event] = []
-        for event in self._transport.receive_data(data):
-            if self.closed:
-                break  # (the rest of the read no longer counts)
-            handler = _TRANSPORT_HANDLERS.get(type(event))
-            if handler is not None:
-                events.extend(handler(self, event))
-        self._flush()
-        return events
 
     def _on_transport_connect(self, event: cotp.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_TRANSPORT_CONNECT)
@@ -793,31 +599,6 @@ class P1Association:
                 calling_tsap=event.calling_tsap,
             )
         ]
-
-    def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
-        self._expect(Input.RECV_CONNECTED)
-        settings = self.settings
-        self._session.send_connect(
-            self._connect_data(),
-            calling_ssap=settings.calling_ssap,
-            called_ssap=settings.called_ssap,
-        )
-        return []
-
-    def _on_transport_gone(self, event: cotp.Disconnected) -> list[Event]:
-        return self._on_gone(by_peer=event.by_peer, why=f"transport: {event.why}")
-
-    def _on_tsdu(self, event: cotp.TsduReceived) -> list[Event]:
-        events: list[Event] = []
-        for unit in self._session.receive_tsdu(event.data):
-            handler = _SESSION_HANDLERS.get(type(unit))
-            if handler is None or self.closed:
-                continue
-            try:
-                events.extend(handler(self, unit))
-            except (RemoteProtocolError, DecodeError) as error:
-                events.extend(self._upper_error(error))
-        return events
 
 
 # Events of the layers below by type, to the association's handler (a handler's argument is
@@ -848,6 +629,8 @@ _SESSION_HANDLERS: dict[type[Event], _Handler] = {
     session.Released: P1Association._on_released,
     session.Aborted: P1Association._on_session_aborted,
 }
+P1Association._TRANSPORT_HANDLERS = _TRANSPORT_HANDLERS
+P1Association._SESSION_HANDLERS = _SESSION_HANDLERS
 
 
 def _exception_abort_reason(event: session.ExceptionReported) -> rtse.AbortReason:
@@ -855,7 +638,7 @@ def _exception_abort_reason(event: session.ExceptionReported) -> rtse.AbortReaso
     (ER) is a protocol error; a user's (ED) a problem, temporary if its reason says so."""
     if event.by_provider:
         return rtse.AbortReason.PROTOCOL_ERROR
-    if event.reason == _TEMPORARILY_UNABLE:
+    if event.reason == TEMPORARILY_UNABLE:
         return rtse.AbortReason.TEMPORARY_PROBLEM
     return rtse.AbortReason.PERMANENT_PROBLEM
 

@@ -55,6 +55,7 @@ from typing import Any
 
 from p1 import ber
 from p1.association import x410_pdus as pdus
+from p1.association.base import TEMPORARILY_UNABLE, TURN_TOKENS, SessionAssociation
 from p1.association.events import (
     Aborted,
     BindAccepted,
@@ -66,16 +67,15 @@ from p1.association.events import (
     TurnGiven,
     TurnRequested,
 )
-from p1.association.machine import DISCARDED, TABLE, Input, State
+from p1.association.machine import DISCARDED, Input, State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.association.pdus import activity_identifier, activity_number
+from p1.association.pdus import activity_identifier
 from p1.association.x410_pdus import AbortReason, RefuseReason
 from p1.errors import DecodeError, EncodeError
 from p1.osi import (
     DEFAULT_LIMITS,
     Event,
     LocalProtocolError,
-    ProtocolError,
     RemoteProtocolError,
     Role,
     StackLimits,
@@ -84,7 +84,7 @@ from p1.osi import (
     spdu,
 )
 from p1.osi.rtse import DialogueMode
-from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
+from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
 from p1.osi.session_machine import State as SessionState
 
 __all__ = [
@@ -102,14 +102,10 @@ __all__ = [
 ]
 
 _LAYER = "rts"
-_TURN_TOKENS = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
-_TURN_BITS = _TURN_TOKENS.value
-_SESSION_STATES = frozenset({State.BINDING, State.BIND_PENDING, State.OPEN, State.RELEASING})
 _VERSIONS = spdu.VERSION_1 | spdu.VERSION_2
 # MPDU ::= CHOICE { [0] UserMPDU, [1] DeliveryReportMPDU, [2] ProbeMPDU }  (X.411 1984),
 # the same tags as 1988's MTS-APDU { message [0], report [1], probe [2] }.
 _MPDU_TAGS = frozenset(ber.context(n) for n in range(3))
-_TEMPORARILY_UNABLE = 1  # ED reason code "temporarily unable to continue" (X.225)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,74 +142,27 @@ class _Agreed:
     application_protocol: int = pdus.APPLICATION_P1_1984
 
 
-@dataclass(slots=True)
-class _Transfers:
-    next_id: int = 1
-    outbound: OutboundTransfer | None = None
-    inbound: InboundTransfer | None = None
-    unconfirmed: int | None = None
-
-
-class X410Association:
+class X410Association(SessionAssociation):
     """One P1 association in X.410-1984 mode over one TCP connection (module docstring)."""
 
+    _TABLE_LAYER = _LAYER
+    _TRANSFER_LAYER = _LAYER
+    _SESSION_VERSIONS = _VERSIONS
+
     def __init__(self, role: Role, settings: X410Settings | None = None) -> None:
-        self.role = role
         self.settings = settings or X410Settings()
-        limits = self.settings.limits
-        self.state = State.IDLE
-        self._transport = cotp.TransportConnection(
+        super().__init__(
             role,
-            limits=limits,
+            self.settings.limits,
             calling_tsap=self.settings.calling_tsap,
             called_tsap=self.settings.called_tsap,
+            calling_ssap=self.settings.calling_ssap,
+            called_ssap=self.settings.called_ssap,
         )
-        self._session = session.SessionConnection(role, limits=limits, data_views=True)
         self._argument: MTABindArgument | None = None
-        self._calling_tsap = b""
         self._agreed = _Agreed()
-        self._transfers = _Transfers()
-        self._aborted_in: State | None = None
 
     # --- state ----------------------------------------------------------------------
-
-    def _next(self, what: Input, error: type[ProtocolError] = LocalProtocolError) -> State:
-        after = TABLE.get((self.state, what))
-        if after is None:
-            raise error(f"{what.value} is not allowed in state {self.state.value}", layer=_LAYER)
-        return after
-
-    def _move(self, what: Input) -> State | None:
-        """The state our user's ``what`` leads to; None once an abort ended the association
-        in a state that allowed it (the call then does nothing)."""
-        if self._aborted_in is not None and (self._aborted_in, what) in TABLE:
-            return None
-        return self._next(what)
-
-    def _expect(self, what: Input) -> None:
-        self.state = self._next(what, RemoteProtocolError)
-
-    def _close(self) -> State:
-        was = self.state
-        self.state = TABLE[was, Input.ABORT]
-        self._aborted_in = was
-        self._transfers.inbound = self._transfers.outbound = None
-        return was
-
-    @property
-    def closed(self) -> bool:
-        """True once the association has ended."""
-        return self.state is State.CLOSED
-
-    @property
-    def has_turn(self) -> bool:
-        """True when this end holds the data, minor synchronize and activity tokens."""
-        return self._session.tokens.value & _TURN_BITS == _TURN_BITS
-
-    @property
-    def busy(self) -> bool:
-        """True while an outbound transfer waits for its confirmation."""
-        return self._transfers.outbound is not None
 
     @property
     def dialogue_mode(self) -> DialogueMode:
@@ -385,15 +334,6 @@ class X410Association:
         self._advance()
         return transfer_id
 
-    def _check_transfer_allowed(self) -> None:
-        transfers = self._transfers
-        if transfers.outbound is not None:
-            raise LocalProtocolError("a transfer is already in progress", layer=_LAYER)
-        if not self.has_turn:
-            raise LocalProtocolError("this end does not hold the turn", layer=_LAYER)
-        if transfers.inbound is not None or transfers.unconfirmed is not None:
-            raise LocalProtocolError("an inbound transfer is not finished", layer=_LAYER)
-
     def _advance(self) -> None:
         outbound = self._transfers.outbound
         assert outbound is not None
@@ -405,50 +345,12 @@ class X410Association:
             else:
                 self._session.send_activity_end()
 
-    def confirm_transfer(self, transfer_id: int) -> None:
-        """The MPDU of ``transfer_id`` is safely stored: answer the activity end (AEA)."""
-        if self._transfers.unconfirmed != transfer_id:
-            raise LocalProtocolError(f"transfer {transfer_id} awaits no confirmation", layer=_LAYER)
-        after = self._move(Input.DATA_PHASE)
-        self._transfers.unconfirmed = None
-        if after is None:
-            return
-        self._session.send_activity_end_response()
-        self.state = after
-
-    def _on_activity_started(self, event: session.ActivityStarted) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        transfers = self._transfers
-        if transfers.inbound is not None or transfers.unconfirmed is not None:
-            raise RemoteProtocolError("activity started before the last one ended", layer=_LAYER)
-        transfers.inbound = InboundTransfer(
-            activity_number(event.activity_id), self.settings.limits.max_message_size
-        )
-        return []
-
     def _on_data(self, event: session.DataViewReceived) -> list[Event]:
         self._expect(Input.DATA_PHASE)
         inbound = self._transfers.inbound
         if inbound is None:
             raise RemoteProtocolError("S-DATA outside an activity", layer=_LAYER)
         inbound.add(event.user_data)
-        return []
-
-    def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
-        # Confirmed at once: checkpoints only matter to recover across connections, which
-        # we refuse (cannotRecover); responsibility moves at the activity end.
-        self._expect(Input.DATA_PHASE)
-        if event.confirm_required:
-            self._session.send_minor_sync_response(event.serial)
-        return []
-
-    def _on_minor_sync_confirmed(self, event: session.MinorSyncConfirmed) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        outbound = self._transfers.outbound
-        if outbound is None:
-            raise RemoteProtocolError("minor sync confirmed outside a transfer", layer=_LAYER)
-        outbound.confirm_sync(event.serial)
-        self._advance()
         return []
 
     def _on_activity_end(self, event: session.ActivityEndRequested) -> list[Event]:
@@ -464,33 +366,11 @@ class X410Association:
         self._transfers.unconfirmed = inbound.transfer_id
         return [TransferReceived(transfer_id=inbound.transfer_id, apdu=apdu)]
 
-    def _on_activity_ended(self, event: session.ActivityEnded) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        outbound = self._transfers.outbound
-        if outbound is None or not outbound.done:
-            raise RemoteProtocolError("activity end confirmed that was never sent", layer=_LAYER)
-        self._transfers.outbound = None
-        return [TransferConfirmed(transfer_id=outbound.transfer_id)]
-
-    def _on_activity_discarded(self, event: session.ActivityDiscarded) -> list[Event]:
-        """S-ACTIVITY-DISCARD (X.225 7.34): what arrived is dropped, the discard confirmed."""
-        self._expect(Input.DATA_PHASE)
-        self._transfers.inbound = None
-        self._session.send_activity_discard_response()
-        return []
-
-    def _on_activity_interrupted(self, event: session.ActivityInterrupted) -> list[Event]:
-        """S-ACTIVITY-INTERRUPT (X.225 7.32): dropped too; we keep no partial transfers."""
-        self._expect(Input.DATA_PHASE)
-        self._transfers.inbound = None
-        self._session.send_activity_interrupt_response()
-        return []
-
     def _on_exception_reported(self, event: session.ExceptionReported) -> list[Event]:
         """An exception report: with no checkpoint to resume from, the RTS aborts."""
         reason = AbortReason.PROTOCOL_ERROR
         if not event.by_provider:
-            temporary = event.reason == _TEMPORARILY_UNABLE
+            temporary = event.reason == TEMPORARILY_UNABLE
             reason = (
                 AbortReason.TEMPORARY_PROBLEM if temporary else AbortReason.LOCAL_SYSTEM_PROBLEM
             )
@@ -509,7 +389,7 @@ class X410Association:
         if after is None:
             return
         priority_data = ber.tlv(ber.INTEGER, ber.int_contents(priority))
-        self._session.send_token_please(_TURN_TOKENS, priority_data)
+        self._session.send_token_please(TURN_TOKENS, priority_data)
         self.state = after
 
     def give_turn(self) -> None:
@@ -538,10 +418,6 @@ class X410Association:
         self.state = after
         return [TurnRequested(priority=priority)]
 
-    def _on_control_given(self, event: session.ControlGiven) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        return [TurnGiven()]
-
     # --- release and abort ------------------------------------------------------------
 
     def send_release(self) -> None:
@@ -566,10 +442,6 @@ class X410Association:
         self.state = after
         return [Released(by_peer=True)]
 
-    def _on_released(self, event: session.Released) -> list[Event]:
-        self._expect(Input.RECV_RELEASED)
-        return [Released(by_peer=False)]
-
     def abort(self, why: str = "aborted by the MTA", *, temporary: bool = False) -> list[Event]:
         """S-U-ABORT: no user data, or AbortInformation temporaryProblem (``temporary``)."""
         if self.state is State.CLOSED:
@@ -577,11 +449,6 @@ class X410Association:
         data = pdus.encode_abort_information(AbortReason.TEMPORARY_PROBLEM) if temporary else b""
         self._send_abort(data)
         return [Aborted(by_peer=False, why=why)]
-
-    def _send_abort(self, user_data: bytes) -> None:
-        if self.state in _SESSION_STATES and not self._session.closed:
-            self._session.send_abort(user_data)
-        self._close()
 
     def _rts_abort(self, reason: AbortReason, why: str) -> list[Event]:
         self._send_abort(pdus.encode_abort_information(reason))
@@ -596,50 +463,7 @@ class X410Association:
             why += f" ({_describe_abort(event.user_data)})"
         return self._on_gone(by_peer=event.by_peer, why=why)
 
-    def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
-        if self.state is State.CLOSED:
-            return []
-        if self._close() is State.BINDING:
-            return [BindRefused(error=None, why=why)]
-        return [Aborted(by_peer=by_peer, why=why)]
-
     # --- bytes in and out -------------------------------------------------------------
-
-    def data_to_send(self) -> bytes:
-        """The bytes to write to TCP now (possibly empty)."""
-        self._flush()
-        return self._transport.data_to_send()
-
-    def _flush(self) -> None:
-        parts = self._session.tsdu_parts_to_send()
-        if self._transport.closed:
-            return
-        for head, data in parts:
-            if data:
-                self._transport.send_tsdu(data, prefix=head)
-            else:
-                self._transport.send_tsdu(head)
-
-    def receive_eof(self) -> list[Event]:
-        """TCP closed by the peer."""
-        if self.state is State.CLOSED:
-            return []
-        self._close()
-        return [Aborted(by_peer=True, why="the peer closed the connection")]
-
-    def receive_data(self, data: bytes) -> list[Event]:
-        """Feed bytes from TCP; what happened, in order.  Ignored once CLOSED."""
-        if self.state is State.CLOSED:
-            return []
-        events: list[Event] = []
-        for event in self._transport.receive_data(data):
-            if self.closed:
-                break
-            handler = _TRANSPORT_HANDLERS.get(type(event))
-            if handler is not None:
-                events.extend(handler(self, event))
-        self._flush()
-        return events
 
     def _on_transport_connect(self, event: cotp.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_TRANSPORT_CONNECT)
@@ -647,32 +471,6 @@ class X410Association:
         if not self._transport.closed:
             self._transport.send_accept()
         return []
-
-    def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
-        self._expect(Input.RECV_CONNECTED)
-        settings = self.settings
-        self._session.send_connect(
-            self._connect_data(),
-            calling_ssap=settings.calling_ssap,
-            called_ssap=settings.called_ssap,
-            versions=_VERSIONS,
-        )
-        return []
-
-    def _on_transport_gone(self, event: cotp.Disconnected) -> list[Event]:
-        return self._on_gone(by_peer=event.by_peer, why=f"transport: {event.why}")
-
-    def _on_tsdu(self, event: cotp.TsduReceived) -> list[Event]:
-        events: list[Event] = []
-        for unit in self._session.receive_tsdu(event.data):
-            handler = _SESSION_HANDLERS.get(type(unit))
-            if handler is None or self.closed:
-                continue
-            try:
-                events.extend(handler(self, unit))
-            except (RemoteProtocolError, DecodeError) as error:
-                events.extend(self._upper_error(error))
-        return events
 
 
 _Handler = Callable[[X410Association, Any], list[Event]]
@@ -701,6 +499,8 @@ _SESSION_HANDLERS: dict[type[Event], _Handler] = {
     session.Released: X410Association._on_released,
     session.Aborted: X410Association._on_session_aborted,
 }
+X410Association._TRANSPORT_HANDLERS = _TRANSPORT_HANDLERS
+X410Association._SESSION_HANDLERS = _SESSION_HANDLERS
 
 
 def _check_units(requirements: int, what: str) -> None:

@@ -1,0 +1,336 @@
+"""What a P1 association does on the session layer, whatever its mode (X.419 clause 7).
+
+The 1988 normal-mode association (:class:`p1.association.connection.P1Association`: RTSE,
+ACSE and presentation on session) and the X.410-1984 mode one
+(:class:`p1.association.x410.X410Association`: the RTS on session itself) differ in their
+bind and in how a transfer's octets are wrapped; the rest is the same and is here: the
+state table of :mod:`p1.association.machine` with rule 7 (a call after an abort that its
+state allowed does nothing), transport class 0 and session pumped in order, one transfer
+as one session activity (checkpoints confirmed at once, the activity end answered only
+once the user confirmed the transfer, a discarded or interrupted activity dropped), the
+turn as the data, minor synchronize and activity tokens, and the end of the connection.
+
+A subclass gives its handler tables (``_TRANSPORT_HANDLERS``, ``_SESSION_HANDLERS``: the
+events of the layers below by type), the layer named in its errors (``_TABLE_LAYER`` for
+the state table's, ``_TRANSFER_LAYER`` for the transfer's), the session versions its CN
+proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final
+
+from p1.association.events import Aborted, BindRefused, Released, TransferConfirmed, TurnGiven
+from p1.association.machine import TABLE, Input, State
+from p1.association.pdus import activity_number
+from p1.errors import DecodeError
+from p1.osi import (
+    Event,
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    Role,
+    StackLimits,
+    cotp,
+    session,
+    spdu,
+)
+from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer
+
+__all__ = ["TEMPORARILY_UNABLE", "TURN_TOKENS", "SessionAssociation", "Transfers"]
+
+TURN_TOKENS: Final = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
+"""The session tokens that make the turn (X.228 7.6): whoever holds them transfers."""
+_TURN_BITS = TURN_TOKENS.value
+# Where the session connection exists, so that an abort is told to the peer (AB).
+_SESSION_STATES = frozenset({State.BINDING, State.BIND_PENDING, State.OPEN, State.RELEASING})
+TEMPORARILY_UNABLE: Final = 1
+"""The reason code (PI 50) of an ED saying "temporarily unable to continue" (X.225)."""
+
+_Handler = Callable[[Any, Any], list[Event]]
+"""A handler of an event of a layer below (its argument is an instance of its key)."""
+
+
+@dataclass(slots=True)
+class Transfers:
+    """The transfers of an association: at most one each way, and one received whole
+    that awaits its user's confirmation."""
+
+    next_id: int = 1
+    outbound: OutboundTransfer | None = None
+    inbound: InboundTransfer | None = None
+    unconfirmed: int | None = None  # received, awaiting confirm_transfer
+
+
+class SessionAssociation:
+    """The part of a P1 association common to both modes (see the module docstring)."""
+
+    _TRANSPORT_HANDLERS: ClassVar[Mapping[type[Event], _Handler]]
+    _SESSION_HANDLERS: ClassVar[Mapping[type[Event], _Handler]]
+    _TABLE_LAYER: ClassVar[str]
+    _TRANSFER_LAYER: ClassVar[str]
+    _SESSION_VERSIONS: ClassVar[int] = spdu.VERSION_2
+
+    def __init__(
+        self,
+        role: Role,
+        limits: StackLimits,
+        *,
+        calling_tsap: bytes,
+        called_tsap: bytes,
+        calling_ssap: bytes,
+        called_ssap: bytes,
+    ) -> None:
+        """``*_tsap``: the CR's TSAP-IDs (X.224 13.3.4 a); ``*_ssap``: the CN's SSAP
+        identifiers (X.225 PI 51, 52); initiator only."""
+        self.role = role
+        self.state = State.IDLE
+        self._limits = limits
+        self._ssaps = (calling_ssap, called_ssap)
+        self._transport = cotp.TransportConnection(
+            role, limits=limits, calling_tsap=calling_tsap, called_tsap=called_tsap
+        )
+        # DT user data as views: a transfer's octets are read from it where they lie, so a
+        # large transfer is copied once on the way up.
+        self._session = session.SessionConnection(role, limits=limits, data_views=True)
+        self._calling_tsap = b""
+        self._transfers = Transfers()
+        self._aborted_in: State | None = None  # where an abort ended the association
+
+    def _connect_data(self) -> bytes:
+        """The user data of the CN that binds (initiator)."""
+        raise NotImplementedError
+
+    def _upper_error(self, error: RemoteProtocolError | DecodeError) -> list[Event]:
+        """The peer broke a rule above the session: abort as the mode prescribes."""
+        raise NotImplementedError
+
+    # --- state ----------------------------------------------------------------------
+
+    def _next(self, what: Input, error: type[ProtocolError] = LocalProtocolError) -> State:
+        """The state ``what`` leads to (not taken yet); a pair missing from the table
+        raises ``error``: LocalProtocolError for our user's call, else the peer's."""
+        after = TABLE.get((self.state, what))
+        if after is None:
+            raise error(
+                f"{what.value} is not allowed in state {self.state.value}", layer=self._TABLE_LAYER
+            )
+        return after
+
+    def _move(self, what: Input) -> State | None:
+        """The state our user's ``what`` leads to (not taken yet); None when an abort ended
+        the association in a state that allowed ``what``: the call then does nothing
+        (rule 7).  Otherwise a pair missing from the table raises LocalProtocolError."""
+        aborted_in = self._aborted_in
+        if aborted_in is not None and (aborted_in, what) in TABLE:
+            return None
+        return self._next(what)
+
+    def _expect(self, what: Input) -> None:
+        """Take a peer's ``what``; a missing pair is the peer's protocol error."""
+        self.state = self._next(what, RemoteProtocolError)
+
+    def _close(self) -> State:
+        """Take an abort (from any state but CLOSED); the state it ended.  A transfer in
+        either direction is given up (rule 2): only one received whole still awaits its
+        user's confirmation, which will do nothing."""
+        was = self.state
+        self.state = TABLE[was, Input.ABORT]
+        self._aborted_in = was
+        self._transfers.inbound = self._transfers.outbound = None
+        return was
+
+    @property
+    def closed(self) -> bool:
+        """True once the association has ended (released, refused or aborted)."""
+        return self.state is State.CLOSED
+
+    @property
+    def has_turn(self) -> bool:
+        """True when this end may transfer or release (it holds the session's data, minor
+        synchronize and activity tokens)."""
+        return self._session.tokens.value & _TURN_BITS == _TURN_BITS
+
+    @property
+    def busy(self) -> bool:
+        """True while an outbound transfer waits for its confirmation."""
+        return self._transfers.outbound is not None
+
+    # --- transfer ---------------------------------------------------------------------
+
+    def _check_transfer_allowed(self) -> None:
+        layer = self._TRANSFER_LAYER
+        if self._transfers.outbound is not None:
+            raise LocalProtocolError("a transfer is already in progress", layer=layer)
+        if not self.has_turn:
+            raise LocalProtocolError("this end does not hold the turn", layer=layer)
+        if self._transfers.inbound is not None or self._transfers.unconfirmed is not None:
+            raise LocalProtocolError("an inbound transfer is not finished", layer=layer)
+
+    def _advance(self) -> None:
+        """Send what the outbound transfer's window allows."""
+        raise NotImplementedError
+
+    def confirm_transfer(self, transfer_id: int) -> None:
+        """The message of ``transfer_id`` is safely stored: acknowledge the activity end.
+        Does nothing when the association was aborted before it was stored (rule 7)."""
+        if self._transfers.unconfirmed != transfer_id:
+            raise LocalProtocolError(
+                f"transfer {transfer_id} awaits no confirmation", layer=self._TRANSFER_LAYER
+            )
+        after = self._move(Input.DATA_PHASE)
+        self._transfers.unconfirmed = None
+        if after is None:
+            return
+        self._session.send_activity_end_response()
+        self.state = after
+
+    def _on_activity_started(self, event: session.ActivityStarted) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        transfers = self._transfers
+        if transfers.inbound is not None or transfers.unconfirmed is not None:
+            raise RemoteProtocolError(
+                "activity started before the last one ended", layer=self._TRANSFER_LAYER
+            )
+        transfers.inbound = InboundTransfer(
+            activity_number(event.activity_id), self._limits.max_message_size
+        )
+        return []
+
+    def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
+        # Checkpoints are confirmed at once: a checkpoint only matters to recover a transfer
+        # across associations, which we refuse; responsibility moves at the activity end.
+        self._expect(Input.DATA_PHASE)
+        if event.confirm_required:
+            self._session.send_minor_sync_response(event.serial)
+        return []
+
+    def _on_minor_sync_confirmed(self, event: session.MinorSyncConfirmed) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        outbound = self._transfers.outbound
+        if outbound is None:
+            raise RemoteProtocolError(
+                "minor sync confirmed outside a transfer", layer=self._TRANSFER_LAYER
+            )
+        outbound.confirm_sync(event.serial)  # every checkpoint up to it (X.225 7.21)
+        self._advance()
+        return []
+
+    def _on_activity_ended(self, event: session.ActivityEnded) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        outbound = self._transfers.outbound
+        if outbound is None or not outbound.done:
+            raise RemoteProtocolError(
+                "activity end confirmed that was never sent", layer=self._TRANSFER_LAYER
+            )
+        self._transfers.outbound = None
+        return [TransferConfirmed(transfer_id=outbound.transfer_id)]
+
+    def _on_activity_discarded(self, event: session.ActivityDiscarded) -> list[Event]:
+        """S-ACTIVITY-DISCARD indication (X.225 7.34): the sender gave the transfer up;
+        what arrived of it is dropped, and the discard confirmed (ADA)."""
+        self._expect(Input.DATA_PHASE)
+        self._transfers.inbound = None
+        self._session.send_activity_discard_response()
+        return []
+
+    def _on_activity_interrupted(self, event: session.ActivityInterrupted) -> list[Event]:
+        """S-ACTIVITY-INTERRUPT indication (X.225 7.32): confirmed (AIA); what arrived is
+        dropped too, since we keep no partial transfer for the sender to resume."""
+        self._expect(Input.DATA_PHASE)
+        self._transfers.inbound = None
+        self._session.send_activity_interrupt_response()
+        return []
+
+    def _on_control_given(self, event: session.ControlGiven) -> list[Event]:
+        self._expect(Input.DATA_PHASE)
+        return [TurnGiven()]
+
+    # --- the end ----------------------------------------------------------------------
+
+    def _on_released(self, event: session.Released) -> list[Event]:
+        self._expect(Input.RECV_RELEASED)
+        return [Released(by_peer=False)]
+
+    def _send_abort(self, user_data: bytes) -> None:
+        """S-U-ABORT with ``user_data`` where a session connection exists; closed."""
+        if self.state in _SESSION_STATES and not self._session.closed:
+            self._session.send_abort(user_data)
+        self._close()
+
+    def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
+        if self.state is State.CLOSED:
+            return []
+        if self._close() is State.BINDING:
+            return [BindRefused(error=None, why=why)]
+        return [Aborted(by_peer=by_peer, why=why)]
+
+    # --- bytes in and out -------------------------------------------------------------
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to TCP now (possibly empty)."""
+        self._flush()
+        return self._transport.data_to_send()
+
+    def _flush(self) -> None:
+        parts = self._session.tsdu_parts_to_send()
+        if self._transport.closed:
+            # A later TPDU of the same read broke the transport: it queued its ER, and
+            # what the session answered to the earlier ones cannot be sent any more.
+            return
+        for head, data in parts:
+            if data:
+                self._transport.send_tsdu(data, prefix=head)
+            else:
+                self._transport.send_tsdu(head)
+
+    def receive_eof(self) -> list[Event]:
+        """TCP closed by the peer."""
+        if self.state is State.CLOSED:
+            return []
+        self._close()
+        return [Aborted(by_peer=True, why="the peer closed the connection")]
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes from TCP; returns what happened, in order.  Ignored once CLOSED."""
+        if self.state is State.CLOSED:
+            return []
+        events: list[Event] = []
+        handlers = self._TRANSPORT_HANDLERS
+        for event in self._transport.receive_data(data):
+            if self.closed:
+                break  # (the rest of the read no longer counts)
+            handler = handlers.get(type(event))
+            if handler is not None:
+                events.extend(handler(self, event))
+        self._flush()
+        return events
+
+    def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
+        self._expect(Input.RECV_CONNECTED)
+        calling, called = self._ssaps
+        self._session.send_connect(
+            self._connect_data(),
+            calling_ssap=calling,
+            called_ssap=called,
+            versions=self._SESSION_VERSIONS,
+        )
+        return []
+
+    def _on_transport_gone(self, event: cotp.Disconnected) -> list[Event]:
+        return self._on_gone(by_peer=event.by_peer, why=f"transport: {event.why}")
+
+    def _on_tsdu(self, event: cotp.TsduReceived) -> list[Event]:
+        events: list[Event] = []
+        handlers = self._SESSION_HANDLERS
+        for unit in self._session.receive_tsdu(event.data):
+            handler = handlers.get(type(unit))
+            if handler is None or self.closed:
+                continue
+            try:
+                events.extend(handler(self, unit))
+            except (RemoteProtocolError, DecodeError) as error:
+                events.extend(self._upper_error(error))
+        return events
