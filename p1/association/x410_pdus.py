@@ -80,7 +80,7 @@ from p1.association.mtabind import (
     encode_bind_result,
 )
 from p1.errors import DecodeError, EncodeError
-from p1.osi.rtse import DialogueMode
+from p1.osi.rtse import DialogueMode, RefuseReason
 
 __all__ = [
     "APPLICATION_P1_1984",
@@ -124,15 +124,6 @@ class ConnectMode(enum.Enum):
 
     NORMAL = "1988-normal"
     X410_1984 = "1984"
-
-
-class RefuseReason(enum.IntEnum):
-    """Why an RTS refuses a connection (X.410 1984 PRefuse; X.228 RTORJ refuseReason)."""
-
-    RTS_BUSY = 0
-    CANNOT_RECOVER = 1
-    VALIDATION_FAILURE = 2
-    UNACCEPTABLE_DIALOGUE_MODE = 3
 
 
 class AbortReason(enum.IntEnum):
@@ -280,17 +271,8 @@ def encode_pconnect(value: PConnect) -> bytes:
 
 def decode_pconnect(data: bytes | memoryview) -> PConnect:
     """Decode a PConnect; raises only DecodeError."""
-    what = "PConnect"
-    members = _members(ber.read_single(data, what), what)
-    _check_x409(members.get(_C0), what)
-    user_data = members.get(_C1)
-    if user_data is None:
-        raise DecodeError("missing pUserData", where=what)
-    where = f"{what}.pUserData"
-    fields = _implicit_members(user_data, where)
-    unknown = set(fields) - {_C0, _C1, _C2, _C3, _C4, _C5}
-    if unknown:
-        raise DecodeError(f"unexpected {ber.tag_name(min(unknown))}", where=where)
+    where = "PConnect.pUserData"
+    fields = _user_data(data, "PConnect", {_C0, _C1, _C2, _C3, _C4, _C5})
     open_value, recover = _read_connection_data(fields.get(_C3), f"{where}.connectionDataRQ")
     protocol = fields.get(_C4)
     return PConnect(
@@ -305,6 +287,23 @@ def decode_pconnect(data: bytes | memoryview) -> PConnect:
             else ber.read_bounded_int(protocol, f"{where}.applicationProtocol", 0, _INT_RANGE)
         ),
     )
+
+
+def _user_data(data: bytes | memoryview, what: str, known: set[int]) -> dict[int, ber.Tlv]:
+    """The members of the pUserData of a PConnect or PAccept ``SET { dataTransferSyntax
+    [0], pUserData [1] }`` by tag, after checking the syntax is x409; a member not in
+    ``known`` is an error."""
+    members = _members(ber.read_single(data, what), what)
+    _check_x409(members.get(_C0), what)
+    user_data = members.get(_C1)
+    if user_data is None:
+        raise DecodeError("missing pUserData", where=what)
+    where = f"{what}.pUserData"
+    fields = _implicit_members(user_data, where)
+    unknown = set(fields) - known
+    if unknown:
+        raise DecodeError(f"unexpected {ber.tag_name(min(unknown))}", where=where)
+    return fields
 
 
 def _read_size(tlv: ber.Tlv | None, default: int, what: str) -> int:
@@ -345,17 +344,8 @@ def encode_paccept(value: PAccept) -> bytes:
 
 def decode_paccept(data: bytes | memoryview) -> PAccept:
     """Decode a PAccept; raises only DecodeError (a recover answer is one too)."""
-    what = "PAccept"
-    members = _members(ber.read_single(data, what), what)
-    _check_x409(members.get(_C0), what)
-    user_data = members.get(_C1)
-    if user_data is None:
-        raise DecodeError("missing pUserData", where=what)
-    where = f"{what}.pUserData"
-    fields = _implicit_members(user_data, where)
-    unknown = set(fields) - {_C0, _C1, _C2}
-    if unknown:
-        raise DecodeError(f"unexpected {ber.tag_name(min(unknown))}", where=where)
+    where = "PAccept.pUserData"
+    fields = _user_data(data, "PAccept", {_C0, _C1, _C2})
     open_value, _ = _read_connection_data(fields.get(_C2), f"{where}.connectionDataAC")
     if open_value is None:
         raise DecodeError("connectionDataAC is not open", where=where)

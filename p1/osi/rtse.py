@@ -78,7 +78,7 @@ class DialogueMode(enum.IntEnum):
 
 
 class RefuseReason(enum.IntEnum):
-    """``RefuseReason`` of an RTORJ (X.410-1984 mode only)."""
+    """``RefuseReason`` of an RTORJ in X.410-1984 mode, and of X.410 (1984)'s PRefuse."""
 
     RTS_BUSY = 0
     CANNOT_RECOVER = 1
