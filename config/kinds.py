@@ -8,7 +8,7 @@ Public API::
 
     Kind(expected, convert), Invalid(expected="")
     MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SIZE, TPDU_SIZE, FRACTION, FACTOR,
-    DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
+    DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
     DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE,
     TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for none), TSELS (a listener's)
 """
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeGuard, TypeVar
 
-from config.schema import AddressPrefix, LogLevel, Secret, SlotMode
+from config.schema import AddressPrefix, LogLevel, P1Protocol, Secret, SlotMode
 from p1.errors import DecodeError
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import (
@@ -55,6 +55,7 @@ __all__ = [
     "HOST",
     "LOG_LEVEL",
     "MTA_NAME",
+    "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
     "PEER_NAME",
@@ -372,6 +373,11 @@ PRECEDENCES = Kind(
     _precedences,
 )
 SLOT_MODE: Kind[SlotMode] = Kind("one of permanent, on-demand", _choice(SlotMode))
+P1_PROTOCOL: Kind[P1Protocol] = Kind(
+    'one of "1988" (normal mode), "1988-x410" (X.410-1984 mode, 1988 P1), '
+    '"1984" (X.410-1984 mode, down-graded)',
+    _choice(P1Protocol),
+)
 LOG_LEVEL: Kind[LogLevel] = Kind("one of debug, info, warning, error, critical", _choice(LogLevel))
 PASSWORD = Kind("a non-empty ASCII password (X.411 simple credentials are an IA5String)", _password)
 FILE_NAME = Kind("a file name", _text)

@@ -49,7 +49,10 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      supported_extensions ([]: extension types critical for transfer
                      that the peer is known to support); selectors (none): tsel, ssel,
                      psel (the peer's, called), calling_tsel, calling_ssel, calling_psel
-                     (ours), each text ("x400") or hex ("hex:0591"), "" for none
+                     (ours), each text ("x400") or hex ("hex:0591"), "" for none;
+                     protocol ("1988": normal mode; "1988-x410": X.410-1984 mode with
+                     1988 P1; "1984": X.410-1984 mode to a 1984 MTA, down-graded), how
+                     this MTA calls the peer (it answers either mode from anyone)
     [[peers.slots]]  precedences*, port*, dscp (the table's, for the most urgent
                      precedence), mode ("on-demand" | "permanent"), max_connections (1),
                      backlog_threshold (10), idle_timeout ("5m"); the six selector
@@ -100,6 +103,7 @@ from config.kinds import (
     LOG_LEVEL,
     MTA_NAME,
     OR_NAME,
+    P1_PROTOCOL,
     PASSWORD,
     PATH,
     PEER_NAME,
@@ -125,6 +129,7 @@ from config.schema import (
     LogLevel,
     MaxAge,
     MtaConfig,
+    P1Protocol,
     Peer,
     QuarantineLimits,
     RetryPolicy,
@@ -342,6 +347,7 @@ _PEER_KEYS = (
     "peer_password",
     "peer_password_file",
     "supported_extensions",
+    "protocol",
     *_SELECTOR_KINDS,
     "slots",
 )
@@ -669,6 +675,7 @@ class _Loader:
             our_credentials=Credentials(name=own_name, password=ours),
             their_credentials=Credentials(name=name, password=theirs),
             selectors=selectors,
+            protocol=peer.get("protocol", P1_PROTOCOL, P1Protocol.NORMAL),
             slots=self.slots(peer, table, selectors),
             supported_extensions=self.extension_types(peer),
         )

@@ -76,6 +76,25 @@ class SlotMode(enum.Enum):
     """Opened when a message is waiting; closed after the slot's idle timeout."""
 
 
+class P1Protocol(enum.Enum):
+    """How this MTA speaks P1 when it calls a peer (X.419 clause 7).  As responder it
+    serves either mode on any listener, told from the peer's connect."""
+
+    NORMAL = "1988"
+    """1988 normal mode: RTSE, ACSE and presentation on the session (X.419 7.1)."""
+    X410_1988 = "1988-x410"
+    """X.410-1984 mode carrying 1988 P1 (applicationProtocol 12): for a 1988 MTA that
+    speaks only that mode; nothing is down-graded."""
+    X410_1984 = "1984"
+    """X.410-1984 mode to a 1984 MTA (applicationProtocol 1): what is transferred is
+    down-graded first (X.419 Annex B), or non-delivered when it cannot be."""
+
+    @property
+    def x410(self) -> bool:
+        """True for the two X.410-1984 mode protocols (no ACSE, no presentation)."""
+        return self is not P1Protocol.NORMAL
+
+
 class LogLevel(enum.StrEnum):
     """The daemon's log threshold; ``level.name`` is the :mod:`logging` level name."""
 
@@ -236,6 +255,8 @@ class Peer:
     """Connection slots; together they admit each precedence exactly once."""
     selectors: Selectors = NO_SELECTORS
     """The peer's selectors, which its slots inherit unless they set their own."""
+    protocol: P1Protocol = P1Protocol.NORMAL
+    """How this MTA speaks P1 to the peer when it calls it."""
     supported_extensions: tuple[int | str, ...] = ()
     """Extension types (standard-extension numbers, private OIDs) the operator knows
     this peer supports: a message carrying one marked critical for transfer is transferred

@@ -72,7 +72,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from config.schema import MtaConfig, Peer, RetryPolicy, Selectors, Slot
+from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta import schedule
 from mta.database import Database
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
@@ -80,6 +80,8 @@ from mta.supervisor import Supervisor
 from mta.units import Units, transfer_apdu
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
+from p1.association.x410 import X410Settings, settings_like
+from p1.association.x410_pdus import APPLICATION_P1_1984, APPLICATION_P1_1988_X410
 from p1.mts.precedence import Precedence, dscp_name
 from store import QueueEntry
 
@@ -231,10 +233,14 @@ class _Connection:
         return self.unsent + len(following.result())
 
 
-def slot_settings(base: AssociationSettings, selectors: Selectors) -> AssociationSettings:
+def slot_settings(
+    base: AssociationSettings, selectors: Selectors, protocol: P1Protocol = P1Protocol.NORMAL
+) -> AssociationSettings | X410Settings:
     """``base`` with a slot's selectors: the CR's TSAP-IDs (X.224 13.3.4 a), the CN's SSAP
-    identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type)."""
-    return dataclasses.replace(
+    identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type); in
+    the mode of the peer's ``protocol`` (X.419 7: X.410-1984 mode has no presentation
+    selectors, and its PConnect names the application protocol)."""
+    normal = dataclasses.replace(
         base,
         calling_tsap=selectors.calling_tsel,
         called_tsap=selectors.tsel,
@@ -243,6 +249,12 @@ def slot_settings(base: AssociationSettings, selectors: Selectors) -> Associatio
         calling_psap=selectors.calling_psel,
         called_psap=selectors.psel,
     )
+    if not protocol.x410:
+        return normal
+    application = (
+        APPLICATION_P1_1984 if protocol is P1Protocol.X410_1984 else APPLICATION_P1_1988_X410
+    )
+    return settings_like(normal, application_protocol=application)
 
 
 class SlotRunner:
@@ -522,7 +534,7 @@ class SlotRunner:
                 peer.host,
                 slot.port,
                 self._bind_argument(),
-                settings=slot_settings(self.context.settings, slot.selectors),
+                settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
                 dscp=slot.dscp,
                 timeouts=self.context.timeouts,
             )
@@ -537,13 +549,16 @@ class SlotRunner:
             if name is not None and name != peer.their_credentials.name:
                 log.warning("%s: responder calls itself %r", self.name, name)
             log.info(
-                "%s#%d: connected to %s port %d (%s, %s)",
+                "%s#%d: connected to %s port %d (%s, %s%s)",
                 self.name,
                 connection.index,
                 peer.host,
                 slot.port,
                 dscp_name(slot.dscp),
                 slot.mode.value,
+                f", {link.association.MODE} mode, P1 {peer.protocol.value}"
+                if peer.protocol.x410
+                else "",
             )
             connection.last_error = None
             if self._on_connected is not None:

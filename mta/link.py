@@ -41,13 +41,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits
 from mta import net
 from mta.guard import LogLimiter, Pace, Ticket
+from p1.association.base import SessionAssociation
 from p1.association.connection import (
     Aborted,
     AssociationSettings,
@@ -62,7 +65,10 @@ from p1.association.connection import (
     TurnGiven,
     TurnRequested,
 )
+from p1.association.inbound import ConnectSniffer
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.x410 import X410Association, X410Settings, settings_like
+from p1.association.x410_pdus import ConnectMode
 from p1.osi import Event, Role, rtse
 from p1.osi.selectors import format_selector
 
@@ -127,23 +133,38 @@ class TransferRefusedError(LinkError):
         super().__init__(why)
 
 
+@dataclass(frozen=True, slots=True)
+class Sniffing:
+    """An inbound connection whose mode is not known yet: ``sniffer`` reads it until the
+    CN, then ``build`` makes the responder of the mode told (X.419 7)."""
+
+    sniffer: ConnectSniffer
+    build: Callable[[ConnectMode], SessionAssociation]
+
+
 class Link:
-    """One P1 association over one TCP connection."""
+    """One P1 association over one TCP connection, in either mode."""
 
     def __init__(
         self,
-        association: P1Association,
+        association: SessionAssociation,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         *,
         peer: str,
         before_bind: int | None = None,
+        sniffing: Sniffing | None = None,
     ) -> None:
         """``before_bind``: octets the peer may send until :meth:`bound` (None: no bound).
         Until then the connection is read only while the association asks for more, at
         most BIND_READ_SIZE at a time: what a peer sends beyond waits in the kernel's
-        socket buffer, not in ours, and past the bound the peer is cut off."""
+        socket buffer, not in ours, and past the bound the peer is cut off.
+
+        ``sniffing`` (responder): the connection's mode is told from its CN first, and
+        ``association`` (the normal-mode responder) replaced by the X.410-1984 one when
+        the CN is of that mode."""
         self.association = association
+        self._sniffing = sniffing
         self.peer = peer
         self._reader = reader
         self._writer = writer
@@ -185,7 +206,10 @@ class Link:
 
         (One write of the joined TPKTs: on Python 3.11 ``writelines`` would join them too.)
         """
-        data = self.association.data_to_send()
+        sniffing = self._sniffing
+        data = (
+            self.association.data_to_send() if sniffing is None else sniffing.sniffer.data_to_send()
+        )
         if data and not self._writer.is_closing():
             self._writer.write(data)
             return True
@@ -220,13 +244,35 @@ class Link:
 
     async def _read_once(self) -> None:
         data = await self._receive()
-        events = self.association.receive_data(data) if data else self.association.receive_eof()
+        if self._sniffing is not None:
+            events = self._sniff(data)
+        elif data:
+            events = self.association.receive_data(data)
+        else:
+            events = self.association.receive_eof()
         self._ready.extend(events)
         if self._pace is not None:
             now = asyncio.get_running_loop().time()
             self._pace.received(len(data), complete=bool(events), now=now)
         if self._write():  # (no drain to await when the read answers nothing)
             await self._writer.drain()
+
+    def _sniff(self, data: bytes) -> list[Event]:
+        """Read ``data`` for the connection's mode; once told, the association's events."""
+        assert self._sniffing is not None
+        mode = self._sniffing.sniffer.receive_data(data) if data else ConnectMode.NORMAL
+        if mode is None:
+            return []
+        events = self._settle(mode)
+        return events + self.association.receive_eof() if not data else events
+
+    def _settle(self, mode: ConnectMode) -> list[Event]:
+        """Hand the connection to the responder of ``mode``: the events of what it read."""
+        sniffing, self._sniffing = self._sniffing, None
+        assert sniffing is not None
+        if mode is not ConnectMode.NORMAL:
+            self.association = sniffing.build(mode)
+        return sniffing.sniffer.replay(self.association)
 
     async def _receive(self) -> bytes:
         """The next octets from the peer (b"" at the end), within the bounds set."""
@@ -361,7 +407,10 @@ class Link:
 
     async def abort(self, why: str, *, temporary: bool = False) -> None:
         """RT-U-ABORT: send the abort (``temporary``: of reason temporary-problem), then
-        close the connection."""
+        close the connection.  Before the peer's CN told the mode, the connection is the
+        normal-mode machine's (which answers as it always did)."""
+        if self._sniffing is not None:
+            self._settle(ConnectMode.NORMAL)
         self.association.abort(why, temporary=temporary)
         with contextlib.suppress(ConnectionError):
             await self.flush()
@@ -381,11 +430,12 @@ async def open_link(
     port: int,
     argument: MTABindArgument,
     *,
-    settings: AssociationSettings | None = None,
+    settings: AssociationSettings | X410Settings | None = None,
     dscp: int = 0,
     timeouts: Timeouts | None = None,
 ) -> tuple[Link, BindAccepted]:
     """Connect (marked ``dscp``), bind with ``argument``; the link and the bind result.
+    The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
     Raises ``TimeoutError`` (connect or bind), ``OSError`` (connect), BindRefusedError or
     LinkClosedError.
@@ -394,7 +444,12 @@ async def open_link(
     reader, writer = await net.open_marked_connection(
         host, port, dscp=dscp, timeout=timeouts.connect
     )
-    link = Link(P1Association(Role.INITIATOR, settings), reader, writer, peer=f"{host}:{port}")
+    association: SessionAssociation
+    if isinstance(settings, X410Settings):
+        association = X410Association(Role.INITIATOR, settings)
+    else:
+        association = P1Association(Role.INITIATOR, settings)
+    link = Link(association, reader, writer, peer=f"{host}:{port}")
     try:
         link.association.send_bind(argument)
         await link.flush()
@@ -449,8 +504,18 @@ async def serve_link(
     timeouts = timeouts or Timeouts()
     limits = ticket.limits if ticket is not None else DEFAULT_CONNECTION_LIMITS
     peer = _peer_name(writer)
-    association = P1Association(Role.RESPONDER, settings)
-    link = Link(association, reader, writer, peer=peer, before_bind=limits.max_bytes_before_bind)
+    normal = settings or AssociationSettings()
+    sniffing = Sniffing(
+        ConnectSniffer(normal.limits, normal.served_tsaps), functools.partial(_responder, normal)
+    )
+    link = Link(
+        P1Association(Role.RESPONDER, normal),
+        reader,
+        writer,
+        peer=peer,
+        before_bind=limits.max_bytes_before_bind,
+        sniffing=sniffing,
+    )
     notes = ticket.warnings if ticket is not None else LogLimiter(interval=0.0)
     serving = _Serving(link, responder, timeouts, limits, ticket, notes)
     try:
@@ -485,6 +550,14 @@ async def serve_link(
         await link.abort("responder failure")
     finally:
         await link.close()
+
+
+def _responder(settings: AssociationSettings, mode: ConnectMode) -> SessionAssociation:
+    """The responder of an inbound connection of ``mode`` (X.419 7: a 1984 MTA's CN, or
+    a 1988 MTA's in X.410-1984 mode, is served in that mode on any listener)."""
+    if mode is ConnectMode.X410_1984:
+        return X410Association(Role.RESPONDER, settings_like(settings))
+    return P1Association(Role.RESPONDER, settings)
 
 
 STOP_ABORT_WAIT: Final = 1.0
@@ -578,7 +651,7 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
     else:
         ended = link.association.accept_bind(answer)
         if not link.association.closed:
-            log.info("%s: bind from %r accepted%s", link.peer, name, _mode(event))
+            log.info("%s: bind from %r accepted%s", link.peer, name, _mode(link.association, event))
             if ticket is not None:
                 ticket.bind_accepted()
             link.bound(_pace(serving))
@@ -635,10 +708,13 @@ def _pace(serving: _Serving) -> Pace:
     )
 
 
-def _mode(event: BindRequested) -> str:
+def _mode(association: SessionAssociation, event: BindRequested) -> str:
+    notes = []
+    if association.MODE != P1Association.MODE:
+        notes.append(f"{association.MODE} mode")
     if event.dialogue_mode is rtse.DialogueMode.TWA:
-        return " (two-way alternate: the turn is given back whenever the peer asks)"
-    return ""
+        notes.append("two-way alternate: the turn is given back whenever the peer asks")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _ended(event: Released | Aborted) -> str:

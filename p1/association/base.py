@@ -13,7 +13,9 @@ turn as the data, minor synchronize and activity tokens, and the end of the conn
 A subclass gives its handler tables (``_TRANSPORT_HANDLERS``, ``_SESSION_HANDLERS``: the
 events of the layers below by type), the layer named in its errors (``_TABLE_LAYER`` for
 the state table's, ``_TRANSFER_LAYER`` for the transfer's), the session versions its CN
-proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``.
+proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``, and the calls
+an MTA makes whatever the mode (bind, transfer, the turn, release, abort), declared here so
+that one driver (:mod:`mta.link`) serves both.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, ClassVar, Final
 
 from p1.association.events import Aborted, BindRefused, Released, TransferConfirmed, TurnGiven
 from p1.association.machine import TABLE, Input, State
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.pdus import activity_number
 from p1.errors import DecodeError
 from p1.osi import (
@@ -37,7 +40,9 @@ from p1.osi import (
     session,
     spdu,
 )
+from p1.osi.rtse import DialogueMode
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer
+from p1.osi.session_machine import State as SessionState
 
 __all__ = ["TEMPORARILY_UNABLE", "TURN_TOKENS", "SessionAssociation", "Transfers"]
 
@@ -72,6 +77,8 @@ class SessionAssociation:
     _TABLE_LAYER: ClassVar[str]
     _TRANSFER_LAYER: ClassVar[str]
     _SESSION_VERSIONS: ClassVar[int] = spdu.VERSION_2
+    MODE: ClassVar[str]
+    """The mode's name for the operator's log: "normal" or "X.410-1984"."""
 
     def __init__(
         self,
@@ -105,6 +112,45 @@ class SessionAssociation:
 
     def _upper_error(self, error: RemoteProtocolError | DecodeError) -> list[Event]:
         """The peer broke a rule above the session: abort as the mode prescribes."""
+        raise NotImplementedError
+
+    # --- what an MTA calls, whatever the mode -----------------------------------------
+
+    @property
+    def dialogue_mode(self) -> DialogueMode:
+        """The dialogue mode agreed at bind (monologue until the bind is made)."""
+        raise NotImplementedError
+
+    def send_bind(self, argument: MTABindArgument) -> None:
+        """Initiator: connect and bind with ``argument``."""
+        raise NotImplementedError
+
+    def accept_bind(self, result: MTABindResult) -> list[Event]:
+        """Responder: accept the bind with ``result``; the events of an end it met."""
+        raise NotImplementedError
+
+    def refuse_bind(self, error: MTABindError) -> None:
+        """Responder: refuse the bind with ``error``."""
+        raise NotImplementedError
+
+    def send_transfer(self, apdu: bytes) -> int:
+        """Transfer one MTS-APDU; its transfer id, confirmed later."""
+        raise NotImplementedError
+
+    def request_turn(self, priority: int = 0) -> None:
+        """Ask the peer for the turn (two-way alternate)."""
+        raise NotImplementedError
+
+    def give_turn(self) -> None:
+        """Give the turn to the peer (two-way alternate)."""
+        raise NotImplementedError
+
+    def send_release(self) -> None:
+        """Initiator holding the turn: release."""
+        raise NotImplementedError
+
+    def abort(self, why: str = "aborted by the MTA", *, temporary: bool = False) -> list[Event]:
+        """Abort (``temporary``: with the mode's temporary-problem reason)."""
         raise NotImplementedError
 
     # --- state ----------------------------------------------------------------------
@@ -152,6 +198,12 @@ class SessionAssociation:
         """True when this end may transfer or release (it holds the session's data, minor
         synchronize and activity tokens)."""
         return self._session.tokens.value & _TURN_BITS == _TURN_BITS
+
+    @property
+    def giving_turn(self) -> bool:
+        """True from our turn give (S-CONTROL-GIVE, GTC) until the peer's session
+        acknowledged it (GTA, X.225): only then may the turn be asked for back."""
+        return self._session.state is SessionState.WAIT_GTA
 
     @property
     def busy(self) -> bool:

@@ -135,7 +135,6 @@ from p1.osi import (
 )
 from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
 from p1.osi.selectors import format_selector
-from p1.osi.session_machine import State as SessionState
 
 __all__ = [
     "MTS_TRANSFER_CONTEXT",
@@ -197,6 +196,7 @@ class _Negotiated:
 class P1Association(SessionAssociation):
     """One P1 association over one TCP connection (see the module docstring)."""
 
+    MODE = "normal"
     _TABLE_LAYER = "p1"
     _TRANSFER_LAYER = "rtse"
 
@@ -224,12 +224,6 @@ class P1Association(SessionAssociation):
         """The dialogue mode agreed by RT-OPEN (X.228 7.3, RTORQ dialogueMode); monologue
         until the bind is made."""
         return self._agreed.dialogue_mode
-
-    @property
-    def giving_turn(self) -> bool:
-        """True from our RT-TURN-GIVE (S-CONTROL-GIVE, GTC) until the peer's session
-        acknowledged it (GTA, X.225): only then may RT-TURN-PLEASE ask for it back."""
-        return self._session.state is SessionState.WAIT_GTA
 
     # --- bind -------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@ received into the responder of that mode.
 
 Public API::
 
-    ConnectSniffer(limits)
+    ConnectSniffer(limits, served_tsaps=None)
         receive_data(data) -> ConnectMode | None / data_to_send() / .received / .mode
-        replay(association) -> (events, bytes to send)
+        replay(association) -> events   (the association's answer left queued in it)
 """
 
 from __future__ import annotations
@@ -39,13 +39,18 @@ class ConnectSniffer:
     reads the first TSDU (the CN) with :func:`p1.association.x410_pdus.connect_mode`.  The
     caller then builds the responder of that mode and :meth:`replay`\\ s the octets into it;
     the CC that responder answers again is dropped, since the peer already has ours.  A
-    connection that breaks a rule before its CN is given to the normal-mode machine, which
-    answers it as it always did.
+    connection that breaks a rule before its CN, or whose CR calls a TSAP selector not in
+    ``served_tsaps`` (None: any), is given to the normal-mode machine unanswered, which
+    answers it as it always did (with a DR, address unknown, for the selector).
     """
 
-    def __init__(self, limits: StackLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, limits: StackLimits = DEFAULT_LIMITS, served_tsaps: frozenset[bytes] | None = None
+    ) -> None:
         self._transport = cotp.TransportConnection(Role.RESPONDER, limits=limits)
+        self._served = served_tsaps
         self._received = bytearray()
+        self._answered = False  # our CC went out: the replayed machine's is dropped
         self.mode: ConnectMode | None = None
 
     @property
@@ -60,31 +65,41 @@ class ConnectSniffer:
             return self.mode
         self._received += data
         for event in self._transport.receive_data(data):
-            if isinstance(event, cotp.ConnectRequested) and not self._transport.closed:
-                self._transport.send_accept()
+            if isinstance(event, cotp.ConnectRequested):
+                if self._served is not None and event.called_tsap not in self._served:
+                    self.mode = ConnectMode.NORMAL  # (its DR is the normal machine's)
+                    break
+                if not self._transport.closed:
+                    self._transport.send_accept()
+                    self._answered = True
             elif isinstance(event, cotp.TsduReceived):
                 self.mode = _tsdu_mode(event.data)
                 break
             elif isinstance(event, cotp.Disconnected):
                 self.mode = ConnectMode.NORMAL
                 break
+        if self.mode is None and self._transport.closed:
+            self.mode = ConnectMode.NORMAL  # (a broken TPDU: the normal machine answers it)
         return self.mode
 
     def data_to_send(self) -> bytes:
         """What to write to TCP before the mode is known (the CC)."""
         return self._transport.data_to_send() if self.mode is None else b""
 
-    def replay(self, association: _Association) -> tuple[list[Event], bytes]:
-        """Give ``association`` (a fresh responder) every octet received; its events and
-        what it has to send, less the CC the peer already had from this sniffer.  The CR
-        goes first on its own, as it came (the peer sent nothing more before our CC)."""
+    def replay(self, association: _Association) -> list[Event]:
+        """Give ``association`` (a fresh responder) every octet received; its events.  Its
+        answer stays queued in it (:meth:`data_to_send`), less the CC the peer already had
+        from this sniffer: when one was sent, the CR goes first on its own, as it came
+        (the peer sent nothing more before our CC), and what it answers is dropped."""
         received = self.received
+        if not self._answered:
+            return association.receive_data(received)
         split = _first_tpkt_size(received)
         events = association.receive_data(received[:split])
         association.data_to_send()  # the CC again
         if split < len(received):
             events += association.receive_data(received[split:])
-        return events, association.data_to_send()
+        return events
 
 
 def _first_tpkt_size(data: bytes) -> int:

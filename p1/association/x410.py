@@ -33,9 +33,9 @@ Rules:
 
 Public API::
 
-    X410Settings(...)
+    X410Settings(...) / settings_like(normal_settings, application_protocol=1)
     X410Association(role, settings)
-        .state .closed .has_turn .busy .dialogue_mode .application_protocol
+        .state .closed .has_turn .busy .dialogue_mode .giving_turn .application_protocol
         send_bind(argument)                          initiator
         accept_bind(result) / refuse_bind(error)     responder, after BindRequested
         send_transfer(apdu) -> transfer id / confirm_transfer(transfer id)
@@ -56,6 +56,7 @@ from typing import Any
 from p1 import ber
 from p1.association import x410_pdus as pdus
 from p1.association.base import TEMPORARILY_UNABLE, TURN_TOKENS, SessionAssociation
+from p1.association.connection import AssociationSettings
 from p1.association.events import (
     Aborted,
     BindAccepted,
@@ -85,7 +86,6 @@ from p1.osi import (
 )
 from p1.osi.rtse import DialogueMode
 from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
-from p1.osi.session_machine import State as SessionState
 
 __all__ = [
     "Aborted",
@@ -99,6 +99,7 @@ __all__ = [
     "TurnRequested",
     "X410Association",
     "X410Settings",
+    "settings_like",
 ]
 
 _LAYER = "rts"
@@ -134,6 +135,27 @@ class X410Settings:
     limits: StackLimits = DEFAULT_LIMITS
 
 
+def settings_like(
+    normal: AssociationSettings, *, application_protocol: int = pdus.APPLICATION_P1_1984
+) -> X410Settings:
+    """The X.410-1984 mode settings that match ``normal``'s: dialogue modes, checkpoint
+    and window, the transport and session selectors (X.410-1984 mode has no presentation
+    layer, so none of its selectors) and the limits; ``application_protocol`` for an
+    initiator (1: P1 1984; 12: P1 1988 in X.410-1984 mode, X.419 7)."""
+    return X410Settings(
+        dialogue_mode=normal.dialogue_mode,
+        accepted_dialogue_modes=normal.accepted_dialogue_modes,
+        checkpoint_size=normal.checkpoint_size,
+        window_size=normal.window_size,
+        application_protocol=application_protocol,
+        calling_tsap=normal.calling_tsap,
+        called_tsap=normal.called_tsap,
+        calling_ssap=normal.calling_ssap,
+        called_ssap=normal.called_ssap,
+        limits=normal.limits,
+    )
+
+
 @dataclass(slots=True)
 class _Agreed:
     dialogue_mode: DialogueMode = DialogueMode.MONOLOGUE
@@ -145,6 +167,7 @@ class _Agreed:
 class X410Association(SessionAssociation):
     """One P1 association in X.410-1984 mode over one TCP connection (module docstring)."""
 
+    MODE = "X.410-1984"
     _TABLE_LAYER = _LAYER
     _TRANSFER_LAYER = _LAYER
     _SESSION_VERSIONS = _VERSIONS
@@ -382,7 +405,7 @@ class X410Association(SessionAssociation):
         """S-TOKEN-PLEASE with the priority (X.410 Priority ::= INTEGER) as user data."""
         if self.has_turn:
             raise LocalProtocolError("this end already holds the turn", layer=_LAYER)
-        if self._session.state is SessionState.WAIT_GTA:
+        if self.giving_turn:
             raise LocalProtocolError("the turn given is not acknowledged yet", layer=_LAYER)
         self._check_two_way_alternate("turn please")
         after = self._move(Input.DATA_PHASE)

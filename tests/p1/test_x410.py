@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from benchmarks import samples
 from p1.association import x410_pdus as pdus
-from p1.association.connection import P1Association
+from p1.association.connection import AssociationSettings, ConnectionRefused, P1Association
 from p1.association.events import (
     Aborted,
     BindAccepted,
@@ -132,9 +132,37 @@ def test_the_sniffer_tells_pps_connect_is_x410_and_hands_it_over() -> None:
     assert cc[5] == 0xD0  # the CC, sent before the mode is known
     assert sniffer.receive_data(cn) is ConnectMode.X410_1984
     responder = X410Association(Role.RESPONDER)
-    events, answer = sniffer.replay(responder)
+    events = sniffer.replay(responder)
     assert [type(e) for e in events] == [BindRequested]
-    assert answer == b""  # its own CC is dropped: the peer has the sniffer's
+    assert responder.data_to_send() == b""  # its own CC is dropped: the peer has the sniffer's
+
+
+def test_the_sniffer_leaves_a_tsel_not_served_to_the_normal_machine_unanswered() -> None:
+    sniffer = ConnectSniffer(served_tsaps=frozenset({b"591"}))
+    cr, _ = _pp_connect()  # PP's CR calls TSEL "591"
+    called_other = P1Association(Role.INITIATOR, AssociationSettings(called_tsap=b"592"))
+    called_other.send_bind(ARGUMENT)
+    assert sniffer.receive_data(called_other.data_to_send()) is ConnectMode.NORMAL
+    assert sniffer.data_to_send() == b""  # no CC: the normal machine answers
+    responder = P1Association(Role.RESPONDER, AssociationSettings(served_tsaps=frozenset({b"591"})))
+    (refused,) = sniffer.replay(responder)
+    assert isinstance(refused, ConnectionRefused)
+    assert responder.data_to_send()[5] == 0x80  # its DR, sent whole
+    served = ConnectSniffer(served_tsaps=frozenset({b"591"}))
+    assert served.receive_data(cr) is None
+    assert served.data_to_send()[5] == 0xD0
+
+
+def test_the_sniffer_keeps_the_normal_machines_answer_to_a_broken_cr() -> None:
+    broken = bytes.fromhex("0300000b0ae00000000000")  # LI 10, six octets of header
+    sniffer = ConnectSniffer()
+    assert sniffer.receive_data(broken) is ConnectMode.NORMAL
+    responder = P1Association(Role.RESPONDER)
+    reference = P1Association(Role.RESPONDER)
+    assert sniffer.replay(responder) == reference.receive_data(broken)
+    answer = responder.data_to_send()
+    assert answer == reference.data_to_send()
+    assert answer  # the transport's ER or DR, not dropped as if it were a CC
 
 
 def test_connect_mode_of_a_normal_mode_cp_and_of_garbage() -> None:
@@ -408,6 +436,7 @@ def test_the_sniffer_hands_a_normal_mode_connect_to_the_1988_machine() -> None:
     assert sniffer.receive_data(initiator.data_to_send()) is None
     initiator.receive_data(sniffer.data_to_send())
     assert sniffer.receive_data(initiator.data_to_send()) is ConnectMode.NORMAL
-    events, answer = sniffer.replay(P1Association(Role.RESPONDER))
+    responder = P1Association(Role.RESPONDER)
+    events = sniffer.replay(responder)
     assert [type(e) for e in events] == [BindRequested]
-    assert answer == b""
+    assert responder.data_to_send() == b""
