@@ -25,10 +25,11 @@ Rules:
 Public API::
 
     TransportState, Input, TRANSITIONS, class_0_allowed(preferred, alternatives) -> bool
-    TransportConnection(role, *, limits, calling_tsap=b"", called_tsap=b"", source_reference=1)
+    TransportConnection(role, *, limits, calling_tsap=b"", called_tsap=b"", source_reference=None)
         .state  .tpdu_size  .closed
         send_connect() / send_accept() / send_refuse(reason=0) / send_tsdu(data)
         receive_data(data) -> list[Event] / data_to_send() -> bytes
+    next_reference() -> int    the SRC-REF of the next connection
     Events: ConnectRequested, Connected, TsduReceived, Disconnected
 
 The TPDU codec is p1.osi.tpdu; TPKT framing is p1.osi.tpkt.
@@ -37,6 +38,8 @@ The TPDU codec is p1.osi.tpdu; TPKT framing is p1.osi.tpkt.
 from __future__ import annotations
 
 import enum
+import itertools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -217,6 +220,16 @@ def _checked_tpdu_size(size: int) -> int:
     return size
 
 
+_references = itertools.count(random.SystemRandom().randrange(0xFFFF))
+
+
+def next_reference() -> int:
+    """A reference for a new connection: 1 ... 65535 in turn, from a random start, so
+    that references tell the connections of a capture or a log apart (X.224 13.3.4 b:
+    unique among this end's connections; 0 is not used)."""
+    return next(_references) % 0xFFFF + 1
+
+
 class TransportConnection:
     """One transport connection in class 0 over one TCP connection (see the module docstring)."""
 
@@ -227,8 +240,12 @@ class TransportConnection:
         limits: StackLimits = DEFAULT_LIMITS,
         calling_tsap: bytes = b"",
         called_tsap: bytes = b"",
-        source_reference: int = 1,
+        source_reference: int | None = None,
     ) -> None:
+        """``source_reference``: our SRC-REF in the CR or CC (None: the next of this
+        process's references, so that each connection has its own, X.224 13.3.4 b)."""
+        if source_reference is None:
+            source_reference = next_reference()
         if not 0 <= source_reference <= 0xFFFF:
             raise ValueError(f"source_reference {source_reference} is not 0 ... 65535")
         self.role = role

@@ -31,6 +31,7 @@ Public API::
         accept(user_data, requirements) -> (Spdu, Agreement) / refuse(user_data, reason)
         accept_room: the most user data the AC may carry (by the version agreed)
         receive_accept(ac) -> (Agreement, Token asked for)
+    echoed_identifier(cn) -> ConnectionIdentifier | None    what our AC or RF carries
 """
 
 from __future__ import annotations
@@ -256,6 +257,7 @@ class Establishment:
         )
         ac = Spdu(
             kind=Kind.AC,
+            connection_identifier=echoed_identifier(self._connect),
             connect_accept_item=item,
             session_user_requirements=selected,
             called_ssap=self._connect.called_ssap or b"",  # the responding SSAP
@@ -291,8 +293,25 @@ class Establishment:
             raise LocalProtocolError("RF carries user data with reason 2 only", layer=_LAYER)
         return Spdu(
             kind=Kind.RF,
+            connection_identifier=echoed_identifier(self._connect),
             transport_disconnect=codec.TRANSPORT_RELEASED,
             session_user_requirements=int(self.proposed & SUPPORTED_REQUIREMENTS),
             reason_code=reason,
             user_data=user_data,
         )
+
+
+def echoed_identifier(cn: Spdu | None) -> codec.ConnectionIdentifier | None:
+    """The connection identifier (PGI 1) of our AC or RF answering ``cn`` (X.225 8.3.2,
+    8.3.3): the CN's common reference and additional reference information, and the
+    calling SS-user reference as the called one, as the products we meet answer (none
+    when the CN had none)."""
+    asked = cn.connection_identifier if cn is not None else None
+    if asked is None:
+        return None
+    echoed = codec.ConnectionIdentifier(
+        called_ss_user_reference=asked.calling_ss_user_reference,
+        common_reference=asked.common_reference,
+        additional_reference_information=asked.additional_reference_information,
+    )
+    return None if echoed == codec.ConnectionIdentifier() else echoed

@@ -25,7 +25,7 @@ from p1.association.connection import (
     State,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, Role
+from p1.osi import Event, Role, spdu
 from p1.osi.rtse import DialogueMode
 from tests.p1 import golden
 
@@ -161,3 +161,25 @@ def test_responder_refuses_the_recorded_initiator_like_the_product() -> None:
     # The refusal's user data (CPR{AARE{RTORJ{[18] authentication-error}}}) is the product's.
     assert rf.user_data == recorded.user_data
     assert ours.closed
+
+
+@pytest.mark.parametrize("capture", [SUCCESS, REFUSE])
+def test_our_ac_and_rf_echo_the_connection_identifier_like_the_product(capture: str) -> None:
+    """X.225 8.3.2, 8.3.3: the product's CN names a calling SS-user reference and a common
+    reference; its AC or RF gives them back (the calling one as called), and so do ours."""
+    (cr, cn, *_), responder_side = _sides(capture)
+    ours = P1Association(Role.RESPONDER)
+    _feed(ours, cr, False)
+    ours.data_to_send()
+    _feed(ours, cn, False)
+    if capture == SUCCESS:
+        ours.accept_bind(RESULT)
+    else:
+        ours.refuse_bind(MTABindError.AUTHENTICATION_ERROR)
+    (tsdu,) = _tsdus_sent(ours)
+    (answer,) = spdu.decode_tsdu(tsdu.data)
+    (recorded,) = spdu.decode_tsdu(responder_side[1][7:])  # after its CC
+    assert answer.kind is recorded.kind
+    assert answer.connection_identifier is not None
+    assert answer.connection_identifier == recorded.connection_identifier
+    assert answer.connection_identifier.called_ss_user_reference == b"\x04\x08Percival"

@@ -271,7 +271,9 @@ def test_golden_responder_accepts_the_real_initiator(capture: str) -> None:
 def test_golden_initiator_connects_to_the_real_responder(capture: str) -> None:
     records = golden.load_tpkts(capture)
     responder_port = records[1]["src_port"]
-    initiator = TransportConnection(Role.INITIATOR, calling_tsap=b"X400-88", called_tsap=b"X400-88")
+    initiator = TransportConnection(
+        Role.INITIATOR, calling_tsap=b"X400-88", called_tsap=b"X400-88", source_reference=1
+    )
     initiator.send_connect()
     sent = initiator.data_to_send()
     cr = "03000020 1b e0 0000 0001 00 c107583430302d3838 c207583430302d3838 c0010b"
@@ -369,7 +371,7 @@ def test_send_tsdu_takes_memoryview_and_copies_writable_buffers() -> None:
 
 
 def test_cr_without_tpdu_size_means_128_and_cc_stays_silent() -> None:
-    responder = TransportConnection(Role.RESPONDER)
+    responder = TransportConnection(Role.RESPONDER, source_reference=1)
     cr = x224.ConnectionRequest(source_reference=9)
     [requested] = responder.receive_data(encode_tpkt(x224.encode_cr(cr)))
     assert isinstance(requested, ConnectRequested) and requested.tpdu_size == 128
@@ -598,6 +600,28 @@ def test_max_tpdu_size_must_suit_class_0(size: int) -> None:
 def test_source_reference_must_fit() -> None:
     with pytest.raises(ValueError, match="source_reference"):
         TransportConnection(Role.INITIATOR, source_reference=65536)
+
+
+def test_each_connection_has_its_own_reference_in_its_cr_and_cc() -> None:
+    references = []
+    for role in (Role.INITIATOR, Role.INITIATOR, Role.RESPONDER):
+        connection = TransportConnection(role)
+        assert 1 <= connection.source_reference <= 0xFFFF
+        references.append(connection.source_reference)
+    assert len(set(references)) == 3
+    initiator = TransportConnection(Role.INITIATOR)
+    responder = TransportConnection(Role.RESPONDER)
+    initiator.send_connect()
+    cr = x224.decode_cr(initiator.data_to_send()[4:])
+    assert cr.source_reference == initiator.source_reference
+    responder.receive_data(encode_tpkt(x224.encode_cr(cr)))
+    responder.send_accept()
+    cc = x224.decode_cc(responder.data_to_send()[4:])
+    assert (cc.destination_reference, cc.source_reference) == (
+        initiator.source_reference,
+        responder.source_reference,
+    )
+    assert cc.source_reference != cr.source_reference
 
 
 # --- every (state, input) ------------------------------------------------------------------------
