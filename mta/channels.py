@@ -76,8 +76,9 @@ from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, S
 from mta import schedule
 from mta.database import Database
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
+from mta.outgoing import Outgoing, outgoing
 from mta.supervisor import Supervisor
-from mta.units import Units, transfer_apdu
+from mta.units import Units
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings, settings_like
@@ -614,17 +615,55 @@ class SlotRunner:
         ``idled``: the connection had idled since it last transferred (until one of these
         is confirmed, a failure may be the connection's, not the message's)."""
         connection.unsent = len(entries)
-        for number, entry in enumerate(entries):
+        for number, claimed in enumerate(entries):
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
-            if not await self._transfer(connection, link, entry):
+            wire = outgoing(claimed, self.peer.protocol)
+            if wire.refused is not None:
+                await self._non_deliver(connection, wire)
+            entry = wire.entry
+            if entry is not None and not await self._transfer(connection, link, entry, wire):
                 connection.unsent = 0
                 unsent = entries[number + 1 :] + await self._take_following(connection)
                 await self._put_back(entry, unsent, connection, idled=idled and number == 0)
                 return False
             connection.unsent -= 1
-            connection.confirmed.append(entry)
+            if entry is not None:
+                connection.confirmed.append(entry)
         return True
+
+    async def _non_deliver(self, connection: _Connection, wire: Outgoing) -> None:
+        """Recipients the peer can never take (:mod:`mta.outgoing`): failed, with their
+        non-delivery report, in one transaction with the confirmations so far."""
+        refused = wire.refused
+        assert refused is not None
+        done, connection.confirmed = connection.confirmed, []
+        name, peer = refused.mts_identifier, self.peer.name
+        queued = await self.context.db.run(
+            functools.partial(
+                self.context.units.non_deliver,
+                refused,
+                wire.report,
+                why=wire.why,
+                now=datetime.now(UTC),
+                peer=peer,
+                transferred=done,
+            )
+        )
+        report = wire.report
+        if report is None:  # a report: dropped, never reported on
+            log.warning("report %s to %s dropped: %s (a 1984 MTA)", name, peer, wire.why)
+            return
+        log.warning(
+            "non-delivered %s to %s (%d recipient(s)): %s for a 1984 MTA (%s, %s); %s",
+            name,
+            peer,
+            len(refused.recipients),
+            wire.why,
+            report.reason_name,
+            report.diagnostic_name,
+            "report queued" if queued else "no report asked",
+        )
 
     async def _take_following(self, connection: _Connection) -> tuple[QueueEntry, ...]:
         """The window claimed after the current one (once committed), if one was queued."""
@@ -701,13 +740,22 @@ class SlotRunner:
             await asyncio.wait((watch, wake))
         return None if watch.cancelled() else watch.result()
 
-    async def _transfer(self, connection: _Connection, link: Link, entry: QueueEntry) -> bool:
-        """Transfer ``entry``; whether the link is still good."""
+    async def _transfer(
+        self, connection: _Connection, link: Link, entry: QueueEntry, wire: Outgoing
+    ) -> bool:
+        """Transfer ``entry`` as ``wire.apdu``; whether the link is still good."""
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         started = time.monotonic()
+        if wire.removed:
+            log.info(
+                "%s down-graded for %s (X.419 Annex B): removed %s",
+                entry.mts_identifier,
+                self.peer.name,
+                "; ".join(wire.removed),
+            )
         try:
-            await link.transfer(transfer_apdu(entry), timeout=self.context.timeouts.transfer)
+            await link.transfer(wire.apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
             return False

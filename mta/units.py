@@ -14,7 +14,8 @@ submission) or act (send, report), and a crash at any point loses nothing:
   non-delivery report its envelope still allows (:mod:`mta.quarantine`);
 - :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
   transfers to a peer (claimed in flight, a few at a time, then transferred, or pending
-  again for a later attempt);
+  again for a later attempt); :meth:`Units.non_deliver`: a claimed message the peer can
+  never take (it cannot be down-graded for a 1984 MTA), failed with its report;
 - :meth:`Units.deliver_local_in`: local recipients left pending (a probe, a report that
   did not decode) into their mailboxes, with the delivery reports they asked for;
 - :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
@@ -40,6 +41,7 @@ Public API::
         .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
         .backlog(peer, precedences, now) -> int
         .put_back(*, transferred, failed, error, next_attempt_at, now, peer, unsent)
+        .non_deliver(entry, report, *, why, now, peer, transferred) -> bool
         .expire(now) -> int
         .recover(now) -> int
     transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
@@ -451,6 +453,44 @@ class Units:
                     AuditEvent.DEFERRED, now, mts_identifier=failed.mts_identifier, detail=error
                 )
             queue.unclaim([i for entry in unsent for i in entry.recipient_ids], now)
+
+    def non_deliver(
+        self,
+        entry: QueueEntry,
+        report: NonDeliveryReport | None,
+        *,
+        why: str,
+        now: datetime,
+        peer: str,
+        transferred: Sequence[QueueEntry] = (),
+    ) -> bool:
+        """The claimed ``entry`` can never be transferred to ``peer`` (it cannot be
+        down-graded for a 1984 MTA, say): its recipients fail with ``report``, reported
+        to the originator when asked (None, and for a report: no report), in the same
+        transaction that marks ``transferred`` (confirmed before it) done.  Whether a
+        report was queued."""
+        with transaction(self.engine, durable=False) as session:
+            if transferred:
+                self.transferred_in(session, entries=transferred, peer=peer, now=now)
+            TransitQueue(session).fail(entry.recipient_ids, error=why, now=now)
+            journal: list[AuditRecord] = []
+            subject = _subject(entry)
+            queued = False
+            if subject is not None and report is not None:
+                outcomes = [_outcome(r, subject, report) for r in entry.recipients]
+                queued = self._report(session, subject, outcomes, entry.arrival_time, now, journal)
+            else:
+                journal.append(
+                    AuditRecord(
+                        at=now,
+                        event=AuditEvent.FAILED,
+                        mts_identifier=entry.mts_identifier,
+                        peer=peer,
+                        detail=why,
+                    )
+                )
+            AuditLog(session).record_many(journal)
+        return queued
 
     @staticmethod
     def _defer(

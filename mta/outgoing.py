@@ -1,0 +1,84 @@
+"""What a claimed queue entry becomes on the wire to one peer, in the peer's protocol.
+
+A peer configured ``protocol = "1984"`` is a 1984 MTA: what this MTA transfers to it is
+first down-graded as X.419 Annex B says (:func:`p1.mts.downgrade.downgrade_to_1984`).
+Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
+diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
+dropped (a report is never reported on).  In the other protocols the APDU goes as
+:func:`mta.units.transfer_apdu` makes it.
+
+Public API::
+
+    outgoing(entry, protocol) -> Outgoing
+    Outgoing(entry, apdu, refused, report, why, removed)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from config.schema import P1Protocol
+from mta.units import transfer_apdu
+from p1.errors import DecodeError, EncodeError
+from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
+from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from store import QueueEntry
+
+__all__ = ["Outgoing", "outgoing"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One claimed entry, split into what is transferred and what is non-delivered."""
+
+    entry: QueueEntry | None
+    """The recipients transferred (None: nothing is)."""
+    apdu: bytes
+    """What is transferred for them (empty when nothing is)."""
+    refused: QueueEntry | None = None
+    """The recipients to non-deliver with ``report`` (None: none)."""
+    report: NonDeliveryReport | None = None
+    why: str = ""
+    """Why they are refused, or why a report is dropped: one line for the log."""
+    removed: tuple[str, ...] = ()
+    """What down-grading removed (for one log line)."""
+
+
+def outgoing(entry: QueueEntry, protocol: P1Protocol) -> Outgoing:
+    """What ``entry`` (claimed for a peer speaking ``protocol``) becomes on the wire."""
+    apdu = transfer_apdu(entry)
+    if protocol is not P1Protocol.X410_1984:
+        return Outgoing(entry, apdu)
+    try:
+        result = downgrade_to_1984(apdu)
+    except (DecodeError, EncodeError) as error:  # it decoded when queued: a fault of ours
+        return _refused(entry, f"cannot be down-graded: {error}")
+    if isinstance(result, NotDowngradable):
+        report = NonDeliveryReport(reason_code=result.reason, diagnostic_code=result.diagnostic)
+        return Outgoing(None, b"", entry, report, result.why)
+    if not isinstance(result, Downgraded):  # a report that cannot be down-graded
+        return Outgoing(None, b"", entry, None, result.why)
+    if not result.refused:
+        return Outgoing(entry, result.apdu, removed=result.removed)
+    refused = set(result.refused)
+    left_out = tuple(r for r in entry.recipients if r.recipient_number in refused)
+    kept = tuple(r for r in entry.recipients if r.recipient_number not in refused)
+    return Outgoing(
+        dataclasses.replace(entry, recipients=kept) if kept else None,
+        result.apdu if kept else b"",
+        dataclasses.replace(entry, recipients=left_out),
+        _UNABLE_TO_DOWNGRADE,
+        f"recipient(s) {', '.join(map(str, sorted(refused)))} cannot be down-graded",
+        result.removed,
+    )
+
+
+_UNABLE_TO_DOWNGRADE = NonDeliveryReport(
+    reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+    diagnostic_code=NonDeliveryDiagnostic.UNABLE_TO_DOWNGRADE,
+)
+
+
+def _refused(entry: QueueEntry, why: str) -> Outgoing:
+    return Outgoing(None, b"", entry, _UNABLE_TO_DOWNGRADE, why)
