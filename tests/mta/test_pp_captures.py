@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from p1.association import x410_pdus
 from p1.mts.envelope import Report, decode_mts_apdu
 from p1.mts.orname import format_orname
 from p1.osi import spdu
@@ -162,3 +163,23 @@ async def test_pp_message_to_bob_is_confirmed_and_readable(
     assert "this is PP 6.0 speaking X.400 P1 1988." in out
     lines = tolerated(caplog)
     assert any("pp.test" in line and "arrival-time" in line for line in lines), lines
+
+
+async def test_pps_x410_mode_connect_gets_a_1984_accept(
+    aiox: tuple[Site, int], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Capture 30: PP connects in X.410-1984 mode (CN carrying a PConnect); the daemon
+    answered it with a normal-mode presentation abort, which PP cannot read.  It now
+    answers with an AC carrying a PAccept whose bind result names it (X.410 1984)."""
+    caplog.set_level(logging.INFO)
+    _, port = aiox
+    cc, answer = await replay("30-pp-to-aiox-x410-mode", port)
+    assert cc[5] == 0xD0  # X.224 CC
+    assert answer[5] == 0xF0  # X.224 DT
+    (ac,) = spdu.decode_tsdu(answer[7:])
+    assert ac.kind is spdu.Kind.AC
+    assert x410_pdus.connect_mode(ac.user_data) is x410_pdus.ConnectMode.X410_1984
+    result = x410_pdus.decode_bind_result_1984(x410_pdus.decode_paccept(ac.user_data).open)
+    assert result.responder_name == AIOX.name
+    lines = [r.getMessage() for r in caplog.records if "accepted" in r.getMessage()]
+    assert any(f"bind from {PP.name!r} accepted (X.410-1984 mode)" in line for line in lines)

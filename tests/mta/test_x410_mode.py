@@ -31,6 +31,7 @@ from p1.mts.envelope import (
 )
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
+from p1.osi.rtse import DialogueMode
 from tests.mta.sites import A, B, Lab, eventually, message_from_a
 
 X410 = X410Settings(application_protocol=APPLICATION_P1_1984)
@@ -146,3 +147,25 @@ async def test_a_1984_bind_with_the_wrong_password_is_refused_the_1984_way(lab: 
     with pytest.raises(BindRefusedError, match="PRefuse validation_failure") as raised:
         await open_link("127.0.0.1", port, wrong, settings=X410)
     assert raised.value.error is MTABindError.AUTHENTICATION_ERROR
+
+
+async def test_a_two_way_alternate_1984_peer_gets_the_turn_back_and_releases(lab: Lab) -> None:
+    """X.410 (1984) two-way alternate: the daemon holds a turn given to it only until the
+    peer asks for it back (S-TOKEN-PLEASE), so the peer can transfer again and release."""
+    await lab.b.start()
+    bob = lab.b.address("Bob")
+    port = lab.b.running.listening_ports[1]
+    settings = X410Settings(dialogue_mode=DialogueMode.TWA)
+    link, accepted = await open_link("127.0.0.1", port, AS_A, settings=settings)
+    assert accepted.dialogue_mode is DialogueMode.TWA
+    await link.transfer(message_from_a("twa-1", bob), timeout=30)
+    await link.give_turn()
+    await link.take_turn(priority=2, timeout=30)  # a deadlock would time out here
+    assert link.association.has_turn
+    await link.transfer(message_from_a("twa-2", bob), timeout=30)
+    await link.release(timeout=30)
+
+    async def inbox() -> int:
+        return len(await lab.b.inbox(bob))
+
+    await eventually(inbox, lambda n: n == 2, what="both messages delivered")
