@@ -4,7 +4,9 @@
 the responder's name and the bind round-trip time, and releases.  ``--tsel``, ``--ssel`` and
 ``--psel`` give the responder's selectors (X.224 CR called TSAP-ID, X.225 CN called SSAP
 identifier, X.226 CP called-presentation-selector), ``--calling-tsel`` and so on ours: text
-such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).
+such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).  ``--protocol``
+picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default),
+``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 
 ``x400ctl status|queue|channels|hold|release|quarantine`` ask a running MTA through its
 local API (:mod:`client.ctl_local`).
@@ -27,9 +29,11 @@ from dataclasses import dataclass
 
 from client import ctl_local
 from client.api import ApiError
-from mta.link import BindRefusedError, LinkError, Timeouts, open_link
+from config.schema import P1Protocol
+from mta.link import BindRefusedError, LinkError, Timeouts, open_link, protocol_settings
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
+from p1.association.x410 import X410Settings
 from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
 from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
@@ -86,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds for the connect and, separately, for the bind (default 10)",
     )
+    ping.add_argument(
+        "--protocol",
+        choices=[p.value for p in P1Protocol],
+        default=P1Protocol.NORMAL.value,
+        help="1988 (normal mode, default), 1988-x410 or 1984 (X.410-1984 mode, "
+        "applicationProtocol 12 or 1; no presentation selectors)",
+    )
     _add_selectors(ping)
     ctl_local.add_commands(commands)
     return parser
@@ -130,10 +141,10 @@ async def ping(
     password: str,
     dscp: int,
     timeout: float,
-    settings: AssociationSettings | None = None,
+    settings: AssociationSettings | X410Settings | None = None,
 ) -> PingResult:
     """Bind to ``host:port``, release, and say who answered and how long the bind took;
-    ``settings`` carries the selectors to send."""
+    ``settings`` carries the selectors to send (and, X410Settings, the X.410-1984 mode)."""
     argument = MTABindArgument(initiator_name=mta_name, password=password)
     timeouts = Timeouts(connect=timeout, bind=timeout, release=timeout)
     started = time.perf_counter()
@@ -161,8 +172,11 @@ def _ping_command(args: argparse.Namespace) -> int:
                 password=args.password,
                 dscp=dscp,
                 timeout=args.timeout,
-                settings=AssociationSettings(
-                    **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
+                settings=protocol_settings(
+                    AssociationSettings(
+                        **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
+                    ),
+                    P1Protocol(args.protocol),
                 ),
             )
         )

@@ -49,6 +49,7 @@ stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
 Public API::
 
     ChannelContext(db, units, config, timeouts, settings)
+    slot_settings(base, selectors, protocol)
     SlotRunner(context, peer, slot, *, on_connected=None, parts=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
         .admits(precedence) / .claim_ahead() -> bool
@@ -75,14 +76,13 @@ from sqlalchemy.orm import Session
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta import schedule
 from mta.database import Database
-from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link
+from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
 from mta.outgoing import Outgoing, outgoing
 from mta.supervisor import Supervisor
 from mta.units import Units
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
-from p1.association.x410 import X410Settings, settings_like
-from p1.association.x410_pdus import APPLICATION_P1_1984, APPLICATION_P1_1988_X410
+from p1.association.x410 import X410Settings
 from p1.mts.precedence import Precedence, dscp_name
 from store import QueueEntry
 
@@ -239,8 +239,7 @@ def slot_settings(
 ) -> AssociationSettings | X410Settings:
     """``base`` with a slot's selectors: the CR's TSAP-IDs (X.224 13.3.4 a), the CN's SSAP
     identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type); in
-    the mode of the peer's ``protocol`` (X.419 7: X.410-1984 mode has no presentation
-    selectors, and its PConnect names the application protocol)."""
+    the mode of the peer's ``protocol`` (:func:`mta.link.protocol_settings`)."""
     normal = dataclasses.replace(
         base,
         calling_tsap=selectors.calling_tsel,
@@ -250,12 +249,7 @@ def slot_settings(
         calling_psap=selectors.calling_psel,
         called_psap=selectors.psel,
     )
-    if not protocol.x410:
-        return normal
-    application = (
-        APPLICATION_P1_1984 if protocol is P1Protocol.X410_1984 else APPLICATION_P1_1988_X410
-    )
-    return settings_like(normal, application_protocol=application)
+    return protocol_settings(normal, protocol)
 
 
 class SlotRunner:

@@ -31,6 +31,7 @@ Public API::
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
         .give_turn() / take_turn(priority, timeout) / answer_turn_request()
         .bound(pace) / .is_bound
+    protocol_settings(normal, protocol) -> AssociationSettings | X410Settings
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu)
     async serve_link(reader, writer, responder, *, settings, timeouts, ticket)
@@ -47,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits
+from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
 from mta import net
 from mta.guard import LogLimiter, Pace, Ticket
 from p1.association.base import SessionAssociation
@@ -68,7 +69,11 @@ from p1.association.connection import (
 from p1.association.inbound import ConnectSniffer
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.x410 import X410Association, X410Settings, settings_like
-from p1.association.x410_pdus import ConnectMode
+from p1.association.x410_pdus import (
+    APPLICATION_P1_1984,
+    APPLICATION_P1_1988_X410,
+    ConnectMode,
+)
 from p1.osi import Event, Role, rtse
 from p1.osi.selectors import format_selector
 
@@ -423,6 +428,20 @@ class Link:
         self._writer.close()
         with contextlib.suppress(ConnectionError):
             await self._writer.wait_closed()
+
+
+def protocol_settings(
+    normal: AssociationSettings, protocol: P1Protocol
+) -> AssociationSettings | X410Settings:
+    """The initiator's settings for ``protocol`` (X.419 7): ``normal`` itself in normal
+    mode; else the X.410-1984 mode ones (no presentation selectors; the PConnect names
+    applicationProtocol 1, P1 1984, or 12, 1988 P1 in that mode)."""
+    if not protocol.x410:
+        return normal
+    application = (
+        APPLICATION_P1_1984 if protocol is P1Protocol.X410_1984 else APPLICATION_P1_1988_X410
+    )
+    return settings_like(normal, application_protocol=application)
 
 
 async def open_link(

@@ -105,3 +105,23 @@ def test_ping_without_a_tsel_is_disconnected(
 def test_ping_refuses_a_bad_selector(capsys: pytest.CaptureFixture[str]) -> None:
     assert _ping(102, "--ssel", "hex:abc") == x400ctl.EXIT_USAGE
     assert "argument --ssel: 'hex:abc': expected an even" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("protocol", ["1984", "1988-x410"])
+def test_ping_in_x410_mode_binds_and_a_wrong_password_is_refused_the_1984_way(
+    daemon: int, protocol: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The daemon's listener tells X.410-1984 mode from the CN (its TSEL check first)."""
+    assert _ping(daemon, "--tsel", "x400", "--protocol", protocol, "--peer-name", "mta-b") == 0
+    assert f"127.0.0.1 port {daemon}: bound to mta-b in " in capsys.readouterr().out
+    wrong = ["ping", "127.0.0.1", str(daemon), "--mta-name", "mta-a", "--password", "wrong"]
+    refused = x400ctl.main([*wrong, "--tsel", "x400", "--protocol", protocol])
+    assert refused == x400ctl.EXIT_REFUSED
+    assert "refused the bind: PRefuse validation_failure" in capsys.readouterr().err
+    assert _ping(daemon, "--tsel", "592", "--protocol", protocol) == x400ctl.EXIT_FAILED
+    assert "DR received: address unknown" in capsys.readouterr().err
+
+
+def test_ping_refuses_an_unknown_protocol(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _ping(102, "--protocol", "1992") == x400ctl.EXIT_USAGE
+    assert "argument --protocol: invalid choice: '1992'" in capsys.readouterr().err
