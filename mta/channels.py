@@ -616,7 +616,9 @@ class SlotRunner:
             if wire.refused is not None:
                 await self._non_deliver(connection, wire)
             entry = wire.entry
-            if entry is not None and not await self._transfer(connection, link, entry, wire):
+            if wire.removed:
+                self._log_downgraded(claimed, wire)
+            if entry is not None and not await self._transfer(connection, link, entry, wire.apdu):
                 connection.unsent = 0
                 unsent = entries[number + 1 :] + await self._take_following(connection)
                 await self._put_back(entry, unsent, connection, idled=idled and number == 0)
@@ -625,6 +627,14 @@ class SlotRunner:
             if entry is not None:
                 connection.confirmed.append(entry)
         return True
+
+    def _log_downgraded(self, claimed: QueueEntry, wire: Outgoing) -> None:
+        log.info(
+            "%s down-graded for %s (X.419 Annex B): removed %s",
+            claimed.mts_identifier,
+            self.peer.name,
+            "; ".join(wire.removed),
+        )
 
     async def _non_deliver(self, connection: _Connection, wire: Outgoing) -> None:
         """Recipients the peer can never take (:mod:`mta.outgoing`): failed, with their
@@ -735,21 +745,15 @@ class SlotRunner:
         return None if watch.cancelled() else watch.result()
 
     async def _transfer(
-        self, connection: _Connection, link: Link, entry: QueueEntry, wire: Outgoing
+        self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes
     ) -> bool:
-        """Transfer ``entry`` as ``wire.apdu``; whether the link is still good."""
+        """Transfer ``entry`` as ``apdu`` (:mod:`mta.outgoing`); whether the link is still
+        good."""
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         started = time.monotonic()
-        if wire.removed:
-            log.info(
-                "%s down-graded for %s (X.419 Annex B): removed %s",
-                entry.mts_identifier,
-                self.peer.name,
-                "; ".join(wire.removed),
-            )
         try:
-            await link.transfer(wire.apdu, timeout=self.context.timeouts.transfer)
+            await link.transfer(apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
             return False
