@@ -191,12 +191,7 @@ def connect_mode(user_data: bytes | memoryview) -> ConnectMode:
 def _members(tlv: ber.Tlv, what: str) -> dict[int, ber.Tlv]:
     """The members of a SET by tag; a repeated tag is an error."""
     ber.expect(tlv, ber.SET, what)
-    found: dict[int, ber.Tlv] = {}
-    for child in ber.children(tlv, what):
-        if child.tag in found:
-            raise DecodeError(f"{ber.tag_name(child.tag)} appears twice", where=what)
-        found[child.tag] = child
-    return found
+    return _implicit_members(tlv, what)
 
 
 def _implicit_members(tlv: ber.Tlv, what: str) -> dict[int, ber.Tlv]:
