@@ -24,6 +24,7 @@ Public API::
         await .api(request, payload) / .inbox(user) / .read(user, id) / .x400(*argv)
         await .send(sender, recipient, precedence, ...) -> [MTS identifiers]
     SlotSpec, LAB_SLOTS, A, B (site identities)
+    site_settings(me, ports, slots) / peer_settings(them, ports, slots)   configuration dicts
     to_toml(data) -> str
     ReservedPorts(count) .ports / .close()   ports held for the lab's daemons
     message_from_a(local_identifier, recipient, *, internal_trace, subject, originator)
@@ -247,7 +248,8 @@ LAB_SLOTS = (
 """The slots of ``config/examples``: three permanent, routine and deferred on demand."""
 
 
-def _settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+def site_settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+    """A site's configuration: one listener per port, its DSCP the slot spec's; no peers."""
     return {
         "name": me.name,
         "global_domain": me.domain,
@@ -264,7 +266,8 @@ def _settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> 
     }
 
 
-def _peer(them: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+def peer_settings(them: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:
+    """A ``[[peers]]`` table for ``them``: its domain routed, one slot per port."""
     return {
         "name": them.name,
         "host": "127.0.0.1",
@@ -412,8 +415,12 @@ class Lab:
     def create(cls, directory: Path, slots: Sequence[SlotSpec] = LAB_SLOTS) -> Lab:
         reserved = ReservedPorts(2 * len(slots))
         ports_a, ports_b = reserved.ports[: len(slots)], reserved.ports[len(slots) :]
-        settings_a = _settings(A, ports_a, slots) | {"peers": [_peer(B, ports_b, slots)]}
-        settings_b = _settings(B, ports_b, slots) | {"peers": [_peer(A, ports_a, slots)]}
+        settings_a = site_settings(A, ports_a, slots) | {
+            "peers": [peer_settings(B, ports_b, slots)]
+        }
+        settings_b = site_settings(B, ports_b, slots) | {
+            "peers": [peer_settings(A, ports_a, slots)]
+        }
         return cls(
             a=Site(A, directory / "a", settings_a),
             b=Site(B, directory / "b", settings_b),
@@ -437,7 +444,7 @@ class Lab:
 
 def solo_site(directory: Path) -> Site:
     """Site A alone: no peers, no listeners; local delivery and the local API only."""
-    settings = _settings(A, (), ())
+    settings = site_settings(A, (), ())
     return Site(A, directory, settings)
 
 

@@ -17,38 +17,34 @@ from typing import Any
 
 import pytest
 
-from tests.mta.sites import Identity, ReservedPorts, Site, eventually
+from tests.mta.sites import (
+    Identity,
+    ReservedPorts,
+    Site,
+    SlotSpec,
+    eventually,
+    peer_settings,
+    site_settings,
+)
 
-ALL = ["override", "flash", "immediate", "priority", "routine", "deferred"]
 SITE_A = Identity("MTA-A", "C=GB;ADMD= ;PRMD=SITEA", "secret-a")
 SITE_B = Identity("MTA-B", "C=GB;ADMD= ;PRMD=SITEB", "secret-b")
 SITE_C = Identity("MTA-C", "C=GB;ADMD= ;PRMD=SITEC", "secret-c")
+ONE_SLOT = (
+    SlotSpec(
+        ("override", "flash", "immediate", "priority", "routine", "deferred"),
+        "CS0",
+        mode="on-demand",
+    ),
+)
 
 
 def _peer(them: Identity, port: int, routes: list[str], **extra: Any) -> dict[str, Any]:
-    slot = {"precedences": ALL, "port": port, "mode": "on-demand"}
-    return {
-        "name": them.name,
-        "host": "127.0.0.1",
-        "routes": routes,
-        "peer_password": them.password,
-        "slots": [slot],
-        **extra,
-    }
+    return peer_settings(them, [port], ONE_SLOT) | {"routes": routes, **extra}
 
 
 def _site(me: Identity, port: int, peers: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "name": me.name,
-        "global_domain": me.domain,
-        "password": me.password,
-        "state_dir": "state",
-        "control_socket": "control.sock",
-        "log_level": "debug",
-        "listeners": [{"address": "127.0.0.1", "port": port}],
-        "retry": {"initial": "1s", "maximum": "5s"},
-        "peers": peers,
-    }
+    return site_settings(me, [port], ONE_SLOT) | {"peers": peers}
 
 
 @dataclass
