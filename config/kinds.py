@@ -10,7 +10,8 @@ Public API::
     MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SIZE, TPDU_SIZE, FRACTION, FACTOR,
     DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
     DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE,
-    TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for none), TSELS (a listener's)
+    TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS
+    (a listener's)
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ __all__ = [
     "PRECEDENCE",
     "PRECEDENCES",
     "PSEL",
+    "PSELS",
     "SIZE",
     "SLOT_MODE",
     "SSEL",
+    "SSELS",
     "TPDU_SIZE",
     "TSEL",
     "TSELS",
@@ -344,13 +347,21 @@ _SELECTOR_FORMS = f'text such as "x400" or {HEX_PREFIX} and hexadecimal digits s
 _tsel = _selector(MAX_TSEL, f"a TSEL (X.224 TSAP-ID, up to {MAX_TSEL} octets)")
 
 
-def _tsels(raw: object) -> frozenset[bytes]:
-    """One TSEL or a non-empty list of them; "" is a CR without a called TSEL."""
-    if isinstance(raw, str):
-        return frozenset({_tsel(raw)})
-    if not isinstance(raw, list) or not raw:
-        raise Invalid()
-    return frozenset(_tsel(item) for item in raw)
+_ssel = _selector(MAX_SSEL, f"an SSEL (X.225 session selector, up to {MAX_SSEL} octets)")
+_psel = _selector(MAX_PSEL, f"a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets)")
+
+
+def _selector_set(one: Callable[[object], bytes]) -> Callable[[object], frozenset[bytes]]:
+    """One selector or a non-empty list of them; "" is a connect without that selector."""
+
+    def convert(raw: object) -> frozenset[bytes]:
+        if isinstance(raw, str):
+            return frozenset({one(raw)})
+        if not isinstance(raw, list) or not raw:
+            raise Invalid()
+        return frozenset(one(item) for item in raw)
+
+    return convert
 
 
 # --- the kinds, with how they are described in errors -----------------------------------
@@ -405,15 +416,25 @@ TSEL = Kind(
 )
 SSEL = Kind(
     f'an SSEL (X.225 session selector, up to {MAX_SSEL} octets): {_SELECTOR_FORMS}, or "" for none',
-    _selector(MAX_SSEL, f"an SSEL (X.225 session selector, up to {MAX_SSEL} octets)"),
+    _ssel,
 )
 PSEL = Kind(
     f'a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets): {_SELECTOR_FORMS}, or "" '
     "for none",
-    _selector(MAX_PSEL, f"a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets)"),
+    _psel,
 )
 TSELS = Kind(
     f"a TSEL or a non-empty list of TSELs (up to {MAX_TSEL} octets each): {_SELECTOR_FORMS}; "
     '"" admits a CR without a called TSEL',
-    _tsels,
+    _selector_set(_tsel),
+)
+SSELS = Kind(
+    f"an SSEL or a non-empty list of SSELs (up to {MAX_SSEL} octets each): {_SELECTOR_FORMS}; "
+    '"" admits a CN without a called SSEL',
+    _selector_set(_ssel),
+)
+PSELS = Kind(
+    f"a PSEL or a non-empty list of PSELs (up to {MAX_PSEL} octets each): {_SELECTOR_FORMS}; "
+    '"" admits a CP without a called PSEL',
+    _selector_set(_psel),
 )

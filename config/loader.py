@@ -28,8 +28,9 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                                         for delivery and not implemented by this MTA
     default_route    none               a peer name
     log_level        "info"             debug, info, warning, error, critical
-    [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0"), tsel (any: the called
-                     TSEL, or list of them, a CR must carry; "" admits a CR without one)
+    [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0"), tsel, ssel, psel (each
+                     any: the called TSEL / SSEL / PSEL, or list of them, a CR / CN / CP
+                     must carry; "" admits one without)
     [retry]          initial ("1m"), maximum ("1h"), factor (2.0), jitter (0.2)
     [max_age]        override, flash ("1h"), immediate ("4h"), priority ("12h"),
                      routine ("24h"), deferred ("72h")
@@ -110,10 +111,12 @@ from config.kinds import (
     PORT,
     PRECEDENCES,
     PSEL,
+    PSELS,
     SECONDS,
     SIZE,
     SLOT_MODE,
     SSEL,
+    SSELS,
     TPDU_SIZE,
     TSEL,
     TSELS,
@@ -328,7 +331,7 @@ _TOP_KEYS = (
     "quarantine",
     "peers",
 )
-_LISTENER_KEYS = ("address", "port", "dscp", "tsel")
+_LISTENER_KEYS = ("address", "port", "dscp", "tsel", "ssel", "psel")
 _SELECTOR_KINDS: dict[str, Kind[bytes]] = {
     "tsel": TSEL,
     "ssel": SSEL,
@@ -629,6 +632,8 @@ class _Loader:
                 port=table.get("port", PORT),
                 dscp=table.get("dscp", DSCP, 0),
                 tsels=table.get("tsel", TSELS) if table.has("tsel") else None,
+                ssels=table.get("ssel", SSELS) if table.has("ssel") else None,
+                psels=table.get("psel", PSELS) if table.has("psel") else None,
             )
             for other_table, other in result:
                 if _same_endpoint(other, listener):

@@ -181,6 +181,15 @@ class Listener:
     tsels: frozenset[bytes] | None = None
     """The called TSAP selectors served (X.224 13.3.4 a); b"" stands for a CR without
     one.  A CR calling another is refused (DR "address unknown").  None: any."""
+    ssels: frozenset[bytes] | None = None
+    """The called session selectors served (X.225 CN PI 52); b"" stands for a CN without
+    one.  A CN calling another is refused (RF reason 129, session selector unknown), in
+    either mode.  None: any."""
+    psels: frozenset[bytes] | None = None
+    """The called presentation selectors served (X.226 CP called-presentation-selector);
+    b"" stands for a CP without one.  A CP calling another is refused (CPR
+    called-presentation-address-unknown).  X.410-1984 mode has no presentation layer:
+    this does not apply to it.  None: any."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

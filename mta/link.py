@@ -678,17 +678,27 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
     return ended
 
 
+_REFUSED_ADDRESS: Final = {
+    "transport": ("TSEL", "transport disconnect (DR address unknown)"),
+    "session": ("SSEL", "session refused (RF session selector unknown)"),
+    "presentation": ("PSEL", "presentation refused (CPR called-presentation-address-unknown)"),
+}
+
+
 def _refused_address(serving: _Serving, event: ConnectionRefused) -> None:
-    """One line, rate-limited like every pre-bind line: a peer calling a TSEL this
+    """One line, rate-limited like every pre-bind line: a peer calling a selector this
     listener does not serve is most often one configured for another product's."""
+    name, answer = _REFUSED_ADDRESS[event.layer]
     serving.notes.warning(
         log,
-        "tsel-refused",
-        "%s: called TSEL %s, calling TSEL %s: not served on this listener; transport "
-        "disconnect (DR address unknown)",
+        "selector-refused",
+        "%s: called %s %s, calling %s %s: not served on this listener; %s",
         serving.link.peer,
-        _selector(event.called_tsap),
-        _selector(event.calling_tsap),
+        name,
+        _selector(event.called),
+        name,
+        _selector(event.calling),
+        answer,
     )
 
 

@@ -563,6 +563,13 @@ def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:
 
 
 def listener_settings(base: AssociationSettings, listener: Listener) -> AssociationSettings:
-    """``base`` serving only the called TSAP selectors ``listener`` accepts (X.224 13.3.4
-    a); a CR for another is refused with DR "address unknown"."""
-    return dataclasses.replace(base, served_tsaps=listener.tsels)
+    """``base`` serving only the called selectors ``listener`` accepts: a CR for another
+    TSEL is refused with DR "address unknown" (X.224 13.3.4 a), a CN for another SSEL
+    with RF "session selector unknown" (X.225), a CP for another PSEL with CPR
+    called-presentation-address-unknown (X.226)."""
+    return dataclasses.replace(
+        base,
+        served_tsaps=listener.tsels,
+        served_ssaps=listener.ssels,
+        served_psaps=listener.psels,
+    )

@@ -24,7 +24,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-from p1.association.events import Aborted, BindRefused, Released, TransferConfirmed, TurnGiven
+from p1.association.events import (
+    Aborted,
+    BindRefused,
+    ConnectionRefused,
+    Released,
+    TransferConfirmed,
+    TurnGiven,
+)
 from p1.association.machine import TABLE, Input, State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.pdus import activity_number
@@ -42,9 +49,17 @@ from p1.osi import (
 )
 from p1.osi.rtse import DialogueMode
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer
+from p1.osi.selectors import format_selector
 from p1.osi.session_machine import State as SessionState
 
-__all__ = ["TEMPORARILY_UNABLE", "TURN_TOKENS", "SessionAssociation", "Transfers"]
+__all__ = [
+    "TEMPORARILY_UNABLE",
+    "TURN_TOKENS",
+    "SessionAssociation",
+    "Transfers",
+    "serves",
+    "session_refusal",
+]
 
 TURN_TOKENS: Final = session.Token.DATA | session.Token.MINOR_SYNC | session.Token.MAJOR_ACTIVITY
 """The session tokens that make the turn (X.228 7.6): whoever holds them transfers."""
@@ -56,6 +71,18 @@ TEMPORARILY_UNABLE: Final = 1
 
 _Handler = Callable[[Any, Any], list[Event]]
 """A handler of an event of a layer below (its argument is an instance of its key)."""
+
+
+def session_refusal(reason: int) -> str:
+    """Why the peer's session provider refused a CN (X.225 RF reason code, PI 50)."""
+    name = spdu.PROVIDER_REFUSALS.get(reason, f"reason code {reason}")
+    return f"refused by the peer's session provider: {name}"
+
+
+def serves(served: frozenset[bytes] | None, called: bytes) -> bool:
+    """True when a responder serving the selectors ``served`` (None: any) answers a
+    connection calling ``called`` (b"": none)."""
+    return served is None or called in served
 
 
 @dataclass(slots=True)
@@ -187,6 +214,23 @@ class SessionAssociation:
         self._aborted_in = was
         self._transfers.inbound = self._transfers.outbound = None
         return was
+
+    def _refuse_session_address(self, event: session.ConnectRequested) -> list[Event]:
+        """S-CONNECT refuse from the session provider: RF, reason 129 "session selector
+        unknown" (X.225 PI 50), for a CN calling an SSAP this responder does not serve."""
+        self._session.send_refuse(reason=spdu.SSAP_UNKNOWN)
+        self.state = self._next(Input.REFUSE_BIND)
+        called = format_selector(event.called_ssap) if event.called_ssap else "none"
+        return [
+            ConnectionRefused(
+                by_peer=False,
+                why=f"session: called SSEL {called!r} is not served here; RF session "
+                "selector unknown",
+                layer="session",
+                called=event.called_ssap,
+                calling=event.calling_ssap,
+            )
+        ]
 
     @property
     def closed(self) -> bool:

@@ -65,7 +65,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from p1.association.base import TEMPORARILY_UNABLE, TURN_TOKENS, SessionAssociation
+from p1.association.base import (
+    TEMPORARILY_UNABLE,
+    TURN_TOKENS,
+    SessionAssociation,
+    serves,
+    session_refusal,
+)
 from p1.association.events import (
     Aborted,
     BindAccepted,
@@ -131,6 +137,7 @@ from p1.osi import (
     presentation,
     rtse,
     session,
+    spdu,
     tpdu,
 )
 from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
@@ -183,6 +190,14 @@ class AssociationSettings:
     served_tsaps: frozenset[bytes] | None = None
     """Responder: the called TSAP selectors it serves (b"": a CR without one); a CR for
     another is refused with a DR, reason "address unknown".  None: every one."""
+    served_ssaps: frozenset[bytes] | None = None
+    """Responder: the called session selectors it serves (b"": a CN without PI 52); a
+    CN for another is refused with an RF, reason 129 "session selector unknown" (X.225
+    PI 50).  None: every one."""
+    served_psaps: frozenset[bytes] | None = None
+    """Responder: the called presentation selectors it serves (b"": a CP without one); a
+    CP for another is refused with an RF{CPR}, provider-reason
+    called-presentation-address-unknown (X.226 8.2).  None: every one."""
     limits: StackLimits = DEFAULT_LIMITS
 
 
@@ -291,9 +306,13 @@ class P1Association(SessionAssociation):
 
     def _on_connect_requested(self, event: session.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_BIND)
+        if not serves(self.settings.served_ssaps, event.called_ssap):
+            return self._refuse_session_address(event)
         _check_units(event.requirements, "CN proposes")
         cp = presentation.decode_cp(event.user_data)
         self._called_psap = cp.called_selector
+        if not serves(self.settings.served_psaps, cp.called_selector or b""):
+            return self._refuse_presentation_address(cp)
         self._context_results = presentation.negotiate(cp.contexts, SUPPORTED_SYNTAXES)
         aarq = acse_value(cp.user_data, acse.Aarq)
         if aarq.application_context != MTS_TRANSFER_CONTEXT:
@@ -313,6 +332,27 @@ class P1Association(SessionAssociation):
                 checkpoint_size=rtorq.checkpoint_size,
                 window_size=rtorq.window_size,
                 calling_tsap=self._calling_tsap,
+            )
+        ]
+
+    def _refuse_presentation_address(self, cp: presentation.ConnectPpdu) -> list[Event]:
+        """S-CONNECT refuse from the presentation provider: CPR, provider-reason
+        called-presentation-address-unknown (X.226 CPR-PPDU), and no ACSE or RTSE
+        answer, since no user here was offered the connection."""
+        reason = presentation.ProviderReason.CALLED_PRESENTATION_ADDRESS_UNKNOWN
+        self._session.send_refuse(
+            presentation.encode_cpr(presentation.RefusePpdu(provider_reason=reason))
+        )
+        self.state = self._next(Input.REFUSE_BIND)
+        called = format_selector(cp.called_selector) if cp.called_selector else "none"
+        return [
+            ConnectionRefused(
+                by_peer=False,
+                why=f"presentation: called PSEL {called!r} is not served here; "
+                "CPR called-presentation-address-unknown",
+                layer="presentation",
+                called=cp.called_selector or b"",
+                calling=cp.calling_selector or b"",
             )
         ]
 
@@ -362,8 +402,12 @@ class P1Association(SessionAssociation):
 
     def _on_connect_refused(self, event: session.ConnectRefused) -> list[Event]:
         self._expect(Input.RECV_BIND_REFUSED)
+        if event.reason is not None and event.reason in spdu.PROVIDER_REFUSALS:
+            return [BindRefused(error=None, why=session_refusal(event.reason))]
         try:
             cpr = presentation.decode_cpr(event.user_data)
+            if cpr.provider_reason is not None:
+                return [BindRefused(error=None, why=_presentation_refusal(cpr.provider_reason))]
             aare = acse_value(cpr.user_data, acse.Aare)
             if not aare.user_information:  # rejected by ACSE's user: no RT-OPEN answer
                 return [BindRefused(error=None, why=describe_rejection(aare))]
@@ -589,10 +633,20 @@ class P1Association(SessionAssociation):
             ConnectionRefused(
                 by_peer=False,
                 why=f"transport: called TSEL {called!r} is not served here; DR address unknown",
-                called_tsap=event.called_tsap,
-                calling_tsap=event.calling_tsap,
+                layer="transport",
+                called=event.called_tsap,
+                calling=event.calling_tsap,
             )
         ]
+
+
+def _presentation_refusal(reason: int) -> str:
+    """Why the peer's presentation provider refused (X.226 CPR provider-reason)."""
+    try:
+        name = presentation.ProviderReason(reason).name.lower().replace("_", "-")
+    except ValueError:
+        name = f"provider-reason {reason}"
+    return f"refused by the peer's presentation provider: {name}"
 
 
 # Events of the layers below by type, to the association's handler (a handler's argument is

@@ -13,6 +13,7 @@ Public API::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, rtse
@@ -104,8 +105,12 @@ class Aborted(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionRefused(Aborted):
-    """T-DISCONNECT request answering a CR (X.224 13.5, DR reason 3 "address unknown"):
-    the called TSAP selector is not one this responder serves.  Empty selectors: absent."""
+    """A connection refused for its called address: the selector of ``layer`` is not one
+    this responder serves.  Transport: a DR answering the CR (X.224 13.5, reason 3
+    "address unknown"); session: an RF, reason 129 "session selector unknown" (X.225 PI
+    50); presentation: an RF carrying a CPR, provider-reason
+    called-presentation-address-unknown (X.226 8.2).  Empty selectors: absent."""
 
-    called_tsap: bytes
-    calling_tsap: bytes
+    layer: Literal["transport", "session", "presentation"]
+    called: bytes
+    calling: bytes

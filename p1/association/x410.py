@@ -55,7 +55,13 @@ from typing import Any
 
 from p1 import ber
 from p1.association import x410_pdus as pdus
-from p1.association.base import TEMPORARILY_UNABLE, TURN_TOKENS, SessionAssociation
+from p1.association.base import (
+    TEMPORARILY_UNABLE,
+    TURN_TOKENS,
+    SessionAssociation,
+    serves,
+    session_refusal,
+)
 from p1.association.connection import AssociationSettings
 from p1.association.events import (
     Aborted,
@@ -132,6 +138,9 @@ class X410Settings:
     called_tsap: bytes = b""
     calling_ssap: bytes = b""
     called_ssap: bytes = b""
+    served_ssaps: frozenset[bytes] | None = None
+    """Responder: the called session selectors it serves (None: any); a CN for another
+    is refused with an RF, reason 129 "session selector unknown" (X.225 PI 50)."""
     limits: StackLimits = DEFAULT_LIMITS
 
 
@@ -139,9 +148,10 @@ def settings_like(
     normal: AssociationSettings, *, application_protocol: int = pdus.APPLICATION_P1_1984
 ) -> X410Settings:
     """The X.410-1984 mode settings that match ``normal``'s: dialogue modes, checkpoint
-    and window, the transport and session selectors (X.410-1984 mode has no presentation
-    layer, so none of its selectors) and the limits; ``application_protocol`` for an
-    initiator (1: P1 1984; 12: P1 1988 in X.410-1984 mode, X.419 7)."""
+    and window, the transport and session selectors, the session selectors served
+    (X.410-1984 mode has no presentation layer, so none of its selectors) and the
+    limits; ``application_protocol`` for an initiator (1: P1 1984; 12: P1 1988 in
+    X.410-1984 mode, X.419 7)."""
     return X410Settings(
         dialogue_mode=normal.dialogue_mode,
         accepted_dialogue_modes=normal.accepted_dialogue_modes,
@@ -152,6 +162,7 @@ def settings_like(
         called_tsap=normal.called_tsap,
         calling_ssap=normal.calling_ssap,
         called_ssap=normal.called_ssap,
+        served_ssaps=normal.served_ssaps,
         limits=normal.limits,
     )
 
@@ -230,6 +241,8 @@ class X410Association(SessionAssociation):
 
     def _on_connect_requested(self, event: session.ConnectRequested) -> list[Event]:
         self._expect(Input.RECV_BIND)
+        if not serves(self.settings.served_ssaps, event.called_ssap):
+            return self._refuse_session_address(event)
         _check_units(event.requirements, "CN proposes")
         pconnect = pdus.decode_pconnect(event.user_data)
         if pconnect.window_size < 1:
@@ -328,6 +341,8 @@ class X410Association(SessionAssociation):
 
     def _on_connect_refused(self, event: session.ConnectRefused) -> list[Event]:
         self._expect(Input.RECV_BIND_REFUSED)
+        if event.reason is not None and event.reason in spdu.PROVIDER_REFUSALS:
+            return [BindRefused(error=None, why=session_refusal(event.reason))]
         try:
             reason = pdus.decode_prefuse(event.user_data)
         except DecodeError as problem:

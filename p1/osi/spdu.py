@@ -45,7 +45,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from p1.errors import DecodeError, EncodeError
 
@@ -106,6 +106,20 @@ MORE_DATA = 0x01
 
 REFUSED_BY_USER = 2
 """RF reason code 2: rejection by the called SS-user; the rest of PI 50 is user data."""
+
+SSAP_UNKNOWN = 129
+"""RF reason code 129 (X.225, the RF SPDU's Reason Code, PI 50): session selector
+unknown, a refusal by the session provider itself (no user data)."""
+
+PROVIDER_REFUSALS: Final = {
+    129: "session selector unknown",
+    130: "SS-user not attached to SSAP",
+    131: "SPM congestion at connect time",
+    132: "proposed protocol versions not supported",
+    133: "rejection by the SPM, no reason",
+    134: "rejection by the SPM, implementation restriction",
+}
+"""RF reason codes of the session provider (X.225 PI 50), as an operator reads them."""
 
 MAX_ACTIVITY_ID_SIZE = 6
 """Octets in an activity identifier (PI 41) at most (X.225 8.3.1.9)."""

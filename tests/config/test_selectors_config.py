@@ -33,6 +33,15 @@ def test_a_listener_takes_a_list_of_tsels_and_none(tmp_path: Path) -> None:
     assert config.listeners[0].tsels == frozenset({b"591", b"x400", b"\x05\x91", b""})
 
 
+def test_a_listener_serves_any_ssel_and_psel_unless_told(tmp_path: Path) -> None:
+    text = '[[listeners]]\nport = 5000\n[[listeners]]\nport = 5001\nssel = ["hex:0001", ""]\n'
+    text += 'psel = "P"\n'
+    config = load(tmp_path, text)
+    assert config.listeners[0].ssels is config.listeners[0].psels is None
+    assert config.listeners[1].ssels == frozenset({b"\x00\x01", b""})
+    assert config.listeners[1].psels == frozenset({b"P"})
+
+
 def test_slots_inherit_the_peers_selectors_and_may_set_their_own(tmp_path: Path) -> None:
     text = PEER + 'tsel = "x400"\nssel = "hex:0001"\npsel = "P"\ncalling_tsel = "hex:0591"\n'
     text += SLOT.format('"override", "flash", "immediate", "priority"', 5003)
@@ -93,6 +102,15 @@ TSEL = "a TSEL (X.224 TSAP-ID, up to 32 octets)"
         (
             "[[listeners]]\nport = 5000\ntsel = []\n",
             "listeners[0].tsel = []: expected a TSEL or a non-empty list of TSELs",
+        ),
+        (
+            "[[listeners]]\nport = 5000\nssel = []\n",
+            "listeners[0].ssel = []: expected an SSEL or a non-empty list of SSELs",
+        ),
+        (
+            f'[[listeners]]\nport = 5000\npsel = ["{"p" * 65}"]\n',
+            f'listeners[0].psel = ["{"p" * 65}"]: expected a PSEL (X.226 presentation selector, '
+            "up to 64 octets): at most 64",
         ),
         (
             PEER + "tsel = 591\n" + SLOT.format(ALL, 5000),

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mta.link import LinkClosedError, open_link
+from mta.link import BindRefusedError, LinkClosedError, open_link
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
@@ -70,7 +70,9 @@ async def sites(tmp_path: Path) -> AsyncIterator[Sites]:
     ports = ReservedPorts(2)
     aiox_port, a_port = ports.ports
     aiox = _site(AIOX, MTA_A, aiox_port, a_port)
-    aiox["listeners"][0]["tsel"] = ["591", "x400"]
+    aiox["listeners"][0].update(
+        tsel=["591", "x400"], ssel=["hex:0001", ""], psel=["hex:00000001", ""]
+    )
     a = _site(MTA_A, AIOX, a_port, aiox_port)
     a["peers"][0].update(tsel="x400", ssel="hex:0001", psel="hex:00000001")
     a["peers"][0]["slots"][0]["calling_tsel"] = "mta-a"
@@ -116,6 +118,44 @@ async def test_a_listener_refuses_a_tsel_it_does_not_serve(
     assert lines[0].levelno == logging.WARNING
     assert "called TSEL 'nochannel', calling TSEL none" in lines[0].getMessage()
     assert not [r for r in caplog.records if r.exc_info]
+
+
+@pytest.mark.parametrize(
+    ("settings", "why", "line"),
+    [
+        (
+            AssociationSettings(called_tsap=b"x400", called_ssap=b"SS"),
+            "refused by the peer's session provider: session selector unknown",
+            "called SSEL 'SS', calling SSEL none: not served on this listener; session refused",
+        ),
+        (
+            AssociationSettings(called_tsap=b"x400", called_psap=b"PS", calling_psap=b"me"),
+            "refused by the peer's presentation provider: called-presentation-address-unknown",
+            "called PSEL 'PS', calling PSEL 'me': not served on this listener; presentation "
+            "refused",
+        ),
+    ],
+)
+async def test_a_listener_refuses_an_ssel_or_psel_it_does_not_serve(
+    sites: Sites,
+    caplog: pytest.LogCaptureFixture,
+    settings: AssociationSettings,
+    why: str,
+    line: str,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aiox400.link")
+    with pytest.raises(BindRefusedError) as refused:
+        await open_link("127.0.0.1", sites.aiox_port, AS_A, settings=settings)
+    assert (refused.value.error, str(refused.value)) == (None, why)
+    lines = [r for r in caplog.records if "not served on this listener" in r.getMessage()]
+    assert len(lines) == 1
+    assert lines[0].levelno == logging.WARNING
+    assert line in lines[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info]
+    served = dataclasses.replace(settings, called_ssap=b"\x00\x01", called_psap=b"\0\0\0\1")
+    link, accepted = await open_link("127.0.0.1", sites.aiox_port, AS_A, settings=served)
+    assert accepted.result.responder_name == AIOX.name
+    await link.release(timeout=10)
 
 
 async def test_a_listener_serves_its_tsels(sites: Sites) -> None:

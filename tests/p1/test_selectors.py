@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from p1.association.connection import (
     Aborted,
     AssociationSettings,
+    BindRefused,
     BindRequested,
     ConnectionRefused,
 )
@@ -29,7 +30,7 @@ from p1.osi.selectors import (
     format_selector,
     parse_selector,
 )
-from tests.p1.association_pair import ARGUMENT, Pair, spdus, tpdus
+from tests.p1.association_pair import ARGUMENT, Pair, only_spdu, spdus, tpdus
 from tests.p1.golden import load_tpkts
 
 TSEL = st.binary(min_size=1, max_size=MAX_TSEL)
@@ -166,7 +167,7 @@ def test_a_cr_for_a_tsel_not_served_is_refused_address_unknown() -> None:
     pair.initiator.send_bind(ARGUMENT)
     (refused,) = pair.deliver(True)
     assert isinstance(refused, ConnectionRefused)
-    assert (refused.called_tsap, refused.by_peer) == (b"nochannel", False)
+    assert (refused.layer, refused.called, refused.by_peer) == ("transport", b"nochannel", False)
     assert "called TSEL 'nochannel' is not served here" in refused.why
     assert pair.responder.closed
     (dr,) = tpdus(pair.responder.data_to_send())
@@ -186,6 +187,68 @@ def test_a_cr_without_a_tsel_is_served_only_when_b_empty_is() -> None:
     (event,) = refused.deliver(True)
     assert isinstance(event, ConnectionRefused)
     assert "called TSEL 'none'" in event.why
+
+
+@given(st.one_of(st.just(b""), SSEL), st.frozensets(SSEL, min_size=1, max_size=3))
+def test_a_cn_for_an_ssel_not_served_is_refused_ssap_unknown(
+    called: bytes, served: frozenset[bytes]
+) -> None:
+    pair = Pair(AssociationSettings(called_ssap=called), AssociationSettings(served_ssaps=served))
+    pair.initiator.send_bind(ARGUMENT)
+    pair.deliver(True)  # CR
+    pair.deliver(False)  # CC
+    events = pair.deliver(True)  # CN
+    if called in served:
+        assert [type(e) for e in events] == [BindRequested]
+        return
+    (refused,) = events
+    assert isinstance(refused, ConnectionRefused)
+    assert (refused.layer, refused.called, refused.calling) == ("session", called, b"")
+    assert pair.responder.closed
+    refusal = pair.responder.data_to_send()
+    (rf,) = spdus(refusal)
+    assert (rf.kind, rf.reason_code, bytes(rf.user_data)) == (spdu.Kind.RF, 129, b"")
+    (answer,) = pair.initiator.receive_data(refusal)
+    assert isinstance(answer, BindRefused)
+    assert answer.error is None
+    assert answer.why == "refused by the peer's session provider: session selector unknown"
+
+
+def test_a_cp_for_a_psel_not_served_is_refused_by_the_presentation_provider() -> None:
+    pair = Pair(
+        AssociationSettings(called_psap=b"PS-other", calling_psap=b"\x00\x01"),
+        AssociationSettings(served_psaps=frozenset({b"PS"})),
+    )
+    pair.initiator.send_bind(ARGUMENT)
+    events = pair.pump()
+    (refused,) = events.responder
+    assert isinstance(refused, ConnectionRefused)
+    assert (refused.layer, refused.called, refused.calling) == (
+        "presentation",
+        b"PS-other",
+        b"\x00\x01",
+    )
+    rf = only_spdu(b"".join(pair.sent_by_responder), spdu.Kind.RF)
+    assert (rf.kind, rf.reason_code) == (spdu.Kind.RF, spdu.REFUSED_BY_USER)
+    cpr = presentation.decode_cpr(rf.user_data)
+    assert cpr.provider_reason == presentation.ProviderReason.CALLED_PRESENTATION_ADDRESS_UNKNOWN
+    assert cpr.user_data == ()  # no AARE: no ACSE user was asked
+    (answer,) = events.initiator
+    assert isinstance(answer, BindRefused)
+    assert answer.why == (
+        "refused by the peer's presentation provider: called-presentation-address-unknown"
+    )
+
+
+def test_a_cp_without_a_psel_is_served_only_when_b_empty_is() -> None:
+    served = Pair(None, AssociationSettings(served_psaps=frozenset({b""})))
+    requested, _ = served.bind()
+    assert isinstance(requested, BindRequested)
+    refused = Pair(None, AssociationSettings(served_psaps=frozenset({b"PS"})))
+    refused.initiator.send_bind(ARGUMENT)
+    (event,) = refused.pump().responder
+    assert isinstance(event, ConnectionRefused)
+    assert "called PSEL 'none'" in event.why
 
 
 # --- golden: PP's captures ------------------------------------------------------------------

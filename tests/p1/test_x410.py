@@ -35,7 +35,7 @@ from p1.association.events import (
 from p1.association.inbound import ConnectSniffer
 from p1.association.machine import State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.association.x410 import X410Association, X410Settings
+from p1.association.x410 import X410Association, X410Settings, settings_like
 from p1.association.x410_pdus import AbortReason, ConnectMode, RefuseReason
 from p1.osi import Event, LocalProtocolError, Role, spdu
 from p1.osi.rtse import DialogueMode
@@ -122,6 +122,42 @@ def test_refusing_pp_answers_rf_with_prefuse_validation_failure() -> None:
     assert bytes(rf.user_data) == bytes.fromhex("3103800102")
     assert pdus.decode_prefuse(rf.user_data) is RefuseReason.VALIDATION_FAILURE
     assert responder.closed
+
+
+def test_a_1984_cn_for_an_ssel_not_served_is_refused_ssap_unknown() -> None:
+    responder = X410Association(Role.RESPONDER, X410Settings(served_ssaps=frozenset({b"SS"})))
+    events: list[Event] = []
+    for tpkt in _pp_connect():
+        events += responder.receive_data(tpkt)
+    (refused,) = events
+    assert isinstance(refused, ConnectionRefused)
+    assert refused.layer == "session"
+    assert responder.closed
+    (rf,) = spdus(responder.data_to_send())
+    assert (rf.kind, rf.reason_code, bytes(rf.user_data)) == (spdu.Kind.RF, 129, b"")
+
+
+def test_a_1984_initiator_reads_ssap_unknown_and_binds_with_the_served_ssel() -> None:
+    served = X410Settings(served_ssaps=frozenset({b"SS"}))
+    wrong = Pair(X410Association(Role.INITIATOR), X410Association(Role.RESPONDER, served))
+    wrong.initiator.send_bind(ARGUMENT)
+    answered, (refused,) = wrong.pump()
+    assert isinstance(refused, ConnectionRefused)
+    (refusal,) = answered
+    assert isinstance(refusal, BindRefused) and refusal.error is None
+    assert refusal.why == "refused by the peer's session provider: session selector unknown"
+    right = Pair(
+        X410Association(Role.INITIATOR, X410Settings(called_ssap=b"SS")),
+        X410Association(Role.RESPONDER, served),
+    )
+    right.initiator.send_bind(ARGUMENT)
+    _, (requested,) = right.pump()
+    assert isinstance(requested, BindRequested)
+
+
+def test_the_1984_settings_serve_the_normal_settings_ssels() -> None:
+    normal = AssociationSettings(served_ssaps=frozenset({b"SS"}), served_psaps=frozenset({b"P"}))
+    assert settings_like(normal).served_ssaps == frozenset({b"SS"})
 
 
 def test_the_sniffer_tells_pps_connect_is_x410_and_hands_it_over() -> None:
