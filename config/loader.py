@@ -45,6 +45,10 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      max_api_connections (64), api_idle_timeout ("5m")
     [quarantine]     max_messages (1000), max_bytes ("256MiB"): what is kept of the
                      transfers that cannot be taken in (confirmed, not delivered)
+    [retention]      finished ("24h": a message every recipient of which is done, and
+                     its APDU file), received ("7d": duplicate-detection keys; at least
+                     the longest [max_age]), audit ("30d"), interval ("5m"), batch (500
+                     rows per transaction); mailboxes are never pruned
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
                      peer_password | peer_password_file (none: not checked),
                      supported_extensions ([]: extension types critical for transfer
@@ -135,6 +139,7 @@ from config.schema import (
     P1Protocol,
     Peer,
     QuarantineLimits,
+    Retention,
     RetryPolicy,
     Secret,
     Selectors,
@@ -329,6 +334,7 @@ _TOP_KEYS = (
     "dscp",
     "limits",
     "quarantine",
+    "retention",
     "peers",
 )
 _LISTENER_KEYS = ("address", "port", "dscp", "tsel", "ssel", "psel")
@@ -379,6 +385,7 @@ _CONNECTION_LIMIT_KINDS: dict[str, Kind[int] | Kind[float]] = {
 """The ``[limits]`` keys of :class:`ConnectionLimits`, with how each is read."""
 _LIMIT_KEYS = (*_STACK_LIMIT_KEYS, *_CONNECTION_LIMIT_KINDS)
 _QUARANTINE_KEYS = tuple(f.name for f in dataclasses.fields(QuarantineLimits))
+_RETENTION_KEYS = tuple(f.name for f in dataclasses.fields(Retention))
 
 # A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
 _MAX_SOCKET_PATH = 107
@@ -449,6 +456,7 @@ class _Loader:
         limits = self.limits(limits_table)
         connection_limits = self.connection_limits(limits_table)
         quarantine = self.quarantine(top.table("quarantine", _QUARANTINE_KEYS))
+        retention = self.retention(top.table("retention", _RETENTION_KEYS), max_age)
         peers = self.peers(top, name, password, table)
         self.check_routes(top, local_domains, peers)
         return MtaConfig(
@@ -472,6 +480,7 @@ class _Loader:
             limits=limits,
             connection_limits=connection_limits,
             quarantine=quarantine,
+            retention=retention,
         )
 
     # --- secrets ----------------------------------------------------------------------
@@ -600,6 +609,26 @@ class _Loader:
             max_messages=table.get("max_messages", COUNT, defaults.max_messages),
             max_bytes=table.get("max_bytes", SIZE, defaults.max_bytes),
         )
+
+    def retention(self, table: _Table, max_age: MaxAge) -> Retention:
+        defaults = Retention()
+        retention = Retention(
+            finished=table.get("finished", SECONDS, defaults.finished),
+            received=table.get("received", DURATION, defaults.received),
+            audit=table.get("audit", DURATION, defaults.audit),
+            interval=table.get("interval", DURATION, defaults.interval),
+            batch=table.get("batch", COUNT, defaults.batch),
+        )
+        longest = max(max_age.of(precedence) for precedence in Precedence)
+        if retention.received < longest:
+            raise table.error(
+                "received",
+                table.data.get("received", retention.received),
+                f"a duration no shorter than the longest [max_age] ({longest:g} s): a peer "
+                "may retry a transfer that long, and a retry after its key is forgotten "
+                "is delivered twice",
+            )
+        return retention
 
     def local_users(
         self, top: _Table, local_domains: tuple[AddressPrefix, ...]

@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_QUARANTINE",
+    "DEFAULT_RETENTION",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "NO_SELECTORS",
@@ -54,6 +55,7 @@ __all__ = [
     "MtaConfig",
     "Peer",
     "QuarantineLimits",
+    "Retention",
     "RetryPolicy",
     "Secret",
     "Selectors",
@@ -400,6 +402,33 @@ DEFAULT_QUARANTINE = QuarantineLimits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Retention:
+    """How long what the MTA has finished with is kept (``[retention]``).
+
+    Pruned in batches of ``batch`` rows, one transaction each, every ``interval``
+    seconds, off the transfer path.  Mailboxes are the users': never pruned here.
+    """
+
+    finished: float = 24 * _HOUR
+    """A queued message whose every recipient reached a final state (transferred,
+    delivered, failed) is deleted this long after the last of them, its APDU file with
+    it (0: at the next pruning).  What happened to it stays in the audit log."""
+    received: float = 7 * 24 * _HOUR
+    """Duplicate-detection keys (MTS identifier, recipient) are kept this long: longer
+    than a peer may go on retrying one transfer, or a late retry is delivered twice.
+    At least the longest ``[max_age]``."""
+    audit: float = 30 * 24 * _HOUR
+    """Audit-log records (what ``x400ctl track`` reads) are kept this long."""
+    interval: float = 300.0
+    """Seconds between two prunings."""
+    batch: int = 500
+    """Rows deleted per transaction at most."""
+
+
+DEFAULT_RETENTION = Retention()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MtaConfig:
     """One MTA's configuration file, validated."""
 
@@ -453,6 +482,8 @@ class MtaConfig:
     """Connections, unbound associations, slow peers, failed binds, local API clients."""
     quarantine: QuarantineLimits = field(default=DEFAULT_QUARANTINE)
     """How many transfers that cannot be taken in, and how many octets of them, are kept."""
+    retention: Retention = field(default=DEFAULT_RETENTION)
+    """What is pruned when (``[retention]``)."""
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""

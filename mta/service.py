@@ -61,6 +61,7 @@ from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
 from mta.quarantine import full_refusal
 from mta.recent import RecentPrecedences
+from mta.retention import Pruning
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
 from mta.supervisor import Supervisor
@@ -228,6 +229,7 @@ class Service:
             runner.start()
         self.parts.start(_LOCAL_DELIVERY, self._deliver_forever)
         self.parts.start(_EXPIRY, self._expire_forever)
+        self.parts.start(_RETENTION, self._prune_forever)
 
     async def stop(self) -> None:
         """Stop everything and wait for it; what was in flight is put back."""
@@ -477,9 +479,14 @@ class Service:
                 self.notify()
             await asyncio.sleep(self.expiry_interval)
 
+    async def _prune_forever(self) -> None:
+        pruning = Pruning(self.db, self.config.retention)
+        await pruning.forever(functools.partial(self.parts.healthy, _RETENTION))
+
 
 _LOCAL_DELIVERY = "local delivery"
 _EXPIRY = "expiry"
+_RETENTION = "retention"
 
 
 def _freeze_start_up() -> int:
