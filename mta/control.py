@@ -48,7 +48,12 @@ Public API::
 
     Handler (Protocol): async handle(request, payload) -> (response, payload)
     async serve_control(path, handler, *, max_connections, idle_timeout) -> asyncio.Server
+    SocketFile.of(path) -> SocketFile | None     .remove() (only while it is still this one)
     ControlError       a request the handler refuses (its message is the answer)
+    ControlSocketInUseError   another process answers on the socket's path
+
+The socket is mode 0660 (``SOCKET_MODE``), set before it listens, whatever the umask:
+the daemon's group (the operators) may connect, nobody else.
 
 The bytes are delimited by :mod:`mta.framing`, which the clients use too.
 """
@@ -59,21 +64,43 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
 from mta import framing
 from mta.framing import MAX_LINE, MAX_PAYLOAD, JsonObject
 from mta.guard import LogLimiter
 
-__all__ = ["MAX_LINE", "MAX_PAYLOAD", "ControlError", "Handler", "JsonObject", "serve_control"]
+__all__ = [
+    "MAX_LINE",
+    "MAX_PAYLOAD",
+    "SOCKET_MODE",
+    "ControlError",
+    "ControlSocketInUseError",
+    "Handler",
+    "JsonObject",
+    "SocketFile",
+    "serve_control",
+]
 
 log = logging.getLogger("aiox400.control")
+
+SOCKET_MODE: Final = 0o660
+"""The control socket's mode: the daemon's user and group may connect (unix(7))."""
+_FOLDER_MODE: Final = 0o750
+"""Mode of the socket's folder when the daemon makes it."""
+_PROBE_TIMEOUT: Final = 5.0
+"""Seconds to wait for an answer on an existing socket before calling it in use."""
 
 
 class ControlError(Exception):
     """A request that is refused; the message says why (it is sent to the client)."""
+
+
+class ControlSocketInUseError(OSError):
+    """Another process answers on the control socket's path: it is left alone."""
 
 
 class Handler(Protocol):
@@ -93,14 +120,14 @@ async def serve_control(
 ) -> asyncio.Server:
     """Listen on the unix socket ``path`` (replacing a stale socket file).
 
-    At most ``max_connections`` at once: one more is told so and closed.  A connection
-    that sends no request for ``idle_timeout`` seconds (or does not read its answer for
-    as long) is closed; a request being answered, such as a long ``wait``, is not idle.
+    A socket file on which another process answers is not replaced:
+    :class:`ControlSocketInUseError`.  At most ``max_connections`` at once: one more is
+    told so and closed.  A connection that sends no request for ``idle_timeout``
+    seconds (or does not read its answer for as long) is closed; a request being
+    answered, such as a long ``wait``, is not idle.
     """
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_socket():
-            path.unlink()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    await _remove_stale(path)
+    path.parent.mkdir(mode=_FOLDER_MODE, parents=True, exist_ok=True)
     clients = _Clients(max_connections, idle_timeout)
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -118,9 +145,81 @@ async def serve_control(
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    server = await asyncio.start_unix_server(connected, path=str(path), limit=MAX_LINE + 1)
-    os.chmod(path, 0o660)
-    return server
+    sock = _bound(path)
+    try:
+        return await asyncio.start_unix_server(connected, sock=sock, limit=MAX_LINE + 1)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _bound(path: Path) -> socket.socket:
+    """A unix stream socket bound to ``path``, mode :data:`SOCKET_MODE`, not listening
+    yet: nobody can connect before its mode is set."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        os.chmod(path, SOCKET_MODE)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def _remove_stale(path: Path) -> None:
+    """Remove the socket file ``path`` left by a process that is gone; raise
+    :class:`ControlSocketInUseError` if a process answers on it."""
+    if not path.is_socket():
+        return
+    if await _answers(path):
+        raise ControlSocketInUseError(
+            f"control socket {path} is in use: another process answers on it"
+        )
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+async def _answers(path: Path) -> bool:
+    """Whether a process accepts connections on the socket ``path`` (one that cannot be
+    asked, for want of permission or time, counts as answering)."""
+    try:
+        async with asyncio.timeout(_PROBE_TIMEOUT):
+            _, writer = await asyncio.open_unix_connection(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except (OSError, TimeoutError):
+        return True
+    writer.close()
+    with contextlib.suppress(ConnectionError):
+        await writer.wait_closed()
+    return True
+
+
+class SocketFile:
+    """The control socket's file as bound by this process (its device and inode)."""
+
+    def __init__(self, path: Path, device: int, inode: int) -> None:
+        self.path = path
+        self.identity = (device, inode)
+
+    @classmethod
+    def of(cls, path: Path) -> SocketFile | None:
+        """The socket file now at ``path``; None if there is none."""
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            return None
+        return cls(path, info.st_dev, info.st_ino)
+
+    def remove(self) -> bool:
+        """Remove the file if it is still this one (not another process's since);
+        whether it was removed."""
+        current = SocketFile.of(self.path)
+        if current is None or current.identity != self.identity:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        return True
 
 
 class _Clients:

@@ -15,10 +15,12 @@
 - the local API (:mod:`mta.control`) on ``control_socket``, whose ``wait`` requests
   are woken by the deliveries committed to their user (:mod:`mta.watch`).
 
-Start-up: open the database, put back what a crash left in flight, then listen and
-connect.  Stop: answer the user agents waiting for mail, close the listeners and the
-local API, cancel every task and wait for it, put back what was in flight, close the
-database.  Nothing committed is lost at any point.
+Start-up: lock the state directory (:mod:`mta.instance`: a second daemon on it stops
+there, having changed nothing), open the database, put back what a crash left in
+flight, then listen and connect.  Stop: answer the user agents waiting for mail, close
+the listeners and the local API (its socket file removed if still ours), cancel every
+task and wait for it, put back what was in flight, close the database, unlock.
+Nothing committed is lost at any point.
 
 Public API::
 
@@ -38,9 +40,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import gc
 import logging
-import signal
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -51,12 +51,14 @@ from sqlalchemy.orm import Session
 from config.schema import Listener, MtaConfig, Peer
 from mta import net
 from mta.channels import ChannelContext, SlotRunner
-from mta.control import serve_control
+from mta.control import SocketFile, serve_control
 from mta.database import Database
 from mta.faults import StoreCondition, store_fault
 from mta.guard import Guard
+from mta.instance import StateLock
 from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
 from mta.journal import log_intake
+from mta.lifecycle import serve
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
 from mta.quarantine import full_refusal
@@ -123,6 +125,8 @@ class Service:
         self.frozen = 0
         """Objects of start-up left out of garbage collection (set once :meth:`run` started)."""
         self._db: Database | None = None
+        self._lock: StateLock | None = None
+        self._socket: SocketFile | None = None
         self._units: Units | None = None
         self._servers: list[asyncio.Server] = []
         self._runners: dict[str, list[SlotRunner]] = {}
@@ -169,7 +173,7 @@ class Service:
     async def start(self) -> None:
         """Open the store, recover, listen, connect; raises if a part cannot start."""
         config = self.config
-        config.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
         engine = await asyncio.to_thread(open_database, config.database)
         self._db = Database(engine)
         self._units = Units(engine, self.site, owner=config.name)
@@ -204,6 +208,7 @@ class Service:
             idle_timeout=limits.api_idle_timeout,
         )
         self._servers.append(await api)
+        self._socket = SocketFile.of(self.config.control_socket)
         self.guard = Guard.for_config(self.config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         for listener in self.config.listeners:
@@ -254,23 +259,17 @@ class Service:
             await self.db.run(self.units.recover, datetime.now(UTC))
             self.db.close()
             self._db = None
+        if self._socket is not None:
+            self._socket.remove()
+            self._socket = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         log.info("%s stopped", self.config.name)
 
     async def run(self) -> None:
-        """Start, serve until SIGTERM or SIGINT, stop."""
-        stopping = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stopping.set)
-        try:
-            await self.start()
-            self.frozen = _freeze_start_up()
-            await stopping.wait()
-            log.info("stopping on signal")
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
-            await self.stop()
+        """Start, serve until SIGTERM or SIGINT, stop (:func:`mta.lifecycle.serve`)."""
+        await serve(self)
 
     # --- wake-ups ----------------------------------------------------------------------
 
@@ -487,23 +486,6 @@ class Service:
 _LOCAL_DELIVERY = "local delivery"
 _EXPIRY = "expiry"
 _RETENTION = "retention"
-
-
-def _freeze_start_up() -> int:
-    """Leave what start-up made out of the garbage collector's full collections.
-
-    Modules, the configuration, the schema, the prepared statements: some 90,000 objects
-    that live as long as the process.  Every full collection would walk them all, a pause
-    of tens of milliseconds under a large backlog that holds up a flash message in
-    flight.  ``gc.freeze`` moves them to a generation no collection visits.  (The
-    compiled ASN.1 specification is not among them: it is loaded at the first MTA-bind,
-    after this.)
-    """
-    gc.collect()
-    gc.freeze()
-    frozen = gc.get_freeze_count()  # (it counts them one by one: asked once, here)
-    log.debug("%d objects of start-up left out of garbage collection", frozen)
-    return frozen
 
 
 class _Inbound(Responder):

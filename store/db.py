@@ -5,6 +5,9 @@
 database made by an earlier release gets the columns added since that may be empty
 (``ALTER TABLE ... ADD COLUMN``); one that lacks any other column is refused.
 
+A SQLite database file is created mode 0600, whatever the umask; SQLite gives its
+``-wal`` and ``-shm`` files the database file's mode.
+
 A SQLite database in a file keeps APDUs of 64 KiB and more in files of its spool folder,
 ``<database>-apdus`` (:mod:`store.spool`); :func:`sweep_spool` removes the files no row
 names, when the MTA starts.
@@ -42,6 +45,7 @@ Public API::
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -69,6 +73,9 @@ __all__ = [
 
 DEFAULT_BUSY_TIMEOUT: Final = 30.0
 """Seconds a SQLite connection waits for another's write lock before failing."""
+
+DATABASE_MODE: Final = 0o600
+"""Mode of a SQLite database file this module creates (its -wal and -shm follow it)."""
 
 _POSTGRES_CONNECT_TIMEOUT: Final = 10
 """Seconds to reach a PostgreSQL server, unless the URL says otherwise."""
@@ -109,6 +116,8 @@ def open_database(
     """
     parsed = _parse(url)
     shown = parsed.render_as_string(hide_password=True)
+    if create:
+        _create_private(sqlite_file(parsed))
     try:
         engine = _engine(parsed, busy_timeout)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
@@ -135,13 +144,35 @@ def open_database(
 
 def spool_folder(url: str | URL) -> Path | None:
     """The spool folder of a SQLite database in a file (``<file>-apdus``), else None."""
-    parsed = _parse(url)
-    name = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not name or name == ":memory:":
+    file = sqlite_file(_parse(url))
+    return None if file is None else file.with_name(file.name + "-apdus")
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite database in a file, else None."""
+    name = url.database
+    if url.get_backend_name() != "sqlite" or not name or name == ":memory:":
         return None
-    if name.startswith("file:") or parsed.query.get("mode") == "memory":
+    if name.startswith("file:") or url.query.get("mode") == "memory":
         return None
-    return Path(name).with_name(Path(name).name + "-apdus")
+    return Path(name)
+
+
+def _create_private(file: Path | None) -> None:
+    """Create ``file``, empty (SQLite takes it as a new database), mode
+    :data:`DATABASE_MODE` whatever the umask; an existing file is left as it is.  A file
+    that cannot be created is left to SQLite's open to report, naming the URL."""
+    if file is None:
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        descriptor = os.open(file, flags, DATABASE_MODE)
+    except OSError:
+        return
+    try:
+        os.fchmod(descriptor, DATABASE_MODE)
+    finally:
+        os.close(descriptor)
 
 
 def _open_spool(folder: Path, shown: str) -> Spool:
