@@ -1,70 +1,214 @@
-"""``x400ctl status|queue|channels|hold|release|quarantine``: the operator's view of a
-running MTA.
+"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine``:
+the operator's view of a running MTA.
 
 These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
 
-    status     the MTA's name, uptime, recipients per queue state, slots connected,
-               what the quarantine holds, the garbage collector's work
-    queue      recipients per route (peer or ``local``), precedence and state (qshape);
-               with ``--list``, each waiting recipient with its message id (for hold)
+    status     the MTA's name, uptime, recipients per queue state, slots and connections
+               up, what the quarantine holds, parts degraded
+    queue      recipients per route (peer or ``local``), precedence and state; with
+               ``--list``, each waiting recipient with its message id, age and size
+    qshape     waiting recipients per route and precedence by age (Postfix's qshape)
     channels   every connection slot of every peer: precedences, port, DSCP, mode,
                backlog, and each connection's state, age, transfers and last error
-    hold ID... / release ID...   keep queued messages from being sent / let them go
-    quarantine list              the transfers confirmed and kept because they could not
-                                 be taken in (:mod:`mta.quarantine`): id, when, peer,
-                                 size, why
-    quarantine show ID [--raw]   one of them; ``--raw``: its octets as received, to
-                                 standard output (``| x400-dump -``)
-    quarantine delete ID...      remove them
+    hold / release / delete   the recipients selected by message id, MTS identifier,
+               ``--peer``, ``--precedence`` or ``--all`` (every condition given must
+               hold); delete sends no report and never touches a message in flight
+    flush [PEER]   retry now what waits out a retry backoff
+    track MTSID    the message's every event at this MTA (the audit log), in order
+    config         the effective configuration, passwords hidden (from the file with
+                   ``--config``, from the running daemon with ``--socket`` alone)
+    quarantine list|show|delete   transfers kept because they could not be taken in
 
 Public API::
 
     add_commands(subparsers)     the subcommands, for x400ctl's parser
-    run(args, out, raw=None) -> int   exit code (0 done, 1 the MTA refused or is not
-                                 running); ``raw``: where octets go (show --raw)
+    run(args, out, raw=None) -> int   exit code (0 done; 1 the MTA refused or is not
+                                 running, or nothing matched); ``raw``: where octets go
+    table(header, rows, *, right=()) -> list[str]   columns as wide as their content
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections import defaultdict
+from collections.abc import Collection, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from client.api import call, socket_path
+from client.api import ApiError, call, socket_path
+from config.loader import ConfigError, load_config
+from config.view import effective_settings
 
-__all__ = ["COMMANDS", "add_commands", "run"]
+__all__ = ["COMMANDS", "add_commands", "run", "table"]
 
-COMMANDS = ("status", "queue", "channels", "hold", "release", "quarantine")
+COMMANDS = (
+    "status",
+    "queue",
+    "qshape",
+    "channels",
+    "hold",
+    "release",
+    "delete",
+    "flush",
+    "track",
+    "config",
+    "quarantine",
+)
+
+EXIT_OK = 0
+EXIT_NOTHING = 1
+"""Nothing matched (or what matched could not be changed)."""
 
 _STATES = ("pending", "in_flight", "held", "transferred", "delivered", "failed")
+_FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
-def add_commands(commands: Any) -> None:
-    """Add the local-API subcommands to x400ctl's subparsers."""
-    where = argparse.ArgumentParser(add_help=False)
-    where.add_argument("--config", "-c", metavar="FILE", help="the MTA's configuration file")
-    where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
-    commands.add_parser("status", parents=[where], help="the MTA's state in a few lines")
-    queue = commands.add_parser(
-        "queue", parents=[where], help="queued recipients by route, precedence and state"
-    )
+def add_commands(commands: Any, where: argparse.ArgumentParser) -> None:
+    """Add the local-API subcommands to x400ctl's subparsers; ``where``: the parent
+    parser of ``--config`` and ``--socket``."""
+    for name, (summary, text) in _HELP.items():
+        sub = commands.add_parser(
+            name, parents=[where], help=summary, description=text, formatter_class=_FORMATTER
+        )
+        _ARGUMENTS.get(name, _no_arguments)(sub)
+    _add_quarantine(commands, where)
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    """A command without arguments of its own."""
+
+
+def _queue_arguments(queue: argparse.ArgumentParser) -> None:
     queue.add_argument(
         "--list",
         nargs="?",
         const=100,
         type=int,
         metavar="N",
-        help="list the first N (100) waiting recipients, most urgent first, with message ids",
+        help="list the first N (default 100) waiting recipients, most urgent first, with "
+        "their message ids (what hold, release and delete take), age and size",
     )
-    commands.add_parser(
-        "channels", parents=[where], help="each connection slot: port, DSCP, mode, connections"
+
+
+def _selection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "messages",
+        nargs="*",
+        metavar="ID|MTSID",
+        help="messages by queue id (a number, from queue --list) or MTS identifier "
+        "(as printed by x400 send, quoted)",
     )
-    for name, what in (("hold", "keep messages from being sent"), ("release", "let them go")):
-        sub = commands.add_parser(name, parents=[where], help=what)
-        sub.add_argument("ids", type=int, nargs="+", metavar="ID", help="queue message ids")
-    _add_quarantine(commands, where)
+    parser.add_argument("--peer", metavar="NAME", help="only recipients routed to this peer")
+    parser.add_argument(
+        "--precedence", metavar="LEVEL", help="only messages of this precedence (e.g. routine)"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="every waiting recipient (with no other selector)"
+    )
+
+
+def _flush_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "peer", nargs="?", metavar="PEER", help="the peer to retry now (default: every route)"
+    )
+
+
+def _track_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "mts_identifier", metavar="MTSID", help="the message's MTS identifier, quoted"
+    )
+
+
+_ARGUMENTS = {
+    "queue": _queue_arguments,
+    "hold": _selection_arguments,
+    "release": _selection_arguments,
+    "delete": _selection_arguments,
+    "flush": _flush_arguments,
+    "track": _track_arguments,
+}
+
+_SELECTORS_HELP = """\
+Select by queue id or MTS identifier (any of those listed), --peer, --precedence, or
+--all; a recipient must meet every condition given.  Exit 1 when nothing matched.
+"""
+
+_HELP = {
+    "status": (
+        "the MTA's state in a few lines",
+        "Name and uptime, recipients per queue state, slots and connections up, the\n"
+        "quarantine, and any part that is degraded (with its last error).\n\n"
+        "example:\n  x400ctl status -c /etc/aiox400/mta.toml",
+    ),
+    "queue": (
+        "queued recipients by route, precedence and state",
+        "A table of recipients per route (peer or local), precedence and state.\n"
+        "With --list, the waiting recipients themselves, most urgent first: queue id,\n"
+        "precedence, state, tries, age, octets, route, MTS identifier, recipient.\n\n"
+        "examples:\n  x400ctl queue\n  x400ctl queue --list 20",
+    ),
+    "qshape": (
+        "waiting recipients by route, precedence and age",
+        "Postfix's qshape for this MTA: one row per route and precedence, the recipients\n"
+        "still waiting (pending, in flight, held) counted by how long ago their message\n"
+        "arrived here: 0-5m, 5-10m, 10-20m, 20-40m, 40-80m, 80m+; a TOTAL row first.\n\n"
+        "example:\n  x400ctl qshape",
+    ),
+    "channels": (
+        "each connection slot: port, DSCP, mode, connections",
+        "Every slot of every peer: precedences, state, host and port, DSCP, mode,\n"
+        "backlog, and each connection's state, age, transfers and last error.\n\n"
+        "example:\n  x400ctl channels -c /etc/aiox400/mta.toml",
+    ),
+    "hold": (
+        "keep queued messages from being sent",
+        "Pending recipients selected are held: not sent until released.  Those in\n"
+        "flight finish their attempt.\n\n" + _SELECTORS_HELP + "\nexamples:\n"
+        "  x400ctl hold 12 13\n  x400ctl hold '[GB; ;SITEA;e6c4...]'\n"
+        "  x400ctl hold --peer MTA-B --precedence routine",
+    ),
+    "release": (
+        "let held messages go (due at once)",
+        "Held recipients selected are pending again, due at once.\n\n"
+        + _SELECTORS_HELP
+        + "\nexamples:\n  x400ctl release 12\n  x400ctl release --all",
+    ),
+    "delete": (
+        "remove queued messages (no report)",
+        "The waiting recipients selected are removed from the queue; a message left\n"
+        "with nothing to send goes with its APDU.  No non-delivery report is sent (X.411\n"
+        "has no reason for an operator's deletion; Postfix and Isode delete silently);\n"
+        "the audit log records each recipient deleted (x400ctl track).  A message with\n"
+        "a selected recipient in flight (being transferred now) is left whole and\n"
+        "named: hold it, or try again once its transfer ended.\n\n"
+        + _SELECTORS_HELP
+        + "\nexamples:\n  x400ctl delete 12\n  x400ctl delete --peer MTA-B --precedence deferred",
+    ),
+    "flush": (
+        "retry now what waits for a peer",
+        "Every recipient of PEER (or of every route) waiting out a retry backoff is due\n"
+        "at once, and the peer's slots stop waiting out their reconnection backoff.\n"
+        "A message whose deferred-delivery-time has not come keeps waiting.\n\n"
+        "examples:\n  x400ctl flush MTA-B\n  x400ctl flush",
+    ),
+    "track": (
+        "a message's events at this MTA, in order",
+        "Every entry of the audit log for the message: time (UTC), event, recipient,\n"
+        "peer and detail, oldest first.  Exit 1 when the log has none.\n\n"
+        "example:\n  x400ctl track '[GB; ;SITEA;e6c4...]'",
+    ),
+    "config": (
+        "the effective configuration, passwords hidden",
+        "Every setting, defaults included, as key = value.  Passwords show as (set) or\n"
+        "(file PATH), a database URL's password as ***.  With --config, read from the\n"
+        "file (the MTA need not run); with --socket alone, the running MTA's.\n\n"
+        "example:\n  x400ctl config -c /etc/aiox400/mta.toml",
+    ),
+}
 
 
 def _add_quarantine(commands: Any, where: argparse.ArgumentParser) -> None:
@@ -93,33 +237,176 @@ def _add_quarantine(commands: Any, where: argparse.ArgumentParser) -> None:
     delete.add_argument("ids", type=int, nargs="+", metavar="ID", help="their ids")
 
 
+# --- running ---------------------------------------------------------------------------
+
+
 def run(args: argparse.Namespace, out: TextIO, raw: BinaryIO | None = None) -> int:
     """Run one local-API command; raises ApiError when the MTA refuses or cannot be reached.
     ``raw``: where ``quarantine show --raw`` writes the octets (default ``out``'s buffer)."""
-    path = socket_path(args.config, args.socket)
+    config_file = getattr(args, "config", None)
+    explicit_socket = getattr(args, "socket", None)
+    if args.command in _SELECTING:
+        _selection(args)  # a selection that names nothing is refused before anything else
+    if args.command == "config" and not explicit_socket:
+        return _config_from_file(config_file, out)
+    path = socket_path(config_file, explicit_socket)
     if args.command == "quarantine":
         return _quarantine(path, args, out, raw)
-    if args.command in ("hold", "release"):
-        response, _ = call(path, {"op": args.command, "message_ids": args.ids})
-        print(f"{args.command}: {response['changed']} recipient(s) changed", file=out)
-        return 0
+    if args.command in _SELECTING:
+        return _SELECTING[args.command](path, args, out)
     if args.command == "queue" and args.list is not None:
         response, _ = call(path, {"op": "messages", "limit": args.list})
         _list(response, out)
-        return 0
+        return EXIT_OK
+    if args.command in _ASKING:
+        return _ASKING[args.command](path, args, out)
     response, _ = call(path, {"op": args.command})
     _SHOW[args.command](response, out)
-    return 0
+    return EXIT_OK
+
+
+def _selection(args: argparse.Namespace) -> dict[str, Any]:
+    """The selection request of hold, release or delete; ApiError if it names nothing."""
+    ids = [int(m) for m in args.messages if m.isdigit()]
+    identifiers = [m for m in args.messages if not m.isdigit()]
+    if not (ids or identifiers or args.peer or args.precedence or args.all):
+        raise ApiError("say which: ID or MTSID..., --peer NAME, --precedence LEVEL or --all")
+    if args.all and (ids or identifiers or args.peer or args.precedence):
+        raise ApiError("--all selects everything: give it alone")
+    request: dict[str, Any] = {"message_ids": ids, "mts_identifiers": identifiers}
+    if args.peer:
+        request["peer"] = args.peer
+    if args.precedence:
+        request["precedence"] = args.precedence
+    if args.all:
+        request["all"] = True
+    return request
+
+
+def _hold_or_release(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    response, _ = call(path, {"op": args.command, **_selection(args)})
+    if not response["changed"]:
+        state = "pending" if args.command == "hold" else "held"
+        raise _Nothing(f"no {state} recipient matches")
+    done = "held" if args.command == "hold" else "released"
+    print(f"{done} {_recipients_of_messages(response['recipients'])}", file=out)
+    return EXIT_OK
+
+
+def _delete(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    response, _ = call(path, {"op": "queue_delete", **_selection(args)})
+    busy: list[dict[str, Any]] = response["busy"]
+    if response["deleted"]:
+        print(
+            f"deleted {_recipients_of_messages(response['recipients'])}; "
+            f"{response['messages_removed']} message(s) removed, no report sent",
+            file=out,
+        )
+    for message_id in sorted({b["message_id"] for b in busy}):
+        identifier = next(b["mts_identifier"] for b in busy if b["message_id"] == message_id)
+        print(
+            f"x400ctl delete: message {message_id} {identifier} is being transferred now: "
+            "not deleted (hold it, or try again once the transfer ended)",
+            file=sys.stderr,
+        )
+    if not response["deleted"] and not busy:
+        raise _Nothing("no waiting recipient matches")
+    return EXIT_NOTHING if busy else EXIT_OK
+
+
+def _recipients_of_messages(refs: list[dict[str, Any]]) -> str:
+    messages = len({r["message_id"] for r in refs})
+    return f"{len(refs)} recipient(s) of {messages} message(s)"
+
+
+def _flush(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    request: dict[str, Any] = {"op": "flush"}
+    if args.peer:
+        request["peer"] = args.peer
+    response, _ = call(path, request)
+    what = args.peer or "every route"
+    print(f"flush {what}: {response['due']} recipient(s) due now; slots woken", file=out)
+    return EXIT_OK
+
+
+def _track(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    response, _ = call(path, {"op": "track", "mts_identifier": args.mts_identifier})
+    events = response["events"]
+    if not events:
+        raise _Nothing(f"the audit log has no event of {args.mts_identifier}")
+    rows = [
+        (
+            _utc(e["at"]),
+            e["event"],
+            e["recipient"] or "-",
+            e["peer"] or "-",
+            e["detail"] or "",
+        )
+        for e in events
+    ]
+    for line in table(("TIME (UTC)", "EVENT", "RECIPIENT", "PEER", "DETAIL"), rows):
+        print(line, file=out)
+    return EXIT_OK
+
+
+def _config_from_file(config_file: str | None, out: TextIO) -> int:
+    config_file = config_file or os.environ.get("AIOX400_CONFIG")
+    if not config_file:
+        raise ApiError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
+    try:
+        config = load_config(config_file)
+    except ConfigError as error:
+        raise ApiError(str(error)) from error
+    _settings(effective_settings(config), out)
+    return EXIT_OK
+
+
+def _config_from_daemon(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    response, _ = call(path, {"op": "config"})
+    _settings([(key, value) for key, value in response["settings"]], out)
+    return EXIT_OK
+
+
+def _settings(settings: Sequence[tuple[str, str]], out: TextIO) -> None:
+    for key, value in settings:
+        print(f"{key} = {value}", file=out)
+
+
+class _Nothing(ApiError):
+    """Nothing matched: exit 1, the message on standard error."""
+
+
+# --- showing ---------------------------------------------------------------------------
+
+
+def table(
+    header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Collection[int] = ()
+) -> list[str]:
+    """``header`` and ``rows`` as lines of columns as wide as their widest cell, two
+    spaces apart; the columns numbered in ``right`` aligned right."""
+    cells = [[str(cell) for cell in row] for row in (header, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return [
+        "  ".join(
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in cells
+    ]
 
 
 def _status(response: dict[str, Any], out: TextIO) -> None:
     states = response["recipients"]
-    print(f"{response['name']}: up {response['uptime']:.0f} s", file=out)
+    print(f"{response['name']}: up {_age(response['uptime'])}", file=out)
     print(
         "recipients: " + ", ".join(f"{s} {states.get(s, 0)}" for s in _STATES),
         file=out,
     )
-    print(f"slots: {response['slots_connected']} of {response['slots']} connected", file=out)
+    print(
+        f"slots: {response['slots_connected']} of {response['slots']} connected, "
+        f"{response.get('connections', 0)} connection(s) bound",
+        file=out,
+    )
     quarantine = response.get("quarantine")
     if quarantine is not None:
         print(
@@ -135,45 +422,68 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
             f"last: {part['last_error']}",
             file=out,
         )
-    gc = response.get("gc")
-    if gc is not None:
-        runs = " / ".join(str(count) for count in gc["collections"])
-        print(
-            f"garbage collector: {gc['frozen']:,} objects of start-up left out; "
-            f"collections by generation {runs}",
-            file=out,
-        )
 
 
 def _queue(response: dict[str, Any], out: TextIO) -> None:
-    table: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    counts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for count in response["counts"]:
-        table[(count["route"], count["precedence"])][count["state"]] = count["recipients"]
-    if not table:
+        counts[(count["route"], count["precedence"])][count["state"]] = count["recipients"]
+    if not counts:
         print("the queue is empty", file=out)
         return
-    print(f"{'ROUTE':<16} {'PRECEDENCE':<10} " + " ".join(f"{s:>11}" for s in _STATES), file=out)
-    for (route, precedence), states in sorted(table.items()):
-        cells = " ".join(f"{states.get(s, 0):>11}" for s in _STATES)
-        print(f"{route:<16} {precedence:<10} {cells}", file=out)
+    rows = [
+        (route, precedence, *(states.get(s, 0) for s in _STATES))
+        for (route, precedence), states in sorted(counts.items())
+    ]
+    right = range(2, 2 + len(_STATES))
+    for line in table(("ROUTE", "PRECEDENCE", *_STATES), rows, right=right):
+        print(line, file=out)
+
+
+def _qshape(response: dict[str, Any], out: TextIO) -> None:
+    edges: list[int] = response["minutes"]
+    labels = [f"{low}-{high}m" for low, high in zip([0, *edges], edges, strict=False)]
+    labels.append(f"{edges[-1]}m+")
+    shape: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0] * len(labels))
+    for count in response["counts"]:
+        shape[(count["route"], count["precedence"])][count["bucket"]] += count["recipients"]
+    if not shape:
+        print("nothing is waiting", file=out)
+        return
+    totals = [sum(column) for column in zip(*shape.values(), strict=True)]
+    rows = [("TOTAL", "", sum(totals), *totals)]
+    rows += [(r, p, sum(b), *b) for (r, p), b in sorted(shape.items())]
+    right = range(2, 3 + len(labels))
+    for line in table(("ROUTE", "PRECEDENCE", "TOTAL", *labels), rows, right=right):
+        print(line, file=out)
 
 
 def _list(response: dict[str, Any], out: TextIO) -> None:
-    rows = response["recipients"]
-    if not rows:
+    recipients = response["recipients"]
+    if not recipients:
         print("nothing is waiting", file=out)
         return
-    print(
-        f"{'ID':>6} {'PRECEDENCE':<10} {'STATE':<9} {'TRIES':>5}  ROUTE / MTS IDENTIFIER", file=out
-    )
-    for r in rows:
-        print(
-            f"{r['message_id']:>6} {r['precedence']:<10} {r['state']:<9} {r['attempts']:>5}"
-            f"  {r['route']}  {r['mts_identifier']}  to {r['recipient']}",
-            file=out,
+    header = ("ID", "PRECEDENCE", "STATE", "TRIES", "AGE", "OCTETS", "ROUTE", "MTS IDENTIFIER")
+    rows = [
+        (
+            r["message_id"],
+            r["precedence"],
+            r["state"],
+            r["attempts"],
+            _age(r.get("age", 0.0)),
+            r.get("size", 0),
+            r["route"],
+            r["mts_identifier"],
+            f"to {r['recipient']}",
         )
+        for r in recipients
+    ]
+    lines = table((*header, "RECIPIENT"), rows, right=(0, 3, 4, 5))
+    print(lines[0], file=out)
+    for line, r in zip(lines[1:], recipients, strict=True):
+        print(line, file=out)
         if r["last_error"]:
-            print(f"{'':34}last error: {r['last_error']}", file=out)
+            print(f"    last error: {r['last_error']}", file=out)
 
 
 def _channels(response: dict[str, Any], out: TextIO) -> None:
@@ -198,6 +508,24 @@ def _channels(response: dict[str, Any], out: TextIO) -> None:
             )
 
 
+def _age(seconds: float) -> str:
+    """``45s``, ``12m05s``, ``3h07m``, ``2d04h``: how long, to the unit that matters."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def _utc(iso: str) -> str:
+    """An ISO time from the daemon as ``YYYY-MM-DD HH:MM:SS.mmm`` (UTC)."""
+    moment = datetime.fromisoformat(iso)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
 def _quarantine(path: Path, args: argparse.Namespace, out: TextIO, raw: BinaryIO | None) -> int:
     if args.action == "list":
         response, _ = call(path, {"op": "quarantine"})
@@ -213,19 +541,16 @@ def _quarantine(path: Path, args: argparse.Namespace, out: TextIO, raw: BinaryIO
     else:
         response, _ = call(path, {"op": "quarantine_delete", "ids": args.ids})
         print(f"deleted {response['deleted']} of {len(set(args.ids))}", file=out)
-    return 0
+    return EXIT_OK
 
 
 def _quarantine_list(entries: list[dict[str, Any]], out: TextIO) -> None:
     if not entries:
         print("the quarantine is empty", file=out)
         return
-    print(f"{'ID':>6} {'RECEIVED':<25} {'PEER':<16} {'OCTETS':>9}  REASON", file=out)
-    for e in entries:
-        print(
-            f"{e['id']:>6} {e['received_at']:<25} {e['peer']:<16} {e['size']:>9}  {e['reason']}",
-            file=out,
-        )
+    rows = [(e["id"], e["received_at"], e["peer"], e["size"], e["reason"]) for e in entries]
+    for line in table(("ID", "RECEIVED", "PEER", "OCTETS", "REASON"), rows, right=(0, 3)):
+        print(line, file=out)
 
 
 def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
@@ -237,4 +562,6 @@ def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
     print(f"the octets: x400ctl quarantine show {entry['id']} --raw | x400-dump -", file=out)
 
 
-_SHOW = {"status": _status, "queue": _queue, "channels": _channels}
+_SHOW = {"status": _status, "queue": _queue, "qshape": _qshape, "channels": _channels}
+_SELECTING = {"hold": _hold_or_release, "release": _hold_or_release, "delete": _delete}
+_ASKING = {"flush": _flush, "track": _track, "config": _config_from_daemon}

@@ -19,7 +19,8 @@ categories) when there is one.
 Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
 ``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
 
-Exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments.
+Exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments; 130
+interrupted (Ctrl-C, one line); 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, NoReturn, TextIO
+
+from tqdm import tqdm
 
 from client.api import ApiError, Connection, call, socket_path
+from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe
 from p1.ber.values import escape_controls
 from p1.errors import DecodeError
 from p1.ipms.ipm import (
@@ -161,20 +165,16 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "content_type": P2_CONTENT_TYPE if args.p2 else P772_CONTENT_TYPE,
         "delivery_report": args.delivery_report,
     }
-    progress = _Progress(args.count, err) if args.count > 1 and err.isatty() else None
     started = time.monotonic()
-    with Connection(path) as connection:
+    with Connection(path) as connection, _progress(args.count, err) as progress:
         for number in range(1, args.count + 1):
             response, _ = connection.call(request, build_ipm(args, originator, number))
-            print(response["mts_identifier"], file=out)
+            _say(progress, response["mts_identifier"], out)
             for rejected in response.get("rejected", ()):
-                print(f"x400: no route to {rejected}: a non-delivery report follows", file=err)
-            if progress:
-                progress.show(number)
+                _say(progress, f"x400: no route to {rejected}: a non-delivery report follows", err)
+            progress.update()
     if args.count > 1:
         elapsed = time.monotonic() - started
-        if progress:
-            progress.done()
         print(
             f"x400: {args.count} messages submitted in {elapsed:.2f} s "
             f"({args.count / elapsed:.0f} msg/s)",
@@ -183,19 +183,28 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-class _Progress:
-    """A one-line progress bar on a terminal."""
+def _progress(total: int, err: TextIO) -> tqdm[NoReturn]:
+    """A progress bar on ``err`` for ``--count``, shown only when ``err`` is a terminal
+    (nothing in a pipe or a log)."""
+    return tqdm(
+        total=total,
+        file=err,
+        unit="msg",
+        disable=total < 2 or not err.isatty(),
+        leave=False,
+        dynamic_ncols=True,
+    )
 
-    def __init__(self, total: int, err: TextIO) -> None:
-        self.total, self.err = total, err
 
-    def show(self, done: int) -> None:
-        filled = 30 * done // self.total
-        bar = "#" * filled + "." * (30 - filled)
-        print(f"\r[{bar}] {done}/{self.total}", end="", file=self.err, flush=True)
-
-    def done(self) -> None:
-        print(file=self.err)
+def _say(progress: tqdm[NoReturn], line: str, stream: TextIO) -> None:
+    """Print ``line`` on ``stream`` (flushed: a reader of the pipe gets each identifier
+    as the MTA commits it), clearing the progress bar first and drawing it again after,
+    so that the two never share a line of the terminal."""
+    if progress.disable:
+        print(line, file=stream, flush=True)
+    else:
+        progress.write(line, file=stream)
+        stream.flush()
 
 
 # --- inbox / read / delete ---------------------------------------------------------------
@@ -461,7 +470,8 @@ def _precedence(text: str) -> Precedence:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="x400",
-        description="Send, list and read X.400 / STANAG 4406 messages through a local aiox400 MTA.",
+        description=_HELP["x400"],
+        formatter_class=_FORMATTER,
     )
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
@@ -473,7 +483,8 @@ def _parser() -> argparse.ArgumentParser:
         "send",
         parents=[where],
         help="submit a message",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
+        description=_HELP["send"],
+        formatter_class=_FORMATTER,
     )
     send_p.add_argument(
         "--from",
@@ -525,7 +536,13 @@ def _parser() -> argparse.ArgumentParser:
         help="ask for a delivery report (non-delivery reports always come)",
     )
     send_p.add_argument(
-        "--count", "-n", type=_count_arg, default=1, help="send N copies (load test)"
+        "--count",
+        "-n",
+        type=_count_arg,
+        default=1,
+        metavar="N",
+        help="send N copies (load test): one identifier per line, a progress bar on a"
+        " terminal, the rate at the end",
     )
     send_p.add_argument(
         "--p2",
@@ -537,7 +554,8 @@ def _parser() -> argparse.ArgumentParser:
         "inbox",
         parents=[where],
         help="list a mailbox",
-        description="List the messages and reports delivered to a user; N marks unread.",
+        description=_HELP["inbox"],
+        formatter_class=_FORMATTER,
     )
     inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
     inbox_p.add_argument("--unread", action="store_true", help="unread messages only")
@@ -553,7 +571,8 @@ def _parser() -> argparse.ArgumentParser:
         "read",
         parents=[where],
         help="show one message and mark it read",
-        description="Show a delivered message (heading and body) or report, and mark it read.",
+        description=_HELP["read"],
+        formatter_class=_FORMATTER,
     )
     read_p.add_argument("id", type=int, metavar="ID", help="the message number inbox shows")
     read_p.add_argument(
@@ -569,11 +588,81 @@ def _parser() -> argparse.ArgumentParser:
         help="write the MTS-APDU's BER to standard output (for x400-dump)",
     )
     read_p.set_defaults(run=read)
-    delete_p = commands.add_parser("delete", parents=[where], help="delete messages from a mailbox")
-    delete_p.add_argument("ids", type=int, nargs="+", metavar="ID")
+    delete_p = commands.add_parser(
+        "delete",
+        parents=[where],
+        help="delete messages from a mailbox",
+        description=_HELP["delete"],
+        formatter_class=_FORMATTER,
+    )
+    delete_p.add_argument(
+        "ids", type=int, nargs="+", metavar="ID", help="message numbers, as inbox shows them"
+    )
     delete_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
     delete_p.set_defaults(run=delete)
     return parser
+
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+_HELP: Final = {
+    "x400": """\
+Send, list and read X.400 / STANAG 4406 messages through a local aiox400 MTA.
+
+Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
+$AIOX400_CONFIG.  Whose mailbox: --user, or $X400_USER.
+
+examples:
+  x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\
+            --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' -p flash -s 'SITREP' -b 'All quiet.'
+  x400 inbox --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
+  x400 read 3
+
+exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments;
+130 interrupted (Ctrl-C); 141 the reader of the output went away.
+""",
+    "send": """\
+Submit a message to the MTA and print its MTS identifier once the MTA has it safely
+on disk (a promise kept across a crash).
+
+The message is a STANAG 4406 (P772) military message unless --p2: its heading
+carries the primary precedence, its envelope the matching P1 priority and
+priority-level-qualifier.  The body is --body, --body-file, or a canned text of
+--size octets (k = 1024 octets, M = 1024 k).
+
+--count N sends N copies for load tests: one identifier per line on standard output,
+a progress bar on standard error when it is a terminal, the rate at the end.
+
+examples:
+  x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\
+            --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' \\
+            --precedence flash --subject 'SITREP 42' --body 'All quiet.' -r
+  x400 send --from ... --to ... --size 100k --count 1000 > identifiers.txt
+""",
+    "inbox": """\
+List the messages and reports delivered to a user, newest last; N marks those unread.
+With --follow, go on printing each one as it is delivered, until Ctrl-C.
+
+examples:
+  x400 inbox --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
+  X400_USER='C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' x400 inbox --unread --follow
+""",
+    "read": """\
+Show a delivered message (envelope, security label, heading and body) or report, and
+mark it read.  --raw writes the MTS-APDU as stored, for x400-dump.
+
+examples:
+  x400 read 3 --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
+  x400 read 3 --raw | x400-dump -
+""",
+    "delete": """\
+Delete messages from a user's mailbox.
+
+example:
+  x400 delete 3 4 --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
+""",
+}
+"""The description of each command's --help."""
 
 
 def _orname_arg(text: str) -> ORName:
@@ -599,18 +688,27 @@ def _count_arg(text: str) -> int:
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Entry point of ``x400``."""
+    """Entry point of ``x400``.
+
+    Ctrl-C ends it with one line and 130; a reader of the output that went away
+    (``x400 inbox | head``) ends it quietly with 141, as SIGPIPE would."""
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
     try:
+        args = _parser().parse_args(argv)
         result: int = args.run(args, out, err)
+        out.flush()
     except UsageError as error:
         print(f"x400: {error}", file=err)
         return EXIT_USAGE
     except ApiError as error:
         print(f"x400: {error}", file=err)
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("x400: interrupted", file=err)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     return result
 
 

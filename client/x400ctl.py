@@ -8,13 +8,16 @@ such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).  ``--pro
 picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default),
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 
-``x400ctl status|queue|channels|hold|release|quarantine`` ask a running MTA through its
-local API (:mod:`client.ctl_local`).
+``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine``
+ask a running MTA through its local API (:mod:`client.ctl_local`).  ``--config`` and
+``--socket`` may come before or after the command; ``--version`` prints the installed
+package's version.
 
 Exit codes: 0 done (bound and released); 1 the peer refused the bind (the MTABindError is
-printed), or the MTA refused the request or is not running; 2 bad arguments; 3 timed out;
-4 connection or protocol error, or the responder's name is not the one expected with
-``--peer-name``.
+printed), or the MTA refused the request or is not running, or nothing matched; 2 bad
+arguments; 3 timed out; 4 connection or protocol error, or the responder's name is not
+the one expected with ``--peer-name``; 130 interrupted (Ctrl-C); 141 standard output's
+reader went away.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 
 from client import ctl_local
 from client.api import ApiError
+from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe
 from config.schema import P1Protocol
 from mta.link import BindRefusedError, LinkError, Timeouts, open_link, protocol_settings
 from p1.association.connection import AssociationSettings
@@ -54,19 +59,63 @@ class PingResult:
     bind_seconds: float
 
 
+_DESCRIPTION = """\
+Operator's tool for aiox400 MTAs.
+
+Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
+$AIOX400_CONFIG; --config and --socket go before or after the command.
+
+examples:
+  x400ctl -c /etc/aiox400/mta.toml status
+  x400ctl queue --list 20
+  x400ctl hold --peer MTA-B --precedence routine
+  x400ctl track '[GB; ;SITEA;e6c4...]'
+
+exit codes: 0 done; 1 the MTA refused, is not running, or nothing matched; 2 bad
+arguments; 3 timed out (ping); 4 connection or protocol error (ping); 130 interrupted.
+"""
+
+
+def _where(*, suppress: bool) -> argparse.ArgumentParser:
+    """``--config`` and ``--socket``.  Their defaults are left unset (SUPPRESS) so that a
+    value given before the command is not overwritten by the subcommand's default."""
+    where = argparse.ArgumentParser(add_help=False)
+    default = argparse.SUPPRESS if suppress else None
+    where.add_argument(
+        "--config", "-c", metavar="FILE", default=default, help="the MTA's configuration file"
+    )
+    where.add_argument("--socket", metavar="PATH", default=default, help="the MTA's control socket")
+    return where
+
+
+def _version() -> str:
+    try:
+        return metadata.version("aiox400")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="x400ctl",
-        description="Operator's tool for aiox400 MTAs.",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[_where(suppress=True)],
     )
+    parser.add_argument("--version", action="version", version=f"x400ctl {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ping = commands.add_parser(
         "ping",
         help="bind to an MTA over P1, report its name and the bind time, release",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Open a P1 association to HOST:PORT (RFC 1006, X.224 class 0, session, "
-            "presentation, ACSE, RTSE), bind as --mta-name with --password, print the "
-            "responder's MTA name and the bind round-trip time, then release."
+            "Open a P1 association to HOST:PORT (RFC 1006, X.224 class 0, session,\n"
+            "presentation, ACSE, RTSE), bind as --mta-name with --password, print the\n"
+            "responder's MTA name and the bind round-trip time, then release.\n\n"
+            "examples:\n"
+            "  x400ctl ping mta-b.example 102 --mta-name MTA-A --password secret\n"
+            "  x400ctl ping pp.example --mta-name MTA-A --password secret --tsel x400 "
+            "--protocol 1984"
         ),
     )
     ping.add_argument("host", metavar="HOST", help="the MTA's host name or address")
@@ -98,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         "applicationProtocol 12 or 1; no presentation selectors)",
     )
     _add_selectors(ping)
-    ctl_local.add_commands(commands)
+    ctl_local.add_commands(commands, _where(suppress=True))
     return parser
 
 
@@ -204,7 +253,22 @@ def _ping_command(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run x400ctl with ``argv`` (default: the command line); returns the exit code."""
+    """Run x400ctl with ``argv`` (default: the command line); returns the exit code.
+
+    Ctrl-C ends it with one line and 130; a reader that went away (``| head``) ends it
+    quietly with 141, as SIGPIPE would."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("x400ctl: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)

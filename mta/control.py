@@ -15,14 +15,25 @@ Operations (answered by :class:`mta.service.Service`):
 
     submit    originator, recipients [..], precedence, content_type, delivery_report,
               deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
-    status    -> name, uptime, queue counts by state, channels up/total, garbage collector
-                 (objects of start-up left out of it, collections per generation),
-                 quarantine {messages, octets, max_messages, max_bytes}
+    status    -> name, uptime, queue counts by state, channels up/total, connections
+                 bound, garbage collector (objects of start-up left out of it,
+                 collections per generation), quarantine {messages, octets,
+                 max_messages, max_bytes}
     queue     -> counts [{route, precedence, state, recipients}]
+    qshape    -> minutes [5, 10, ...], counts [{route, precedence, bucket, recipients}]
+              (waiting recipients by age: bucket i arrived less than minutes[i] ago)
     messages  limit? -> recipients [{message_id, mts_identifier, precedence, recipient,
-              route, state, attempts, next_attempt_at, last_error, ...}]  (service order)
+              route, state, attempts, next_attempt_at, last_error, size, age, ...}]
+              (service order)
     channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
-    hold / release   message_ids [..] -> changed
+    hold / release / queue_delete   a selection: message_ids [..]?, mts_identifiers [..]?,
+              peer?, precedence?, all? (recipients meeting every condition given)
+              -> changed | deleted, recipients [..]; queue_delete also busy [..] (in
+              flight: not deleted) and messages_removed.  A deletion sends no report;
+              the audit log records it
+    flush     peer? -> due (recipients waiting out a retry made due now; slots woken)
+    track     mts_identifier -> events [{at, event, recipient, peer, detail}] (oldest first)
+    config    -> settings [[key, value], ...] (passwords hidden)
     quarantine       -> entries [{id, peer, received_at, reason, size}]  (oldest first):
                      transfers kept because they could not be taken in (mta.quarantine)
     quarantine_read  id -> entry + content (the APDU's octets as received)

@@ -18,12 +18,13 @@ import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
-from mta.channels import SlotState
+from config.view import effective_settings
+from mta.channels import ConnectionState, SlotState
 from mta.control import ControlError, JsonObject
 from mta.faults import store_fault
 from mta.intake import IntakeError
@@ -36,6 +37,10 @@ from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
 from store import (
+    LOCAL_ROUTE,
+    AuditEvent,
+    AuditLog,
+    AuditRecord,
     MailboxSummary,
     MessageStore,
     Quarantine,
@@ -47,6 +52,7 @@ from store import (
     WaitingRecipient,
     transaction,
 )
+from store.queue import Deletion, SelectedRecipient, Selection, ShapeCount
 
 if TYPE_CHECKING:
     from mta.service import Service
@@ -132,6 +138,7 @@ class LocalApi:
             states[count.state.value] = states.get(count.state.value, 0) + count.recipients
         slots = [runner.snapshot() for runner in self.service.runners]
         up = sum(1 for s in slots if s.state in (SlotState.UP, SlotState.CONNECTING))
+        bound = sum(1 for s in slots for c in s.connections if c.state in _BOUND)
         return {
             "ok": True,
             "name": self.service.config.name,
@@ -139,6 +146,7 @@ class LocalApi:
             "recipients": states,
             "slots": len(slots),
             "slots_connected": up,
+            "connections": bound,
             "store": self.service.store.down,
             "quarantine": {
                 "messages": quarantined.messages,
@@ -186,6 +194,7 @@ class LocalApi:
                 return TransitQueue(session).waiting(limit)
 
         rows = await self.service.db.run(waiting)
+        now = datetime.now(UTC)
         return {
             "ok": True,
             "recipients": [
@@ -201,6 +210,8 @@ class LocalApi:
                     "attempts": r.attempts,
                     "next_attempt_at": r.next_attempt_at.isoformat(),
                     "last_error": r.last_error,
+                    "size": r.size,
+                    "age": round((now - r.arrival_time).total_seconds(), 1),
                 }
                 for r in rows
             ],
@@ -243,27 +254,159 @@ class LocalApi:
         return {"ok": True, "slots": slots}, b""
 
     async def hold(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        return await self._per_message(request, release=False)
+        return await self._per_selection(request, release=False)
 
     async def release(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        return await self._per_message(request, release=True)
+        return await self._per_selection(request, release=True)
 
-    async def _per_message(self, request: JsonObject, *, release: bool) -> tuple[JsonObject, bytes]:
-        ids = _ints(request, "message_ids")
+    async def _per_selection(
+        self, request: JsonObject, *, release: bool
+    ) -> tuple[JsonObject, bytes]:
+        selection = self._selection(request)
+        event = AuditEvent.RELEASED if release else AuditEvent.HELD
 
-        def change() -> int:
+        def change() -> tuple[SelectedRecipient, ...]:
             now = datetime.now(UTC)
             with transaction(self.service.db.engine) as session:
                 queue = TransitQueue(session)
-                return queue.release(ids, now) if release else queue.hold(ids, now)
+                changed = (queue.release_selected if release else queue.hold_selected)(
+                    selection, now
+                )
+                AuditLog(session).record_many(_operator_records(event, changed, now))
+                return changed
 
         changed = await self.service.db.run(change)
-        log.info(
-            "%s %d recipient(s) of message(s) %s", "released" if release else "held", changed, ids
-        )
+        log.info("%s %d recipient(s) (operator)", event, len(changed))
         if release:
             self.service.notify()
-        return {"ok": True, "changed": changed}, b""
+        return {"ok": True, "changed": len(changed), "recipients": _refs(changed)}, b""
+
+    async def queue_delete(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Delete queued recipients; silently (no report: X.411 has no reason for it, and
+        Postfix and Isode delete so too); each one is in the audit log."""
+        selection = self._selection(request)
+
+        def delete() -> Deletion:
+            now = datetime.now(UTC)
+            with transaction(self.service.db.engine) as session:
+                deletion = TransitQueue(session).delete_selected(selection)
+                records = _operator_records(AuditEvent.DELETED, deletion.deleted, now)
+                AuditLog(session).record_many(records)
+                return deletion
+
+        deletion = await self.service.db.run(delete)
+        for ref in deletion.deleted:
+            log.info(
+                "deleted %s for %s from the queue (operator; no report)",
+                ref.mts_identifier,
+                ref.recipient,
+            )
+        return {
+            "ok": True,
+            "deleted": len(deletion.deleted),
+            "recipients": _refs(deletion.deleted),
+            "busy": _refs(deletion.busy),
+            "messages_removed": deletion.messages_removed,
+        }, b""
+
+    async def flush(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Retry now: what waits out a retry backoff (of one peer, or all) is due at once,
+        and the peer's slots stop waiting out their connection backoff."""
+        peer = request.get("peer")
+        if peer is not None:
+            peer = self._route(peer)
+
+        def flush() -> int:
+            with transaction(self.service.db.engine) as session:
+                return TransitQueue(session).flush(peer, datetime.now(UTC))
+
+        due = await self.service.db.run(flush)
+        peers = [peer] if peer is not None else [p.name for p in self.service.config.peers]
+        for name in peers:
+            self.service.peer_reachable(name)
+        self.service.notify()
+        log.info("flushed %s: %d recipient(s) due now (operator)", peer or "every route", due)
+        return {"ok": True, "due": due}, b""
+
+    async def track(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Every audit entry of one message at this MTA, oldest first."""
+        identifier = request.get("mts_identifier")
+        if not isinstance(identifier, str) or not identifier:
+            raise ControlError("mts_identifier must be an MTS identifier as text")
+
+        def history() -> tuple[AuditRecord, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return AuditLog(session).history(identifier)
+
+        entries = await self.service.db.run(history)
+        return {
+            "ok": True,
+            "events": [
+                {
+                    "at": e.at.isoformat(),
+                    "event": str(e.event),
+                    "recipient": e.recipient,
+                    "peer": e.peer,
+                    "detail": e.detail,
+                }
+                for e in entries
+            ],
+        }, b""
+
+    async def qshape(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Waiting recipients per route, precedence and age bucket."""
+        edges = tuple(timedelta(minutes=m) for m in QSHAPE_MINUTES)
+
+        def shape() -> tuple[ShapeCount, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return TransitQueue(session).shape(datetime.now(UTC), edges)
+
+        counts = await self.service.db.run(shape)
+        return {
+            "ok": True,
+            "minutes": list(QSHAPE_MINUTES),
+            "counts": [
+                {
+                    "route": c.route,
+                    "precedence": c.precedence.label,
+                    "bucket": c.bucket,
+                    "recipients": c.recipients,
+                }
+                for c in counts
+            ],
+        }, b""
+
+    async def config(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """The running daemon's configuration, secrets hidden (:mod:`config.view`)."""
+        settings = effective_settings(self.service.config)
+        return {"ok": True, "settings": [[key, value] for key, value in settings]}, b""
+
+    def _selection(self, request: JsonObject) -> Selection:
+        """The recipients a hold, release or delete request names; refused if none."""
+        identifiers = request.get("mts_identifiers", [])
+        if not isinstance(identifiers, list) or not all(isinstance(i, str) for i in identifiers):
+            raise ControlError("mts_identifiers must be a list of MTS identifiers as text")
+        peer = request.get("peer")
+        precedence = request.get("precedence")
+        selection = Selection(
+            message_ids=tuple(_ints(request, "message_ids")) if "message_ids" in request else (),
+            mts_identifiers=tuple(identifiers),
+            route=None if peer is None else self._route(peer),
+            precedence=None if precedence is None else _precedence(request),
+            everything=request.get("all") is True,
+        )
+        if selection.empty:
+            raise ControlError(
+                "say which: message ids, MTS identifiers, a peer, a precedence or all"
+            )
+        return selection
+
+    def _route(self, peer: object) -> str:
+        """A configured peer's name (or ``local``); refused otherwise, naming the known."""
+        known = [p.name for p in self.service.config.peers]
+        if peer == LOCAL_ROUTE or peer in known:
+            return str(peer)
+        raise ControlError(f"no peer {peer!r}; known: {', '.join([*known, LOCAL_ROUTE])}")
 
     # --- quarantine --------------------------------------------------------------------
 
@@ -388,6 +531,11 @@ _OPERATIONS: dict[str, _Operation] = {
     "channels": LocalApi.channels,
     "hold": LocalApi.hold,
     "release": LocalApi.release,
+    "queue_delete": LocalApi.queue_delete,
+    "flush": LocalApi.flush,
+    "track": LocalApi.track,
+    "qshape": LocalApi.qshape,
+    "config": LocalApi.config,
     "quarantine": LocalApi.quarantine,
     "quarantine_read": LocalApi.quarantine_read,
     "quarantine_delete": LocalApi.quarantine_delete,
@@ -396,6 +544,41 @@ _OPERATIONS: dict[str, _Operation] = {
     "read": LocalApi.read,
     "delete": LocalApi.delete,
 }
+
+
+QSHAPE_MINUTES = (5, 10, 20, 40, 80)
+"""Upper edges of ``qshape``'s age buckets, in minutes (the last bucket: older)."""
+
+_BOUND = frozenset({ConnectionState.IDLE, ConnectionState.TRANSFERRING})
+"""States of an outbound connection with an association up."""
+
+
+def _operator_records(
+    event: AuditEvent, changed: tuple[SelectedRecipient, ...], now: datetime
+) -> list[AuditRecord]:
+    return [
+        AuditRecord(
+            at=now,
+            event=event,
+            mts_identifier=ref.mts_identifier,
+            recipient=ref.recipient,
+            peer=None if ref.route == LOCAL_ROUTE else ref.route,
+            detail="by the operator",
+        )
+        for ref in changed
+    ]
+
+
+def _refs(refs: tuple[SelectedRecipient, ...]) -> list[JsonObject]:
+    return [
+        {
+            "message_id": r.message_id,
+            "mts_identifier": r.mts_identifier,
+            "recipient": r.recipient,
+            "route": r.route,
+        }
+        for r in refs
+    ]
 
 
 # --- argument checks -------------------------------------------------------------------

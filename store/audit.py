@@ -10,6 +10,7 @@ Public API::
         .record(event, now, *, mts_identifier=None, recipient=None, peer=None, detail=None)
         .record_many(records)
         .recent(limit=100, *, mts_identifier=None) -> tuple[AuditRecord, ...]  (newest first)
+        .history(mts_identifier, *, limit=10000) -> tuple[AuditRecord, ...]     (oldest first)
         .purge(before) -> int
     AuditEvent, AuditRecord
 """
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult
+from sqlalchemy import CursorResult, select
 from sqlalchemy.orm import Session
 
 from store._sql import connection_of
@@ -48,6 +49,8 @@ class AuditEvent(enum.StrEnum):
     EXPIRED = "expired"
     HELD = "held"
     RELEASED = "released"
+    DELETED = "deleted"
+    """Removed from the queue by the operator (``x400ctl delete``), without a report."""
     RECOVERED = "recovered"
     """Back to pending after a restart found it in flight."""
     REPORTED = "reported"
@@ -122,6 +125,17 @@ class AuditLog:
     ) -> tuple[AuditRecord, ...]:
         """The latest entries, newest first; only one message's when ``mts_identifier``."""
         statement = sql.recent(limit, mts_identifier)
+        return tuple(_record(entry) for entry in self.session.scalars(statement))
+
+    def history(self, mts_identifier: str, *, limit: int = 10_000) -> tuple[AuditRecord, ...]:
+        """The first ``limit`` entries of message ``mts_identifier``, oldest first (in
+        the order they were recorded when several share a time)."""
+        statement = (
+            select(AuditEntry)
+            .where(AuditEntry.mts_identifier == mts_identifier)
+            .order_by(AuditEntry.at, AuditEntry.id)
+            .limit(limit)
+        )
         return tuple(_record(entry) for entry in self.session.scalars(statement))
 
     def purge(self, before: datetime) -> int:

@@ -47,6 +47,11 @@ Public API::
         .retry_at_once(recipient_ids, *, error, now) -> int
         .fail(recipient_ids, *, error, now) -> int
         .hold(message_ids, now) -> int          .release(message_ids, now) -> int
+        .hold_selected(selection, now) / .release_selected(selection, now)
+            -> tuple[SelectedRecipient, ...]
+        .delete_selected(selection) -> Deletion
+        .flush(route, now) -> int
+        .shape(now, edges) -> tuple[ShapeCount, ...]
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
         .recover_in_flight(now, *, owner=None) -> int
         .counts() -> tuple[QueueCount, ...]
@@ -57,6 +62,7 @@ Public API::
         .subject_precedence(mts_identifier) -> Precedence | None
         .purge_finished(before) -> int          .forget_received(before) -> int
     NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
+    Selection, SelectedRecipient, Deletion, ShapeCount
     EXPIRED_ERROR
 """
 
@@ -64,15 +70,29 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Executable
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    Executable,
+    and_,
+    case,
+    delete,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from p1.mts.precedence import Precedence
 from store._sql import chunks, connection_of
-from store.models import ApduKind, RecipientState
+from store.models import ApduKind, RecipientState, UtcDateTime
 from store.spool import apdu_columns, spool_of, stored_apdu
 from store.sql import queue as sql
 from store.sql import received
@@ -81,12 +101,16 @@ from store.sql.statement import Row, Statement
 
 __all__ = [
     "EXPIRED_ERROR",
+    "Deletion",
     "Enqueued",
     "NewMessage",
     "NewRecipient",
     "QueueCount",
     "QueueEntry",
     "QueueRecipient",
+    "SelectedRecipient",
+    "Selection",
+    "ShapeCount",
     "TransitQueue",
     "WaitingRecipient",
 ]
@@ -210,6 +234,63 @@ class WaitingRecipient:
     attempts: int
     next_attempt_at: datetime
     last_error: str | None
+    size: int = 0
+    """Octets of the message's APDU."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Selection:
+    """Which waiting recipients an operator's command acts on: those that meet every
+    condition given.  A message is named by its id or its MTS identifier (either one of
+    those listed); ``everything`` with no condition selects every waiting recipient."""
+
+    message_ids: tuple[int, ...] = ()
+    mts_identifiers: tuple[str, ...] = ()
+    route: str | None = None
+    """A peer's name, or :data:`store.models.LOCAL_ROUTE`."""
+    precedence: Precedence | None = None
+    everything: bool = False
+
+    @property
+    def empty(self) -> bool:
+        """Whether it names nothing at all (a command refuses to act on that)."""
+        named = self.message_ids or self.mts_identifiers
+        return not (named or self.everything) and self.route is None and self.precedence is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectedRecipient:
+    """A recipient an operator's command changed (or could not change), with its message."""
+
+    message_id: int
+    mts_identifier: str
+    recipient: str
+    route: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deletion:
+    """What :meth:`TransitQueue.delete_selected` did."""
+
+    deleted: tuple[SelectedRecipient, ...]
+    busy: tuple[SelectedRecipient, ...]
+    """Recipients in flight (being transferred or delivered now): neither they nor the
+    other recipients of their messages were deleted."""
+    messages_removed: int
+    """Messages left with nothing to send, removed with their APDUs."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShapeCount:
+    """How many waiting recipients of one route and precedence arrived within one age
+    bucket (``qshape``)."""
+
+    route: str
+    precedence: Precedence
+    bucket: int
+    """Index into the edges given to :meth:`TransitQueue.shape`; ``len(edges)``: older
+    than the last edge."""
+    recipients: int
 
 
 # --- the repository --------------------------------------------------------------------
@@ -475,6 +556,124 @@ class TransitQueue:
         failed = self._transition(sql.TO_EXPIRED, [row.id for row in rows], now)
         return self._entries(list(dict.fromkeys(row.message_id for row in rows)), failed)
 
+    # the operator's, by selection
+
+    def hold_selected(self, selection: Selection, now: datetime) -> tuple[SelectedRecipient, ...]:
+        """Operator hold of the selected pending recipients (in flight ones finish their
+        attempt); those held."""
+        return self._change_selected(selection, _S.PENDING, {"state": _S.HELD}, now)
+
+    def release_selected(
+        self, selection: Selection, now: datetime
+    ) -> tuple[SelectedRecipient, ...]:
+        """The selected held recipients become pending and due at once; those released."""
+        values = {"state": _S.PENDING, "next_attempt_at": now}
+        return self._change_selected(selection, _S.HELD, values, now)
+
+    def flush(self, route: str | None, now: datetime) -> int:
+        """Retry now: pending recipients on ``route`` (every route when None) waiting out
+        a retry backoff are due at ``now``; how many.  Those never attempted keep their
+        time: it is a deferred-delivery-time their originator asked for."""
+        statement = (
+            update(sql.RECIPIENTS)
+            .where(_c.state == _S.PENDING, _c.attempts > 0, _c.next_attempt_at > now)
+            .values(next_attempt_at=now, updated_at=now)
+        )
+        if route is not None:
+            statement = statement.where(_c.route == route)
+        return _rowcount(self.connection.execute(statement))
+
+    def delete_selected(self, selection: Selection) -> Deletion:
+        """Delete the selected waiting recipients, except from messages with a selected
+        recipient in flight (a transfer or delivery in progress is never cut short: try
+        again once it ended).  A message left with nothing to send goes too, its APDU
+        file once the caller commits.  No report is made here."""
+        rows = self.connection.execute(
+            select(_c.id, _c.message_id, _c.state, _c.recipient, _c.route)
+            .where(_c.state.in_(_WAITING), _selected(selection))
+            .with_for_update()
+        ).all()
+        identifiers = self._identifiers({row.message_id for row in rows})
+        busy_messages = {row.message_id for row in rows if row.state == _S.IN_FLIGHT}
+        doomed = [row for row in rows if row.message_id not in busy_messages]
+        for part in chunks([row.id for row in doomed]):
+            self.connection.execute(delete(sql.RECIPIENTS).where(_c.id.in_(part)))
+        removed = self._remove_finished({row.message_id for row in doomed})
+        return Deletion(
+            deleted=tuple(_selected_recipient(row, identifiers) for row in doomed),
+            busy=tuple(
+                _selected_recipient(row, identifiers) for row in rows if row.state == _S.IN_FLIGHT
+            ),
+            messages_removed=removed,
+        )
+
+    def _change_selected(
+        self,
+        selection: Selection,
+        state: RecipientState,
+        values: Mapping[str, Any],
+        now: datetime,
+    ) -> tuple[SelectedRecipient, ...]:
+        statement = (
+            update(sql.RECIPIENTS)
+            .where(_c.state == state, _selected(selection))
+            .values(**values, updated_at=now)
+            .returning(_c.id, _c.message_id, _c.recipient, _c.route)
+        )
+        rows = self.connection.execute(statement).all()
+        identifiers = self._identifiers({row.message_id for row in rows})
+        return tuple(_selected_recipient(row, identifiers) for row in sorted(rows))
+
+    def _identifiers(self, message_ids: Collection[int]) -> dict[int, str]:
+        """The MTS identifiers of messages ``message_ids``."""
+        found: dict[int, str] = {}
+        for part in chunks(sorted(message_ids)):
+            query = select(_m.id, _m.mts_identifier).where(_m.id.in_(part))
+            found.update((row.id, row.mts_identifier) for row in self.connection.execute(query))
+        return found
+
+    def _remove_finished(self, message_ids: Collection[int]) -> int:
+        """Delete those of ``message_ids`` with no recipient left waiting (their other
+        recipients with them); their spool files go once the caller commits."""
+        still_waiting = select(_c.id).where(_c.message_id == _m.id, _c.state.in_(_WAITING)).exists()
+        removed = 0
+        for part in chunks(sorted(message_ids)):
+            statement = (
+                delete(sql.MESSAGES)
+                .where(_m.id.in_(part), ~still_waiting)
+                .returning(_m.id, _m.apdu_file)
+            )
+            rows = self.connection.execute(statement).all()
+            if self.spool is not None:
+                self.spool.discard_after_commit(self.session, (row.apdu_file for row in rows))
+            removed += len(rows)
+        return removed
+
+    def shape(self, now: datetime, edges: Sequence[timedelta]) -> tuple[ShapeCount, ...]:
+        """Waiting recipients (pending, in flight, held) per route, precedence and age
+        bucket (Postfix's ``qshape``): bucket ``i`` holds those that arrived less than
+        ``edges[i]`` ago (and not less than ``edges[i - 1]``), bucket ``len(edges)`` the
+        older ones."""
+        bucket = case(
+            *(
+                (_c.arrival_time > literal(now - edge, UtcDateTime()), index)
+                for index, edge in enumerate(edges)
+            ),
+            else_=len(edges),
+        )
+        aged = (
+            select(_c.route, _c.precedence, bucket.label("bucket"))
+            .where(_c.state.in_(_WAITING))
+            .subquery()
+        )
+        query = select(aged.c.route, aged.c.precedence, aged.c.bucket, func.count()).group_by(
+            aged.c.route, aged.c.precedence, aged.c.bucket
+        )
+        return tuple(
+            ShapeCount(route=route, precedence=Precedence(p), bucket=int(b), recipients=n)
+            for route, p, b, n in self.connection.execute(query)
+        )
+
     # views
 
     def counts(self) -> tuple[QueueCount, ...]:
@@ -499,6 +698,7 @@ class TransitQueue:
                 attempts=row.attempts,
                 next_attempt_at=row.next_attempt_at,
                 last_error=row.last_error,
+                size=row.size,
             )
             for row in self.connection.execute(sql.WAITING, {"limit": limit})
         )
@@ -581,6 +781,46 @@ class TransitQueue:
     def _messages(self, message_ids: Sequence[int]) -> Iterator[Row]:
         for part in chunks(message_ids):
             yield from sql.MESSAGES_BY_ID.rows(self.connection, {"ids": list(part)})
+
+
+_c = sql.RECIPIENTS.c
+_m = sql.MESSAGES.c
+_WAITING = (_S.PENDING, _S.IN_FLIGHT, _S.HELD)
+"""The states of a recipient the MTA still owes something."""
+
+
+def _selected(selection: Selection) -> ColumnElement[bool]:
+    """The recipients ``selection`` names, as a WHERE condition."""
+    conditions: list[ColumnElement[bool]] = []
+    named: list[ColumnElement[bool]] = []
+    if selection.message_ids:
+        named.append(_c.message_id.in_(selection.message_ids))
+    if selection.mts_identifiers:
+        by_identifier = select(_m.id).where(_m.mts_identifier.in_(selection.mts_identifiers))
+        named.append(_c.message_id.in_(by_identifier))
+    if named:
+        conditions.append(or_(*named))
+    if selection.route is not None:
+        conditions.append(_c.route == selection.route)
+    if selection.precedence is not None:
+        conditions.append(_c.precedence == int(selection.precedence))
+    if not conditions and not selection.everything:
+        return false()
+    return and_(true(), *conditions)
+
+
+def _selected_recipient(row: Any, identifiers: Mapping[int, str]) -> SelectedRecipient:
+    return SelectedRecipient(
+        message_id=row.message_id,
+        mts_identifier=identifiers.get(row.message_id, ""),
+        recipient=row.recipient,
+        route=row.route,
+    )
+
+
+def _rowcount(result: Any) -> int:
+    # UPDATE and DELETE give a CursorResult; its rowcount is the rows matched.
+    return cast(CursorResult[Any], result).rowcount
 
 
 def _levels(precedences: Collection[Precedence]) -> list[int]:

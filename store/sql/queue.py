@@ -297,6 +297,7 @@ WAITING: Final[Select[Any]] = (
         _m.kind,
         _m.precedence,
         _m.arrival_time,
+        _m.size,
         _r.recipient,
         _r.route,
         _r.state,

@@ -57,8 +57,8 @@ async def test_status_names_the_mta_and_counts_what_waits(
     assert code == x400ctl.EXIT_OK, err
     assert out.startswith("MTA-A: up ")
     assert "pending 2" in out
-    assert "slots: 0 of 4 connected" in out or "of 4 connected" in out
-    assert "garbage collector: " in out
+    assert "of 4 connected" in out
+    assert "garbage" not in out  # the daemon's internals are not the operator's
 
 
 async def test_status_names_a_degraded_part_with_its_last_error(
@@ -91,9 +91,7 @@ async def test_queue_shows_recipients_by_route_precedence_and_state(
     assert code == x400ctl.EXIT_OK, err
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["ROUTE", "PRECEDENCE", "pending"]
-    assert rows == [
-        f"{'MTA-B':<16} {'flash':<10} " + " ".join(f"{n:>11}" for n in (2, 0, 0, 0, 0, 0))
-    ]
+    assert [row.split() for row in rows] == [["MTA-B", "flash", "2", "0", "0", "0", "0", "0"]]
 
 
 async def test_an_empty_queue_says_so(site_a: Site, capsys: pytest.CaptureFixture[str]) -> None:
@@ -134,11 +132,11 @@ async def test_hold_and_release_change_the_queued_recipients(
 ) -> None:
     await queue_to_b(site_a)
     code, out, err = await ctl(site_a, capsys, "hold", "1", "2")
-    assert (code, out) == (x400ctl.EXIT_OK, "hold: 2 recipient(s) changed\n"), err
+    assert (code, out) == (x400ctl.EXIT_OK, "held 2 recipient(s) of 2 message(s)\n"), err
     _, queued, _ = await ctl(site_a, capsys, "queue")
     assert queued.splitlines()[1].split()[2:5] == ["0", "0", "2"]  # pending, in flight, held
     code, out, _ = await ctl(site_a, capsys, "release", "1", "2")
-    assert (code, out) == (x400ctl.EXIT_OK, "release: 2 recipient(s) changed\n")
+    assert (code, out) == (x400ctl.EXIT_OK, "released 2 recipient(s) of 2 message(s)\n")
 
 
 async def test_a_stopped_mta_is_reported_with_exit_1(
@@ -165,7 +163,7 @@ async def test_queue_list_gives_the_message_ids_that_hold_takes(
     assert all(row.split()[2] == "pending" for row in rows)
     first = listed[identifiers[0]]
     code, out, _ = await ctl(site_a, capsys, "hold", first)
-    assert out == "hold: 1 recipient(s) changed\n"
+    assert out == "held 1 recipient(s) of 1 message(s)\n"
     _, out, _ = await ctl(site_a, capsys, "queue", "--list")
     held = [row for row in out.splitlines() if identifiers[0] in row]
     assert held and held[0].split()[2] == "held"
