@@ -37,6 +37,7 @@ from p1.association.connection import (  # noqa: E402
     P1Association,
     TransferConfirmed,
     TransferReceived,
+    TransferTooLong,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult  # noqa: E402
 from p1.osi import Event, Role  # noqa: E402
@@ -107,6 +108,9 @@ class _Confirmer:
 
     async def on_transfer(self, apdu: bytes) -> None:
         return None
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
 
 
 async def _loopback(case: Case, apdu: bytes) -> float:

@@ -2,8 +2,13 @@
 shared with the daemon: :mod:`mta.framing`).
 
 Requests on the daemon's unix socket: a JSON line (plus content), then a JSON line (plus
-content) back, as often as wanted on one connection.  Standard library only, for command-line
-tools (synchronous) and asyncio programs.
+content) back, as often as wanted on one connection.  A request the daemon refuses at its
+line (more content than it takes) is answered before the daemon closes the connection,
+while the content may still be on its way: :class:`Connection` reads that answer and
+raises it as :class:`ApiError`, rather than the broken pipe its writing met.  (An asyncio
+stream drops what it read once a write failed, so :class:`AsyncConnection` refuses
+content over :data:`mta.framing.MAX_PAYLOAD` before sending it, with the same words.)
+Standard library only, for command-line tools (synchronous) and asyncio programs.
 
 Public API::
 
@@ -74,7 +79,10 @@ class Connection:
     def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
         """Send one request and return the daemon's answer; ApiError if it refused."""
         with _errors(self.path, self.timeout):
-            self._socket.sendall(framing.encode(request, payload))
+            try:
+                self._socket.sendall(framing.encode(request, payload))
+            except (BrokenPipeError, ConnectionResetError) as error:
+                return _answer(_answer_before_close(self._stream, error)), b""
             response, data = _read_response(self._stream)
         return _answer(response), data
 
@@ -126,6 +134,17 @@ def _read_response(stream: BinaryIO) -> tuple[JsonObject, bytes]:
     return response, data
 
 
+def _answer_before_close(stream: BinaryIO, error: OSError) -> JsonObject:
+    """The answer the daemon wrote before it closed a connection we were still writing
+    to (a request it refused at its header line: one announcing more content than it
+    takes); ``error`` again if it left none."""
+    try:
+        response, _ = _read_response(stream)
+    except (ApiError, OSError):
+        raise error from None
+    return response
+
+
 def _header(line: bytes) -> tuple[JsonObject, int]:
     try:
         return framing.parse_header(line, max_payload=None, what="the MTA's answer")
@@ -155,6 +174,8 @@ class AsyncConnection:
     async def call(self, request: JsonObject, payload: bytes = b"") -> tuple[JsonObject, bytes]:
         """One request and its answer: ApiError when the MTA refuses; OSError when the
         connection fails."""
+        if len(payload) > framing.MAX_PAYLOAD:  # (asyncio loses the daemon's answer to it)
+            raise ApiError(str(framing.PayloadTooLargeError(len(payload), framing.MAX_PAYLOAD)))
         self._writer.write(framing.encode(request, payload))
         await self._writer.drain()
         line = await self._reader.readline()

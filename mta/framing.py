@@ -11,6 +11,7 @@ Public API::
     encode(header, payload=b"") -> bytes      header line (+ content_length) and payload
     parse_header(line, *, max_payload, what) -> (header, content octets that follow)
     FramingError                              the line cannot be read as a header
+    PayloadTooLargeError(FramingError)        ... it announces more content than allowed
     MAX_LINE, MAX_PAYLOAD                     the daemon's limits on a request
 """
 
@@ -19,7 +20,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_LINE", "MAX_PAYLOAD", "FramingError", "JsonObject", "encode", "parse_header"]
+__all__ = [
+    "MAX_LINE",
+    "MAX_PAYLOAD",
+    "FramingError",
+    "JsonObject",
+    "PayloadTooLargeError",
+    "encode",
+    "parse_header",
+]
 
 MAX_LINE = 64 * 1024
 """Longest request line the daemon reads."""
@@ -36,6 +45,19 @@ class FramingError(ValueError):
     follows it on the connection cannot be delimited."""
 
 
+class PayloadTooLargeError(FramingError):
+    """A header announcing more content than the reader takes.  The daemon answers it
+    before it closes the connection, and a client that was still writing the content
+    reads that answer (:mod:`client.api`)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(
+            f"message is {size} octets; this MTA accepts at most {limit} in one request "
+            "on its local API"
+        )
+
+
 def encode(header: JsonObject, payload: bytes = b"") -> bytes:
     """``header`` as one JSON line, with ``content_length`` when there is a payload, then
     the payload."""
@@ -49,7 +71,8 @@ def parse_header(
 ) -> tuple[JsonObject, int]:
     """The JSON object of ``line`` and how many content octets follow it (at most
     ``max_payload``; None: any number).  FramingError, its message naming ``what``, when
-    the line is not one."""
+    the line is not one; PayloadTooLargeError when it announces more than
+    ``max_payload``."""
     try:
         header = json.loads(line)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -59,11 +82,9 @@ def parse_header(
     if not isinstance(header, dict):
         raise FramingError(f"{what} is not a JSON object")
     size = header.get(CONTENT_LENGTH, 0)
-    if not isinstance(size, int) or isinstance(size, bool) or not _fits(size, max_payload):
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         upper = "" if max_payload is None else str(max_payload)
         raise FramingError(f"{CONTENT_LENGTH} must be 0..{upper}, an integer")
+    if max_payload is not None and size > max_payload:
+        raise PayloadTooLargeError(size, max_payload)
     return header, size
-
-
-def _fits(size: int, max_payload: int | None) -> bool:
-    return size >= 0 and (max_payload is None or size <= max_payload)

@@ -28,7 +28,7 @@ the precedence of a report's subject.
 
 Public API::
 
-    Site(name, domain, router, table, max_age)      what this MTA is
+    Site(name, domain, router, table, max_age, max_message_size=None)   what this MTA is
     Plan(message, rejected, subject, arrival)
     plan_intake(apdu, site, *, origin_peer, now, subject_precedence, envelope) -> Plan
     plan_submission(message, site, *, now) -> Plan     as plan_intake(encode_mts_apdu(message),
@@ -38,6 +38,7 @@ Public API::
     precedence_of(envelope, site) -> Precedence      a message's; routine for the rest
     IntakeError                                    the APDU cannot be taken
     MalformedApduError(IntakeError)                ... because of its own octets: permanent
+    TooLongError(IntakeError)                      a submission over max_message_size
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ __all__ = [
     "MalformedApduError",
     "Plan",
     "Site",
+    "TooLongError",
     "domain_of",
     "plan_intake",
     "plan_report",
@@ -94,6 +96,18 @@ class MalformedApduError(IntakeError):
     Not a fault of the store: trying again later changes nothing."""
 
 
+class TooLongError(IntakeError):
+    """A local submission longer than this MTA takes (``[limits] max_message_size``):
+    refused, as a peer with the same limit would non-deliver it (X.411 8.3.1.2.1.10,
+    content-too-long)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size, self.limit = size, limit
+        super().__init__(
+            f"message is {size} octets; this MTA accepts at most {limit} (max_message_size)"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Site:
     """What this MTA is, as intake needs it."""
@@ -104,6 +118,8 @@ class Site:
     router: Router
     table: PrecedenceTable
     max_age: MaxAge
+    max_message_size: int | None = None
+    """The longest MTS-APDU a local user may submit (None: any)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,7 +188,11 @@ def plan_intake(
 
 def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
     """The plan for a message submitted locally, whose envelope this MTA built: the same
-    as :func:`plan_intake` of its encoding, but encoded once, with its trace."""
+    as :func:`plan_intake` of its encoding, but encoded once, with its trace.
+
+    TooLongError when its content, or the MTS-APDU with envelope and trace, is longer
+    than ``site.max_message_size``."""
+    _check_size(len(message.content), site.max_message_size)
 
     def write(
         subject: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
@@ -180,11 +200,18 @@ def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
         traced = _with_trace(subject, trace, internal)
         assert isinstance(traced, MessageEnvelope)
         try:
-            return encode_mts_apdu(Message(envelope=traced, content=message.content))
+            apdu = encode_mts_apdu(Message(envelope=traced, content=message.content))
         except EncodeError as error:
             raise IntakeError(f"the message cannot be encoded: {error}") from error
+        _check_size(len(apdu), site.max_message_size)
+        return apdu
 
     return _plan_subject(write, message.envelope, site, origin_peer=None, now=now)
+
+
+def _check_size(size: int, limit: int | None) -> None:
+    if limit is not None and size > limit:
+        raise TooLongError(size, limit)
 
 
 def plan_report(report: Report, site: Site, *, precedence: Precedence, now: datetime) -> Plan:

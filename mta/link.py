@@ -33,7 +33,8 @@ Public API::
         .bound(pace) / .is_bound
     protocol_settings(normal, protocol) -> AssociationSettings | X410Settings
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
-    Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu)
+    Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu);
+        on_transfer_too_long(event)
     async serve_link(reader, writer, responder, *, settings, timeouts, ticket)
 """
 
@@ -63,6 +64,7 @@ from p1.association.connection import (
     Released,
     TransferConfirmed,
     TransferReceived,
+    TransferTooLong,
     TurnGiven,
     TurnRequested,
 )
@@ -501,6 +503,12 @@ class Responder(Protocol):
         """Store ``apdu`` durably; return only once it is safe (then it is confirmed)."""
         ...
 
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        """Take responsibility for a transfer over ``max_message_size``, of which only
+        the first octets were kept (store the non-delivery report on it); return once
+        that is safe (then it is confirmed), or raise TransferRefusedError."""
+        ...
+
 
 async def serve_link(
     reader: asyncio.StreamReader,
@@ -646,6 +654,10 @@ async def _answer(serving: _Serving, event: Event) -> None:
         link.queue(await _answer_bind(serving, event))
     elif isinstance(event, TransferReceived):
         await serving.responder.on_transfer(event.apdu)
+        link.association.confirm_transfer(event.transfer_id)
+        await link.flush()
+    elif isinstance(event, TransferTooLong):
+        await serving.responder.on_transfer_too_long(event)
         link.association.confirm_transfer(event.transfer_id)
         await link.flush()
     elif isinstance(event, TurnGiven):

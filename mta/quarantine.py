@@ -23,7 +23,8 @@ Public API::
     Kept(entry_id, totals, reported, report)
     full_refusal(kept, size, reason, bounds) -> str   why the transfer is refused
     INVALID_ENVELOPE                 unable-to-transfer, invalid-arguments
-    non_delivered(subject) -> tuple[Outcome, ...]    its responsible recipients' fate
+    non_delivered(subject, report=INVALID_ENVELOPE) -> tuple[Outcome, ...]
+                                     its responsible recipients' fate
 """
 
 from __future__ import annotations
@@ -110,16 +111,18 @@ does not decode or cannot be relayed, while protocol-violation says mandatory on
 missing."""
 
 
-def non_delivered(subject: MessageEnvelope | Probe) -> tuple[Outcome, ...]:
-    """:data:`INVALID_ENVELOPE` for each recipient of ``subject`` this MTA was made
-    responsible for (X.411 12.2.1.1.1, per-recipient-indicators: responsibility), as a
-    relaying MTA reports."""
+def non_delivered(
+    subject: MessageEnvelope | Probe, report: NonDeliveryReport = INVALID_ENVELOPE
+) -> tuple[Outcome, ...]:
+    """``report`` (by default :data:`INVALID_ENVELOPE`) for each recipient of ``subject``
+    this MTA was made responsible for (X.411 12.2.1.1.1, per-recipient-indicators:
+    responsibility), as a relaying MTA reports."""
     return tuple(
         Outcome(
             recipient=r.recipient_name,
             number=r.originally_specified_recipient_number,
             indicators=r.per_recipient_indicators,
-            report=INVALID_ENVELOPE,
+            report=report,
         )
         for r in subject.recipients
         if r.responsible

@@ -5,7 +5,9 @@
 - a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
   first accept), whose associations authenticate the peer in the MTA-bind (X.411
   12.1.1) and confirm a transfer only once it is committed to the queue, or, when its
-  own octets keep it from being taken in, to the quarantine (:mod:`mta.quarantine`);
+  own octets keep it from being taken in, to the quarantine (:mod:`mta.quarantine`),
+  or, over ``max_message_size``, once the non-delivery report on it is
+  (:mod:`mta.oversize`);
 - a :class:`mta.channels.SlotRunner` per connection slot of every peer; when a peer is
   seen to answer again (one of its slots binds, or it binds to us), every slot of its
   channel stops waiting out its reconnection backoff;
@@ -57,10 +59,11 @@ from mta.faults import StoreCondition, store_fault
 from mta.guard import Guard
 from mta.instance import StateLock
 from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
-from mta.journal import log_intake
+from mta.journal import log_intake, log_non_delivery
 from mta.lifecycle import serve
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.operations import LocalApi
+from mta.oversize import envelope_of, too_long_line
 from mta.quarantine import full_refusal
 from mta.recent import RecentPrecedences
 from mta.retention import Pruning
@@ -70,7 +73,7 @@ from mta.supervisor import Supervisor
 from mta.tolerance import ToleranceLog
 from mta.units import LocalOutcome, Units
 from mta.watch import MailboxWatch
-from p1.association.connection import AssociationSettings, BindRequested
+from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindError, MTABindResult
 from p1.ber import Deviation
 from p1.errors import DecodeError
@@ -120,6 +123,7 @@ class Service:
             router=Router(config),
             table=config.precedence_table,
             max_age=config.max_age,
+            max_message_size=config.limits.max_message_size,
         )
         self.started = time.monotonic()
         self.frozen = 0
@@ -383,8 +387,25 @@ class Service:
         if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
             self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
         log_intake("received", plan, result, f"from {peer}")
+        if isinstance(envelope, Report) and result is not None and result.queued:
+            log_non_delivery(envelope, peer)
         self.delivered(delivered)
         self.notify(plan, delivered=delivered)
+
+    async def receive_too_long(self, event: TransferTooLong, peer: str) -> None:
+        """Take a transfer from ``peer`` over ``max_message_size``; return once the
+        non-delivery report on its message is committed (then it is confirmed).
+        TransferRefusedError (the association is aborted) when it is not a message whose
+        envelope its first octets hold (:func:`mta.oversize.envelope_of`)."""
+        envelope = envelope_of(event)
+        unit = functools.partial(
+            self.units.too_long_in, subject=envelope, peer=peer, now=datetime.now(UTC)
+        )
+        urgent = is_urgent(precedence_of(envelope, self.site))
+        reported, report = await self._commit(unit, urgent=urgent)
+        log.warning(too_long_line(envelope, event, peer, report))
+        if reported:
+            self.notify()
 
     def _tolerated(
         self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
@@ -521,6 +542,10 @@ class _Inbound(Responder):
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         await self.service.receive(apdu, self.peer.name)
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        assert self.peer is not None, "transfers come only after an accepted bind"
+        await self.service.receive_too_long(event, self.peer.name)
 
 
 def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:

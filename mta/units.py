@@ -12,6 +12,8 @@ submission) or act (send, report), and a crash at any point loses nothing:
   non-delivery reports on the recipients it rejected (nothing acknowledged is lost);
 - :meth:`Units.quarantine_in`: keep a transfer that cannot be taken in, with the
   non-delivery report its envelope still allows (:mod:`mta.quarantine`);
+- :meth:`Units.too_long_in`: a transfer over ``max_message_size``: its message is
+  non-delivered (content-too-long) from its envelope alone, with the report;
 - :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
   transfers to a peer (claimed in flight, a few at a time, then transferred, or pending
   again for a later attempt); :meth:`Units.non_deliver`: a claimed message the peer can
@@ -35,6 +37,7 @@ Public API::
         .submit_in(session, *, request, now)
                     -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
         .quarantine_in(session, *, apdu, peer, reason, now, bounds) -> Kept
+        .too_long_in(session, *, subject, peer, now) -> (reported, what became of it)
         .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
                     -> tuple[QueueEntry, ...]
         .transferred_in(session, *, entries, peer, now)
@@ -61,7 +64,7 @@ from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
 from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
-from mta.quarantine import Kept, keep_in, non_delivered
+from mta.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
 from p1.ber import Deviation
@@ -108,6 +111,12 @@ __all__ = ["LocalOutcome", "Units", "transfer_apdu"]
 log = logging.getLogger("aiox400.queue")
 
 _ALL = tuple(Precedence)
+CONTENT_TOO_LONG = NonDeliveryReport(
+    reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+    diagnostic_code=NonDeliveryDiagnostic.CONTENT_TOO_LONG,
+)
+"""The non-delivery of a message longer than a peer, or this MTA, takes (X.411
+8.3.1.2.1.10 content-too-long: the content exceeds a length the MTS imposes)."""
 _LOCAL_ID_OCTETS = 10  # 20 hex digits, well inside ub-local-id (32)
 
 
@@ -357,23 +366,55 @@ class Units:
         if salvage.subject is None:
             return dataclasses.replace(kept, report=f"no report: {salvage.why}")
         journal: list[AuditRecord] = []
-        reported, report = self._report_invalid(session, salvage.subject, now, journal)
+        reported, report = self._report_responsible(
+            session,
+            salvage.subject,
+            INVALID_ENVELOPE,
+            "the envelope cannot be taken in",
+            now,
+            journal,
+        )
         AuditLog(session).record_many(journal)
         return dataclasses.replace(kept, reported=reported, report=report)
 
-    def _report_invalid(
+    def too_long_in(
+        self, session: Session, *, subject: MessageEnvelope, peer: str, now: datetime
+    ) -> tuple[bool, str]:
+        """Take responsibility for a message from ``peer`` too long to be taken in (over
+        ``max_message_size``), of which only the envelope was read: its responsible
+        recipients are non-delivered with unable-to-transfer, content-too-long (X.411
+        8.3.1.2.1.9, 8.3.1.2.1.10) and the report they ask for is queued, in the caller's
+        transaction.  Whether a report was queued, and what became of it, for the log."""
+        journal = [
+            AuditRecord(
+                at=now,
+                event=AuditEvent.RECEIVED,
+                mts_identifier=subject.mts_identifier.text,
+                peer=peer,
+                detail="over max_message_size: not taken in",
+            )
+        ]
+        result = self._report_responsible(
+            session, subject, CONTENT_TOO_LONG, "over max_message_size", now, journal
+        )
+        AuditLog(session).record_many(journal)
+        return result
+
+    def _report_responsible(
         self,
         session: Session,
         subject: MessageEnvelope | Probe,
+        report: NonDeliveryReport,
+        why: str,
         now: datetime,
         journal: list[AuditRecord],
     ) -> tuple[bool, str]:
-        """Non-deliver the responsible recipients of ``subject``, whose envelope is invalid:
-        whether a report was queued, and what became of it, for the log."""
-        outcomes = non_delivered(subject)
+        """Non-deliver the responsible recipients of ``subject`` with ``report`` (``why``:
+        for the log): whether a report was queued, and what became of it, for the log."""
+        outcomes = non_delivered(subject, report)
         if not outcomes:
             return False, "no report: no recipient this MTA is responsible for"
-        _log_rejected(subject, outcomes, "the envelope cannot be taken in")
+        _log_rejected(subject, outcomes, why)
         if self._report(session, subject, outcomes, now, now, journal):
             return True, "non-delivery report queued"
         if any(wants_report(o.indicators, o.report) for o in outcomes):

@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 
 from mta import link as links
-from p1.association.connection import BindRequested
+from p1.association.connection import BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 
 TOOLS = ("tshark", "dumpcap")
@@ -421,6 +421,9 @@ class Store:
 
     async def on_transfer(self, apdu: bytes) -> None:
         self.stored.append(apdu)
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -7,7 +7,8 @@ bind and in how a transfer's octets are wrapped; the rest is the same and is her
 state table of :mod:`p1.association.machine` with rule 7 (a call after an abort that its
 state allowed does nothing), transport class 0 and session pumped in order, one transfer
 as one session activity (checkpoints confirmed at once, the activity end answered only
-once the user confirmed the transfer, a discarded or interrupted activity dropped), the
+once the user confirmed the transfer, a discarded or interrupted activity dropped, one
+longer than ``max_message_size`` read to its end with its first octets kept), the
 turn as the data, minor synchronize and activity tokens, and the end of the connection.
 
 A subclass gives its handler tables (``_TRANSPORT_HANDLERS``, ``_SESSION_HANDLERS``: the
@@ -30,6 +31,7 @@ from p1.association.events import (
     ConnectionRefused,
     Released,
     TransferConfirmed,
+    TransferTooLong,
     TurnGiven,
 )
 from p1.association.machine import TABLE, Input, State
@@ -294,6 +296,18 @@ class SessionAssociation:
             activity_number(event.activity_id), self._limits.max_message_size
         )
         return []
+
+    def _received_too_long(self, inbound: InboundTransfer, prefix: bytes | None) -> list[Event]:
+        """A transfer ended that was longer than ``max_message_size``: its first octets
+        (``prefix``, the MTS-APDU's) go to the user, who confirms it like any other once
+        the originator's report is stored, or aborts."""
+        self._transfers.unconfirmed = inbound.transfer_id
+        limit = inbound.limit
+        return [
+            TransferTooLong(
+                transfer_id=inbound.transfer_id, size=inbound.size, limit=limit, prefix=prefix
+            )
+        ]
 
     def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
         # Checkpoints are confirmed at once: a checkpoint only matters to recover a transfer

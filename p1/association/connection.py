@@ -22,7 +22,9 @@ Rules:
 2. A transfer is one session activity; the receiver gets :class:`TransferReceived` at the
    activity end and the sender's :class:`TransferConfirmed` comes only after the receiver's
    user called :meth:`confirm_transfer`, i.e. once the message is safely stored.  A transfer
-   the sender discards or interrupts is dropped; one the receiver reports an exception
+   the sender discards or interrupts is dropped; one longer than ``max_message_size`` is
+   read to its end, its first octets kept, and given as :class:`TransferTooLong`, confirmed
+   the same way; one the receiver reports an exception
    against cannot be recovered (we keep no checkpoints), so the association is aborted.
 3. One transfer at a time per direction; only the side holding the turn (the session data
    and activity tokens) may transfer.  The turn moves only in two-way alternate mode; in
@@ -54,8 +56,8 @@ Public API::
         request_turn(priority) / give_turn()           two-way alternate only
         send_release() / abort(why)                    release: the initiator only
         receive_data(data) -> list[Event] / receive_eof() -> list[Event] / data_to_send()
-    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferConfirmed,
-            TurnRequested, TurnGiven, Released, Aborted, ConnectionRefused
+    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferTooLong,
+            TransferConfirmed, TurnRequested, TurnGiven, Released, Aborted, ConnectionRefused
     State, MTS_TRANSFER_CONTEXT
 """
 
@@ -81,6 +83,7 @@ from p1.association.events import (
     Released,
     TransferConfirmed,
     TransferReceived,
+    TransferTooLong,
     TurnGiven,
     TurnRequested,
 )
@@ -123,7 +126,7 @@ from p1.association.pdus import (
     turn_please_data,
     turn_priority,
 )
-from p1.association.transfer import MTSE_CONTEXT, decode_transfer
+from p1.association.transfer import MTSE_CONTEXT, apdu_prefix, decode_transfer
 from p1.errors import DecodeError
 from p1.osi import (
     DEFAULT_LIMITS,
@@ -156,6 +159,7 @@ __all__ = [
     "State",
     "TransferConfirmed",
     "TransferReceived",
+    "TransferTooLong",
     "TurnGiven",
     "TurnRequested",
 ]
@@ -485,6 +489,8 @@ class P1Association(SessionAssociation):
         if inbound is None:
             raise RemoteProtocolError("activity end outside an activity", layer="rtse")
         self._transfers.inbound = None
+        if inbound.too_long:
+            return self._received_too_long(inbound, _apdu_prefix(inbound.prefix()))
         apdu = plain_apdu(inbound)
         if apdu is None:
             transfer = decode_transfer(inbound.octets())
@@ -718,3 +724,12 @@ def _bind_argument_of(rtorq: rtse.Rtorq) -> MTABindArgument:
     if rtorq.open is None:
         raise RemoteProtocolError("RT-OPEN without an MTA-bind argument", layer="rtse")
     return decode_bind_argument(unwrap_bind_argument(rtorq.open))
+
+
+def _apdu_prefix(octets: bytes) -> bytes | None:
+    """The MTS-APDU's first octets in a transfer's first ``octets``; None if the EXTERNAL
+    around it cannot be read from them."""
+    try:
+        return apdu_prefix(octets)
+    except DecodeError:
+        return None

@@ -6,7 +6,7 @@ tense; :class:`p1.association.connection.P1Association` returns them from ``rece
 
 Public API::
 
-    BindRequested BindAccepted BindRefused TransferReceived TransferConfirmed
+    BindRequested BindAccepted BindRefused TransferReceived TransferTooLong TransferConfirmed
     TurnRequested TurnGiven Released Aborted ConnectionRefused (an Aborted)
 """
 
@@ -27,6 +27,7 @@ __all__ = [
     "Released",
     "TransferConfirmed",
     "TransferReceived",
+    "TransferTooLong",
     "TurnGiven",
     "TurnRequested",
 ]
@@ -67,6 +68,23 @@ class TransferReceived(Event):
 
     transfer_id: int
     apdu: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferTooLong(Event):
+    """RT-TRANSFER indication (X.228 7.5) of a transfer longer than this end takes
+    (``StackLimits.max_message_size``): only its first octets were kept.  Confirm it
+    once the originator's non-delivery report is stored (X.411 8.3.1.2.1.10,
+    content-too-long), or abort."""
+
+    transfer_id: int
+    size: int
+    """Octets the transfer had (its EXTERNAL included, in normal mode)."""
+    limit: int
+    """The most octets this end takes in one transfer."""
+    prefix: bytes | None
+    """The first octets of the MTS-APDU, from its identifier octets on; None when the
+    EXTERNAL around it cannot be read from the octets kept."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,7 @@ Public API::
     MTSE_CONTEXT = 5
     encode_transfer(apdu: bytes, indirect_reference=5) -> bytes
     decode_transfer(data) -> Transfer(apdu, indirect_reference, direct_reference)
+    apdu_prefix(data) -> bytes     the MTS-APDU's first octets, from a transfer cut short
 """
 
 from __future__ import annotations
@@ -91,3 +92,27 @@ def _encoding(choice: ber.Tlv) -> bytes:
     if choice.tag == _ARBITRARY:
         raise DecodeError("the arbitrary (BIT STRING) encoding is not used by P1", where=_WHAT)
     raise DecodeError(f"unknown encoding {ber.tag_name(choice.tag)}", where=_WHAT)
+
+
+_REFERENCES = frozenset({_OID, _INTEGER, _DESCRIPTOR})
+
+
+def apdu_prefix(data: bytes | bytearray | memoryview) -> bytes:
+    """The first octets of the MTS-APDU, read from the first octets of a transfer (a
+    transfer too long to be taken in whole): the EXTERNAL's headers and references are
+    skipped, the rest need not be there.  single-ASN1-type and a primitive octet-aligned
+    encoding are read; raises only :class:`DecodeError`."""
+    view = ber.as_view(data)
+    end = len(view)
+    key, pos, _ = ber.read_header(view, 0, end)
+    if ber.tag_of(key) != _EXTERNAL or not key & ber.CONSTRUCTED:
+        raise DecodeError(f"{ber.tag_name(ber.tag_of(key))} is not an EXTERNAL", where=_WHAT)
+    while True:
+        key, body, _ = ber.read_header(view, pos, end)
+        tag = ber.tag_of(key)
+        if tag in _REFERENCES:
+            pos = ber.read(view, pos, end)[4]
+        elif tag == _SINGLE or (tag == _OCTET_ALIGNED and not key & ber.CONSTRUCTED):
+            return bytes(view[body:])
+        else:
+            raise DecodeError(f"{ber.tag_name(tag)} cannot be read from a part", where=_WHAT)

@@ -43,8 +43,8 @@ Public API::
         send_release() / abort(why, temporary=False)
         receive_data(data) / receive_eof() -> list[Event]; data_to_send() -> bytes
     (p1.association.inbound.ConnectSniffer tells an inbound connection's mode first)
-    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferConfirmed,
-            TurnRequested, TurnGiven, Released, Aborted
+    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferTooLong,
+            TransferConfirmed, TurnRequested, TurnGiven, Released, Aborted
 """
 
 from __future__ import annotations
@@ -397,6 +397,8 @@ class X410Association(SessionAssociation):
         if inbound is None:
             raise RemoteProtocolError("activity end outside an activity", layer=_LAYER)
         self._transfers.inbound = None
+        if inbound.too_long:  # (the MPDU is not wrapped: its first octets are the kept ones)
+            return self._received_too_long(inbound, inbound.prefix())
         apdu = bytes(inbound.octets())
         tlv = ber.read_single(apdu, "MPDU")
         if tlv.tag not in _MPDU_TAGS or not tlv.constructed:

@@ -12,6 +12,7 @@ Modules (their public names are re-exported here: ``from p1 import ber`` then ``
     reader  the one reader: read(view, pos, end) -> FlatTlv = (key, start, body, end,
             stop), single / items / octets; the same TLV as an object: Tlv,
             read_tlv(data, offset, limit), read_single(data, what), children(tlv),
+            read_header(view, pos, end) (the start of a value cut short),
             expect / only_child / constructed_contents / read_octets
     writer  identifier(tag, constructed), length_octets(n), tlv(tag, contents),
             constructed(tag, parts), retag(encoding, tag)
@@ -58,6 +59,7 @@ from p1.ber.reader import (
     octets,
     only_child,
     read,
+    read_header,
     read_identifier,
     read_octets,
     read_single,
@@ -199,6 +201,7 @@ __all__ = [
     "read",
     "read_bits",
     "read_bounded_int",
+    "read_header",
     "read_identifier",
     "read_int",
     "read_lenient_utctime",

@@ -65,22 +65,9 @@ def read(view: View, pos: int, end: int, depth: int = 0) -> FlatTlv:
 
 def _read_any(view: View, pos: int, end: int, depth: int) -> FlatTlv:
     """:func:`read` for every form: tag numbers above 30, long and indefinite lengths."""
-    key, p = read_identifier(view, pos, end)
-    if p >= end:
-        raise DecodeError("truncated: a length was expected", where=f"offset {p}")
-    first = view[p]
-    p += 1
-    if first == 0x80:
+    key, p, length = read_header(view, pos, end)
+    if length is None:
         return _indefinite(view, key, pos, p, end, depth)
-    length = first
-    if first > 0x80:
-        count = first & 0x7F
-        if count > MAX_LENGTH_OCTETS or first == 0xFF:
-            raise DecodeError(f"length of {count} octets", where=f"offset {p - 1}")
-        if p + count > end:
-            raise DecodeError("truncated length", where=f"offset {p - 1}")
-        length = int.from_bytes(view[p : p + count], "big")
-        p += count
     stop = p + length
     if stop > end:
         raise DecodeError(
@@ -88,6 +75,27 @@ def _read_any(view: View, pos: int, end: int, depth: int) -> FlatTlv:
             where=f"{tag_name(tag_of(key))} at offset {pos}",
         )
     return key, pos, p, stop, stop
+
+
+def read_header(view: View, pos: int, end: int) -> tuple[int, int, int | None]:
+    """The identifier and length octets at ``pos`` (X.690 8.1.2, 8.1.3): the key, the
+    offset of the contents and their length (None: indefinite).  The contents need not
+    be there: this reads the start of a value that was cut short."""
+    key, p = read_identifier(view, pos, end)
+    if p >= end:
+        raise DecodeError("truncated: a length was expected", where=f"offset {p}")
+    first = view[p]
+    p += 1
+    if first == 0x80:
+        return key, p, None
+    if first < 0x80:
+        return key, p, first
+    count = first & 0x7F
+    if count > MAX_LENGTH_OCTETS or first == 0xFF:
+        raise DecodeError(f"length of {count} octets", where=f"offset {p - 1}")
+    if p + count > end:
+        raise DecodeError("truncated length", where=f"offset {p - 1}")
+    return key, p + count, int.from_bytes(view[p : p + count], "big")
 
 
 def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:

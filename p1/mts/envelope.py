@@ -26,6 +26,7 @@ Public API::
     encode_mts_apdu(apdu) -> bytes          decode_mts_apdu(data) -> Message | Report | Probe
     encode_message_envelope(env) -> bytes   decode_message_envelope(data) -> MessageEnvelope
     peek_envelope(data) -> MessageEnvelope | Probe | Report   (a message's content not copied)
+    envelope_from_prefix(prefix) -> MessageEnvelope   a message's, from its first octets only
     replace_message_envelope(data, envelope) -> bytes         (content bytes kept as received)
     message_content(data) -> bytes                             (the envelope skipped)
     long_tags_in_message_envelope(data) -> (Deviation, ...)    (not looked for in decoding)
@@ -837,6 +838,35 @@ def peek_envelope(data: bytes | bytearray | memoryview) -> MessageEnvelope | Pro
     decoded = _DECODERS[tlv.tag](tlv)
     assert isinstance(decoded, Probe | Report)
     return decoded
+
+
+_KINDS = {_MESSAGE_TAG: "a message", _REPORT_TAG: "a report", _PROBE_TAG: "a probe"}
+
+
+def envelope_from_prefix(prefix: bytes | bytearray | memoryview) -> MessageEnvelope:
+    """The envelope of the message whose MTS-APDU begins with ``prefix``, the rest of it
+    (the content) cut off: ``message [0] IMPLICIT SEQUENCE { envelope
+    MessageTransferEnvelope, content }`` (X.411 12.2.1.1) puts the envelope first, so the
+    first octets of a message too long to be taken in still say whom to report to.
+
+    Definite and indefinite lengths are read alike.  Raises DecodeError, saying why,
+    when ``prefix`` is not the start of a message (a report, a probe) or ends before
+    its envelope does."""
+    view = ber.as_view(prefix)
+    key, body, length = ber.read_header(view, 0, len(view))
+    tag = ber.tag_of(key)
+    if tag != _MESSAGE_TAG or not key & ber.CONSTRUCTED:
+        kind = _KINDS.get(tag, ber.tag_name(tag))
+        raise DecodeError(f"the MTS-APDU is {kind}, not a message", where="MTS-APDU")
+    end = len(view) if length is None else min(len(view), body + length)
+    try:
+        envelope = ber.read_tlv(view, body, end)
+    except DecodeError as error:
+        raise DecodeError(
+            f"the envelope does not end within the first {len(view)} octets ({error})",
+            where="MessageTransferEnvelope",
+        ) from error
+    return _message_envelope(envelope)
 
 
 def long_tags_in_message_envelope(data: bytes | bytearray | memoryview) -> tuple[Deviation, ...]:

@@ -7,7 +7,8 @@ be unconfirmed at a time.  With ``checkpoint_size`` 0 all octets go in one P-DAT
 activity end (S-ACTIVITY-END) takes a window slot like a minor synchronization point: it is
 sent only once fewer than ``window_size`` points are unconfirmed.
 
-The receiver joins the pieces, refusing to hold more than a configured bound.
+The receiver joins the pieces, holding no more than a configured bound: of a longer transfer
+it keeps the first octets and counts the rest.
 
 These are plain bookkeeping objects; :mod:`p1.association.connection` turns their steps into PDUs.
 
@@ -19,7 +20,8 @@ Public API::
         .confirm_sync(serial)                            checkpoints up to serial confirmed
         .done                                            the activity end was sent
     InboundTransfer(transfer_id, limit)
-        .add(data)                                       raises RemoteProtocolError past limit
+        .add(data)                                       past limit, only counted
+        .too_long, .prefix() -> bytes                    the first limit octets kept
         .octets() -> bytes | memoryview                  one piece is returned as it came
         .size, .head(count) -> bytes, .octets_from(start) -> bytes   (start in the first piece)
 """
@@ -124,7 +126,12 @@ class OutboundTransfer:
 
 @dataclass(slots=True)
 class InboundTransfer:
-    """The receiving side of one RT-TRANSFER: the pieces so far, bounded by ``limit``."""
+    """The receiving side of one RT-TRANSFER: the pieces so far, bounded by ``limit``.
+
+    A transfer that grows past ``limit`` is not refused here: its first ``limit`` octets
+    are kept (a message's envelope comes first, X.411 12.2.1.1) and the rest is counted
+    and dropped, so that the receiver can still answer the activity (its checkpoints and
+    its end) and tell the originator why the message went no further."""
 
     transfer_id: int
     limit: int
@@ -132,13 +139,22 @@ class InboundTransfer:
     _size: int = 0
 
     def add(self, data: bytes | memoryview) -> None:
-        """Append one piece; a transfer larger than ``limit`` is the peer's error."""
+        """Append one piece; past ``limit`` only its length counts."""
+        room = self.limit - self._size
         self._size += len(data)
-        if self._size > self.limit:
-            raise RemoteProtocolError(
-                f"transfer exceeds the limit of {self.limit} octets", layer="rtse"
-            )
-        self._parts.append(data)
+        if room >= len(data):
+            self._parts.append(data)
+        elif room > 0:
+            self._parts.append(data[:room])
+
+    @property
+    def too_long(self) -> bool:
+        """More than ``limit`` octets arrived: only the first ``limit`` are kept."""
+        return self._size > self.limit
+
+    def prefix(self) -> bytes:
+        """The octets kept, joined (all of them when the transfer is not too long)."""
+        return bytes(self.octets())
 
     @property
     def size(self) -> int:

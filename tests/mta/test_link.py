@@ -20,6 +20,7 @@ from p1.association.connection import (
     BindRequested,
     P1Association,
     TransferConfirmed,
+    TransferTooLong,
     TurnGiven,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
@@ -50,6 +51,9 @@ class Store:
         if self.gate is not None:
             await self.gate.wait()
         self.stored.append(apdu)
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
 
 
 @dataclass

@@ -31,7 +31,7 @@ import pytest
 from config.schema import RetryPolicy
 from mta import channels
 from mta.link import Link, TransferRefusedError, open_link, serve_link
-from p1.association.connection import BindRequested, P1Association
+from p1.association.connection import BindRequested, P1Association, TransferTooLong
 from p1.association.mtabind import MTABindArgument, MTABindResult
 from p1.mts.envelope import Message, decode_mts_apdu
 from p1.osi import Role
@@ -82,6 +82,9 @@ class Receiver:
         if self.refusing:
             raise TransferRefusedError("the message store is full")
         self.stored.append(name)
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        raise TransferRefusedError(f"{event.size} octets: over max_message_size")
 
 
 @contextlib.asynccontextmanager

@@ -39,6 +39,7 @@ from p1.association.connection import (
     State,
     TransferConfirmed,
     TransferReceived,
+    TransferTooLong,
     TurnGiven,
     TurnRequested,
 )
@@ -678,21 +679,19 @@ def test_every_byte_alone_gives_the_same_events() -> None:
 
 
 @pytest.mark.parametrize("checkpoint_size", [0, 1])
-def test_transfer_beyond_max_message_size_aborts(checkpoint_size: int) -> None:
+def test_transfer_beyond_max_message_size_is_too_long_not_aborted(checkpoint_size: int) -> None:
     limit = 3000
     pair = open_pair(
         checkpoint_size=checkpoint_size,
         responder=AssociationSettings(limits=StackLimits(max_message_size=limit)),
     )
     _transfer(pair, apdu(limit - 20))  # the EXTERNAL around it still fits
-    pair.initiator.send_transfer(apdu(limit + 1))
-    pumped = pair.pump()
-    aborted = _aborted(pumped.responder, by_peer=False)
-    assert aborted.why == f"rtse: transfer exceeds the limit of {limit} octets"
-    _aborted(pumped.initiator, by_peer=True)
-    wire = b"".join(pair.sent_by_responder)
-    assert user_abort_rtab(wire).abort_reason == AbortReason.PROTOCOL_ERROR
-    assert pair.initiator.closed and pair.responder.closed
+    transfer_id = pair.initiator.send_transfer(apdu(limit + 1))
+    (event,) = pair.pump().responder
+    assert isinstance(event, TransferTooLong) and event.size > limit == event.limit
+    pair.responder.confirm_transfer(transfer_id)
+    assert pair.pump().initiator == [TransferConfirmed(transfer_id=transfer_id)]
+    assert not pair.initiator.closed and not pair.responder.closed
 
 
 # --- malformed input at each layer -------------------------------------------------------

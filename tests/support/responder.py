@@ -15,7 +15,7 @@ import asyncio
 
 from mta import link as links
 from mta import net
-from p1.association.connection import BindRequested
+from p1.association.connection import BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindError, MTABindResult
 
 
@@ -30,6 +30,9 @@ class _Responder:
 
     async def on_transfer(self, apdu: bytes) -> None:
         return None
+
+    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
+        raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
 
 
 async def _main(args: argparse.Namespace) -> None:
