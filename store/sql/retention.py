@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from sqlalchemy import BindParameter, Delete, bindparam, case, delete, func, select
+from sqlalchemy import BindParameter, Column, Delete, Table, bindparam, case, delete, func, select
 
 from store._sql import table
 from store.models import (
@@ -53,24 +53,16 @@ PRUNE_FINISHED: Final = (
 before ``before`` (their recipients go with them: ON DELETE CASCADE).  Returns each
 one's id, spool file and size."""
 
-PRUNE_RECEIVED: Final[Delete] = delete(_RECEIVED).where(
-    _RECEIVED.c.id.in_(
-        select(_RECEIVED.c.id)
-        .where(_RECEIVED.c.received_at < _before())
-        .order_by(_RECEIVED.c.received_at)
-        .limit(bindparam("limit"))
-        .scalar_subquery()
-    )
-)
+
+def _oldest(table: Table, when: Column[datetime]) -> Delete:
+    """At most ``limit`` rows of ``table`` whose ``when`` is before ``before``, oldest
+    first (``when`` is indexed)."""
+    ids = select(table.c.id).where(when < _before()).order_by(when).limit(bindparam("limit"))
+    return delete(table).where(table.c.id.in_(ids.scalar_subquery()))
+
+
+PRUNE_RECEIVED: Final = _oldest(_RECEIVED, _RECEIVED.c.received_at)
 """At most ``limit`` duplicate-detection keys received before ``before``, oldest first."""
 
-PRUNE_AUDIT: Final[Delete] = delete(_AUDIT).where(
-    _AUDIT.c.id.in_(
-        select(_AUDIT.c.id)
-        .where(_AUDIT.c.at < _before())
-        .order_by(_AUDIT.c.at)
-        .limit(bindparam("limit"))
-        .scalar_subquery()
-    )
-)
+PRUNE_AUDIT: Final = _oldest(_AUDIT, _AUDIT.c.at)
 """At most ``limit`` audit records written before ``before``, oldest first."""
