@@ -479,13 +479,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    send_p = commands.add_parser(
-        "send",
-        parents=[where],
-        help="submit a message",
-        description=_HELP["send"],
-        formatter_class=_FORMATTER,
-    )
+    send_p = _command(commands, where, "send", "submit a message")
     send_p.add_argument(
         "--from",
         dest="sender",
@@ -550,13 +544,7 @@ def _parser() -> argparse.ArgumentParser:
         help="send a plain X.420 (P2) IPM instead of STANAG 4406 (P772)",
     )
     send_p.set_defaults(run=send)
-    inbox_p = commands.add_parser(
-        "inbox",
-        parents=[where],
-        help="list a mailbox",
-        description=_HELP["inbox"],
-        formatter_class=_FORMATTER,
-    )
+    inbox_p = _command(commands, where, "inbox", "list a mailbox")
     inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
     inbox_p.add_argument("--unread", action="store_true", help="unread messages only")
     inbox_p.add_argument(
@@ -567,13 +555,7 @@ def _parser() -> argparse.ArgumentParser:
         " Ctrl-C (or the MTA stops)",
     )
     inbox_p.set_defaults(run=inbox)
-    read_p = commands.add_parser(
-        "read",
-        parents=[where],
-        help="show one message and mark it read",
-        description=_HELP["read"],
-        formatter_class=_FORMATTER,
-    )
+    read_p = _command(commands, where, "read", "show one message and mark it read")
     read_p.add_argument("id", type=int, metavar="ID", help="the message number inbox shows")
     read_p.add_argument(
         "--user",
@@ -588,13 +570,7 @@ def _parser() -> argparse.ArgumentParser:
         help="write the MTS-APDU's BER to standard output (for x400-dump)",
     )
     read_p.set_defaults(run=read)
-    delete_p = commands.add_parser(
-        "delete",
-        parents=[where],
-        help="delete messages from a mailbox",
-        description=_HELP["delete"],
-        formatter_class=_FORMATTER,
-    )
+    delete_p = _command(commands, where, "delete", "delete messages from a mailbox")
     delete_p.add_argument(
         "ids", type=int, nargs="+", metavar="ID", help="message numbers, as inbox shows them"
     )
@@ -604,6 +580,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    where: argparse.ArgumentParser,
+    name: str,
+    summary: str,
+) -> argparse.ArgumentParser:
+    """The subcommand ``name``: ``summary`` in the command list, its paragraphs of
+    :data:`_HELP` in its own ``--help``, the MTA's address options shared."""
+    return commands.add_parser(
+        name, parents=[where], help=summary, description=_HELP[name], formatter_class=_FORMATTER
+    )
+
 
 _HELP: Final = {
     "x400": """\
