@@ -10,27 +10,15 @@ from __future__ import annotations
 import asyncio
 import io
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from client import x400
 from p1.mts.orname import parse_orname
-from tests.mta.sites import Site, eventually, solo_site, until
+from tests.mta.sites import Site, eventually, until
 
 NOWHERE = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
-
-
-@pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    """Site A alone, started."""
-    mta = solo_site(tmp_path / "a")
-    await mta.start()
-    try:
-        yield mta
-    finally:
-        await mta.stop()
 
 
 def smith(site: Site) -> str:

@@ -18,27 +18,15 @@ import signal
 import struct
 import sys
 import termios
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from client import x400, x400ctl
 from client.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
-from tests.mta.sites import Site, solo_site
+from tests.mta.sites import Site
 
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    """Site A alone, started."""
-    mta = solo_site(tmp_path / "a")
-    await mta.start()
-    try:
-        yield mta
-    finally:
-        await mta.stop()
 
 
 def send_argv(site: Site, count: int) -> list[str]:
