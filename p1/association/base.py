@@ -14,7 +14,9 @@ turn as the data, minor synchronize and activity tokens, and the end of the conn
 A subclass gives its handler tables (``_TRANSPORT_HANDLERS``, ``_SESSION_HANDLERS``: the
 events of the layers below by type), the layer named in its errors (``_TABLE_LAYER`` for
 the state table's, ``_TRANSFER_LAYER`` for the transfer's), the session versions its CN
-proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``, and the calls
+proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``, how it wraps a
+piece of a transfer (``_send_piece``) and the turn's priority (``_turn_please_data``,
+``_turn_priority``, with ``_TURN_PLEASE`` and ``_TURN_GIVE`` naming them), and the calls
 an MTA makes whatever the mode (bind, transfer, the turn, release, abort), declared here so
 that one driver (:mod:`mta.link`) serves both.
 """
@@ -33,8 +35,9 @@ from p1.association.events import (
     TransferConfirmed,
     TransferTooLong,
     TurnGiven,
+    TurnRequested,
 )
-from p1.association.machine import TABLE, Input, State
+from p1.association.machine import DISCARDED, TABLE, Input, State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.pdus import activity_number
 from p1.errors import DecodeError
@@ -50,7 +53,7 @@ from p1.osi import (
     spdu,
 )
 from p1.osi.rtse import DialogueMode
-from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer
+from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
 from p1.osi.selectors import format_selector
 from p1.osi.session_machine import State as SessionState
 
@@ -105,6 +108,9 @@ class SessionAssociation:
     _SESSION_HANDLERS: ClassVar[Mapping[type[Event], _Handler]]
     _TABLE_LAYER: ClassVar[str]
     _TRANSFER_LAYER: ClassVar[str]
+    _TURN_PLEASE: ClassVar[str]
+    _TURN_GIVE: ClassVar[str]
+    """How the mode names a turn please and a turn give in its errors."""
     _SESSION_VERSIONS: ClassVar[int] = spdu.VERSION_2
     MODE: ClassVar[str]
     """The mode's name for the operator's log: "normal" or "X.410-1984"."""
@@ -167,11 +173,59 @@ class SessionAssociation:
         raise NotImplementedError
 
     def request_turn(self, priority: int = 0) -> None:
-        """Ask the peer for the turn (two-way alternate)."""
+        """S-TOKEN-PLEASE for every token, ``priority`` in its user data: ask the peer
+        for the turn (two-way alternate: X.228 7.6 RT-TURN-PLEASE; X.410 (1984) turn
+        please)."""
+        layer = self._TRANSFER_LAYER
+        if self.has_turn:
+            raise LocalProtocolError("this end already holds the turn", layer=layer)
+        if self.giving_turn:
+            raise LocalProtocolError("the turn given is not acknowledged yet", layer=layer)
+        self._check_two_way_alternate(self._TURN_PLEASE)
+        after = self._move(Input.DATA_PHASE)
+        if after is None:
+            return
+        self._session.send_token_please(TURN_TOKENS, self._turn_please_data(priority))
+        self.state = after
+
+    def _turn_please_data(self, priority: int) -> bytes:
+        """The S-TOKEN-PLEASE's user data carrying ``priority``, as the mode writes it."""
         raise NotImplementedError
 
     def give_turn(self) -> None:
-        """Give the turn to the peer (two-way alternate)."""
+        """S-CONTROL-GIVE: every token, so the turn, to the peer (two-way alternate:
+        X.228 7.7 RT-TURN-GIVE; X.410 (1984) turn give)."""
+        if self._transfers.outbound is not None:
+            raise LocalProtocolError(
+                "cannot give the turn during a transfer", layer=self._TRANSFER_LAYER
+            )
+        self._check_two_way_alternate(self._TURN_GIVE)
+        after = self._move(Input.DATA_PHASE)
+        if after is None:
+            return
+        self._session.send_control_give()
+        self.state = after
+
+    def _check_two_way_alternate(self, what: str) -> None:
+        """The turn moves only in two-way alternate mode; in monologue the initiator
+        holds it throughout (X.228 7.6, 7.7; the bind's dialogueMode)."""
+        if self.dialogue_mode is not DialogueMode.TWA:
+            raise LocalProtocolError(
+                f"{what} is for two-way alternate mode only", layer=self._TRANSFER_LAYER
+            )
+
+    def _on_tokens_requested(self, event: session.TokensRequested) -> list[Event]:
+        """S-TOKEN-PLEASE for the turn: the peer asks it back, with a priority."""
+        after = self._next(Input.RECV_TURN_PLEASE, RemoteProtocolError)
+        if (self.state, Input.RECV_TURN_PLEASE) in DISCARDED:
+            self.state = after  # it crossed our FN: the DN to come ends the association
+            return []
+        priority = self._turn_priority(event.user_data)
+        self.state = after
+        return [TurnRequested(priority=priority)]
+
+    def _turn_priority(self, user_data: bytes) -> int:
+        """The priority an S-TOKEN-PLEASE's user data carries (0: none)."""
         raise NotImplementedError
 
     def send_release(self) -> None:
@@ -268,8 +322,32 @@ class SessionAssociation:
             raise LocalProtocolError("an inbound transfer is not finished", layer=layer)
 
     def _advance(self) -> None:
-        """Send what the outbound transfer's window allows."""
+        """Send what the outbound transfer's window allows: its pieces, a minor
+        synchronize asking confirmation at each checkpoint, then the activity end."""
+        outbound = self._transfers.outbound
+        assert outbound is not None
+        for step in outbound.steps():
+            if isinstance(step, Piece):
+                self._send_piece(step)
+            elif isinstance(step, Sync):
+                self._session.send_minor_sync(confirm=True)
+            else:
+                self._session.send_activity_end()
+
+    def _send_piece(self, piece: Piece) -> None:
+        """S-DATA carrying one piece of the outbound transfer, as the mode wraps it."""
         raise NotImplementedError
+
+    def _ended_inbound(self) -> InboundTransfer:
+        """The inbound transfer an S-ACTIVITY-END indication ends, no longer current."""
+        self._expect(Input.DATA_PHASE)
+        inbound = self._transfers.inbound
+        if inbound is None:
+            raise RemoteProtocolError(
+                "activity end outside an activity", layer=self._TRANSFER_LAYER
+            )
+        self._transfers.inbound = None
+        return inbound
 
     def confirm_transfer(self, transfer_id: int) -> None:
         """The message of ``transfer_id`` is safely stored: acknowledge the activity end.

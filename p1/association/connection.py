@@ -69,7 +69,6 @@ from typing import Any
 
 from p1.association.base import (
     TEMPORARILY_UNABLE,
-    TURN_TOKENS,
     SessionAssociation,
     serves,
     session_refusal,
@@ -87,7 +86,7 @@ from p1.association.events import (
     TurnGiven,
     TurnRequested,
 )
-from p1.association.machine import DISCARDED, Input, State
+from p1.association.machine import Input, State
 from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
@@ -143,7 +142,7 @@ from p1.osi import (
     spdu,
     tpdu,
 )
-from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
+from p1.osi.rtse_transfer import OutboundTransfer, Piece
 from p1.osi.selectors import format_selector
 
 __all__ = [
@@ -218,6 +217,8 @@ class P1Association(SessionAssociation):
     MODE = "normal"
     _TABLE_LAYER = "p1"
     _TRANSFER_LAYER = "rtse"
+    _TURN_PLEASE = "RT-TURN-PLEASE"
+    _TURN_GIVE = "RT-TURN-GIVE"
 
     def __init__(self, role: Role, settings: AssociationSettings | None = None) -> None:
         self.settings = settings or AssociationSettings()
@@ -452,19 +453,11 @@ class P1Association(SessionAssociation):
         self._advance()
         return transfer_id
 
-    def _advance(self) -> None:
-        outbound = self._transfers.outbound
-        assert outbound is not None
-        for step in outbound.steps():
-            if isinstance(step, Piece):
-                # P-DATA{RTTR{head + data}}: the headers are built alone and data, a view of
-                # the MTS-APDU, is first copied when the transport's TPKTs are joined.
-                prefix = piece_prefix(len(step.head) + len(step.data))
-                self._session.send_data(step.data, prefix=prefix + step.head)
-            elif isinstance(step, Sync):
-                self._session.send_minor_sync(confirm=True)
-            else:
-                self._session.send_activity_end()
+    def _send_piece(self, piece: Piece) -> None:
+        """P-DATA{RTTR{head + data}}: the headers are built alone and data, a view of the
+        MTS-APDU, is first copied when the transport's TPKTs are joined."""
+        prefix = piece_prefix(len(piece.head) + len(piece.data))
+        self._session.send_data(piece.data, prefix=prefix + piece.head)
 
     def _on_data(self, event: session.DataViewReceived) -> list[Event]:
         self._expect(Input.DATA_PHASE)
@@ -484,11 +477,7 @@ class P1Association(SessionAssociation):
         return []
 
     def _on_activity_end(self, event: session.ActivityEndRequested) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        inbound = self._transfers.inbound
-        if inbound is None:
-            raise RemoteProtocolError("activity end outside an activity", layer="rtse")
-        self._transfers.inbound = None
+        inbound = self._ended_inbound()
         if inbound.too_long:
             return self._received_too_long(inbound, _apdu_prefix(inbound.prefix()))
         apdu = plain_apdu(inbound)
@@ -512,44 +501,14 @@ class P1Association(SessionAssociation):
 
     # --- the turn (X.228 7.6, 7.7) ----------------------------------------------------
 
-    def request_turn(self, priority: int = 0) -> None:
-        """RT-TURN-PLEASE (S-TOKEN-PLEASE carrying RTTP with ``priority``)."""
-        if self.has_turn:
-            raise LocalProtocolError("this end already holds the turn", layer="rtse")
-        if self.giving_turn:
-            raise LocalProtocolError("the turn given is not acknowledged yet", layer="rtse")
-        self._check_two_way_alternate("RT-TURN-PLEASE")
-        after = self._move(Input.DATA_PHASE)
-        if after is None:
-            return
-        self._session.send_token_please(TURN_TOKENS, turn_please_data(priority))
-        self.state = after
+    def _turn_please_data(self, priority: int) -> bytes:
+        """RT-TURN-PLEASE: P-DATA{RTTP} with ``priority``, as the S-TOKEN-PLEASE's user
+        data (X.228 7.6)."""
+        return turn_please_data(priority)
 
-    def give_turn(self) -> None:
-        """RT-TURN-GIVE (S-CONTROL-GIVE): hand every token to the peer."""
-        if self._transfers.outbound is not None:
-            raise LocalProtocolError("cannot give the turn during a transfer", layer="rtse")
-        self._check_two_way_alternate("RT-TURN-GIVE")
-        after = self._move(Input.DATA_PHASE)
-        if after is None:
-            return
-        self._session.send_control_give()
-        self.state = after
-
-    def _check_two_way_alternate(self, what: str) -> None:
-        """The turn moves only in two-way alternate mode; in monologue the association-
-        initiator holds it throughout (X.228 7.6, 7.7; dialogueMode of RTORQ)."""
-        if self._agreed.dialogue_mode is not rtse.DialogueMode.TWA:
-            raise LocalProtocolError(f"{what} is for two-way alternate mode only", layer="rtse")
-
-    def _on_tokens_requested(self, event: session.TokensRequested) -> list[Event]:
-        after = self._next(Input.RECV_TURN_PLEASE, RemoteProtocolError)
-        if (self.state, Input.RECV_TURN_PLEASE) in DISCARDED:
-            self.state = after  # it crossed our FN: the DN to come ends the association
-            return []
-        priority = turn_priority(event.user_data)
-        self.state = after
-        return [TurnRequested(priority=priority)]
+    def _turn_priority(self, user_data: bytes) -> int:
+        """The RTTP's priority (X.228 7.6)."""
+        return turn_priority(user_data)
 
     # --- release and abort ------------------------------------------------------------
 

@@ -57,7 +57,6 @@ from p1 import ber
 from p1.association import x410_pdus as pdus
 from p1.association.base import (
     TEMPORARILY_UNABLE,
-    TURN_TOKENS,
     SessionAssociation,
     serves,
     session_refusal,
@@ -74,7 +73,7 @@ from p1.association.events import (
     TurnGiven,
     TurnRequested,
 )
-from p1.association.machine import DISCARDED, Input, State
+from p1.association.machine import Input, State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.pdus import activity_identifier
 from p1.association.x410_pdus import AbortReason, RefuseReason
@@ -91,7 +90,7 @@ from p1.osi import (
     spdu,
 )
 from p1.osi.rtse import DialogueMode
-from p1.osi.rtse_transfer import OutboundTransfer, Piece, Sync
+from p1.osi.rtse_transfer import OutboundTransfer, Piece
 
 __all__ = [
     "Aborted",
@@ -181,6 +180,8 @@ class X410Association(SessionAssociation):
     MODE = "X.410-1984"
     _TABLE_LAYER = _LAYER
     _TRANSFER_LAYER = _LAYER
+    _TURN_PLEASE = "turn please"
+    _TURN_GIVE = "turn give"
     _SESSION_VERSIONS = _VERSIONS
 
     def __init__(self, role: Role, settings: X410Settings | None = None) -> None:
@@ -372,16 +373,9 @@ class X410Association(SessionAssociation):
         self._advance()
         return transfer_id
 
-    def _advance(self) -> None:
-        outbound = self._transfers.outbound
-        assert outbound is not None
-        for step in outbound.steps():
-            if isinstance(step, Piece):
-                self._session.send_data(step.data, prefix=step.head)
-            elif isinstance(step, Sync):
-                self._session.send_minor_sync(confirm=True)
-            else:
-                self._session.send_activity_end()
+    def _send_piece(self, piece: Piece) -> None:
+        """S-DATA of the MPDU's octets as they are: no presentation or RTSE around them."""
+        self._session.send_data(piece.data, prefix=piece.head)
 
     def _on_data(self, event: session.DataViewReceived) -> list[Event]:
         self._expect(Input.DATA_PHASE)
@@ -392,11 +386,7 @@ class X410Association(SessionAssociation):
         return []
 
     def _on_activity_end(self, event: session.ActivityEndRequested) -> list[Event]:
-        self._expect(Input.DATA_PHASE)
-        inbound = self._transfers.inbound
-        if inbound is None:
-            raise RemoteProtocolError("activity end outside an activity", layer=_LAYER)
-        self._transfers.inbound = None
+        inbound = self._ended_inbound()
         if inbound.too_long:  # (the MPDU is not wrapped: its first octets are the kept ones)
             return self._received_too_long(inbound, inbound.prefix())
         apdu = bytes(inbound.octets())
@@ -418,45 +408,14 @@ class X410Association(SessionAssociation):
 
     # --- the turn ---------------------------------------------------------------------
 
-    def request_turn(self, priority: int = 0) -> None:
-        """S-TOKEN-PLEASE with the priority (X.410 Priority ::= INTEGER) as user data."""
-        if self.has_turn:
-            raise LocalProtocolError("this end already holds the turn", layer=_LAYER)
-        if self.giving_turn:
-            raise LocalProtocolError("the turn given is not acknowledged yet", layer=_LAYER)
-        self._check_two_way_alternate("turn please")
-        after = self._move(Input.DATA_PHASE)
-        if after is None:
-            return
-        priority_data = ber.tlv(ber.INTEGER, ber.int_contents(priority))
-        self._session.send_token_please(TURN_TOKENS, priority_data)
-        self.state = after
+    def _turn_please_data(self, priority: int) -> bytes:
+        """X.410 Priority ::= INTEGER, as the S-TOKEN-PLEASE's user data."""
+        return ber.tlv(ber.INTEGER, ber.int_contents(priority))
 
-    def give_turn(self) -> None:
-        """S-CONTROL-GIVE: every token to the peer."""
-        if self._transfers.outbound is not None:
-            raise LocalProtocolError("cannot give the turn during a transfer", layer=_LAYER)
-        self._check_two_way_alternate("turn give")
-        after = self._move(Input.DATA_PHASE)
-        if after is None:
-            return
-        self._session.send_control_give()
-        self.state = after
-
-    def _check_two_way_alternate(self, what: str) -> None:
-        if self._agreed.dialogue_mode is not DialogueMode.TWA:
-            raise LocalProtocolError(f"{what} is for two-way alternate mode only", layer=_LAYER)
-
-    def _on_tokens_requested(self, event: session.TokensRequested) -> list[Event]:
-        after = self._next(Input.RECV_TURN_PLEASE, RemoteProtocolError)
-        if (self.state, Input.RECV_TURN_PLEASE) in DISCARDED:
-            self.state = after
-            return []
-        priority = 0
-        if event.user_data:
-            priority = ber.read_int(ber.read_single(event.user_data, "Priority"), "Priority")
-        self.state = after
-        return [TurnRequested(priority=priority)]
+    def _turn_priority(self, user_data: bytes) -> int:
+        if not user_data:
+            return 0
+        return ber.read_int(ber.read_single(user_data, "Priority"), "Priority")
 
     # --- release and abort ------------------------------------------------------------
 
