@@ -15,7 +15,8 @@ configuration given with ``--config``, or ``--socket``):
                ``--peer``, ``--precedence`` or ``--all`` (every condition given must
                hold); delete sends no report and never touches a message in flight
     flush [PEER]   retry now what waits out a retry backoff
-    track MTSID    the message's every event at this MTA (the audit log), in order
+    track MTSID    the message's every event at this MTA (the audit log), in order, and
+                   its recipients' states in the queue now
     config         the effective configuration, passwords hidden (from the file with
                    ``--config``, from the running daemon with ``--socket`` alone)
     quarantine list|show|delete   transfers kept because they could not be taken in
@@ -198,7 +199,9 @@ _HELP = {
     "track": (
         "a message's events at this MTA, in order",
         "Every entry of the audit log for the message: time (UTC), event, recipient,\n"
-        "peer and detail, oldest first.  Exit 1 when the log has none.\n\n"
+        "peer and detail, oldest first; then where each of its recipients stands in the\n"
+        "queue now (state, route, tries, next attempt, last error), until retention\n"
+        "prunes it ([retention] finished).  Exit 1 when neither has it.\n\n"
         "example:\n  x400ctl track '[GB; ;SITEA;e6c4...]'",
     ),
     "config": (
@@ -331,9 +334,40 @@ def _flush(path: Path, args: argparse.Namespace, out: TextIO) -> int:
 
 def _track(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     response, _ = call(path, {"op": "track", "mts_identifier": args.mts_identifier})
-    events = response["events"]
+    events, queued = response["events"], response.get("queue", [])
+    if not events and not queued:
+        raise _Nothing(f"neither the audit log nor the queue has {args.mts_identifier}")
+    _events(events, out)
+    if queued:
+        print(file=out)
+        _now(queued, out)
+    return EXIT_OK
+
+
+def _now(queued: list[dict[str, Any]], out: TextIO) -> None:
+    """Where each recipient of a tracked message stands in the queue."""
+    header = ("RECIPIENT", "STATE", "ROUTE", "TRIES", "NEXT ATTEMPT (UTC)", "LAST ERROR")
+    waiting = {"pending", "held", "in_flight"}
+    rows = [
+        (
+            r["recipient"],
+            r["state"],
+            r["route"],
+            r["attempts"],
+            _utc(r["next_attempt_at"]) if r["state"] in waiting else "-",
+            r["last_error"] or "",
+        )
+        for r in queued
+    ]
+    print("now in the queue:", file=out)
+    for line in table(header, rows, right=(3,)):
+        print(line, file=out)
+
+
+def _events(events: list[dict[str, Any]], out: TextIO) -> None:
     if not events:
-        raise _Nothing(f"the audit log has no event of {args.mts_identifier}")
+        print("the audit log has no event of it", file=out)
+        return
     rows = [
         (
             _utc(e["at"]),
@@ -346,7 +380,6 @@ def _track(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     ]
     for line in table(("TIME (UTC)", "EVENT", "RECIPIENT", "PEER", "DETAIL"), rows):
         print(line, file=out)
-    return EXIT_OK
 
 
 def _config_from_file(config_file: str | None, out: TextIO) -> int:

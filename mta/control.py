@@ -32,7 +32,8 @@ Operations (answered by :class:`mta.service.Service`):
               flight: not deleted) and messages_removed.  A deletion sends no report;
               the audit log records it
     flush     peer? -> due (recipients waiting out a retry made due now; slots woken)
-    track     mts_identifier -> events [{at, event, recipient, peer, detail}] (oldest first)
+    track     mts_identifier -> events [{at, event, recipient, peer, detail}] (oldest first),
+              queue [as messages' recipients] (every state, until retention prunes it)
     config    -> settings [[key, value], ...] (passwords hidden)
     quarantine       -> entries [{id, peer, received_at, reason, size}]  (oldest first):
                      transfers kept because they could not be taken in (mta.quarantine)

@@ -195,27 +195,7 @@ class LocalApi:
 
         rows = await self.service.db.run(waiting)
         now = datetime.now(UTC)
-        return {
-            "ok": True,
-            "recipients": [
-                {
-                    "message_id": r.message_id,
-                    "mts_identifier": r.mts_identifier,
-                    "kind": r.kind.value,
-                    "precedence": r.precedence.label,
-                    "arrival_time": r.arrival_time.isoformat(),
-                    "recipient": r.recipient,
-                    "route": r.route,
-                    "state": r.state.value,
-                    "attempts": r.attempts,
-                    "next_attempt_at": r.next_attempt_at.isoformat(),
-                    "last_error": r.last_error,
-                    "size": r.size,
-                    "age": round((now - r.arrival_time).total_seconds(), 1),
-                }
-                for r in rows
-            ],
-        }, b""
+        return {"ok": True, "recipients": [_queued(r, now) for r in rows]}, b""
 
     async def _counts(self) -> tuple[QueueCount, ...]:
         def counts() -> tuple[QueueCount, ...]:
@@ -329,17 +309,21 @@ class LocalApi:
         return {"ok": True, "due": due}, b""
 
     async def track(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        """Every audit entry of one message at this MTA, oldest first."""
+        """Every audit entry of one message at this MTA, oldest first, and where each of
+        its recipients stands in the queue now."""
         identifier = request.get("mts_identifier")
         if not isinstance(identifier, str) or not identifier:
             raise ControlError("mts_identifier must be an MTS identifier as text")
 
-        def history() -> tuple[AuditRecord, ...]:
+        def history() -> tuple[tuple[AuditRecord, ...], tuple[WaitingRecipient, ...]]:
             with transaction(self.service.db.engine, read_only=True) as session:
-                return AuditLog(session).history(identifier)
+                queued = TransitQueue(session).recipients_of(identifier)
+                return AuditLog(session).history(identifier), queued
 
-        entries = await self.service.db.run(history)
+        entries, queued = await self.service.db.run(history)
+        now = datetime.now(UTC)
         return {
+            "queue": [_queued(r, now) for r in queued],
             "ok": True,
             "events": [
                 {
@@ -567,6 +551,25 @@ def _operator_records(
         )
         for ref in changed
     ]
+
+
+def _queued(r: WaitingRecipient, now: datetime) -> JsonObject:
+    """One recipient in the queue, as ``messages`` and ``track`` answer it."""
+    return {
+        "message_id": r.message_id,
+        "mts_identifier": r.mts_identifier,
+        "kind": r.kind.value,
+        "precedence": r.precedence.label,
+        "arrival_time": r.arrival_time.isoformat(),
+        "recipient": r.recipient,
+        "route": r.route,
+        "state": r.state.value,
+        "attempts": r.attempts,
+        "next_attempt_at": r.next_attempt_at.isoformat(),
+        "last_error": r.last_error,
+        "size": r.size,
+        "age": round((now - r.arrival_time).total_seconds(), 1),
+    }
 
 
 def _refs(refs: tuple[SelectedRecipient, ...]) -> list[JsonObject]:

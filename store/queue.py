@@ -220,7 +220,8 @@ class QueueCount:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WaitingRecipient:
-    """One recipient the MTA still owes something, with its message (``x400ctl queue``)."""
+    """One recipient in the queue with its message (``x400ctl queue``: those the MTA
+    still owes something; ``x400ctl track``: any)."""
 
     message_id: int
     """What ``hold`` and ``release`` take."""
@@ -685,23 +686,14 @@ class TransitQueue:
 
     def waiting(self, limit: int = 100) -> tuple[WaitingRecipient, ...]:
         """Up to ``limit`` recipients still pending, in flight or held, in service order."""
-        return tuple(
-            WaitingRecipient(
-                message_id=row.id,
-                mts_identifier=row.mts_identifier,
-                kind=ApduKind(row.kind),
-                precedence=Precedence(row.precedence),
-                arrival_time=row.arrival_time,
-                recipient=row.recipient,
-                route=row.route,
-                state=RecipientState(row.state),
-                attempts=row.attempts,
-                next_attempt_at=row.next_attempt_at,
-                last_error=row.last_error,
-                size=row.size,
-            )
-            for row in self.connection.execute(sql.WAITING, {"limit": limit})
-        )
+        rows = self.connection.execute(sql.WAITING, {"limit": limit})
+        return tuple(_waiting(row) for row in rows)
+
+    def recipients_of(self, mts_identifier: str) -> tuple[WaitingRecipient, ...]:
+        """Every recipient still in the queue of the message, probe or report with this
+        MTS identifier, in any state (finished ones until retention prunes them)."""
+        rows = self.connection.execute(sql.OF_MESSAGE, {"mts_identifier": mts_identifier})
+        return tuple(_waiting(row) for row in rows)
 
     def backlog(self, route: str, precedences: Collection[Precedence], now: datetime) -> int:
         """Messages due on ``route`` at these precedences (to decide on a second connection)."""
@@ -885,3 +877,20 @@ def _split(
         else:
             duplicates.append(r.recipient)
     return queued, tuple(duplicates)
+
+
+def _waiting(row: Any) -> WaitingRecipient:
+    return WaitingRecipient(
+        message_id=row.id,
+        mts_identifier=row.mts_identifier,
+        kind=ApduKind(row.kind),
+        precedence=Precedence(row.precedence),
+        arrival_time=row.arrival_time,
+        recipient=row.recipient,
+        route=row.route,
+        state=RecipientState(row.state),
+        attempts=row.attempts,
+        next_attempt_at=row.next_attempt_at,
+        last_error=row.last_error,
+        size=row.size,
+    )

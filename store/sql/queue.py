@@ -290,27 +290,33 @@ COUNTS: Final[Select[Any]] = (
     .order_by(_r.route, _r.precedence.desc(), _r.state)
 )
 
+_QUEUED: Final[Select[Any]] = select(
+    _m.id,
+    _m.mts_identifier,
+    _m.kind,
+    _m.precedence,
+    _m.arrival_time,
+    _m.size,
+    _r.recipient,
+    _r.route,
+    _r.state,
+    _r.attempts,
+    _r.next_attempt_at,
+    _r.last_error,
+).join(MESSAGES, _m.id == _r.message_id)
+
 WAITING: Final[Select[Any]] = (
-    select(
-        _m.id,
-        _m.mts_identifier,
-        _m.kind,
-        _m.precedence,
-        _m.arrival_time,
-        _m.size,
-        _r.recipient,
-        _r.route,
-        _r.state,
-        _r.attempts,
-        _r.next_attempt_at,
-        _r.last_error,
-    )
-    .join(MESSAGES, _m.id == _r.message_id)
-    .where(_r.state.in_((_S.PENDING, _S.IN_FLIGHT, _S.HELD)))
+    _QUEUED.where(_r.state.in_((_S.PENDING, _S.IN_FLIGHT, _S.HELD)))
     .order_by(_r.precedence.desc(), _r.arrival_time, _r.message_id, _r.id)
     .limit(bindparam("limit"))
 )
 """The recipients the MTA still owes something, in service order (the operator's list)."""
+
+OF_MESSAGE: Final[Select[Any]] = _QUEUED.where(
+    _m.mts_identifier == bindparam("mts_identifier")
+).order_by(_m.arrival_time, _m.id, _r.id)
+"""Every recipient still in the queue of the APDUs with one MTS identifier, whatever its
+state (``x400ctl track``)."""
 
 _FINISHED: Final = (
     select(_r.message_id)

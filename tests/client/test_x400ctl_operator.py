@@ -152,7 +152,7 @@ async def test_nothing_matched_is_exit_1_with_a_clear_message(
         (["hold", "--precedence", "deferred"], "x400ctl hold: no pending recipient matches"),
         (["hold", "--peer", "MTA-Z"], "x400ctl hold: no peer 'MTA-Z'; known: MTA-B, local"),
         (["hold"], "x400ctl hold: say which: ID or MTSID..., --peer NAME, --precedence"),
-        (["track", "[GB; ;NOWHERE;none]"], "x400ctl track: the audit log has no event of"),
+        (["track", "[GB; ;NOWHERE;none]"], "x400ctl track: neither the audit log nor the queue"),
     ):
         code, out, err = await ctl(site, capsys, *argv)
         assert code == 1, argv
@@ -247,13 +247,33 @@ async def test_track_lists_a_messages_events_in_order_with_times(
         assert (await ctl(site, capsys, verb, identifier))[0] == x400ctl.EXIT_OK
     code, out, err = await ctl(site, capsys, "track", identifier)
     assert code == x400ctl.EXIT_OK, err
-    header, *rows = out.splitlines()
+    history, now = out.split("\n\n")
+    header, *rows = history.splitlines()
     assert header.split() == ["TIME", "(UTC)", "EVENT", "RECIPIENT", "PEER", "DETAIL"]
     assert [row.split()[2] for row in rows] == ["submitted", "held", "released", "held"]
     times = [datetime.strptime(" ".join(row.split()[:2]), "%Y-%m-%d %H:%M:%S.%f") for row in rows]
     assert times == sorted(times)
     assert abs(times[-1].replace(tzinfo=UTC) - datetime.now(UTC)) < timedelta(minutes=10)
     assert all(JONES_AT_B.lower().replace(" ", "") in row.lower().replace(" ", "") for row in rows)
+    title, header, row = now.splitlines()
+    assert title == "now in the queue:"
+    assert header.split()[:4] == ["RECIPIENT", "STATE", "ROUTE", "TRIES"]
+    assert row.split()[-5:-2] == ["held", "MTA-B", "0"]
+
+
+async def test_track_shows_the_queue_state_after_the_transfer(
+    lab: Lab, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = lab.a
+    await lab.b.start()
+    (identifier,) = await to_b(site, Precedence.FLASH)
+    await eventually(lambda: lab.b.inbox(JONES_AT_B), lambda m: len(m) == 1, what="at B")
+    code, out, err = await ctl(site, capsys, "track", identifier)
+    assert code == x400ctl.EXIT_OK, err
+    history, now = out.split("\n\n")
+    assert [row.split()[2] for row in history.splitlines()[1:]] == ["submitted", "transferred"]
+    (row,) = now.splitlines()[2:]
+    assert row.split()[-4:] == ["transferred", "MTA-B", "1", "-"]
 
 
 # --- config ----------------------------------------------------------------------------

@@ -204,3 +204,21 @@ def test_history_lists_a_messages_events_oldest_first(engine: Engine) -> None:
         (at(5), AuditEvent.TRANSFERRED),
         (at(5), AuditEvent.DEFERRED),
     ]
+
+
+def test_recipients_of_one_message_are_listed_in_every_state(engine: Engine) -> None:
+    ids = queue_four(engine)
+    hold(engine, Selection(message_ids=(ids[3],), route=LOCAL_ROUTE))
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        (entry,) = queue.claim_next("mta-b", {P.ROUTINE}, at(2))
+        assert entry.mts_identifier == mts_id("r1").text
+        queue.mark_transferred(entry.recipient_ids, at(3))
+    with transaction(engine, read_only=True) as session:
+        queue = TransitQueue(session)
+        l1 = queue.recipients_of(mts_id("l1").text)
+        r1 = queue.recipients_of(mts_id("r1").text)
+        nothing = queue.recipients_of("[nowhere]")
+    assert [(r.route, r.state) for r in l1] == [(LOCAL_ROUTE, S.HELD), ("mta-b", S.PENDING)]
+    assert [(r.route, r.state, r.attempts) for r in r1] == [("mta-b", S.TRANSFERRED, 1)]
+    assert {r.message_id for r in l1} == {ids[3]} and nothing == ()
