@@ -49,6 +49,11 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      its APDU file), received ("7d": duplicate-detection keys; at least
                      the longest [max_age]), audit ("30d"), interval ("5m"), batch (500
                      rows per transaction); mailboxes are never pruned
+    [access]         operators (the daemon's own group): groups whose members may do
+                     everything; [access.users]: account = "O/R name" (or a list of
+                     them), what each user may submit as and whose mailboxes it may use;
+                     accounts and groups are names on this host or numeric ids ("1001").
+                     Absent: whoever can connect to the control socket is an operator
     [[peers]]        name*, host*, routes ([]), password | password_file (the MTA's),
                      peer_password | peer_password_file (none: not checked),
                      supported_extensions ([]: extension types critical for transfer
@@ -83,8 +88,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import grp
 import json
 import os
+import pwd
 import re
 import tomllib
 import typing
@@ -129,13 +136,16 @@ from config.kinds import (
 )
 from config.schema import (
     DEFAULT_STATE_DIR,
+    Access,
     AddressPrefix,
     ConnectionLimits,
     Credentials,
     Listener,
+    LocalAccount,
     LogLevel,
     MaxAge,
     MtaConfig,
+    OperatorGroup,
     P1Protocol,
     Peer,
     QuarantineLimits,
@@ -336,6 +346,7 @@ _TOP_KEYS = (
     "quarantine",
     "retention",
     "peers",
+    "access",
 )
 _LISTENER_KEYS = ("address", "port", "dscp", "tsel", "ssel", "psel")
 _SELECTOR_KINDS: dict[str, Kind[bytes]] = {
@@ -386,6 +397,7 @@ _CONNECTION_LIMIT_KINDS: dict[str, Kind[int] | Kind[float]] = {
 _LIMIT_KEYS = (*_STACK_LIMIT_KEYS, *_CONNECTION_LIMIT_KINDS)
 _QUARANTINE_KEYS = tuple(f.name for f in dataclasses.fields(QuarantineLimits))
 _RETENTION_KEYS = tuple(f.name for f in dataclasses.fields(Retention))
+_ACCESS_KEYS = ("operators", "users")
 
 # A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
 _MAX_SOCKET_PATH = 107
@@ -459,6 +471,7 @@ class _Loader:
         retention = self.retention(top.table("retention", _RETENTION_KEYS), max_age)
         peers = self.peers(top, name, password, table)
         self.check_routes(top, local_domains, peers)
+        access = self.access(top, local_domains)
         return MtaConfig(
             source=self.file.absolute(),
             name=name,
@@ -481,6 +494,7 @@ class _Loader:
             connection_limits=connection_limits,
             quarantine=quarantine,
             retention=retention,
+            access=access,
         )
 
     # --- secrets ----------------------------------------------------------------------
@@ -787,3 +801,105 @@ class _Loader:
             known = ", ".join(names) or "none are configured"
             raise top.error("default_route", name, f"the name of a peer ({known})")
         return name
+
+    # --- access -----------------------------------------------------------------------
+
+    def access(self, top: _Table, local_domains: tuple[AddressPrefix, ...]) -> Access | None:
+        """``[access]``: None when the file has none (the socket's mode decides who may)."""
+        if not top.has("access"):
+            return None
+        table = top.table("access", _ACCESS_KEYS)
+        operators = None
+        if table.has("operators"):
+            operators = tuple(self.operator_groups(table))
+        return Access(operators=operators, users=tuple(self.accounts(table, local_domains)))
+
+    def operator_groups(self, table: _Table) -> Iterator[OperatorGroup]:
+        raw = table.data["operators"]
+        if not isinstance(raw, list):
+            raise table.error("operators", raw, "a list of group names or numeric gids")
+        for index, written in enumerate(raw):
+            key = f"operators[{index}]"
+            gid = _local_id(written, _gid_of)
+            if gid is None:
+                raise table.error(key, written, _UNKNOWN_GROUP)
+            yield OperatorGroup(name=str(written), gid=gid)
+
+    def accounts(
+        self, table: _Table, local_domains: tuple[AddressPrefix, ...]
+    ) -> Iterator[LocalAccount]:
+        raw = table.data.get("users", {})
+        if not isinstance(raw, dict):
+            raise table.error("users", raw, "an [access.users] table: account = O/R name(s)")
+        users = _Table(self.file, table.key("users"), raw)
+        seen: dict[int, str] = {}
+        for account, value in raw.items():
+            uid = _local_id(account, _uid_of)
+            if uid is None:
+                raise ConfigError(self.file, users.key(account), value, _UNKNOWN_ACCOUNT)
+            if uid in seen:
+                raise users.error(
+                    account, value, f"an account not already listed (uid {uid} is {seen[uid]})"
+                )
+            seen[uid] = account
+            names = self.account_names(users, account, value, local_domains)
+            yield LocalAccount(name=account, uid=uid, names=names)
+
+    def account_names(
+        self,
+        users: _Table,
+        account: str,
+        value: object,
+        local_domains: tuple[AddressPrefix, ...],
+    ) -> tuple[ORName, ...]:
+        """An account's O/R names: one, or a non-empty list, each under a local domain."""
+        if isinstance(value, str):
+            written: list[object] = [value]
+            names = [users.get(account, OR_NAME)]
+        elif isinstance(value, list) and value:
+            written, names = value, users.items(account, OR_NAME, "O/R names")
+        else:
+            raise users.error(account, value, "an O/R name or a non-empty list of them")
+        for index, name in enumerate(names):
+            if not any(domain.matches(name) for domain in local_domains):
+                key = account if isinstance(value, str) else f"{account}[{index}]"
+                raise users.error(
+                    key,
+                    written[index],
+                    "an O/R name under one of the local domains "
+                    f"({', '.join(d.text for d in local_domains)})",
+                )
+        return tuple(dict.fromkeys(names))
+
+
+_UNKNOWN_GROUP = 'the name of a group on this host (getent group) or a numeric gid such as "1001"'
+_UNKNOWN_ACCOUNT = (
+    'the name of an account on this host (getent passwd) or a numeric uid such as "1001"'
+)
+
+
+def _local_id(written: object, look_up: typing.Callable[[str], int | None]) -> int | None:
+    """A uid or gid written as a name or as digits (an int or a string of them); None if
+    it is neither a number nor a name the database knows."""
+    if isinstance(written, int) and not isinstance(written, bool):
+        return written if 0 <= written < 2**32 - 1 else None
+    if not isinstance(written, str) or not written:
+        return None
+    if written.isascii() and written.isdigit():
+        number = int(written)
+        return number if number < 2**32 - 1 else None
+    return look_up(written)
+
+
+def _gid_of(name: str) -> int | None:
+    try:
+        return grp.getgrnam(name).gr_gid
+    except (KeyError, UnicodeEncodeError, ValueError):
+        return None
+
+
+def _uid_of(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except (KeyError, UnicodeEncodeError, ValueError):
+        return None

@@ -22,6 +22,7 @@ Public API::
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
     QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    Access, OperatorGroup, LocalAccount   who may use the local API for what (``[access]``)
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
     DEFAULT_QUARANTINE
 """
@@ -46,13 +47,16 @@ __all__ = [
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "NO_SELECTORS",
+    "Access",
     "AddressPrefix",
     "ConnectionLimits",
     "Credentials",
     "Listener",
+    "LocalAccount",
     "LogLevel",
     "MaxAge",
     "MtaConfig",
+    "OperatorGroup",
     "Peer",
     "QuarantineLimits",
     "Retention",
@@ -429,6 +433,41 @@ DEFAULT_RETENTION = Retention()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OperatorGroup:
+    """A group whose members are the MTA's operators (``[access] operators``)."""
+
+    name: str
+    """The group as written: a name in the group database, or a numeric gid."""
+    gid: int
+    """Its group id, looked up when the file was loaded."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalAccount:
+    """A local account that is a user of the MTA (``[access.users]``)."""
+
+    name: str
+    """The account as written: a name in the password database, or a numeric uid."""
+    uid: int
+    """Its user id, looked up when the file was loaded."""
+    names: tuple[ORName, ...]
+    """Its O/R names: what it may submit as, and whose mailboxes it may read."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Access:
+    """Who may use the local API for what (``[access]``), from the caller's credentials
+    (``SO_PEERCRED``): root, the daemon's own account and the members of ``operators``
+    may do everything; an account of ``users`` may submit as its O/R names and use
+    their mailboxes; any other account is refused every request."""
+
+    operators: tuple[OperatorGroup, ...] | None = None
+    """Groups whose members are operators; None: the daemon's own primary group."""
+    users: tuple[LocalAccount, ...] = ()
+    """The accounts that are users, each with its O/R names."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MtaConfig:
     """One MTA's configuration file, validated."""
 
@@ -484,6 +523,10 @@ class MtaConfig:
     """How many transfers that cannot be taken in, and how many octets of them, are kept."""
     retention: Retention = field(default=DEFAULT_RETENTION)
     """What is pruned when (``[retention]``)."""
+    access: Access | None = None
+    """Who may use the local API for what (``[access]``); None: every process that can
+    connect to the control socket (mode 0660: the daemon's user and group) is an
+    operator."""
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""

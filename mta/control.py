@@ -1,7 +1,12 @@
 """The daemon's local API: JSON requests on a unix socket (``control_socket``).
 
 The local user agent (``x400``) and the operator's tool (``x400ctl``) talk to the daemon
-through this socket; the file's permissions (0660, the daemon's group) decide who may.
+through this socket.  The kernel's record of who connected (``SO_PEERCRED``: pid, uid,
+gid; ``SO_PEERGROUPS``: the supplementary groups) is read once per connection into a
+:class:`mta.access.Caller` and handed to the handler with every request: with
+``[access]`` the handler authorises each request by it (:mod:`mta.access`) and the
+socket is open to all (mode 0666); without, the socket's mode (0660, the daemon's user
+and group) alone decides who may.
 A connection carries one request after another, each answered before the next is read
 (a user agent that submits many messages keeps its connection; a one-shot tool closes
 it after the answer):
@@ -11,7 +16,9 @@ it after the answer):
     response  one line of JSON, {"ok": true, ...} or {"ok": false, "error": "why"}, then,
               when it has "content_length": N, exactly N octets (a read message)
 
-Operations (answered by :class:`mta.service.Service`):
+Operations (answered by :class:`mta.operations.LocalApi`; with ``[access]``, submit,
+inbox, wait, read and delete are also a user's, on its own O/R names, the others only an
+operator's):
 
     submit    originator, recipients [..], precedence, content_type, delivery_report,
               deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
@@ -58,42 +65,60 @@ closed); one silent for ``api_idle_timeout`` between requests is closed (``[limi
 
 Public API::
 
-    Handler (Protocol): async handle(request, payload) -> (response, payload)
+    Handler (Protocol): .socket_mode
+                        async handle(request, payload, caller) -> (response, payload)
     async serve_control(path, handler, *, max_connections, idle_timeout) -> asyncio.Server
+    peer_caller(sock) -> Caller       who is at the other end of a unix socket
+    sees_every_account() -> bool      whether this process's user namespace maps every uid
     SocketFile.of(path) -> SocketFile | None     .remove() (only while it is still this one)
     ControlError       a request the handler refuses (its message is the answer)
     ControlSocketInUseError   another process answers on the socket's path
 
-The socket is mode 0660 (``SOCKET_MODE``), set before it listens, whatever the umask:
-the daemon's group (the operators) may connect, nobody else.
+The socket gets the handler's ``socket_mode`` before it listens, whatever the umask:
+0660 (``SOCKET_MODE``: the daemon's group, the operators, may connect, nobody else) or
+0666 (``OPEN_SOCKET_MODE``: anyone may connect; each request is authorised).  A folder
+the daemon makes for it is 0750, or 0755 when the socket is open to all.
+
+Supplementary groups come from ``SO_PEERGROUPS`` (Linux 4.13 and later: the groups the
+caller had when it connected); where the kernel lacks it, from the group database
+(``getgrouplist`` of the caller's account), which misses a group the process dropped or
+was given after login.
 
 The bytes are delimited by :mod:`mta.framing`, which the clients use too.
 """
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
+import errno
 import logging
 import os
+import pwd
 import socket
+import struct
 from pathlib import Path
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
 from mta import framing
+from mta.access import Caller
 from mta.framing import MAX_LINE, MAX_PAYLOAD, JsonObject
 from mta.guard import LogLimiter
 
 __all__ = [
     "MAX_LINE",
     "MAX_PAYLOAD",
+    "OPEN_SOCKET_MODE",
     "SOCKET_MODE",
     "ControlError",
     "ControlSocketInUseError",
     "Handler",
     "JsonObject",
     "SocketFile",
+    "peer_caller",
+    "sees_every_account",
     "serve_control",
 ]
 
@@ -101,8 +126,20 @@ log = logging.getLogger("aiox400.control")
 
 SOCKET_MODE: Final = 0o660
 """The control socket's mode: the daemon's user and group may connect (unix(7))."""
+OPEN_SOCKET_MODE: Final = 0o666
+"""The control socket's mode with ``[access]``: anyone may connect, and each request is
+authorised by the caller's credentials."""
 _FOLDER_MODE: Final = 0o750
 """Mode of the socket's folder when the daemon makes it."""
+_OPEN_FOLDER_MODE: Final = 0o755
+"""Mode of the socket's folder when the daemon makes it for a socket open to all."""
+_SO_PEERGROUPS: Final = getattr(socket, "SO_PEERGROUPS", 59)
+"""socket(7) SO_PEERGROUPS (Linux 4.13, <asm-generic/socket.h>), which the socket module
+may not name."""
+_PEERCRED: Final = struct.Struct("3i")
+"""struct ucred (socket(7)): pid, uid, gid."""
+_GROUPS_MOST: Final = 65536
+"""NGROUPS_MAX on Linux: the longest list SO_PEERGROUPS can return."""
 _PROBE_TIMEOUT: Final = 5.0
 """Seconds to wait for an answer on an existing socket before calling it in use."""
 
@@ -116,10 +153,18 @@ class ControlSocketInUseError(OSError):
 
 
 class Handler(Protocol):
-    """What answers the requests."""
+    """What answers the requests, and says who may connect."""
 
-    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        """The response and its payload (b"" for none); ControlError to refuse."""
+    @property
+    def socket_mode(self) -> int:
+        """The socket file's mode: :data:`SOCKET_MODE` or :data:`OPEN_SOCKET_MODE`."""
+        ...
+
+    async def handle(
+        self, request: JsonObject, payload: bytes, caller: Caller
+    ) -> tuple[JsonObject, bytes]:
+        """The response and its payload (b"" for none) to ``caller``'s request;
+        ControlError to refuse."""
         ...
 
 
@@ -139,14 +184,19 @@ async def serve_control(
     answered, such as a long ``wait``, is not idle.
     """
     await _remove_stale(path)
-    path.parent.mkdir(mode=_FOLDER_MODE, parents=True, exist_ok=True)
+    mode = handler.socket_mode
+    folder_mode = _OPEN_FOLDER_MODE if mode & 0o007 else _FOLDER_MODE
+    path.parent.mkdir(mode=folder_mode, parents=True, exist_ok=True)
+    if mode & 0o007:
+        _warn_if_closed(path.parent)
     clients = _Clients(max_connections, idle_timeout)
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             if clients.admit():
                 try:
-                    while await _answer(reader, writer, handler, clients):
+                    caller = await _caller(writer, clients)
+                    while caller and await _answer(reader, writer, handler, caller, clients):
                         pass
                 finally:
                     clients.release()
@@ -157,7 +207,7 @@ async def serve_control(
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
-    sock = _bound(path)
+    sock = _bound(path, mode)
     try:
         return await asyncio.start_unix_server(connected, sock=sock, limit=MAX_LINE + 1)
     except BaseException:
@@ -165,13 +215,22 @@ async def serve_control(
         raise
 
 
-def _bound(path: Path) -> socket.socket:
-    """A unix stream socket bound to ``path``, mode :data:`SOCKET_MODE`, not listening
-    yet: nobody can connect before its mode is set."""
+async def _caller(writer: asyncio.StreamWriter, clients: _Clients) -> Caller | None:
+    """Who connected; None (and a rate-limited line) if the kernel cannot say."""
+    try:
+        return await asyncio.to_thread(peer_caller, writer.get_extra_info("socket"))
+    except OSError as error:
+        clients.notes.warning(log, "credentials", "local API caller unknown (%s): closed", error)
+        return None
+
+
+def _bound(path: Path, mode: int) -> socket.socket:
+    """A unix stream socket bound to ``path``, mode ``mode``, not listening yet: nobody
+    can connect before its mode is set."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(path))
-        os.chmod(path, SOCKET_MODE)
+        os.chmod(path, mode)
     except BaseException:
         sock.close()
         raise
@@ -269,7 +328,11 @@ class _Clients:
 
 
 async def _answer(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handler: Handler, clients: _Clients
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    handler: Handler,
+    caller: Caller,
+    clients: _Clients,
 ) -> bool:
     """Answer the next request; whether the connection may carry another."""
     framed = True  # a refused request whose content was not read ends the connection
@@ -284,15 +347,15 @@ async def _answer(
     except ControlError as error:
         response, data = _error(error), b""
     else:
-        response, data = await _handle(handler, request, payload, clients)
+        response, data = await _handle(handler, request, payload, caller, clients)
     return await _send(writer, response, data, clients) and framed
 
 
 async def _handle(
-    handler: Handler, request: JsonObject, payload: bytes, clients: _Clients
+    handler: Handler, request: JsonObject, payload: bytes, caller: Caller, clients: _Clients
 ) -> tuple[JsonObject, bytes]:
     try:
-        return await handler.handle(request, payload)
+        return await handler.handle(request, payload, caller)
     except ControlError as error:
         return _error(error), b""
     except RecursionError:  # nested past what the code walking it can follow
@@ -343,3 +406,85 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes
     if not isinstance(request.get("op"), str):
         raise ControlError('request must be a JSON object with "op"')
     return request, payload
+
+
+# --- who called ------------------------------------------------------------------------
+
+
+def peer_caller(sock: socket.socket) -> Caller:
+    """The process at the other end of the connected unix socket ``sock``, as the kernel
+    recorded it at connect (``SO_PEERCRED``); its supplementary groups from
+    ``SO_PEERGROUPS``, else from the group database; its account's name from the password
+    database.  Blocking (the databases may be remote): call it off the event loop."""
+    pid, uid, gid = _PEERCRED.unpack(
+        sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
+    )
+    try:
+        account: str | None = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        account = None
+    groups = _peer_groups(sock)
+    if groups is None:
+        groups = _account_groups(account, gid)
+    return Caller(pid=pid, uid=uid, gid=gid, groups=groups, account=account)
+
+
+def _peer_groups(sock: socket.socket) -> frozenset[int] | None:
+    """The caller's supplementary groups (``SO_PEERGROUPS``); None where the kernel does
+    not say."""
+    size = 64
+    while True:
+        try:
+            data = sock.getsockopt(socket.SOL_SOCKET, _SO_PEERGROUPS, 4 * size)
+        except OSError as error:
+            if error.errno == errno.ERANGE and size < _GROUPS_MOST:
+                size = _GROUPS_MOST
+                continue
+            return None
+        gids = array.array("I")
+        gids.frombytes(data[: len(data) - len(data) % gids.itemsize])
+        return frozenset(gids)
+
+
+def _account_groups(account: str | None, gid: int) -> frozenset[int]:
+    """The groups the group database gives ``account`` (none for a uid without one)."""
+    if account is None:
+        return frozenset()
+    try:
+        return frozenset(os.getgrouplist(account, gid))
+    except OSError:
+        return frozenset()
+
+
+def sees_every_account() -> bool:
+    """Whether this process's user namespace maps every uid as it is outside: when not
+    (systemd's ``PrivateUsers=yes``), a caller from outside it shows the overflow uid
+    (65534, nobody) and cannot be told apart.  True where there is no ``uid_map``."""
+    try:
+        text = Path("/proc/self/uid_map").read_text(encoding="ascii")
+    except OSError:
+        return True
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:2] == ["0", "0"] and len(parts) == 3 and int(parts[2]) >= 0xFFFFFFFF:
+            return True
+    return False
+
+
+def _warn_if_closed(folder: Path) -> None:
+    """Warn when a process that is not the daemon's cannot reach a socket open to all:
+    a folder above it that others may not enter."""
+    for place in (folder, *folder.parents):
+        try:
+            mode = place.stat().st_mode
+        except OSError:
+            return
+        if not mode & 0o001:
+            log.warning(
+                "control socket in %s: others may not enter %s (mode %04o), so the "
+                "[access] users cannot connect; chmod o+x it or move control_socket",
+                folder,
+                place,
+                mode & 0o7777,
+            )
+            return

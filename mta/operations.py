@@ -5,9 +5,18 @@ runs its store work in the database thread and answers JSON.  ``submit`` returns
 once the message is committed: the MTS identifier it prints is a promise kept across a
 crash.
 
+Every request is first authorised by its caller (:mod:`mta.access`, ``[access]``): an
+outsider is refused everything, a user every operator's operation, and a user's
+``submit``, ``inbox``, ``wait``, ``read`` and ``delete`` must name one of its own O/R
+names (``originator``, ``user``).  A user that leaves ``user`` out (or ``originator``,
+of ``submit``) is taken to mean its own, when it has one O/R name; a ``read`` without
+``user`` looks only in its own mailboxes.  A refusal is answered and logged at WARNING
+(rate-limited), naming the account, its uid and the operation.  The policy is read at
+start: a changed ``[access]`` needs a restart.
+
 Public API::
 
-    LocalApi(service).handle(request, payload) -> (response, payload)
+    LocalApi(service)   .socket_mode   .handle(request, payload, caller) -> (response, payload)
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import asyncio
 import functools
 import gc
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -24,9 +34,22 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from config.view import effective_settings
+from mta.access import (
+    NEEDS,
+    Caller,
+    Grant,
+    Need,
+    Policy,
+    Role,
+    grant,
+    not_own_mailbox,
+    not_own_name,
+    refusal,
+)
 from mta.channels import ConnectionState, SlotState
-from mta.control import ControlError, JsonObject
+from mta.control import OPEN_SOCKET_MODE, SOCKET_MODE, ControlError, JsonObject, sees_every_account
 from mta.faults import store_fault
+from mta.guard import LogLimiter
 from mta.intake import IntakeError
 from mta.journal import log_intake
 from mta.schedule import is_urgent
@@ -76,12 +99,27 @@ class LocalApi:
 
     def __init__(self, service: Service) -> None:
         self.service = service
+        config = service.config
+        self.policy = Policy.of(config.access, config.source, os.getuid(), os.getgid())
+        """Who may do what (``[access]``, as it was at start)."""
+        self.socket_mode = OPEN_SOCKET_MODE if self.policy.enforced else SOCKET_MODE
+        """Anyone may connect when each request is authorised; else the daemon's group."""
+        self.refusals = LogLimiter()
+        if self.policy.enforced and not sees_every_account():
+            log.warning(
+                "[access]: this process's user namespace does not map every account "
+                "(systemd PrivateUsers=yes?): other accounts' requests show as the "
+                "overflow uid and are refused"
+            )
 
-    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
-        """Dispatch on ``op``."""
+    async def handle(
+        self, request: JsonObject, payload: bytes, caller: Caller
+    ) -> tuple[JsonObject, bytes]:
+        """Authorise ``caller``'s request, then dispatch on ``op``."""
         operation = _OPERATIONS.get(request["op"])
         if operation is None:
             raise ControlError(f"unknown op {request['op']!r}; known: {', '.join(_OPERATIONS)}")
+        request = await self._authorised(request, caller)
         try:
             return await operation(self, request, payload)
         except ControlError:
@@ -94,6 +132,54 @@ class LocalApi:
             raise ControlError(
                 f"the store cannot take this now ({fault}); try again later"
             ) from error
+
+    # --- access ------------------------------------------------------------------------
+
+    async def _authorised(self, request: JsonObject, caller: Caller) -> JsonObject:
+        """``request`` as ``caller`` may ask it (a user's own name filled in where it
+        left it out); ControlError, logged, if it may not."""
+        op: str = request["op"]
+        granted = grant(self.policy, caller)
+        why = refusal(self.policy, caller, granted, op)
+        if why is None and granted.role is Role.USER:
+            request, why = await self._as_user(request, caller, granted)
+        if why is not None:
+            self.refusals.warning(
+                log, f"{caller.uid}:{op}", "refused %s to %s: %s", op, caller.who, why
+            )
+            raise ControlError(why)
+        return request
+
+    async def _as_user(
+        self, request: JsonObject, caller: Caller, granted: Grant
+    ) -> tuple[JsonObject, str | None]:
+        """A user's request with its own name filled in; or why it is refused."""
+        key = "originator" if NEEDS[request["op"]] is Need.OWN_NAME else "user"
+        if key not in request:
+            if request["op"] == "read":
+                return await self._own_entry(request, granted)
+            if len(granted.names) > 1:
+                raise ControlError(
+                    f"say which of your O/R names is the {key}: {' or '.join(granted.shown)}"
+                )
+            return {**request, key: granted.shown[0]}, None
+        name = _name(request, key)
+        if granted.owns(name.canonical):
+            return request, None
+        if key == "originator":
+            return request, not_own_name(caller, granted, request[key])
+        return request, not_own_mailbox(caller, granted, request[key])
+
+    async def _own_entry(self, request: JsonObject, granted: Grant) -> tuple[JsonObject, None]:
+        """A user's ``read`` without ``user``: the mailbox of its own that holds the entry."""
+        entry_id = _int(request, "id")
+        db = self.service.db
+        mailbox = await db.run(_holder, db.engine, granted.names, entry_id)
+        if mailbox is None:
+            raise ControlError(
+                f"no message {entry_id} in the mailbox of {' or '.join(granted.shown)}"
+            )
+        return {**request, "user": mailbox}, None
 
     # --- submission --------------------------------------------------------------------
 
@@ -641,6 +727,15 @@ def _seconds(request: JsonObject, key: str, *, default: float, most: float) -> f
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= most:
         raise ControlError(f"{key} must be a number of seconds from 0 to {most:g}")
     return float(value)
+
+
+def _holder(engine: Engine, mailboxes: tuple[str, ...], entry_id: int) -> str | None:
+    """Which of ``mailboxes`` holds entry ``entry_id``; None if none does."""
+    with transaction(engine, read_only=True) as session:
+        message = MessageStore(session).read(None, entry_id)
+    if message is None or message.user not in mailboxes:
+        return None
+    return message.user
 
 
 def _newest_id(engine: Engine, user: str) -> int:

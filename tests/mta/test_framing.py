@@ -65,7 +65,11 @@ def test_without_a_limit_any_length_is_taken() -> None:
 class Echo:
     """Answers every request with itself and its payload doubled; refuses op "no"."""
 
-    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+    socket_mode = 0o660
+
+    async def handle(
+        self, request: JsonObject, payload: bytes, caller: object
+    ) -> tuple[JsonObject, bytes]:
         if request["op"] == "no":
             raise ControlError("refused as asked")
         return {"ok": True, "echo": request}, payload * 2

@@ -525,7 +525,11 @@ async def test_local_api_connections_over_the_cap_are_told_and_closed(
 class Recursing:
     """A handler that meets a request nested deeper than it can walk."""
 
-    async def handle(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+    socket_mode = 0o660
+
+    async def handle(
+        self, request: JsonObject, payload: bytes, caller: object
+    ) -> tuple[JsonObject, bytes]:
         if request["op"] == "refuse":
             raise ControlError("refused")
         raise RecursionError("maximum recursion depth exceeded")
