@@ -46,6 +46,15 @@ Tasks: the runner owns its supervisor, which owns its connection tasks; stopping
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
 stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
 
+A reload that changes or removes a slot retires its runner while the daemon runs
+(:meth:`SlotRunner.retire`, then :meth:`SlotRunner.drain`): no connection is opened any
+more (one waiting out a backoff ends at once); a connection finishes the transfer in
+progress, so what the peer may have stored is never sent twice, marks what the peer
+confirmed, makes what it had claimed and not sent pending again for the runner that
+replaces it, releases its association and ends.  A runner left as it was takes the new
+shared context (:meth:`SlotRunner.reconfigure`): the stack's limits and timeouts for its
+next connections, the ``[retry]`` policy for its next failure.
+
 Public API::
 
     ChannelContext(db, units, config, timeouts, settings)
@@ -53,6 +62,7 @@ Public API::
     SlotRunner(context, peer, slot, *, on_connected=None, parts=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
         .admits(precedence) / .claim_ahead() -> bool
+        .serves(peer, slot) / .reconfigure(context, peer)   .retire() / .drain()   (a reload)
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
     retry_delay(failed, *, idled, policy, draw) -> float | None
 """
@@ -282,6 +292,7 @@ class SlotRunner:
         self._workers: dict[int, asyncio.Task[None]] = {}
         self._connections: dict[int, _Connection] = {}
         self._backlog = 0
+        self._retiring = False
 
     # --- life --------------------------------------------------------------------------
 
@@ -303,6 +314,43 @@ class SlotRunner:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    def serves(self, peer: Peer, slot: Slot) -> bool:
+        """Whether this runner carries ``slot`` of ``peer`` as they are configured: the
+        same slot, and the same peer but for its routes and supported extensions (which
+        only routing reads)."""
+        return slot == self.slot and _link_of(peer) == _link_of(self.peer)
+
+    def reconfigure(self, context: ChannelContext, peer: Peer) -> None:
+        """Take a reloaded configuration whose slot and connection settings for this peer
+        are the same (its routes may differ): ``context`` applies from the next
+        connection, transfer failure or bind on."""
+        self.context = context
+        self.peer = peer
+
+    async def retire(self) -> None:
+        """Open no more connections (the first step of a reload that replaces or removes
+        this slot): the supervisor ends, a connection waiting out a backoff (it holds
+        nothing) ends now, the others end once their transfer in progress is done
+        (:meth:`drain` waits for them)."""
+        self._retiring = True
+        await self._parts.stop(self.part)
+        for index, task in self._workers.items():
+            connection = self._connections.get(index)
+            if connection is not None and connection.state is ConnectionState.BACKOFF:
+                task.cancel()
+        self.wake()  # (idle connections end now)
+
+    async def drain(self) -> None:
+        """Wait until every connection of a retired runner has ended."""
+        tasks = list(self._workers.values())
+        if tasks:
+            await asyncio.wait(tasks)
+
+    @property
+    def retiring(self) -> bool:
+        """Whether :meth:`retire` was called: the runner is on its way out."""
+        return self._retiring
 
     @property
     def wakes(self) -> int:
@@ -439,7 +487,7 @@ class SlotRunner:
             if link is None:
                 attempt += 1
                 down_since = down_since if attempt > 1 else time.monotonic()
-                wanted = self._still_wanted(connection.index)
+                wanted = self._still_wanted(connection.index) and not self._retiring
                 delay = _RECONNECT.delay(attempt, random.random())
                 said = self._log_failure(connection, attempt, delay if wanted else None, said)
                 if not wanted:
@@ -458,6 +506,8 @@ class SlotRunner:
                 raise
             finally:
                 await link.close()
+            if self._retiring:
+                return
             lived = time.monotonic() - bound_at
             lost = _losses(lost, lived, tried=connection.tried > tried)
             await self._pause_after_loss(connection, lost, lived)
@@ -574,6 +624,9 @@ class SlotRunner:
         fresh = True
         ended: str | None = None  # why the peer ended the association while it idled
         while True:
+            if self._retiring:
+                await self._leave(connection, link)
+                return True
             seen = self._wakes
             entries = await self._claim(connection)
             if ended is not None:
@@ -610,6 +663,11 @@ class SlotRunner:
         is confirmed, a failure may be the connection's, not the message's)."""
         connection.unsent = len(entries)
         for number, claimed in enumerate(entries):
+            if self._retiring:  # (the runner that replaces this one sends the rest)
+                connection.unsent = 0
+                unsent = entries[number:] + await self._take_following(connection)
+                await self._put_back(None, unsent, connection)
+                return True
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
             wire = outgoing(claimed, self.peer.protocol)
@@ -832,6 +890,24 @@ class SlotRunner:
         except (LinkError, OSError, TimeoutError) as error:
             log.info("%s#%d: release on stop: %s", self.name, connection.index, error)
 
+    async def _leave(self, connection: _Connection, link: Link) -> None:
+        """The runner retires: mark what the peer confirmed, make pending again what was
+        claimed for this connection and not sent, release the association."""
+        unsent = await self._take_following(connection)
+        ahead, connection.ahead = connection.ahead, None
+        if ahead is not None:
+            unsent += await ahead
+        if unsent or connection.confirmed:
+            await self._put_back(None, unsent, connection)
+        if link.association.closed:  # (the peer ended it while it idled)
+            return
+        connection.enter(ConnectionState.CLOSING)
+        try:
+            await link.release(timeout=self.context.timeouts.release)
+        except (LinkError, OSError, TimeoutError) as error:
+            log.info("%s#%d: release on reload: %s", self.name, connection.index, error)
+        log.info("%s#%d: released: the slot was reconfigured", self.name, connection.index)
+
     async def _release(self, connection: _Connection, link: Link) -> None:
         connection.enter(ConnectionState.CLOSING)
         try:
@@ -857,6 +933,12 @@ def retry_delay(
     if idled and first:
         return None
     return policy.delay(_attempts(failed), draw)
+
+
+def _link_of(peer: Peer) -> Peer:
+    """What of ``peer`` its connections use: everything but its routes, its supported
+    extensions and its slots (each runner compares its own)."""
+    return dataclasses.replace(peer, routes=(), supported_extensions=(), slots=())
 
 
 def _attempts(entry: QueueEntry) -> int:

@@ -30,12 +30,14 @@ Public API::
 
     Guard(limits, *, max_connections=None, clock)    Guard.for_config(config)
         .admit(peername, close) -> Ticket | None    (None: refused, logged; close it)
+        .reconfigure(config)    a reload's [limits], for the connections and binds to come
         .limits  .warnings  .connections  .unbound
     Ticket  .address  .limits  .warnings  .bind_delay()  .bind_refused() -> (failures, delay)
             .bind_accepted()  .release()
     Pace(idle=, min_octets=, interval=, now=)  .deadline()  .waiting(now)
         .received(n, complete=, now=)  .expired(now) -> why | None
     FailedBinds(delay=, maximum=, clock)  .delay(address)  .failed(address)  .succeeded(address)
+        .bound(delay=, maximum=)
     LogLimiter(interval=60, clock)  .log(logger, level, key, message, *args)  .warning(...)
     address_key(host) -> str
     descriptor_cap(connections, reserve) -> DescriptorCap(connections, soft, raised_from)
@@ -231,6 +233,12 @@ class FailedBinds:
     def __len__(self) -> int:
         return len(self._table)
 
+    def bound(self, *, delay: float, maximum: float) -> None:
+        """New delays (a reload): the failures counted so far stay counted."""
+        self.base = delay
+        self.maximum = maximum
+        self._memory = FAILED_BIND_MEMORY + maximum
+
     def delay(self, address: str) -> float:
         """Seconds a bind from ``address`` waits before it is answered (0: none)."""
         failures = self._current(address)
@@ -336,19 +344,20 @@ class Guard:
     def for_config(cls, config: MtaConfig) -> Guard:
         """The guard of ``config``'s daemon, with ``max_connections`` fitted into the
         open-file limit (raised if need be; a WARNING says so when it cannot be)."""
+        return cls(config.connection_limits, max_connections=_fitted(config))
+
+    def reconfigure(self, config: MtaConfig) -> None:
+        """Apply ``config``'s ``[limits]`` (a reload) to the connections admitted and the
+        binds answered from now on; the connections admitted stay counted, the addresses
+        whose binds failed keep their count, and each association keeps the pace it was
+        given when it began (:func:`mta.link.serve_link` reads the limits once)."""
         limits = config.connection_limits
-        cap = descriptor_cap(limits.max_connections, _reserve(config))
-        if cap.raised_from is not None:
-            log.info("raised the open-file limit from %d to %d", cap.raised_from, cap.soft)
-        if cap.connections < limits.max_connections:
-            log.warning(
-                "the open-file limit is %d: inbound P1 connections are capped at %d "
-                "instead of max_connections = %d (raise LimitNOFILE)",
-                cap.soft,
-                cap.connections,
-                limits.max_connections,
-            )
-        return cls(limits, max_connections=cap.connections)
+        self.limits = limits
+        self.max_connections = _fitted(config)
+        self.grace = limits.bind_timeout / 10
+        self.failed_binds.bound(
+            delay=limits.failed_bind_delay, maximum=limits.failed_bind_delay_max
+        )
 
     @property
     def unbound(self) -> int:
@@ -455,6 +464,24 @@ def _decrement(counter: collections.Counter[str], key: str) -> None:
     counter[key] -= 1
     if counter[key] <= 0:
         del counter[key]
+
+
+def _fitted(config: MtaConfig) -> int:
+    """``config``'s ``max_connections``, fitted into the open-file limit (raised if need
+    be; a WARNING says so when it cannot be)."""
+    limits = config.connection_limits
+    cap = descriptor_cap(limits.max_connections, _reserve(config))
+    if cap.raised_from is not None:
+        log.info("raised the open-file limit from %d to %d", cap.raised_from, cap.soft)
+    if cap.connections < limits.max_connections:
+        log.warning(
+            "the open-file limit is %d: inbound P1 connections are capped at %d "
+            "instead of max_connections = %d (raise LimitNOFILE)",
+            cap.soft,
+            cap.connections,
+            limits.max_connections,
+        )
+    return cap.connections
 
 
 def _reserve(config: MtaConfig) -> int:

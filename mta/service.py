@@ -34,6 +34,7 @@ Public API::
         .delivered(outcome)      a local delivery was committed: log it, wake its watchers
         .watch -> MailboxWatch   users waiting for their next delivery
         .recent -> RecentPrecedences   the precedences of the messages taken in lately
+        .reconfigure(config, *, then=None)   a reload (:mod:`mta.reload`)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -134,6 +135,9 @@ class Service:
         self._units: Units | None = None
         self._servers: list[asyncio.Server] = []
         self._runners: dict[str, list[SlotRunner]] = {}
+        self._leaving: dict[SlotRunner, None] = {}  # retired by a reload, not yet ended
+        self._handover: asyncio.Task[None] | None = None
+        self._pruning: Pruning | None = None
         self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
         self._inbound: set[asyncio.Task[Any]] = set()
@@ -216,24 +220,14 @@ class Service:
         self.guard = Guard.for_config(self.config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         for listener in self.config.listeners:
-            accept = functools.partial(self._accept, listener_settings(self.settings, listener))
+            accept = functools.partial(self._accept, listener)
             server = await net.start_marked_server(
                 accept, listener.address, listener.port, dscp=listener.dscp
             )
             self._servers.append(server)
-        context = ChannelContext(
-            db=self.db,
-            units=self.units,
-            config=self.config,
-            timeouts=self.timeouts,
-            settings=self.settings,
-        )
+        context = self._channel_context(self.config, self.timeouts, self.settings)
         for peer in self.config.peers:
-            reachable = functools.partial(self.peer_reachable, peer.name)
-            self._runners[peer.name] = [
-                SlotRunner(context, peer, slot, on_connected=reachable, parts=self.parts)
-                for slot in peer.slots
-            ]
+            self._runners[peer.name] = self._channel(context, peer)
         for runner in self.runners:
             runner.start()
         self.parts.start(_LOCAL_DELIVERY, self._deliver_forever)
@@ -245,7 +239,11 @@ class Service:
         self.watch.close()  # (user agents waiting for mail are told at once)
         for server in self._servers:
             server.close()
-        for runner in self.runners:
+        if self._handover is not None:
+            self._handover.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._handover
+        for runner in [*self.runners, *self._leaving]:
             await runner.stop()
         await self.parts.stop()
         tasks = [*self._inbound]
@@ -274,6 +272,103 @@ class Service:
     async def run(self) -> None:
         """Start, serve until SIGTERM or SIGINT, stop (:func:`mta.lifecycle.serve`)."""
         await serve(self)
+
+    # --- reload ------------------------------------------------------------------------
+
+    def _channel_context(
+        self, config: MtaConfig, timeouts: Timeouts, settings: AssociationSettings
+    ) -> ChannelContext:
+        return ChannelContext(
+            db=self.db, units=self.units, config=config, timeouts=timeouts, settings=settings
+        )
+
+    def _channel(
+        self, context: ChannelContext, peer: Peer, kept: Iterable[SlotRunner] = ()
+    ) -> list[SlotRunner]:
+        """The runners of ``peer``'s slots: one of ``kept`` that serves the slot as it is
+        (:meth:`mta.channels.SlotRunner.serves`), else a new one, not started."""
+        reachable = functools.partial(self.peer_reachable, peer.name)
+        return [
+            next((r for r in kept if r.serves(peer, slot)), None)
+            or SlotRunner(context, peer, slot, on_connected=reachable, parts=self.parts)
+            for slot in peer.slots
+        ]
+
+    def reconfigure(
+        self, config: MtaConfig, *, then: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Run on ``config`` from now on (a reload, :mod:`mta.reload`): routing, intake,
+        ``[limits]`` for new connections, binds and associations, ``[retention]`` from the
+        next round.  A slot whose peer and settings are as they were keeps its runner
+        (and its connections); the others get a new one, and the runners of the slots
+        gone retire.  Everything is built before anything is replaced, so an error
+        leaves the service as it was.  The retired runners hand over in a task
+        (:meth:`mta.channels.SlotRunner.retire`), which then awaits ``then()``."""
+        old = self.config
+        settings = self.settings
+        if config.limits != old.limits:
+            settings = dataclasses.replace(settings, limits=config.limits)
+        timeouts = self.timeouts
+        if config.connection_limits != old.connection_limits:
+            limits = config.connection_limits
+            timeouts = dataclasses.replace(
+                timeouts, bind=limits.bind_timeout, idle=limits.idle_timeout
+            )
+        site = dataclasses.replace(
+            self.site,
+            router=Router(config),
+            table=config.precedence_table,
+            max_age=config.max_age,
+            max_message_size=config.limits.max_message_size,
+        )
+        context = self._channel_context(config, timeouts, settings)
+        runners = {
+            p.name: self._channel(context, p, self._runners.get(p.name, ())) for p in config.peers
+        }
+        kept = {r for rs in runners.values() for r in rs} & set(self.runners)
+        self.guard.reconfigure(config)
+        # From here on nothing fails: the parts are swapped with no await in between.
+        self.config, self.settings, self.timeouts, self.site = config, settings, timeouts, site
+        self.units.site = site
+        if self._pruning is not None:
+            self._pruning.retention = config.retention
+        leaving = [r for r in self.runners if r not in kept]
+        fresh = [r for rs in runners.values() for r in rs if r not in kept]
+        for peer in config.peers:
+            for runner in runners[peer.name]:
+                if runner in kept:
+                    runner.reconfigure(context, peer)
+        self._runners = runners
+        self._leaving.update(dict.fromkeys(leaving))
+        previous = self._handover
+        self._handover = asyncio.create_task(
+            self._hand_over(previous, leaving, fresh, then), name="reload hand-over"
+        )
+        self._handover.add_done_callback(_hand_over_ended)
+
+    async def _hand_over(
+        self,
+        previous: asyncio.Task[None] | None,
+        leaving: list[SlotRunner],
+        fresh: list[SlotRunner],
+        then: Callable[[], Awaitable[None]] | None,
+    ) -> None:
+        """The runners ``leaving`` stop opening connections, ``fresh`` start (a slot's
+        new runner only once its old one's supervisor has ended: they share its name),
+        and what ``leaving`` claimed and did not send is pending again for them."""
+        if previous is not None:
+            await asyncio.wait((previous,))  # (one reload's hand-over after another's)
+        for runner in leaving:
+            await runner.retire()
+        for runner in fresh:
+            runner.start()
+        for runner in leaving:
+            await runner.drain()
+            self._leaving.pop(runner, None)
+        if leaving:
+            self.notify()  # (what they put back is due for the runners that replace them)
+        if then is not None:
+            await then()
 
     # --- wake-ups ----------------------------------------------------------------------
 
@@ -325,7 +420,7 @@ class Service:
 
     async def _accept(
         self,
-        settings: AssociationSettings,
+        listener: Listener,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
@@ -350,7 +445,7 @@ class Service:
                     reader,
                     writer,
                     _Inbound(self),
-                    settings=settings,
+                    settings=listener_settings(self.settings, listener),
                     timeouts=self.timeouts,
                     ticket=ticket,
                 )
@@ -500,7 +595,7 @@ class Service:
             await asyncio.sleep(self.expiry_interval)
 
     async def _prune_forever(self) -> None:
-        pruning = Pruning(self.db, self.config.retention)
+        self._pruning = pruning = Pruning(self.db, self.config.retention)
         await pruning.forever(functools.partial(self.parts.healthy, _RETENTION))
 
 
@@ -546,6 +641,12 @@ class _Inbound(Responder):
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         await self.service.receive_too_long(event, self.peer.name)
+
+
+def _hand_over_ended(task: asyncio.Task[None]) -> None:
+    """Log a reload's hand-over that failed (its runners are stopped with the service)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("reload: the hand-over of the channels failed", exc_info=task.exception())
 
 
 def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:

@@ -1,6 +1,7 @@
 """SIGHUP re-reads the configuration file (mta/reload.py): the log level and the
-quarantine's bounds change in place; any other change is named as needing a restart;
-a file that no longer loads is reported and the daemon keeps its configuration."""
+quarantine's bounds change in place; a change that needs a restart is named as such;
+a file that no longer loads is reported and the daemon keeps its configuration.  (The
+peers, routes, limits and retention a reload applies: test_reload_peers.py.)"""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_compare_names_the_changed_keys_as_the_file_writes_them(tmp_path: Path) 
     changed = load_config(site.write())
     assert compare(config, config) == Changes(applied=(), restart=())
     assert compare(config, changed) == Changes(
-        applied=("log_level",), restart=("state_dir", "database", "dscp")
+        applied=("dscp", "log_level"), restart=("state_dir", "database")
     )
 
 
