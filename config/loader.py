@@ -49,6 +49,8 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                      its APDU file), received ("7d": duplicate-detection keys; at least
                      the longest [max_age]), audit ("30d"), interval ("5m"), batch (500
                      rows per transaction); mailboxes are never pruned
+    [metrics]        listen (none: no endpoint; "127.0.0.1:9464", "[::1]:9464"), path
+                     ("/metrics"): the Prometheus endpoint
     [access]         operators (the daemon's own group): groups whose members may do
                      everything; [access.users]: account = "O/R name" (or a list of
                      them), what each user may submit as and whose mailboxes it may use;
@@ -89,6 +91,7 @@ import dataclasses
 import difflib
 import enum
 import grp
+import ipaddress
 import json
 import os
 import pwd
@@ -144,6 +147,7 @@ from config.schema import (
     LocalAccount,
     LogLevel,
     MaxAge,
+    MetricsEndpoint,
     MtaConfig,
     OperatorGroup,
     P1Protocol,
@@ -345,6 +349,7 @@ _TOP_KEYS = (
     "limits",
     "quarantine",
     "retention",
+    "metrics",
     "peers",
     "access",
 )
@@ -397,6 +402,7 @@ _CONNECTION_LIMIT_KINDS: dict[str, Kind[int] | Kind[float]] = {
 _LIMIT_KEYS = (*_STACK_LIMIT_KEYS, *_CONNECTION_LIMIT_KINDS)
 _QUARANTINE_KEYS = tuple(f.name for f in dataclasses.fields(QuarantineLimits))
 _RETENTION_KEYS = tuple(f.name for f in dataclasses.fields(Retention))
+_METRICS_KEYS = ("listen", "path")
 _ACCESS_KEYS = ("operators", "users")
 
 # A Unix socket path is at most sizeof(sun_path) - 1 = 107 octets on Linux.
@@ -416,6 +422,52 @@ def _selectors(table: _Table, inherited: Selectors) -> Selectors:
     kinds = _SELECTOR_KINDS.items()
     given = {name: table.get(name, kind) for name, kind in kinds if table.has(name)}
     return dataclasses.replace(inherited, **given)
+
+
+# --- [metrics] ------------------------------------------------------------------------
+
+_LISTEN = re.compile(
+    r"\[(?P<v6>[0-9A-Fa-f:.]+)\]:(?P<v6port>\d{1,5})|(?P<host>[^\s:\[\]]+):(?P<port>\d{1,5})"
+)
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+_METRICS_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,255}")
+
+
+def _listen(raw: object) -> tuple[str, int]:
+    """``address:port`` (an IPv6 address in brackets) as (host, port)."""
+    found = _LISTEN.fullmatch(raw) if isinstance(raw, str) else None
+    if found is None:
+        raise Invalid()
+    host, port = found["v6"] or found["host"], int(found["v6port"] or found["port"])
+    if not 1 <= port <= 65535:
+        raise Invalid("an address and a port 1..65535")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if found["v6"] or not _HOST_NAME.fullmatch(host):
+            raise Invalid() from None
+    return host, port
+
+
+def _metrics_path(raw: object) -> str:
+    if isinstance(raw, str) and _METRICS_PATH.fullmatch(raw):
+        return raw
+    raise Invalid()
+
+
+LISTEN: Final = Kind(
+    'an address and port, such as "127.0.0.1:9464", "[::1]:9464" or "localhost:9464"', _listen
+)
+METRICS_PATH: Final = Kind('an absolute URL path such as "/metrics" (no query)', _metrics_path)
+
+
+def _metrics(table: _Table) -> MetricsEndpoint:
+    """``[metrics]``: no endpoint unless ``listen`` is given."""
+    path = table.get("path", METRICS_PATH, MetricsEndpoint().path)
+    if not table.has("listen"):
+        return MetricsEndpoint(path=path)
+    host, port = table.get("listen", LISTEN)
+    return MetricsEndpoint(host=host, port=port, path=path)
 
 
 # --- the loader -----------------------------------------------------------------------
@@ -469,6 +521,7 @@ class _Loader:
         connection_limits = self.connection_limits(limits_table)
         quarantine = self.quarantine(top.table("quarantine", _QUARANTINE_KEYS))
         retention = self.retention(top.table("retention", _RETENTION_KEYS), max_age)
+        metrics = _metrics(top.table("metrics", _METRICS_KEYS))
         peers = self.peers(top, name, password, table)
         self.check_routes(top, local_domains, peers)
         access = self.access(top, local_domains)
@@ -494,6 +547,7 @@ class _Loader:
             connection_limits=connection_limits,
             quarantine=quarantine,
             retention=retention,
+            metrics=metrics,
             access=access,
         )
 

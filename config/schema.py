@@ -22,9 +22,10 @@ Public API::
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
     QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    MetricsEndpoint      where the Prometheus endpoint listens (``[metrics]``), if anywhere
     Access, OperatorGroup, LocalAccount   who may use the local API for what (``[access]``)
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
-    DEFAULT_QUARANTINE
+    DEFAULT_QUARANTINE, DEFAULT_METRICS
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from p1.osi import DEFAULT_LIMITS, StackLimits
 __all__ = [
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
+    "DEFAULT_METRICS",
     "DEFAULT_QUARANTINE",
     "DEFAULT_RETENTION",
     "DEFAULT_RETRY",
@@ -55,6 +57,7 @@ __all__ = [
     "LocalAccount",
     "LogLevel",
     "MaxAge",
+    "MetricsEndpoint",
     "MtaConfig",
     "OperatorGroup",
     "Peer",
@@ -433,6 +436,37 @@ DEFAULT_RETENTION = Retention()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MetricsEndpoint:
+    """Where the daemon answers Prometheus scrapes (``[metrics]``; :mod:`mta.metrics`).
+
+    Off unless ``listen`` is configured: figures about the queue and the peers are for
+    the operator's network only.
+    """
+
+    host: str | None = None
+    """The address to listen on (an IPv6 one without its brackets); None: no endpoint."""
+    port: int = 9464
+    """TCP port, 1..65535 (9464 is the port Prometheus' registry gives exporters that
+    have none of their own)."""
+    path: str = "/metrics"
+    """The one path answered (HTTP GET); any other is 404 Not Found."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the endpoint is served."""
+        return self.host is not None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port/path``, an IPv6 address in brackets."""
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"http://{host}:{self.port}{self.path}"
+
+
+DEFAULT_METRICS = MetricsEndpoint()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OperatorGroup:
     """A group whose members are the MTA's operators (``[access] operators``)."""
 
@@ -523,6 +557,8 @@ class MtaConfig:
     """How many transfers that cannot be taken in, and how many octets of them, are kept."""
     retention: Retention = field(default=DEFAULT_RETENTION)
     """What is pruned when (``[retention]``)."""
+    metrics: MetricsEndpoint = field(default=DEFAULT_METRICS)
+    """The Prometheus endpoint (``[metrics]``); off by default."""
     access: Access | None = None
     """Who may use the local API for what (``[access]``); None: every process that can
     connect to the control socket (mode 0660: the daemon's user and group) is an

@@ -585,6 +585,7 @@ class SlotRunner:
             )
         except BindRefusedError as error:
             connection.last_error = f"bind refused: {_bind_error(error)}"
+            self.context.units.metrics.bind_refused(peer.name, "out", _bind_error(error))
         except (OSError, TimeoutError, LinkError) as error:
             text = str(error) or type(error).__name__
             prefix = "" if text.startswith("cannot connect") else "cannot connect: "
@@ -814,8 +815,11 @@ class SlotRunner:
             await link.transfer(apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
+            self.context.units.metrics.transfer_failed(self.peer.name, entry.precedence)
             return False
         connection.transfers += 1
+        took, now = time.monotonic() - started, datetime.now(UTC)
+        self.context.units.metrics.transferred(self.peer.name, entry, took, now)
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",

@@ -34,6 +34,7 @@ Public API::
         .delivered(outcome)      a local delivery was committed: log it, wake its watchers
         .watch -> MailboxWatch   users waiting for their next delivery
         .recent -> RecentPrecedences   the precedences of the messages taken in lately
+        .metrics -> Metrics      the counters, served by ``[metrics]`` (:mod:`mta.scrape`)
         .reconfigure(config, *, then=None)   a reload (:mod:`mta.reload`)
 """
 
@@ -63,6 +64,7 @@ from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, p
 from mta.journal import log_intake, log_non_delivery
 from mta.lifecycle import serve
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
+from mta.metrics import Metrics
 from mta.operations import LocalApi
 from mta.oversize import envelope_of, too_long_line
 from mta.quarantine import full_refusal
@@ -70,6 +72,7 @@ from mta.recent import RecentPrecedences
 from mta.retention import Pruning
 from mta.routing import PeerRoute, Router
 from mta.schedule import is_urgent
+from mta.scrape import MetricsServer
 from mta.supervisor import Supervisor
 from mta.tolerance import ToleranceLog
 from mta.units import LocalOutcome, Units
@@ -151,6 +154,9 @@ class Service:
         """Whether the store takes work (a full disk, a database that does not answer)."""
         self.tolerated = ToleranceLog()
         """What peers sent outside the standard's form and was read anyway."""
+        self.metrics = Metrics(process=True)
+        """The counters and histograms; the Prometheus endpoint serves them when on."""
+        self._scrape: MetricsServer | None = None
 
     # --- parts -------------------------------------------------------------------------
 
@@ -184,7 +190,7 @@ class Service:
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
         engine = await asyncio.to_thread(open_database, config.database)
         self._db = Database(engine)
-        self._units = Units(engine, self.site, owner=config.name)
+        self._units = Units(engine, self.site, owner=config.name, metrics=self.metrics)
         recovered = await self.db.run(self.units.recover, datetime.now(UTC))
         if recovered:
             log.info("put back %d recipient(s) left in flight", recovered)
@@ -233,12 +239,15 @@ class Service:
         self.parts.start(_LOCAL_DELIVERY, self._deliver_forever)
         self.parts.start(_EXPIRY, self._expire_forever)
         self.parts.start(_RETENTION, self._prune_forever)
+        self._scrape = await MetricsServer.start(self)
 
     async def stop(self) -> None:
         """Stop everything and wait for it; what was in flight is put back."""
         self.watch.close()  # (user agents waiting for mail are told at once)
         for server in self._servers:
             server.close()
+        if self._scrape is not None:
+            await self._scrape.close()
         if self._handover is not None:
             self._handover.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -474,6 +483,7 @@ class Service:
             plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
         except MalformedApduError as error:
             await self._quarantine(apdu, peer, str(error), now)
+            self.metrics.received(peer, precedence, len(apdu), outcome="quarantined")
             return
         except IntakeError as error:
             raise TransferRefusedError(str(error)) from error
@@ -482,6 +492,7 @@ class Service:
         if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
             self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
         log_intake("received", plan, result, f"from {peer}")
+        self.metrics.received(peer, precedence, len(apdu))
         if isinstance(envelope, Report) and result is not None and result.queued:
             log_non_delivery(envelope, peer)
         self.delivered(delivered)
@@ -619,12 +630,14 @@ class _Inbound(Responder):
             notes.warning(
                 log, "unknown MTA", "bind refused: unknown MTA %r", argument.initiator_name
             )
+            self.service.metrics.bind_refused("", "in", "unknown-mta")
             return MTABindError.AUTHENTICATION_ERROR
         expected = peer.their_credentials.password
         if expected is not None and not expected.matches(argument.password or ""):
             notes.warning(
                 log, f"password {peer.name}", "bind refused: wrong password from %s", peer.name
             )
+            self.service.metrics.bind_refused(peer.name, "in", "wrong-password")
             return MTABindError.AUTHENTICATION_ERROR
         self.peer = peer
         self.service.peer_reachable(peer.name)

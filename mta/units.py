@@ -31,7 +31,7 @@ dropped by the peer as a duplicate).
 
 Public API::
 
-    Units(engine, site, *, owner)
+    Units(engine, site, *, owner, metrics=None)      .metrics: the daemon's counters
         .receive_and_deliver_in(session, *, apdu, now, origin_peer, envelope=None)
                     -> (Plan, Enqueued | None, LocalOutcome | None)
         .submit_in(session, *, request, now)
@@ -64,6 +64,7 @@ from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
 from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
+from mta.metrics import Metrics
 from mta.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.reports import Outcome, build_report, indicators_from, wants_report
 from mta.submission import SubmitRequest, build_submission
@@ -139,10 +140,18 @@ class LocalOutcome:
 class Units:
     """Units of work on one store, for one MTA (see the module docstring)."""
 
-    def __init__(self, engine: Engine, site: Site, *, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        site: Site,
+        *,
+        owner: str | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         self.engine = engine
         self.site = site
         self.owner = owner
+        self.metrics = metrics or Metrics()
 
     def new_identifier(self) -> MTSIdentifier:
         """A fresh MTS identifier in this MTA's domain (random: unique across restarts)."""
@@ -221,6 +230,7 @@ class Units:
             log.warning("report on %s dropped: %s", subject.mts_identifier.text, plan.why)
             return False
         TransitQueue(session).enqueue(plan.message, now)
+        self.metrics.report_queued(session, outcomes[0].report)
         journal.append(
             AuditRecord(
                 at=now,

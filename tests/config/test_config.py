@@ -42,7 +42,7 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
     "local_domains, local_users, supported_extensions, default_route, log_level, listeners, "
-    "retry, max_age, dscp, limits, quarantine, retention, peers, access"
+    "retry, max_age, dscp, limits, quarantine, retention, metrics, peers, access"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"

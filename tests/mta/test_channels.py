@@ -19,6 +19,7 @@ from config.schema import RetryPolicy
 from mta import channels, schedule
 from mta.channels import ChannelContext, SlotRunner, retry_delay
 from mta.link import LinkClosedError
+from mta.metrics import Metrics
 from p1.mts.precedence import Precedence
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
@@ -131,6 +132,7 @@ class Queue:
     events: list[str] = field(default_factory=list)
     budgets: list[int | None] = field(default_factory=list)
     """The ``max_octets`` of each claim."""
+    metrics: Metrics = field(default_factory=Metrics)
 
     def enqueue(
         self, unit: Callable[[None], Any], *, durable: bool = True, urgent: bool = False
