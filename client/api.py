@@ -3,11 +3,12 @@ shared with the daemon: :mod:`mta.framing`).
 
 Requests on the daemon's unix socket: a JSON line (plus content), then a JSON line (plus
 content) back, as often as wanted on one connection.  A request the daemon refuses at its
-line (more content than it takes) is answered before the daemon closes the connection,
-while the content may still be on its way: :class:`Connection` reads that answer and
-raises it as :class:`ApiError`, rather than the broken pipe its writing met.  (An asyncio
-stream drops what it read once a write failed, so :class:`AsyncConnection` refuses
-content over :data:`mta.framing.MAX_PAYLOAD` before sending it, with the same words.)
+line is answered, and the connection closed, while the content may still be on its way:
+:class:`Connection` reads that answer and raises it as :class:`ApiError`, rather than
+the broken pipe its writing met.  Content over the daemon's ``max_message_size`` is read
+and discarded by the daemon before it answers, so both clients read the refusal.  (An
+asyncio stream drops what it read once a write failed, so :class:`AsyncConnection`
+refuses content over :data:`mta.framing.MAX_PAYLOAD` before sending it.)
 Standard library only, for command-line tools (synchronous) and asyncio programs.
 
 Public API::

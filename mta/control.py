@@ -174,6 +174,7 @@ async def serve_control(
     *,
     max_connections: int = DEFAULT_CONNECTION_LIMITS.max_api_connections,
     idle_timeout: float | None = DEFAULT_CONNECTION_LIMITS.api_idle_timeout,
+    max_payload: int = MAX_PAYLOAD,
 ) -> asyncio.Server:
     """Listen on the unix socket ``path`` (replacing a stale socket file).
 
@@ -181,7 +182,10 @@ async def serve_control(
     :class:`ControlSocketInUseError`.  At most ``max_connections`` at once: one more is
     told so and closed.  A connection that sends no request for ``idle_timeout``
     seconds (or does not read its answer for as long) is closed; a request being
-    answered, such as a long ``wait``, is not idle.
+    answered, such as a long ``wait``, is not idle.  A request's content over
+    ``max_payload`` octets (the daemon gives its ``max_message_size``) is read and
+    discarded, then refused, so that the client, which wrote it all, reads the answer;
+    one announcing more than :data:`MAX_PAYLOAD` is refused and its connection closed.
     """
     await _remove_stale(path)
     mode = handler.socket_mode
@@ -189,7 +193,7 @@ async def serve_control(
     path.parent.mkdir(mode=folder_mode, parents=True, exist_ok=True)
     if mode & 0o007:
         _warn_if_closed(path.parent)
-    clients = _Clients(max_connections, idle_timeout)
+    clients = _Clients(max_connections, idle_timeout, min(max_payload, MAX_PAYLOAD))
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -296,9 +300,11 @@ class SocketFile:
 class _Clients:
     """The local API's connections: how many are open, how long they may idle."""
 
-    def __init__(self, most: int, idle: float | None) -> None:
+    def __init__(self, most: int, idle: float | None, max_payload: int) -> None:
         self.most = most
         self.idle = idle
+        self.max_payload = max_payload
+        """The most content octets a request may carry (more is read, discarded, refused)."""
         self.open = 0
         self.notes = LogLimiter()
 
@@ -338,7 +344,7 @@ async def _answer(
     framed = True  # a refused request whose content was not read ends the connection
     try:
         async with asyncio.timeout(clients.idle):
-            request, payload = await _read_request(reader)
+            request, payload = await _read_request(reader, clients.max_payload)
     except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
         return False  # idle too long, or gone
     except _FramingError as error:
@@ -393,7 +399,7 @@ class _FramingError(ControlError):
     """The request cannot be delimited: nothing after it on the connection can be read."""
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes]:
+async def _read_request(reader: asyncio.StreamReader, max_payload: int) -> tuple[JsonObject, bytes]:
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.LimitOverrunError as error:
@@ -402,6 +408,9 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[JsonObject, bytes
         request, size = framing.parse_header(line, max_payload=MAX_PAYLOAD)
     except framing.FramingError as error:
         raise _FramingError(str(error)) from error
+    if size > max_payload:
+        await _discard(reader, size)
+        raise ControlError(str(framing.PayloadTooLargeError(size, max_payload)))
     payload = await reader.readexactly(size) if size else b""
     if not isinstance(request.get("op"), str):
         raise ControlError('request must be a JSON object with "op"')
@@ -488,3 +497,12 @@ def _warn_if_closed(folder: Path) -> None:
                 mode & 0o7777,
             )
             return
+
+
+_DISCARD_CHUNK: Final = 1024 * 1024
+
+
+async def _discard(reader: asyncio.StreamReader, size: int) -> None:
+    """Read ``size`` octets and keep none of them."""
+    while size:
+        size -= len(await reader.readexactly(min(size, _DISCARD_CHUNK)))

@@ -12,7 +12,7 @@ Public API::
     parse_header(line, *, max_payload, what) -> (header, content octets that follow)
     FramingError                              the line cannot be read as a header
     PayloadTooLargeError(FramingError)        ... it announces more content than allowed
-    MAX_LINE, MAX_PAYLOAD                     the daemon's limits on a request
+    MAX_LINE, MAX_PAYLOAD                     the most a request's line and content may be
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ __all__ = [
 
 MAX_LINE = 64 * 1024
 """Longest request line the daemon reads."""
-MAX_PAYLOAD = 64 * 1024 * 1024
-"""Largest content the daemon accepts with a request (a submitted message)."""
+MAX_PAYLOAD = 1024 * 1024 * 1024
+"""Most content a request may announce.  The daemon takes at most its
+``max_message_size``: content over that (up to this) is read, discarded and refused, so
+the client reads the answer; a request announcing more is refused and its connection
+closed."""
 
 JsonObject = dict[str, Any]
 
@@ -46,15 +49,16 @@ class FramingError(ValueError):
 
 
 class PayloadTooLargeError(FramingError):
-    """A header announcing more content than the reader takes.  The daemon answers it
-    before it closes the connection, and a client that was still writing the content
-    reads that answer (:mod:`client.api`)."""
+    """A header announcing more content than the reader takes.  Up to
+    :data:`MAX_PAYLOAD` the daemon reads the content, discards it and answers, keeping the
+    connection; over it, the daemon answers before it closes the connection, and a
+    client that was still writing the content reads that answer (:mod:`client.api`)."""
 
     def __init__(self, size: int, limit: int) -> None:
         self.size, self.limit = size, limit
         super().__init__(
-            f"message is {size} octets; this MTA accepts at most {limit} in one request "
-            "on its local API"
+            f"message refused: message is {size} octets; this MTA accepts at most {limit} "
+            "(max_message_size)"
         )
 
 

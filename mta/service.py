@@ -220,6 +220,7 @@ class Service:
             LocalApi(self),
             max_connections=limits.max_api_connections,
             idle_timeout=limits.api_idle_timeout,
+            max_payload=self.config.limits.max_message_size,
         )
         self._servers.append(await api)
         self._socket = SocketFile.of(self.config.control_socket)

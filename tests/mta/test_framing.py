@@ -43,7 +43,7 @@ def test_what_is_encoded_parses_back_with_the_length_of_its_payload(
         (b"\xff\xfe\n", "request is not JSON: "),
         (b"[1, 2]\n", "request is not a JSON object"),
         (b'{"content_length": -1}\n', "content_length must be 0..100, an integer"),
-        (b'{"content_length": 101}\n', "message is 101 octets; this MTA accepts at most 100 "),
+        (b'{"content_length": 101}\n', "message refused: message is 101 octets; this MTA accepts "),
         (b'{"content_length": 1.5}\n', "content_length must be 0..100, an integer"),
         (b'{"content_length": true}\n', "content_length must be 0..100, an integer"),
         (b'{"content_length": "3"}\n', "content_length must be 0..100, an integer"),

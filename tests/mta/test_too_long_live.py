@@ -12,6 +12,7 @@ broken pipe.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from pathlib import Path
@@ -19,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from client import x400
-from client.api import ApiError, call_async
-from mta.framing import MAX_PAYLOAD
+from client.api import ApiError, AsyncConnection, call, call_async
+from mta import framing
 from mta.link import LinkError
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
@@ -116,7 +117,7 @@ async def test_a_submission_over_the_own_limit_is_refused_and_nothing_queued(
     assert identifier
 
 
-async def test_a_body_over_what_the_local_api_takes_is_a_clear_error(
+async def test_a_body_over_the_default_limit_is_refused_in_the_same_words(
     lab: Lab, tmp_path: Path
 ) -> None:
     await lab.a.start()
@@ -130,8 +131,8 @@ async def test_a_body_over_what_the_local_api_takes_is_a_clear_error(
     )
     assert code == x400.EXIT_FAILED and out == ""
     assert re.fullmatch(
-        r"x400: message is \d+ octets; this MTA accepts at most 67108864 in one request on "
-        r"its local API\n",
+        r"x400: message refused: message is 70000\d\d\d octets; this MTA accepts at most "
+        r"67108864 \(max_message_size\)\n",
         err,
     ), err
     assert (await lab.a.api({"op": "messages"}))["recipients"] == []
@@ -167,12 +168,38 @@ async def test_what_cannot_be_reported_on_is_refused_with_one_warning(
     assert await lab.b.inbox(B_BOB) == []
 
 
-async def test_the_async_client_reads_the_refusal_too(lab: Lab) -> None:
+async def test_content_over_max_message_size_is_refused_and_the_connection_kept(
+    lab: Lab,
+) -> None:
+    lab.a.settings["limits"] = {"max_message_size": "4KiB"}
     await lab.a.start()
     request = {"op": "submit", "originator": lab.a.address("Smith"), "recipients": []}
+    refusal = (
+        "message refused: message is 65536 octets; this MTA accepts at most 4096 (max_message_size)"
+    )
+    connection = await AsyncConnection.open(lab.a.socket)
+    try:
+        with pytest.raises(ApiError) as caught:
+            await connection.call(request, bytes(65536))
+        assert str(caught.value) == refusal
+        answer, _ = await connection.call({"op": "status"})  # (the content was read)
+        assert answer["ok"] is True
+    finally:
+        await connection.close()
     with pytest.raises(ApiError) as caught:
-        await call_async(lab.a.socket, request, bytes(MAX_PAYLOAD + 1))
+        await asyncio.to_thread(call, lab.a.socket, request, bytes(65536))
+    assert str(caught.value) == refusal
+    assert (await lab.a.api({"op": "queue"}))["counts"] == []
+
+
+async def test_the_async_client_refuses_content_over_what_a_request_may_announce(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await lab.a.start()
+    monkeypatch.setattr(framing, "MAX_PAYLOAD", 1000)
+    request = {"op": "submit", "originator": lab.a.address("Smith"), "recipients": []}
+    with pytest.raises(ApiError) as caught:
+        await call_async(lab.a.socket, request, bytes(1001))
     assert str(caught.value) == (
-        f"message is {MAX_PAYLOAD + 1} octets; this MTA accepts at most {MAX_PAYLOAD} in one "
-        "request on its local API"
+        "message refused: message is 1001 octets; this MTA accepts at most 1000 (max_message_size)"
     )
