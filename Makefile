@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test demo lint typecheck pytest bench clean
+.PHONY: install test demo lint typecheck pytest bench lab lab-quick clean
 
 install: $(VENV)/.installed
 
@@ -29,6 +29,14 @@ bench: install
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/stack.py
 	$(BIN)/python benchmarks/cold.py
+
+## lab: the two-site DiffServ lab at 512 kbit/s, every profile (root; about 15 minutes; docs/lab.md)
+lab: install
+	$(BIN)/python -m lab
+
+## lab-quick: the same at 4 Mbit/s with smaller messages (root; about a minute)
+lab-quick: install
+	$(BIN)/python -m lab --quick
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -28,6 +28,8 @@ The file (``*`` marks a required key; durations are seconds or text such as ``90
                                         for delivery and not implemented by this MTA
     default_route    none               a peer name
     log_level        "info"             debug, info, warning, error, critical
+    tcp_congestion   none (the system's) TCP congestion control of every P1 socket, one
+                                        of /proc/sys/net/ipv4/tcp_available_congestion_control
     [[listeners]]    address ("0.0.0.0"), port*, dscp ("CS0"), tsel, ssel, psel (each
                      any: the called TSEL / SSEL / PSEL, or list of them, a CR / CN / CP
                      must carry; "" admits one without)
@@ -327,6 +329,39 @@ def _checked_table(
     return table
 
 
+# --- tcp_congestion ---------------------------------------------------------------------
+
+_AVAILABLE_CONGESTION = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+"""The congestion control algorithms this kernel offers, space-separated."""
+
+
+def _congestion_name(raw: object) -> str:
+    if isinstance(raw, str) and raw.isascii() and raw.isidentifier():
+        return raw
+    raise Invalid()
+
+
+_CONGESTION_NAME = Kind('a congestion control name such as "cubic"', _congestion_name)
+
+
+def _tcp_congestion(top: _Table) -> str | None:
+    """``tcp_congestion``: an algorithm this kernel offers (it is read from /proc, the one
+    file besides the configuration and password files the loader reads), or None."""
+    if not top.has("tcp_congestion"):
+        return None
+    name = top.get("tcp_congestion", _CONGESTION_NAME)
+    try:
+        available = _AVAILABLE_CONGESTION.read_text().split()
+    except OSError:
+        available = []
+    if name not in available:
+        offered = ", ".join(available) or f"none listed in {_AVAILABLE_CONGESTION}"
+        raise top.error(
+            "tcp_congestion", name, f"a congestion control this kernel offers ({offered})"
+        )
+    return name
+
+
 # --- keys -----------------------------------------------------------------------------
 
 _TOP_KEYS = (
@@ -342,6 +377,7 @@ _TOP_KEYS = (
     "supported_extensions",
     "default_route",
     "log_level",
+    "tcp_congestion",
     "listeners",
     "retry",
     "max_age",
@@ -549,6 +585,7 @@ class _Loader:
             retention=retention,
             metrics=metrics,
             access=access,
+            tcp_congestion=_tcp_congestion(top),
         )
 
     # --- secrets ----------------------------------------------------------------------

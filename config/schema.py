@@ -563,6 +563,9 @@ class MtaConfig:
     """Who may use the local API for what (``[access]``); None: every process that can
     connect to the control socket (mode 0660: the daemon's user and group) is an
     operator."""
+    tcp_congestion: str | None = None
+    """The TCP congestion control (``TCP_CONGESTION``, e.g. ``"cubic"``) of every P1
+    socket this MTA creates or accepts; None: the system's default."""
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""

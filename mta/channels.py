@@ -582,6 +582,7 @@ class SlotRunner:
                 settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
                 dscp=slot.dscp,
                 timeouts=self.context.timeouts,
+                congestion=self.context.config.tcp_congestion,
             )
         except BindRefusedError as error:
             connection.last_error = f"bind refused: {_bind_error(error)}"

@@ -454,8 +454,10 @@ async def open_link(
     settings: AssociationSettings | X410Settings | None = None,
     dscp: int = 0,
     timeouts: Timeouts | None = None,
+    congestion: str | None = None,
 ) -> tuple[Link, BindAccepted]:
-    """Connect (marked ``dscp``), bind with ``argument``; the link and the bind result.
+    """Connect (marked ``dscp``; TCP congestion control ``congestion``, None: the system's),
+    bind with ``argument``; the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
     Raises ``TimeoutError`` (connect or bind), ``OSError`` (connect), BindRefusedError or
@@ -463,7 +465,7 @@ async def open_link(
     """
     timeouts = timeouts or Timeouts()
     reader, writer = await net.open_marked_connection(
-        host, port, dscp=dscp, timeout=timeouts.connect
+        host, port, dscp=dscp, timeout=timeouts.connect, congestion=congestion
     )
     association: SessionAssociation
     if isinstance(settings, X410Settings):

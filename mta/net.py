@@ -7,12 +7,21 @@ too.  IPv4 uses ``IP_TOS`` and IPv6 ``IPV6_TCLASS``, both holding ``dscp << 2`` 
 bits stay clear).  Sockets we create ourselves do not get asyncio's automatic TCP_NODELAY, so
 it is set here: without it every small PDU waits for Nagle and the delayed ACK.
 
+A congestion control algorithm (``tcp_congestion`` in the configuration, e.g. ``"cubic"``)
+is pinned per socket with ``TCP_CONGESTION``, on the client socket before it connects and on
+the listener and every socket it accepts; None leaves the system's default.  How a router's
+queues share a link between flows depends on it (a FIFO shares very differently under BBR
+and under cubic), and the default cannot be changed inside a network namespace.
+
 Public API::
 
     mark_socket(sock, dscp)                     IP_TOS or IPV6_TCLASS, by the socket's family
     socket_dscp(sock) -> int                    the code point a socket carries
-    async open_marked_connection(host, port, *, dscp, timeout) -> (reader, writer)
-    async start_marked_server(handler, host, port, *, dscp, backlog) -> asyncio.Server
+    set_congestion(sock, name)                  TCP_CONGESTION (e.g. "cubic")
+    socket_congestion(sock) -> str              the algorithm a socket uses
+    async open_marked_connection(host, port, *, dscp, timeout, congestion) -> (reader, writer)
+    async start_marked_server(handler, host, port, *, dscp, backlog, congestion)
+        -> asyncio.Server
     bound_port(server) -> int
 """
 
@@ -34,6 +43,14 @@ class MarkableSocket(Protocol):
     def setsockopt(self, level: int, option: int, value: int, /) -> None: ...
 
     def getsockopt(self, level: int, option: int, /) -> int: ...
+
+
+class TunableSocket(Protocol):
+    """What pinning a congestion control needs of a socket (byte-valued options)."""
+
+    def setsockopt(self, level: int, option: int, value: bytes, /) -> None: ...
+
+    def getsockopt(self, level: int, option: int, length: int, /) -> bytes: ...
 
 
 StreamHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -61,10 +78,30 @@ def socket_dscp(sock: MarkableSocket) -> int:
     return sock.getsockopt(socket.IPPROTO_IP, socket.IP_TOS) >> 2
 
 
+_CONGESTION_NAME_MAX = 16
+"""TCP_CA_NAME_MAX of the kernel: the longest congestion control name, NUL included."""
+
+
+def set_congestion(sock: TunableSocket, name: str) -> None:
+    """Make ``sock`` use the congestion control algorithm ``name`` (``TCP_CONGESTION``).
+
+    Raises ``OSError`` when the kernel does not offer it (ENOENT) or does not let this
+    process use it (EPERM: not in ``tcp_allowed_congestion_control``).
+    """
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, name.encode("ascii"))
+
+
+def socket_congestion(sock: TunableSocket) -> str:
+    """The congestion control algorithm ``sock`` uses."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, _CONGESTION_NAME_MAX)
+    return raw.split(b"\0", 1)[0].decode("ascii")
+
+
 async def open_marked_connection(
-    host: str, port: int, *, dscp: int, timeout: float
+    host: str, port: int, *, dscp: int, timeout: float, congestion: str | None = None
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Connect to ``host:port`` with every packet, the SYN included, marked ``dscp``.
+    """Connect to ``host:port`` with every packet, the SYN included, marked ``dscp``, and
+    with the congestion control ``congestion`` (None: the system's default).
 
     Tries each address ``host`` resolves to in turn; raises ``TimeoutError`` when the whole
     attempt takes longer than ``timeout`` seconds and ``OSError`` when no address answers.
@@ -79,6 +116,8 @@ async def open_marked_connection(
                 sock.setblocking(False)
                 mark_socket(sock, dscp)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if congestion is not None:
+                    set_congestion(sock, congestion)
                 await loop.sock_connect(sock, address)
             except OSError as error:
                 sock.close()
@@ -103,18 +142,27 @@ def _reason(error: OSError) -> str:
 
 
 async def start_marked_server(
-    handler: StreamHandler, host: str, port: int, *, dscp: int, backlog: int = 100
+    handler: StreamHandler,
+    host: str,
+    port: int,
+    *,
+    dscp: int,
+    backlog: int = 100,
+    congestion: str | None = None,
 ) -> asyncio.Server:
     """Listen on ``host:port`` with the listening sockets marked ``dscp`` before any accept.
 
-    Accepted sockets inherit the mark; ``handler`` also gets TCP_NODELAY on its socket.
-    The server is created without serving, marked, then started.
+    Accepted sockets inherit the mark; ``handler`` also gets TCP_NODELAY on its socket, and
+    the congestion control ``congestion`` (None: the system's default), set on the listener
+    too.  The server is created without serving, marked, then started.
     """
 
     async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if congestion is not None:
+                set_congestion(sock, congestion)
         await handler(reader, writer)
 
     server = await asyncio.start_server(
@@ -123,6 +171,8 @@ async def start_marked_server(
     try:
         for sock in server.sockets:
             mark_socket(sock, dscp)
+            if congestion is not None:
+                set_congestion(sock, congestion)
     except BaseException:
         server.close()
         raise

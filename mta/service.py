@@ -229,7 +229,11 @@ class Service:
         for listener in self.config.listeners:
             accept = functools.partial(self._accept, listener)
             server = await net.start_marked_server(
-                accept, listener.address, listener.port, dscp=listener.dscp
+                accept,
+                listener.address,
+                listener.port,
+                dscp=listener.dscp,
+                congestion=self.config.tcp_congestion,
             )
             self._servers.append(server)
         context = self._channel_context(self.config, self.timeouts, self.settings)

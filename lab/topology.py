@@ -1,0 +1,244 @@
+"""Two sites and a DiffServ router in network namespaces on one Linux machine.
+
+::
+
+     namespace lab-a-XXXX          namespace lab-r-XXXX                namespace lab-b-XXXX
+    +-------------------+      +---------------------------+      +-------------------+
+    | MTA-A             |      |  HTB on both egresses:    |      | MTA-B             |
+    | a0 198.18.1.2/24  |======| ra 198.18.1.1  rb 198.18.2.1 |======| b0 198.18.2.2/24  |
+    +-------------------+ veth +---------------------------+ veth +-------------------+
+                         <-- shaped (ACKs)     shaped (data) -->
+
+Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544), never from the
+private ranges a host may already route.  Offloads (TSO, GSO, GRO) are off on every veth,
+or the router would forward 64 KB super-packets past its shaper.  The sites reflect the
+DSCP of what they receive in their SYN-ACKs and ACKs (``tcp_reflect_tos``) and keep no
+per-destination TCP metrics between runs (``tcp_no_metrics_save``).
+
+:class:`Topology` is an async context manager: everything it creates lives in its three
+namespaces, whose deletion (at the end, after an exception or a cancellation such as
+Ctrl-C) removes the veths, routes and qdiscs with them.  :meth:`Topology.close` is
+idempotent.
+
+Public API::
+
+    check_host() -> None             raises LabError naming what is missing (root, a tool)
+    Topology(rate_kbit)              async with: three namespaces, two veth pairs, forwarding
+        .site_a / .site_b            Site (namespace, interface, address)
+        .router                      the router's namespace
+        await .shape(profile, rate_kbit=None)   install a profile on both router egresses
+        .exec_prefix(namespace) -> list[str]    ["ip", "netns", "exec", namespace]
+        .close()                     synchronous, idempotent
+    lab_namespaces() -> list[str]    namespaces of this lab that exist (for leak checks)
+    LabError
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass
+from types import TracebackType
+
+from lab.profiles import tc_commands
+
+NAMESPACE_PREFIX = "aiox400-lab-"
+"""Every namespace the lab creates starts with this."""
+
+TOOLS = {
+    "ip": "iproute2",
+    "tc": "iproute2",
+    "ethtool": "ethtool",
+    "sysctl": "procps",
+}
+"""Command -> the Debian package that provides it."""
+
+SITE_SYSCTLS = (
+    "net.ipv4.tcp_reflect_tos=1",
+    "net.ipv4.tcp_no_metrics_save=1",
+)
+
+
+class LabError(Exception):
+    """The lab cannot run here (the message says why and what to do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One site's end of the topology."""
+
+    namespace: str
+    interface: str
+    address: str
+    gateway: str
+
+
+def check_host() -> None:
+    """Raise :class:`LabError` unless this process is root and every tool is installed."""
+    if os.geteuid() != 0:
+        raise LabError("the lab needs root (network namespaces): run it with sudo or as root")
+    missing = sorted({package for tool, package in TOOLS.items() if not shutil.which(tool)})
+    if missing:
+        raise LabError(
+            f"missing tool(s) from {', '.join(missing)}: apt-get install -y {' '.join(missing)}"
+        )
+
+
+async def run(*argv: str, check: bool = True) -> str:
+    """Run a command; its standard output.  :class:`LabError` with its error output when it
+    fails and ``check``."""
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    if check and process.returncode != 0:
+        text = err.decode(errors="replace").strip()
+        raise LabError(f"{' '.join(argv)}: {_explain(text)}")
+    return out.decode(errors="replace")
+
+
+def _explain(text: str) -> str:
+    if "Specified qdisc kind is unknown" in text or "Unknown qdisc" in text:
+        return f"{text} (this kernel lacks the qdisc: the lab needs HTB and pfifo built in)"
+    if "Unknown filter" in text or "Specified filter kind is unknown" in text:
+        return f"{text} (this kernel lacks the u32 classifier the lab needs)"
+    return text
+
+
+async def lab_namespaces() -> list[str]:
+    """The namespaces of any lab that exist now."""
+    listing = await run("ip", "netns", "list")
+    names = [line.split()[0] for line in listing.splitlines() if line.strip()]
+    return [name for name in names if name.startswith(NAMESPACE_PREFIX)]
+
+
+class Topology:
+    """Site A, router, site B: three namespaces joined by two veth pairs (IPv4)."""
+
+    def __init__(self, rate_kbit: int) -> None:
+        suffix = secrets.token_hex(3)
+        self.rate_kbit = rate_kbit
+        self.router = f"{NAMESPACE_PREFIX}r-{suffix}"
+        self.site_a = Site(f"{NAMESPACE_PREFIX}a-{suffix}", "a0", "198.18.1.2", "198.18.1.1")
+        self.site_b = Site(f"{NAMESPACE_PREFIX}b-{suffix}", "b0", "198.18.2.2", "198.18.2.1")
+        self.router_links = (("ra", "198.18.1.1"), ("rb", "198.18.2.1"))
+        """The router's interfaces toward A and toward B, and their addresses."""
+        self.profile: str | None = None
+        self._created: list[str] = []
+
+    @property
+    def namespaces(self) -> tuple[str, str, str]:
+        return (self.site_a.namespace, self.router, self.site_b.namespace)
+
+    def exec_prefix(self, namespace: str) -> list[str]:
+        return ["ip", "netns", "exec", namespace]
+
+    async def __aenter__(self) -> Topology:
+        try:
+            await self._build()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def _build(self) -> None:
+        for namespace in self.namespaces:
+            await run("ip", "netns", "add", namespace)
+            self._created.append(namespace)
+            await run("ip", "-n", namespace, "link", "set", "lo", "up")
+        for site, (router_if, router_address) in zip(
+            (self.site_a, self.site_b), self.router_links, strict=True
+        ):
+            await self._link(site, router_if, router_address)
+        await self._in(self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        for site in (self.site_a, self.site_b):
+            for setting in SITE_SYSCTLS:
+                await self._in(site.namespace, "sysctl", "-qw", setting)
+        await self.shape("fifo")
+        await self._ping()
+
+    async def _link(self, site: Site, router_if: str, router_address: str) -> None:
+        await run(
+            "ip", "-n", site.namespace, "link", "add", site.interface, "type", "veth",
+            "peer", "name", router_if, "netns", self.router,
+        )  # fmt: skip
+        for namespace, interface, address in (
+            (site.namespace, site.interface, site.address),
+            (self.router, router_if, router_address),
+        ):
+            await run("ip", "-n", namespace, "addr", "add", f"{address}/24", "dev", interface)
+            await run("ip", "-n", namespace, "link", "set", interface, "up")
+            await self._in(
+                namespace, "ethtool", "-K", interface, "tso", "off", "gso", "off", "gro", "off"
+            )
+        await run("ip", "-n", site.namespace, "route", "add", "default", "via", site.gateway)
+
+    async def _in(self, namespace: str, *argv: str) -> str:
+        return await run(*self.exec_prefix(namespace), *argv)
+
+    async def _ping(self) -> None:
+        """Wait until A reaches B through the router (ARP and forwarding in place)."""
+        for _ in range(50):
+            probe = await asyncio.create_subprocess_exec(
+                *self.exec_prefix(self.site_a.namespace),
+                "python3", "-c",
+                "import socket,sys; s=socket.socket(); s.settimeout(0.2);"
+                f"sys.exit(s.connect_ex(('{self.site_b.address}', 9)) not in (111,))",
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )  # fmt: skip
+            if await probe.wait() == 0:  # refused: B answered with a RST
+                return
+            await asyncio.sleep(0.1)
+        raise LabError(f"site A cannot reach {self.site_b.address} through the router")
+
+    async def shape(self, profile: str, rate_kbit: int | None = None) -> None:
+        """Install ``profile`` at ``rate_kbit`` (default: the topology's) on both router
+        egress interfaces, replacing what was there."""
+        rate = rate_kbit or self.rate_kbit
+        for interface, _ in self.router_links:
+            await run(
+                *self.exec_prefix(self.router),
+                "tc",
+                "qdisc",
+                "del",
+                "dev",
+                interface,
+                "root",
+                check=False,
+            )  # fmt: skip (a fresh veth has no root qdisc to delete)
+            for argv in tc_commands(interface, profile, rate):
+                await self._in(self.router, "tc", *argv)
+        self.profile, self.rate_kbit = profile, rate
+
+    async def qdisc_stats(self, interface: str = "rb") -> str:
+        """``tc -s class show`` of a router interface (for a report of drops)."""
+        return await self._in(self.router, "tc", "-s", "class", "show", "dev", interface)
+
+    def close(self) -> None:
+        """Delete every namespace this topology created (and with them its veths, routes
+        and qdiscs); safe to call again.  Synchronous on purpose: a second Ctrl-C or a
+        cancellation cannot interrupt it half-way (it takes well under a second)."""
+        while self._created:
+            namespace = self._created.pop()
+            subprocess.run(
+                ["ip", "netns", "del", namespace],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
