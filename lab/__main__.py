@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from client.api import ApiError
+from lab import plots
 from lab.profiles import PROFILES
-from lab.scenarios import FULL, QUICK, Settings, render, run_scenarios, summary
+from lab.scenarios import FULL, QUICK, Results, Settings, render, run_scenarios, summary
 from lab.sites import two_sites
 from lab.topology import LabError, Topology, check_host
 
@@ -39,6 +40,16 @@ def _sizes(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be > 0")
     return sizes
+
+
+def _delay(text: str) -> float:
+    try:
+        delay = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected milliseconds") from None
+    if not 0 <= delay <= 10_000:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 0 to 10000 ms")
+    return delay
 
 
 def _profiles(text: str) -> tuple[str, ...]:
@@ -109,7 +120,29 @@ def parser() -> argparse.ArgumentParser:
         help="most 1 KB flash samples of scenario (d) per profile; 0: no scenario (d) "
         "(20; --quick: 15)",
     )
+    p.add_argument(
+        "--delay",
+        type=_delay,
+        metavar="MS",
+        default=0.0,
+        help="one-way delay between site A and the router, each direction, by a user-space "
+        "wire of two TUN devices (0: none, a veth pair)",
+    )
+    p.add_argument(
+        "--setup",
+        type=int,
+        metavar="N",
+        help="1 KB flash samples of scenario (e) per flash slot mode (permanent, then "
+        "on-demand with a new connection each); 0: no scenario (e) (0); meant with --delay",
+    )
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    p.add_argument(
+        "--plots",
+        type=Path,
+        metavar="DIR",
+        help="also draw throughput.png (b) and latency.png (d) into DIR (needs matplotlib: "
+        "pip install -e '.[plot]'; without it the tables only, and one line saying so)",
+    )
     p.add_argument(
         "--keep",
         type=Path,
@@ -141,6 +174,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
         changes["load_kbit"] = args.load
     if args.latency is not None:
         changes["latency_samples"] = args.latency
+    if args.setup is not None:
+        changes["setup_samples"] = args.setup
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
@@ -152,13 +187,26 @@ async def _run(settings: Settings, args: argparse.Namespace) -> str:
     with tempfile.TemporaryDirectory(prefix="aiox400-lab-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        async with Topology(settings.rate_kbit) as topology:
+        async with Topology(settings.rate_kbit, args.delay) as topology:
             _progress(f"namespaces {', '.join(topology.namespaces)}")
+            if args.delay:
+                rtt = await topology.round_trip()
+                _progress(f"delay wire {args.delay:g} ms each way: round trip {rtt * 1000:.1f} ms")
             async with two_sites(topology, folder) as (a, b):
                 results = await run_scenarios(topology, a, b, settings, _progress)
         if args.json is not None:
             args.json.write_text(json.dumps(summary(results), indent=2) + "\n")
-        return render(results)
+        if args.plots is not None:
+            _plots(results, args.plots)
+        return render(results, args.delay)
+
+
+def _plots(results: Results, folder: Path) -> None:
+    if not plots.available():
+        _progress("plots skipped: matplotlib is not installed (pip install -e '.[plot]')")
+        return
+    written = plots.write_plots(results, folder)
+    _progress(f"plots: {', '.join(str(path) for path in written) or 'nothing to draw'}")
 
 
 async def _main(settings: Settings, args: argparse.Namespace) -> tuple[str | None, int]:

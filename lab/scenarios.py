@@ -6,12 +6,19 @@
 (d) latency (``latency_samples``): 1 KB flash messages one after another, alone, then
     while a routine message of ``latency_bulk`` is in flight, under each profile; p50 and
     p99 (nearest rank) of their times from submission to B's store.
+(e) connection set-up (``setup_samples``): on an idle link (``fifo``), 1 KB flash
+    messages with the flash slot permanent (its connection open), then as many with the
+    slot on-demand and an ``idle_timeout`` of ``SETUP_IDLE_TIMEOUT`` (each message waits
+    until the previous connection closed, so it opens its own); the difference in round
+    trips of the link (measured, SYN to RST).  Meant with a delay wire (``--delay``).
 (c) under load (``load_kbit``): the ``reserved`` profile, a CS1 UDP stream faster than the
     link from A to B, and each of ``load_runs`` sent alone: its goodput against its own
     without the load, or that it was not through within its wait.
 (b) contention, under each profile: a routine (CS0) message of ``routine_size``, and
     ``flash_delay`` seconds after its submission a flash (CS3) one of ``flash_size``; each
-    one's goodput, as a percentage of its size's unloaded goodput.
+    one's goodput, as a percentage of its size's unloaded goodput; and, every
+    ``SAMPLE_INTERVAL`` seconds meanwhile, the octets B's routine and flash listeners had
+    received (:class:`Sample`, for the throughput plots of :mod:`lab.plots`).
 
 Reference figures (cited, not measured here): the 2007 field test's round 2 (a Cisco 2811
 shaping to 512 kbit/s; M-Switch R14.0) and raw TCP on this lab's topology without an MTA
@@ -21,7 +28,7 @@ Public API::
 
     Settings, FULL, QUICK
     Results                           what a run measured
-    async run_scenarios(topology, a, b, settings, progress) -> Results
+    async run_scenarios(topology, a, b, settings, progress) -> Results   (a), (b), (d), (e), (c)
     render(results) -> str            the Markdown report
     summary(results) -> dict          the figures, for --json
 """
@@ -29,15 +36,17 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import platform
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from lab.load import UdpLoad
-from lab.sites import CONGESTION, Site, Transfer, Watch, send, submit
+from lab.sites import CONGESTION, Site, Transfer, Watch, flash_on_demand, send, submit
 from lab.topology import Topology
 
 
@@ -63,7 +72,10 @@ class Settings:
     ``latency_bulk`` octets is in flight (under each of ``profiles``); 0: no scenario (d)."""
     latency_bulk: int = 0
     latency_spacing: float = 0.5
-    """(d): seconds between one sample's delivery and the next one's submission."""
+    """(d), (e): seconds between one sample's delivery and the next one's submission."""
+    setup_samples: int = 0
+    """(e): 1 KB flash messages timed with the flash slot permanent, and as many with it
+    on-demand (a new connection each); 0: no scenario (e)."""
 
 
 FULL = Settings(
@@ -127,11 +139,30 @@ TARGETS = {"unloaded": 93.0, "strict": 95.0, "weighted": 80.0, "fifo": 25.0}
 others about)."""
 
 
+SAMPLE_INTERVAL = 0.5
+"""(b): seconds between two readings of what B's listeners received."""
+LISTENER_PORT = {"routine": 5000, "flash": 5003}
+"""(b): precedence -> the port of B's listener its slot connects to (CS0, CS3;
+config/examples/site-b.toml)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """(b): what B had received, as TCP payload, since the routine submission."""
+
+    seconds: float
+    """Since the routine submission."""
+    octets: dict[str, int]
+    """Precedence -> octets B's listener for it received (OSI headers included) on every
+    connection it had, since the routine submission."""
+
+
 @dataclass(frozen=True, slots=True)
 class Contention:
     profile: str
     routine: Transfer
     flash: Transfer
+    samples: tuple[Sample, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +191,10 @@ class Results:
     """(d): seconds of 1 KB flash messages with nothing else in flight."""
     latency: dict[str, list[float]] = field(default_factory=dict)
     """(d): profile -> seconds of each 1 KB flash message timed during the bulk."""
+    round_trip: float | None = None
+    """(e): seconds from a SYN of A to B's RST (the least of five)."""
+    setup: dict[str, list[float]] = field(default_factory=dict)
+    """(e): flash slot mode -> seconds of each 1 KB flash message."""
 
 
 def _timeout(size: int, rate_kbit: int) -> float:
@@ -189,19 +224,28 @@ async def run_scenarios(
             await topology.shape(profile, rate)
             await asyncio.sleep(1)
             progress(f"{profile}: routine {settings.routine_size} + flash {settings.flash_size}")
-            run = await _contention(a, watch, settings)
-            results.contention.append(Contention(profile, run[0], run[1]))
+            run = await _contention(topology, a, watch, settings)
+            results.contention.append(Contention(profile, *run))
             progress(f"  flash {run[1].kbit_s:.1f} kbit/s, routine {run[0].kbit_s:.1f} kbit/s")
             await asyncio.sleep(1)
         if settings.latency_samples:
             await _latencies(topology, a, watch, settings, results, progress)
+        if settings.setup_samples:
+            await _connection_setup(topology, a, watch, settings, results, progress)
         if settings.load_kbit:
             await _under_load(topology, a, watch, settings, results, progress)
     return results
 
 
 SMALL = 1000
-"""(d): body octets of the latency samples."""
+"""(d), (e): body octets of the latency samples."""
+SETUP_IDLE_TIMEOUT = 0.5
+"""(e): seconds an on-demand flash connection stays open without traffic."""
+SETUP_ROUND_TRIPS = 3
+"""(e): what a new connection adds before the message can go, in round trips: TCP's
+SYN / SYN-ACK (T-CONNECT over RFC 1006; the CR rides with the handshake's last ACK), the
+transport CR / CC (X.224), and the session CN / AC (X.225) that carries the presentation
+CP / CPA, ACSE's AARQ / AARE and RTSE's RTORQ / RTOAC with the MTA bind (X.228, X.411)."""
 
 
 async def _latencies(
@@ -240,6 +284,51 @@ async def _latencies(
         results.latency[profile] = samples
         progress(f"  p50 {_quantile(samples, 0.5) * 1000:.0f} ms over {len(samples)}")
         await asyncio.sleep(1)
+
+
+async def _connection_setup(
+    topology: Topology,
+    a: Site,
+    watch: Watch,
+    settings: Settings,
+    results: Results,
+    progress: Callable[[str], None],
+) -> None:
+    """(e) 1 KB flash on an idle link: the slot permanent, then on-demand (A reloaded with
+    it so, and back at the end)."""
+    await topology.shape("fifo", settings.rate_kbit)
+    results.round_trip = await topology.round_trip()
+    count = settings.setup_samples
+    progress(
+        f"set-up: round trip {results.round_trip * 1000:.1f} ms; {count} flash {SMALL} "
+        "octets, flash slot permanent"
+    )
+    await a.slots_ready()
+    permanent = results.setup["permanent"] = []
+    for _ in range(count):
+        permanent.append((await send(a, watch, SMALL, "flash", timeout=60)).seconds)
+        await asyncio.sleep(settings.latency_spacing)
+    original = a.config.read_text()
+    await a.reload(flash_on_demand(original, SETUP_IDLE_TIMEOUT), "on-demand")
+    progress(f"set-up: {count} flash {SMALL} octets, flash slot on-demand (a connection each)")
+    on_demand = results.setup["on-demand"] = []
+    for _ in range(count):
+        await asyncio.sleep(settings.latency_spacing)
+        await _until_no_connection(a)
+        on_demand.append((await send(a, watch, SMALL, "flash", timeout=60)).seconds)
+    await a.reload(original, "permanent")
+    await a.slots_ready()
+    progress(
+        f"  p50 {_quantile(permanent, 0.5) * 1000:.0f} ms permanent, "
+        f"{_quantile(on_demand, 0.5) * 1000:.0f} ms on-demand"
+    )
+
+
+async def _until_no_connection(a: Site, timeout: float = 30.0) -> None:
+    """Until the flash slot has closed its connection (its idle timeout ran out)."""
+    async with asyncio.timeout(timeout):
+        while (await a.flash_slot())["connections"]:
+            await asyncio.sleep(0.05)
 
 
 def _quantile(values: list[float], fraction: float) -> float:
@@ -289,19 +378,62 @@ async def _under_load(
         await asyncio.sleep(2)
 
 
-async def _contention(a: Site, watch: Watch, settings: Settings) -> tuple[Transfer, Transfer]:
+async def _contention(
+    topology: Topology, a: Site, watch: Watch, settings: Settings
+) -> tuple[Transfer, Transfer, tuple[Sample, ...]]:
     rate = settings.rate_kbit
-    async with asyncio.TaskGroup() as group:
-        routine = group.create_task(
-            send(a, watch, settings.routine_size, "routine",
-                 timeout=_timeout(settings.routine_size, rate))
-        )  # fmt: skip
-        await asyncio.sleep(settings.flash_delay)
-        flash = group.create_task(
-            send(a, watch, settings.flash_size, "flash",
-                 timeout=_timeout(settings.flash_size, rate))
-        )  # fmt: skip
-    return routine.result(), flash.result()
+    meter = _Meter(topology)
+    sampler = asyncio.create_task(meter.every(SAMPLE_INTERVAL))
+    try:
+        async with asyncio.TaskGroup() as group:
+            routine = group.create_task(
+                send(a, watch, settings.routine_size, "routine",
+                     timeout=_timeout(settings.routine_size, rate))
+            )  # fmt: skip
+            await asyncio.sleep(settings.flash_delay)
+            flash = group.create_task(
+                send(a, watch, settings.flash_size, "flash",
+                     timeout=_timeout(settings.flash_size, rate))
+            )  # fmt: skip
+    finally:
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
+    await meter.read()  # (the last octets, both messages stored)
+    return routine.result(), flash.result(), tuple(meter.samples)
+
+
+class _Meter:
+    """(b): what B's routine and flash listeners received, from its first reading on.  A
+    connection's octets count from the first reading (or from zero, opened later), and
+    still count once it closed."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.start = time.monotonic()
+        self.samples: list[Sample] = []
+        self._first: dict[tuple[str, str], int] | None = None
+        self._last: dict[tuple[str, str], int] = {}
+        self._precedence_of = {f":{port}": p for p, port in LISTENER_PORT.items()}
+
+    async def every(self, interval: float) -> None:
+        """Read every ``interval`` seconds until cancelled."""
+        while True:
+            now = time.monotonic()
+            await self.read()
+            await asyncio.sleep(max(0.0, now + interval - time.monotonic()))
+
+    async def read(self) -> None:
+        now = time.monotonic()
+        counters = await self.topology.tcp_received(self.topology.site_b.namespace)
+        first = self._first = dict(counters) if self._first is None else self._first
+        self._last.update(counters)
+        octets = dict.fromkeys(LISTENER_PORT, 0)
+        for (local, peer), value in self._last.items():
+            precedence = self._precedence_of.get(local[local.rfind(":") :])
+            if precedence is not None:
+                octets[precedence] += value - first.get((local, peer), 0)
+        self.samples.append(Sample(now - self.start, octets))
 
 
 # --- the report ---------------------------------------------------------------------------
@@ -319,7 +451,7 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:g} MB"
 
 
-def render(results: Results) -> str:
+def render(results: Results, delay_ms: float = 0) -> str:
     s = results.settings
     link = float(s.rate_kbit)
     lines = [
@@ -386,6 +518,8 @@ def render(results: Results) -> str:
         lines += _render_loaded(results)
     if results.latency:
         lines += _render_latency(results)
+    if results.setup:
+        lines += _render_setup(results, delay_ms)
     return "\n".join(lines)
 
 
@@ -410,6 +544,39 @@ def _render_latency(results: Results) -> list[str]:
             f"| {_ms(values, 0.0)} | {_ms(values, 1.0)} |"
         )
     return [*lines, ""]
+
+
+def _render_setup(results: Results, delay_ms: float) -> list[str]:
+    rtt = results.round_trip or float("nan")
+    permanent = results.setup.get("permanent", [])
+    on_demand = results.setup.get("on-demand", [])
+    lines = [
+        f"(e) Flash {SMALL} octets on an idle link (profile fifo), one-way delay "
+        f"{delay_ms:g} ms, round trip {rtt * 1000:.1f} ms (SYN to RST): the flash slot "
+        "permanent, then on-demand with a new connection for each message",
+        "",
+        "| flash slot | samples | p50 ms | p99 ms | min ms | max ms | p50 in round trips |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, values in (
+        ("permanent (connection open)", permanent),
+        (f"on-demand (idle_timeout {SETUP_IDLE_TIMEOUT:g} s: a connection each)", on_demand),
+    ):
+        lines.append(
+            f"| {name} | {len(values)} | {_ms(values, 0.5)} | {_ms(values, 0.99)} "
+            f"| {_ms(values, 0.0)} | {_ms(values, 1.0)} "
+            f"| {_quantile(values, 0.5) / rtt:.2f} |"
+        )
+    extra = _quantile(on_demand, 0.5) - _quantile(permanent, 0.5)
+    lines += [
+        f"| on-demand - permanent (p50) | | {extra * 1000:.0f} | | | | {extra / rtt:.2f} |",
+        "",
+        f"Expected from the protocol: {SETUP_ROUND_TRIPS} round trips more for a new "
+        "connection (TCP SYN / SYN-ACK, transport CR / CC, session CN / AC with "
+        "AARQ / AARE and the MTA bind).",
+        "",
+    ]
+    return lines
 
 
 def _render_loaded(results: Results) -> list[str]:
@@ -460,11 +627,14 @@ def summary(results: Results) -> dict[str, Any]:
                 "routine_pct": (
                     100 * c.routine.kbit_s / routine_base.kbit_s if routine_base else None
                 ),
+                "samples": [{"seconds": x.seconds, "octets": x.octets} for x in c.samples],
             }
             for c in results.contention
         },
         "latency_alone": results.latency_alone,
         "latency": results.latency,
+        "round_trip": results.round_trip,
+        "setup": results.setup,
         "loaded": [
             {
                 "precedence": run.precedence,

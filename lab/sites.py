@@ -18,7 +18,10 @@ OSI and TCP/IP headers: what a user sent, per second of what a user waits.
 Public API::
 
     site_config(example_text, *, address, peer_address, folder, name) -> str
+    flash_on_demand(config_text, idle_timeout) -> str   the flash slot made on-demand
     Site(name, namespace, folder)           .start(), .stop(), .api(request, payload)
+        await .reload(config_text)          SIGHUP with a new configuration file
+        await .flash_slot() -> dict         the flash slot's ``channels`` entry
     two_sites(topology, folder) -> async context manager of (Site, Site)
     Watch(site, user)                       async with: when each delivery was committed
     Transfer                                one message: size, precedence, times
@@ -76,6 +79,20 @@ def site_config(example: str, *, address: str, peer_address: str, folder: Path, 
     return text
 
 
+_FLASH_SLOT = 'precedences = ["override", "flash"]\nport = 5003\ndscp = "CS3"\nmode = "permanent"\n'
+
+
+def flash_on_demand(text: str, idle_timeout: float) -> str:
+    """Site A's configuration ``text`` with its flash slot ``on-demand``, closing its
+    connection after ``idle_timeout`` seconds without traffic."""
+    if _FLASH_SLOT not in text:
+        raise LabError("config/examples/site-a.toml's flash slot changed: update lab/sites.py")
+    on_demand = _FLASH_SLOT.replace(
+        'mode = "permanent"', f'mode = "on-demand"\nidle_timeout = {idle_timeout:g}'
+    )
+    return text.replace(_FLASH_SLOT, on_demand)
+
+
 class Site:
     """One MTA process in a namespace, and its local API."""
 
@@ -120,6 +137,24 @@ class Site:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+    async def reload(self, text: str, mode: str, timeout: float = 30.0) -> None:
+        """Write ``text`` as the configuration and reload it (SIGHUP); returns once the
+        flash slot runs in ``mode``."""
+        if self.process is None:
+            raise LabError(f"{self.name} is not running")
+        self.config.write_text(text)
+        self.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while (await self.flash_slot())["mode"] != mode:
+            if time.monotonic() > deadline:
+                raise LabError(f"{self.name} did not reload its flash slot: see {self.log}")
+            await asyncio.sleep(0.1)
+
+    async def flash_slot(self) -> dict[str, Any]:
+        """The flash slot's entry of the ``channels`` answer (mode, connections)."""
+        slots = (await self.api({"op": "channels"}))["slots"]
+        return next(slot for slot in slots if "flash" in slot["precedences"])
 
     async def api(self, request: dict[str, Any], payload: bytes = b"") -> dict[str, Any]:
         response, _ = await call_async(self.socket, request, payload)

@@ -9,6 +9,12 @@
     +-------------------+ veth +---------------------------+ veth +-------------------+
                          <-- shaped (ACKs)     shaped (data) -->
 
+With a one-way delay (``delay_ms``), the A side's veth pair is replaced by two TUN devices
+with the same names and addresses, ``a0`` in site A and ``ra`` in the router, joined by a
+user-space wire (:mod:`lab.wire`, a process in the router's namespace) that hands each
+packet over ``delay_ms`` later, in each direction: the round trip between the sites grows
+by twice the delay, and the router still shapes on ``ra`` and ``rb`` as without it.
+
 Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544), never from the
 private ranges a host may already route.  Offloads (TSO, GSO, GRO) are off on every veth,
 or the router would forward 64 KB super-packets past its shaper.  The sites reflect the
@@ -23,11 +29,14 @@ idempotent.
 Public API::
 
     check_host() -> None             raises LabError naming what is missing (root, a tool)
-    Topology(rate_kbit)              async with: three namespaces, two veth pairs, forwarding
+    Topology(rate_kbit, delay_ms=0)  async with: three namespaces, two veth pairs (or a veth
+                                     pair and a delay wire), forwarding
         .site_a / .site_b            Site (namespace, interface, address)
         .router                      the router's namespace
         await .shape(profile, rate_kbit=None)   install a profile on both router egresses
         .exec_prefix(namespace) -> list[str]    ["ip", "netns", "exec", namespace]
+        await .round_trip() -> float            seconds from A's SYN to B's RST, the least of 5
+        await .tcp_received(namespace)          octets received per TCP connection
         .close()                     synchronous, idempotent
     lab_namespaces() -> list[str]    namespaces of this lab that exist (for leak checks)
     LabError
@@ -37,13 +46,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 
 from lab.profiles import tc_commands
+
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository: where ``python -m lab.wire`` is found."""
+NETNS_DIR = "/run/netns"
+"""Where ``ip netns add`` keeps the namespaces' files."""
 
 NAMESPACE_PREFIX = "aiox400-lab-"
 """Every namespace the lab creates starts with this."""
@@ -55,6 +72,8 @@ TOOLS = {
     "sysctl": "procps",
 }
 """Command -> the Debian package that provides it."""
+
+_BYTES_RECEIVED = re.compile(r"\bbytes_received:(\d+)")
 
 SITE_SYSCTLS = (
     "net.ipv4.tcp_reflect_tos=1",
@@ -121,9 +140,11 @@ async def lab_namespaces() -> list[str]:
 class Topology:
     """Site A, router, site B: three namespaces joined by two veth pairs (IPv4)."""
 
-    def __init__(self, rate_kbit: int) -> None:
+    def __init__(self, rate_kbit: int, delay_ms: float = 0) -> None:
         suffix = secrets.token_hex(3)
         self.rate_kbit = rate_kbit
+        self.delay_ms = delay_ms
+        """One-way delay of the wire between site A and the router (0: a veth pair)."""
         self.router = f"{NAMESPACE_PREFIX}r-{suffix}"
         self.site_a = Site(f"{NAMESPACE_PREFIX}a-{suffix}", "a0", "198.18.1.2", "198.18.1.1")
         self.site_b = Site(f"{NAMESPACE_PREFIX}b-{suffix}", "b0", "198.18.2.2", "198.18.2.1")
@@ -131,6 +152,7 @@ class Topology:
         """The router's interfaces toward A and toward B, and their addresses."""
         self.profile: str | None = None
         self._created: list[str] = []
+        self._wire: subprocess.Popen[bytes] | None = None
 
     @property
     def namespaces(self) -> tuple[str, str, str]:
@@ -163,7 +185,10 @@ class Topology:
         for site, (router_if, router_address) in zip(
             (self.site_a, self.site_b), self.router_links, strict=True
         ):
-            await self._link(site, router_if, router_address)
+            if site is self.site_a and self.delay_ms > 0:
+                await self._wire_link(site, router_if, router_address)
+            else:
+                await self._link(site, router_if, router_address)
         await self._in(self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         for site in (self.site_a, self.site_b):
             for setting in SITE_SYSCTLS:
@@ -186,6 +211,54 @@ class Topology:
                 namespace, "ethtool", "-K", interface, "tso", "off", "gso", "off", "gro", "off"
             )
         await run("ip", "-n", site.namespace, "route", "add", "default", "via", site.gateway)
+
+    async def _wire_link(self, site: Site, router_if: str, router_address: str) -> None:
+        """TUN ``router_if`` in the router, TUN ``site.interface`` in the site, joined by
+        :mod:`lab.wire` (it creates both; they go when it ends)."""
+        self._wire = subprocess.Popen(
+            [
+                *self.exec_prefix(self.router), sys.executable, "-m", "lab.wire",
+                "--delay-ms", f"{self.delay_ms:g}", "--here", router_if,
+                "--there", site.interface, "--there-netns", f"{NETNS_DIR}/{site.namespace}",
+            ],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,  # (a Ctrl-C is the lab's to handle, in order)
+        )  # fmt: skip
+        for namespace, interface in ((self.router, router_if), (site.namespace, site.interface)):
+            await self._until_link(namespace, interface)
+        for namespace, interface, address in (
+            (site.namespace, site.interface, site.address),
+            (self.router, router_if, router_address),
+        ):
+            await run("ip", "-n", namespace, "addr", "add", f"{address}/24", "dev", interface)
+            await run("ip", "-n", namespace, "link", "set", interface, "up")
+        await run("ip", "-n", site.namespace, "route", "add", "default", "via", site.gateway)
+
+    async def _until_link(self, namespace: str, interface: str) -> None:
+        for _ in range(100):
+            if self._wire is not None and self._wire.poll() is not None:
+                raise LabError(f"the delay wire exited ({self._wire.returncode}) at start")
+            if await run("ip", "-n", namespace, "link", "show", interface, check=False):
+                return
+            await asyncio.sleep(0.05)
+        raise LabError(f"the delay wire did not create {interface} within 5 s")
+
+    async def round_trip(self) -> float:
+        """Seconds from a SYN of site A to the RST of site B (a closed port), the least of
+        five: the network's round trip, as a ping's but over the path TCP takes."""
+        probe = (
+            "import socket,time\n"
+            "best=9.0\n"
+            "for _ in range(5):\n"
+            " s=socket.socket(); s.settimeout(5); t=time.monotonic()\n"
+            f" s.connect_ex(('{self.site_b.address}', 9)); best=min(best,time.monotonic()-t)\n"
+            " s.close(); time.sleep(0.1)\n"
+            "print(best)\n"
+        )
+        out = await self._in(self.site_a.namespace, sys.executable, "-c", probe)
+        return float(out)
 
     async def _in(self, namespace: str, *argv: str) -> str:
         return await run(*self.exec_prefix(namespace), *argv)
@@ -225,14 +298,38 @@ class Topology:
                 await self._in(self.router, "tc", *argv)
         self.profile, self.rate_kbit = profile, rate
 
+    async def tcp_received(self, namespace: str) -> dict[tuple[str, str], int]:
+        """(local address:port, peer address:port) -> octets received so far, of each
+        established TCP connection in ``namespace`` (``ss -tin``'s ``bytes_received``: TCP
+        payload, so the OSI headers count, retransmissions do not)."""
+        listing = await self._in(namespace, "ss", "-tinH", "state", "established")
+        received: dict[tuple[str, str], int] = {}
+        key: tuple[str, str] | None = None
+        for line in listing.splitlines():
+            if line[:1].isspace():
+                found = _BYTES_RECEIVED.search(line)
+                if key is not None:
+                    received[key] = int(found.group(1)) if found else 0
+                key = None
+            elif line.strip():
+                fields = line.split()
+                key = (fields[-2], fields[-1])
+        return received
+
     async def qdisc_stats(self, interface: str = "rb") -> str:
         """``tc -s class show`` of a router interface (for a report of drops)."""
         return await self._in(self.router, "tc", "-s", "class", "show", "dev", interface)
 
     def close(self) -> None:
-        """Delete every namespace this topology created (and with them its veths, routes
-        and qdiscs); safe to call again.  Synchronous on purpose: a second Ctrl-C or a
-        cancellation cannot interrupt it half-way (it takes well under a second)."""
+        """Stop the delay wire, and delete every namespace this topology created (and with
+        them its veths, routes and qdiscs); safe to call again.  Synchronous on purpose: a
+        second Ctrl-C or a cancellation cannot interrupt it half-way (it takes well under
+        a second)."""
+        wire, self._wire = self._wire, None
+        if wire is not None:
+            if wire.poll() is None:
+                wire.kill()
+            wire.wait()
         while self._created:
             namespace = self._created.pop()
             subprocess.run(

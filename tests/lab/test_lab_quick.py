@@ -1,6 +1,8 @@
 """The DiffServ lab's quick run (``python -m lab --quick``), as root: the router's profiles
 order the flash message's goodput under routine load as they should, and nothing the lab
-created remains afterwards, also when it is interrupted.
+created remains afterwards, also when it is interrupted; its plots are written (when
+matplotlib is installed); the delay wire adds its delay to the round trip, and a new
+connection costs the on-demand flash slot round trips the permanent one does not pay.
 
 Orderings with margins, never absolute times: the machine may be shared.  Without root or
 the tools the lab needs, the tests skip saying so; with ``AIOX400_REQUIRE_LAB=1`` they fail
@@ -9,6 +11,7 @@ instead.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -67,15 +70,20 @@ def _assert_nothing_left(before: tuple[set[str], set[str]]) -> None:
     assert _veths() - before[1] == set()
 
 
+Quick = tuple[dict[str, Any], str, Path]
+
+
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
-    """The figures and the report of one quick run (a little over a minute)."""
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
+    """The figures, the report and the plots' folder of one quick run (a little over a
+    minute)."""
     if _unavailable() is not None:
         pytest.skip(_unavailable() or "")
     before = (_lab_namespaces(), _veths())
-    figures = tmp_path_factory.mktemp("lab") / "quick.json"
+    folder = tmp_path_factory.mktemp("lab")
+    figures = folder / "quick.json"
     done = subprocess.run(
-        [*LAB, "--quick", "--json", str(figures)],
+        [*LAB, "--quick", "--json", str(figures), "--plots", str(folder / "plots")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -84,23 +92,26 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     )
     assert done.returncode == 0, done.stderr
     _assert_nothing_left(before)
-    return json.loads(figures.read_text()), done.stdout
+    if importlib.util.find_spec("matplotlib") is None:
+        skipped = [line for line in done.stderr.splitlines() if "plots skipped" in line]
+        assert len(skipped) == 1, done.stderr
+    return json.loads(figures.read_text()), done.stdout, folder / "plots"
 
 
 def test_strict_priority_gives_flash_well_above_weighted(
-    quick: tuple[dict[str, Any], str],
+    quick: Quick,
 ) -> None:
     runs = quick[0]["contention"]
     assert runs["strict"]["flash_pct"] > runs["weighted"]["flash_pct"] + 8
 
 
-def test_weighted_gives_flash_well_above_fifo(quick: tuple[dict[str, Any], str]) -> None:
+def test_weighted_gives_flash_well_above_fifo(quick: Quick) -> None:
     runs = quick[0]["contention"]
     assert runs["weighted"]["flash_pct"] > runs["fifo"]["flash_pct"] + 25
 
 
 def test_small_flash_latency_under_bulk_is_far_lower_with_priority_than_fifo(
-    quick: tuple[dict[str, Any], str],
+    quick: Quick,
 ) -> None:
     latency = quick[0]["latency"]
     fifo_p50 = sorted(latency["fifo"])[len(latency["fifo"]) // 2]
@@ -109,30 +120,115 @@ def test_small_flash_latency_under_bulk_is_far_lower_with_priority_than_fifo(
         assert p50 * 3 < fifo_p50, (profile, p50, fifo_p50)
 
 
-def test_unloaded_goodput_is_most_of_the_link(quick: tuple[dict[str, Any], str]) -> None:
+def test_unloaded_goodput_is_most_of_the_link(quick: Quick) -> None:
     figures = quick[0]
     largest = max(figures["unloaded"], key=lambda t: t["size"])
     assert largest["kbit_s"] > 0.8 * figures["rate_kbit"]
     assert largest["kbit_s"] <= figures["rate_kbit"]  # (the shaper holds)
 
 
-def test_the_report_has_both_tables(quick: tuple[dict[str, Any], str]) -> None:
+def test_the_report_has_both_tables(quick: Quick) -> None:
     report = quick[1]
     assert "(a) Unloaded" in report and "(b) Routine" in report and "(d) Flash" in report
     for profile in ("fifo", "strict", "weighted"):
         assert f"| {profile} |" in report
 
 
-def test_an_interrupted_run_removes_everything(tmp_path: Path) -> None:
+def test_the_quick_run_draws_its_plots(quick: Quick) -> None:
+    if importlib.util.find_spec("matplotlib") is None:
+        why = "matplotlib is not installed (pip install -e '.[plot]')"
+        if os.environ.get("AIOX400_REQUIRE_LAB") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    for name in ("throughput.png", "latency.png"):
+        png = quick[2] / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+        assert png.stat().st_size > 5000, name
+
+
+def test_the_throughput_samples_see_both_messages(quick: Quick) -> None:
+    """B received at least the body octets of each message while it was being sampled."""
+    figures = quick[0]
+    for profile, run in figures["contention"].items():
+        last = run["samples"][-1]["octets"]
+        assert last["routine"] >= run["routine"]["size"], profile
+        assert last["flash"] >= run["flash"]["size"], profile
+
+
+@pytest.fixture(scope="module")
+def delayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    """A run with a 20 ms delay wire, scenario (e) only (and the smallest (a))."""
+    if _unavailable() is not None:
+        pytest.skip(_unavailable() or "")
+    before = (_lab_namespaces(), _veths())
+    figures = tmp_path_factory.mktemp("lab") / "delayed.json"
+    done = subprocess.run(
+        [
+            *LAB, "--quick", "--delay", str(DELAY_MS), "--setup", "5", "--no-contention",
+            "--latency", "0", "--unloaded", "0.05", "--flash", "0.05",
+            "--json", str(figures),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    _assert_nothing_left(before)
+    return json.loads(figures.read_text()), done.stdout
+
+
+DELAY_MS = 20
+
+
+def test_the_delay_wire_adds_twice_its_delay_to_the_round_trip(
+    delayed: tuple[dict[str, Any], str],
+) -> None:
+    round_trip = delayed[0]["round_trip"] * 1000
+    assert 2 * DELAY_MS <= round_trip < 2 * DELAY_MS * 1.5, round_trip
+
+
+def test_a_new_connection_costs_round_trips(delayed: tuple[dict[str, Any], str]) -> None:
+    """The on-demand slot's median is at least two round trips above the permanent one's
+    (the protocol says three: TCP, transport, session with the bind)."""
+    figures = delayed[0]
+    setup = figures["setup"]
+    extra = sorted(setup["on-demand"])[2] - sorted(setup["permanent"])[2]
+    assert extra > 2 * figures["round_trip"], setup
+    assert "(e) Flash" in delayed[1]
+
+
+def _wires(namespaces: set[str]) -> list[str]:
+    """Command lines of the delay wires of ``namespaces`` still running."""
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # (it ended meanwhile)
+        if "lab.wire" in text and any(name in text for name in namespaces):
+            lines.append(text)
+    return lines
+
+
+@pytest.mark.parametrize("options", [[], ["--delay", "20"]], ids=["veth", "delay-wire"])
+def test_an_interrupted_run_removes_everything(options: list[str]) -> None:
     before = (_lab_namespaces(), _veths())
     process = subprocess.Popen(
-        [*LAB, "--quick"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        [*LAB, "--quick", *options],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    created: set[str] = set()
     try:
         deadline = time.monotonic() + 60
-        while not (_lab_namespaces() - before[0]):  # until the lab has built something
+        while len(created) < 3:  # until the lab has built its namespaces
             assert process.poll() is None, process.communicate()[1]
             assert time.monotonic() < deadline, "the lab created no namespace within 60 s"
+            created |= _lab_namespaces() - before[0]
             time.sleep(0.05)
         time.sleep(2)  # (daemons starting or running in the namespaces)
         process.send_signal(signal.SIGINT)
@@ -144,6 +240,7 @@ def test_an_interrupted_run_removes_everything(tmp_path: Path) -> None:
     assert process.returncode == 130, err
     assert "interrupted" in err
     _assert_nothing_left(before)
+    assert _wires(created) == []
 
 
 def test_not_root_is_one_line_and_exit_2() -> None:
