@@ -37,17 +37,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from lab.capture import Capture, Parts, split
 from lab.load import UdpLoad
 from lab.sites import CONGESTION, Site, Transfer, Watch, flash_on_demand, send, submit
-from lab.topology import Topology
+from lab.topology import LabError, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +193,8 @@ class Results:
     """(d): seconds of 1 KB flash messages with nothing else in flight."""
     latency: dict[str, list[float]] = field(default_factory=dict)
     """(d): profile -> seconds of each 1 KB flash message timed during the bulk."""
+    parts: dict[str, list[Parts]] = field(default_factory=dict)
+    """(d): ``ALONE`` or profile -> each 1 KB flash message's time, split at the router."""
     round_trip: float | None = None
     """(e): seconds from a SYN of A to B's RST (the least of five)."""
     setup: dict[str, list[float]] = field(default_factory=dict)
@@ -256,34 +260,71 @@ async def _latencies(
     results: Results,
     progress: Callable[[str], None],
 ) -> None:
-    """(d) 1 KB flash latencies: alone (fifo), then with routine bulk under each profile."""
+    """(d) 1 KB flash latencies: alone (fifo), then with routine bulk under each profile;
+    each one's time split at the router (:mod:`lab.capture`)."""
     rate = settings.rate_kbit
     await topology.shape("fifo", rate)
     progress(f"latency: {settings.latency_samples} flash {SMALL} octets, nothing else")
-    for _ in range(settings.latency_samples):
-        t = await send(a, watch, SMALL, "flash", timeout=60)
-        results.latency_alone.append(t.seconds)
-        await asyncio.sleep(settings.latency_spacing)
+    async with _capture(topology, a, ALONE) as capture:
+        alone = [
+            await _spaced(send(a, watch, SMALL, "flash", timeout=60), settings)
+            for _ in range(settings.latency_samples)
+        ]
+    results.latency_alone = [t.seconds for t in alone]
+    results.parts[ALONE] = _split(alone, capture)
     for profile in settings.profiles:
         await topology.shape(profile, rate)
         await asyncio.sleep(1)
         progress(f"latency, {profile}: flash {SMALL} octets during routine {settings.latency_bulk}")
-        samples: list[float] = []
+        samples: list[Transfer] = []
         bulk = await submit(a, watch, settings.latency_bulk, "routine")
         stored = asyncio.create_task(bulk.stored(watch, _timeout(settings.latency_bulk, rate)))
         try:
-            await asyncio.sleep(settings.flash_delay)
-            while len(samples) < settings.latency_samples and not stored.done():
-                t = await send(a, watch, SMALL, "flash", timeout=120)
-                if not stored.done():  # (only samples that met the bulk count)
-                    samples.append(t.seconds)
-                await asyncio.sleep(settings.latency_spacing)
+            async with _capture(topology, a, profile) as capture:
+                await asyncio.sleep(settings.flash_delay)
+                while len(samples) < settings.latency_samples and not stored.done():
+                    t = await send(a, watch, SMALL, "flash", timeout=120)
+                    if not stored.done():  # (only samples that met the bulk count)
+                        samples.append(t)
+                    await asyncio.sleep(settings.latency_spacing)
             await stored
         finally:
             stored.cancel()
-        results.latency[profile] = samples
-        progress(f"  p50 {_quantile(samples, 0.5) * 1000:.0f} ms over {len(samples)}")
+        results.latency[profile] = [t.seconds for t in samples]
+        results.parts[profile] = _split(samples, capture)
+        progress(
+            f"  p50 {_quantile(results.latency[profile], 0.5) * 1000:.0f} ms over {len(samples)}"
+        )
         await asyncio.sleep(1)
+
+
+ALONE = "alone"
+"""(d): the key of the samples with nothing else in flight."""
+
+
+async def _spaced(sending: Awaitable[Transfer], settings: Settings) -> Transfer:
+    transfer = await sending
+    await asyncio.sleep(settings.latency_spacing)
+    return transfer
+
+
+def _capture(topology: Topology, a: Site, name: str) -> Capture:
+    """(d): the flash listener's packets at the router, kept beside A's files."""
+    return Capture(topology, LISTENER_PORT["flash"], a.config.parent / "captures" / name)
+
+
+def _split(samples: list[Transfer], capture: Capture) -> list[Parts]:
+    """Each sample's parts; LabError when the capture missed one (it must not)."""
+    parts = []
+    for t in samples:
+        split_time = split(t.submitted, t.stored, capture.arrived, capture.left, capture.port)
+        if split_time is None:
+            raise LabError(
+                f"no packet of the flash message submitted at {t.submitted:%H:%M:%S.%f} "
+                f"was captured at the router ({capture.folder})"
+            )
+        parts.append(split_time)
+    return parts
 
 
 async def _connection_setup(
@@ -543,7 +584,44 @@ def _render_latency(results: Results) -> list[str]:
             f"| {name} | {len(values)} | {_ms(values, 0.5)} | {_ms(values, 0.99)} "
             f"| {_ms(values, 0.0)} | {_ms(values, 1.0)} |"
         )
+    return [*lines, "", *_render_parts(results)]
+
+
+def _render_parts(results: Results) -> list[str]:
+    """(d): each part's median, the octets at the link's rate, and the slowest sample."""
+    if not results.parts:
+        return []
+    rate = results.settings.rate_kbit * 1000 / 8  # octets a second
+    lines = [
+        "(d) Where the time goes, from captures at the router (ms; medians of each part, "
+        "so they need not add up; MTA A: submission until its first packet reaches the "
+        "router; link: until the last one leaves it; MTA B: until B's commit)",
+        "",
+        "| profile | p50 | MTA A | link | MTA B | octets on the link | at the link's rate "
+        "| slowest: total = A + link + B |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, parts in results.parts.items():
+        if not parts:
+            continue
+        octets = _median([float(p.link_octets) for p in parts])
+        slowest = max(parts, key=lambda p: p.total)
+        lines.append(
+            f"| {'nothing else in flight' if name == ALONE else name} "
+            f"| {_median([p.total for p in parts]) * 1000:.0f} "
+            f"| {_median([p.mta_a for p in parts]) * 1000:.1f} "
+            f"| {_median([p.link for p in parts]) * 1000:.1f} "
+            f"| {_median([p.mta_b for p in parts]) * 1000:.1f} "
+            f"| {octets:.0f} in {_median([float(p.packets) for p in parts]):.0f} packets "
+            f"| {octets / rate * 1000:.1f} "
+            f"| {slowest.total * 1000:.0f} = {slowest.mta_a * 1000:.0f} + "
+            f"{slowest.link * 1000:.0f} + {slowest.mta_b * 1000:.0f} |"
+        )
     return [*lines, ""]
+
+
+def _median(values: list[float]) -> float:
+    return _quantile(values, 0.5)
 
 
 def _render_setup(results: Results, delay_ms: float) -> list[str]:
@@ -633,6 +711,9 @@ def summary(results: Results) -> dict[str, Any]:
         },
         "latency_alone": results.latency_alone,
         "latency": results.latency,
+        "latency_parts": {
+            name: [dataclasses.asdict(p) for p in parts] for name, parts in results.parts.items()
+        },
         "round_trip": results.round_trip,
         "setup": results.setup,
         "loaded": [

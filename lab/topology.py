@@ -70,6 +70,7 @@ TOOLS = {
     "tc": "iproute2",
     "ethtool": "ethtool",
     "sysctl": "procps",
+    "tcpdump": "tcpdump",
 }
 """Command -> the Debian package that provides it."""
 

@@ -120,6 +120,26 @@ def test_small_flash_latency_under_bulk_is_far_lower_with_priority_than_fifo(
         assert p50 * 3 < fifo_p50, (profile, p50, fifo_p50)
 
 
+def test_each_small_flash_time_is_split_at_the_router(quick: Quick) -> None:
+    """Every (d) sample was found in the router's captures, its parts add up to its time,
+    it carried at least its body, and under fifo the wait is on the link, not in the MTAs."""
+    figures = quick[0]
+    parts = figures["latency_parts"]
+    assert set(parts) == {"alone", *figures["latency"]}
+    assert len(parts["alone"]) == len(figures["latency_alone"])
+    for profile, values in figures["latency"].items():
+        assert len(parts[profile]) == len(values), profile
+    for split in (s for samples in parts.values() for s in samples):
+        assert split["mta_a"] + split["link"] + split["mta_b"] == pytest.approx(
+            split["total"], abs=1e-3
+        )
+        assert split["mta_a"] > 0 and split["mta_b"] > 0 and split["link"] >= 0
+        assert split["link_octets"] > 1000 and split["packets"] >= 1
+    fifo = sorted(parts["fifo"], key=lambda s: s["total"])[len(parts["fifo"]) // 2]
+    assert fifo["link"] > fifo["mta_a"] + fifo["mta_b"], fifo
+    assert "(d) Where the time goes" in quick[1]
+
+
 def test_unloaded_goodput_is_most_of_the_link(quick: Quick) -> None:
     figures = quick[0]
     largest = max(figures["unloaded"], key=lambda t: t["size"])
