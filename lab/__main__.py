@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -179,6 +180,23 @@ def settings_of(args: argparse.Namespace) -> Settings:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
+def prepare_outputs(args: argparse.Namespace) -> None:
+    """Make the folders of ``--json``, ``--plots`` and ``--keep`` before the run, so a bad
+    path is said at once (LabError) rather than after many minutes of measuring."""
+    folders = [(option, getattr(args, option)) for option in ("plots", "keep")]
+    if args.json is not None:
+        folders.append(("json", args.json.parent))
+    for option, folder in folders:
+        if folder is None:
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise LabError(f"--{option}: cannot make {folder}: {error.strerror}") from None
+        if not os.access(folder, os.W_OK):
+            raise LabError(f"--{option}: {folder} is not writable")
+
+
 def _progress(text: str) -> None:
     print(f"lab: {text}", file=sys.stderr, flush=True)
 
@@ -235,6 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = settings_of(args)
     try:
         check_host()
+        prepare_outputs(args)
     except LabError as error:
         print(f"lab: {error}", file=sys.stderr)
         return 2

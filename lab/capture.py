@@ -1,4 +1,5 @@
-"""Where a small message's time goes: packet captures at the router, split per message.
+"""Packet captures at the router: where a small message's time goes, and what the shaper
+let through for each connection.
 
 The router sees every packet of a transfer twice: when it arrives from site A on ``ra``
 and when its shaper lets it out toward site B on ``rb`` (a capture on an egress interface
@@ -25,10 +26,11 @@ Public API::
 
     Packet                              one captured TCP segment
     read_pcap(path) -> list[Packet]
-    Capture(topology, port, folder)     async with: tcpdump on both router interfaces
+    Capture(topology, ports, folder)    async with: tcpdump on both router interfaces
         .arrived, .left                 packets, once the capture has ended
     Parts                               one message's time, split
     split(submitted, stored, arrived, left, port) -> Parts | None
+    cumulative(packets, ports, start, interval) -> [(seconds, {name: octets})]
 """
 
 from __future__ import annotations
@@ -113,11 +115,11 @@ def _segment(frame: bytes, link_type: int, at: float) -> Packet | None:
 
 class Capture:
     """tcpdump in the router's namespace: what arrives on ``ra`` from A and what leaves
-    ``rb`` toward B, of TCP port ``port``, for as long as the context is open."""
+    ``rb`` toward B, of the TCP ``ports``, for as long as the context is open."""
 
-    def __init__(self, topology: Topology, port: int, folder: Path) -> None:
+    def __init__(self, topology: Topology, ports: tuple[int, ...], folder: Path) -> None:
         self.topology = topology
-        self.port = port
+        self.ports = ports
         self.folder = folder
         self.arrived: list[Packet] = []
         self.left: list[Packet] = []
@@ -149,7 +151,8 @@ class Capture:
             *self.topology.exec_prefix(self.topology.router),
             "tcpdump", "-i", interface, "-Q", direction, "-n", "-U", "--immediate-mode",
             "-Z", "root",
-            "-s", str(SNAPLEN), "-w", str(path), "tcp", "port", str(self.port),
+            "-s", str(SNAPLEN), "-w", str(path),
+            f"tcp and ({' or '.join(f'port {port}' for port in self.ports)})",
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
@@ -217,3 +220,24 @@ def split(
 
 def _epoch(moment: datetime) -> float:
     return moment.astimezone(UTC).timestamp()
+
+
+def cumulative(
+    packets: list[Packet], ports: dict[str, int], start: datetime, interval: float
+) -> list[tuple[float, dict[str, int]]]:
+    """(seconds since ``start``, name -> TCP payload octets toward its port so far), at
+    ``start`` and every ``interval`` after it until the last packet: what the shaper let through
+    for each, retransmissions included."""
+    origin = _epoch(start)
+    names = {port: name for name, port in ports.items()}
+    mine = [p for p in packets if p.destination_port in names and p.payload and p.at >= origin]
+    totals = dict.fromkeys(ports, 0)
+    readings: list[tuple[float, dict[str, int]]] = []
+    due = 0.0
+    for packet in mine:
+        while packet.at - origin > due:
+            readings.append((due, dict(totals)))
+            due += interval
+        totals[names[packet.destination_port]] += packet.payload
+    readings.append((due, dict(totals)))
+    return readings

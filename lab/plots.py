@@ -4,9 +4,10 @@ matplotlib is an optional extra (``pip install -e '.[plot]'``): it is imported o
 :func:`write_plots`, so the lab runs and prints its tables without it.
 
 ``throughput.png``  (b): per profile one panel, the routine (CS0) and flash (CS3)
-                    messages' throughput over time: the octets B's listener for each
-                    received (TCP payload, ``ss``'s ``bytes_received``) per interval
-                    between two readings (``SAMPLE_INTERVAL``), in kbit/s.
+                    messages' throughput over time: the TCP payload the router's shaper
+                    let through toward B's listener for each (from a capture on its
+                    egress) per interval between two readings (``SAMPLE_INTERVAL``), in
+                    kbit/s.
 ``latency.png``     (d): the empirical CDF of the 1 KB flash messages' times from
                     submission to B's store, alone and under each profile.
 
@@ -87,7 +88,8 @@ def _throughput(plt: Any, results: Results, path: Path) -> Path:
     axes[0, 0].legend(fontsize=8, loc="upper right")
     axes[-1, 0].set_xlabel("seconds since the routine submission")
     figure.suptitle(
-        f"(b) Throughput at B, {s.rate_kbit} kbit/s link (TCP payload per {SAMPLE_INTERVAL:g} s)",
+        f"(b) Leaving the router toward B, {s.rate_kbit} kbit/s link "
+        f"(TCP payload per {SAMPLE_INTERVAL:g} s)",
         fontsize=11,
     )
     figure.tight_layout()

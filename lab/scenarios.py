@@ -17,8 +17,9 @@
 (b) contention, under each profile: a routine (CS0) message of ``routine_size``, and
     ``flash_delay`` seconds after its submission a flash (CS3) one of ``flash_size``; each
     one's goodput, as a percentage of its size's unloaded goodput; and, every
-    ``SAMPLE_INTERVAL`` seconds meanwhile, the octets B's routine and flash listeners had
-    received (:class:`Sample`, for the throughput plots of :mod:`lab.plots`).
+    ``SAMPLE_INTERVAL`` seconds meanwhile, the octets the router had let through toward
+    B's routine and flash listeners, from a capture (:class:`Sample`, for the throughput
+    plots of :mod:`lab.plots`).
 
 Reference figures (cited, not measured here): the 2007 field test's round 2 (a Cisco 2811
 shaping to 512 kbit/s; M-Switch R14.0) and raw TCP on this lab's topology without an MTA
@@ -36,17 +37,15 @@ Public API::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import math
 import platform
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lab.capture import Capture, Parts, split
+from lab.capture import Capture, Parts, cumulative, split
 from lab.load import UdpLoad
 from lab.sites import CONGESTION, Site, Transfer, Watch, flash_on_demand, send, submit
 from lab.topology import LabError, Topology
@@ -142,7 +141,8 @@ others about)."""
 
 
 SAMPLE_INTERVAL = 0.5
-"""(b): seconds between two readings of what B's listeners received."""
+"""(b): seconds between two readings of what the router let through toward B's
+listeners."""
 LISTENER_PORT = {"routine": 5000, "flash": 5003}
 """(b): precedence -> the port of B's listener its slot connects to (CS0, CS3;
 config/examples/site-b.toml)."""
@@ -150,13 +150,14 @@ config/examples/site-b.toml)."""
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """(b): what B had received, as TCP payload, since the routine submission."""
+    """(b): what the router had let through toward B, as TCP payload, since the routine
+    submission."""
 
     seconds: float
     """Since the routine submission."""
     octets: dict[str, int]
-    """Precedence -> octets B's listener for it received (OSI headers included) on every
-    connection it had, since the routine submission."""
+    """Precedence -> TCP payload octets (OSI headers included, retransmissions too) the
+    router's shaper sent toward B's listener for it, since the routine submission."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,7 @@ async def run_scenarios(
             await topology.shape(profile, rate)
             await asyncio.sleep(1)
             progress(f"{profile}: routine {settings.routine_size} + flash {settings.flash_size}")
-            run = await _contention(topology, a, watch, settings)
+            run = await _contention(topology, a, watch, settings, profile)
             results.contention.append(Contention(profile, *run))
             progress(f"  flash {run[1].kbit_s:.1f} kbit/s, routine {run[0].kbit_s:.1f} kbit/s")
             await asyncio.sleep(1)
@@ -310,14 +311,16 @@ async def _spaced(sending: Awaitable[Transfer], settings: Settings) -> Transfer:
 
 def _capture(topology: Topology, a: Site, name: str) -> Capture:
     """(d): the flash listener's packets at the router, kept beside A's files."""
-    return Capture(topology, LISTENER_PORT["flash"], a.config.parent / "captures" / name)
+    return Capture(topology, (LISTENER_PORT["flash"],), a.config.parent / "captures" / name)
 
 
 def _split(samples: list[Transfer], capture: Capture) -> list[Parts]:
     """Each sample's parts; LabError when the capture missed one (it must not)."""
     parts = []
     for t in samples:
-        split_time = split(t.submitted, t.stored, capture.arrived, capture.left, capture.port)
+        split_time = split(
+            t.submitted, t.stored, capture.arrived, capture.left, LISTENER_PORT["flash"]
+        )
         if split_time is None:
             raise LabError(
                 f"no packet of the flash message submitted at {t.submitted:%H:%M:%S.%f} "
@@ -420,61 +423,24 @@ async def _under_load(
 
 
 async def _contention(
-    topology: Topology, a: Site, watch: Watch, settings: Settings
+    topology: Topology, a: Site, watch: Watch, settings: Settings, profile: str
 ) -> tuple[Transfer, Transfer, tuple[Sample, ...]]:
     rate = settings.rate_kbit
-    meter = _Meter(topology)
-    sampler = asyncio.create_task(meter.every(SAMPLE_INTERVAL))
-    try:
-        async with asyncio.TaskGroup() as group:
-            routine = group.create_task(
-                send(a, watch, settings.routine_size, "routine",
-                     timeout=_timeout(settings.routine_size, rate))
-            )  # fmt: skip
-            await asyncio.sleep(settings.flash_delay)
-            flash = group.create_task(
-                send(a, watch, settings.flash_size, "flash",
-                     timeout=_timeout(settings.flash_size, rate))
-            )  # fmt: skip
-    finally:
-        sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await sampler
-    await meter.read()  # (the last octets, both messages stored)
-    return routine.result(), flash.result(), tuple(meter.samples)
-
-
-class _Meter:
-    """(b): what B's routine and flash listeners received, from its first reading on.  A
-    connection's octets count from the first reading (or from zero, opened later), and
-    still count once it closed."""
-
-    def __init__(self, topology: Topology) -> None:
-        self.topology = topology
-        self.start = time.monotonic()
-        self.samples: list[Sample] = []
-        self._first: dict[tuple[str, str], int] | None = None
-        self._last: dict[tuple[str, str], int] = {}
-        self._precedence_of = {f":{port}": p for p, port in LISTENER_PORT.items()}
-
-    async def every(self, interval: float) -> None:
-        """Read every ``interval`` seconds until cancelled."""
-        while True:
-            now = time.monotonic()
-            await self.read()
-            await asyncio.sleep(max(0.0, now + interval - time.monotonic()))
-
-    async def read(self) -> None:
-        now = time.monotonic()
-        counters = await self.topology.tcp_received(self.topology.site_b.namespace)
-        first = self._first = dict(counters) if self._first is None else self._first
-        self._last.update(counters)
-        octets = dict.fromkeys(LISTENER_PORT, 0)
-        for (local, peer), value in self._last.items():
-            precedence = self._precedence_of.get(local[local.rfind(":") :])
-            if precedence is not None:
-                octets[precedence] += value - first.get((local, peer), 0)
-        self.samples.append(Sample(now - self.start, octets))
+    folder = a.config.parent / "captures" / f"contention-{profile}"
+    capture = Capture(topology, tuple(LISTENER_PORT.values()), folder)
+    async with capture, asyncio.TaskGroup() as group:  # (the tasks end before the capture)
+        routine = group.create_task(
+            send(a, watch, settings.routine_size, "routine",
+                 timeout=_timeout(settings.routine_size, rate))
+        )  # fmt: skip
+        await asyncio.sleep(settings.flash_delay)
+        flash = group.create_task(
+            send(a, watch, settings.flash_size, "flash",
+                 timeout=_timeout(settings.flash_size, rate))
+        )  # fmt: skip
+    readings = cumulative(capture.left, LISTENER_PORT, routine.result().submitted, SAMPLE_INTERVAL)
+    samples = tuple(Sample(seconds, octets) for seconds, octets in readings)
+    return routine.result(), flash.result(), samples
 
 
 # --- the report ---------------------------------------------------------------------------

@@ -36,7 +36,6 @@ Public API::
         await .shape(profile, rate_kbit=None)   install a profile on both router egresses
         .exec_prefix(namespace) -> list[str]    ["ip", "netns", "exec", namespace]
         await .round_trip() -> float            seconds from A's SYN to B's RST, the least of 5
-        await .tcp_received(namespace)          octets received per TCP connection
         .close()                     synchronous, idempotent
     lab_namespaces() -> list[str]    namespaces of this lab that exist (for leak checks)
     LabError
@@ -46,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -73,8 +71,6 @@ TOOLS = {
     "tcpdump": "tcpdump",
 }
 """Command -> the Debian package that provides it."""
-
-_BYTES_RECEIVED = re.compile(r"\bbytes_received:(\d+)")
 
 SITE_SYSCTLS = (
     "net.ipv4.tcp_reflect_tos=1",
@@ -298,24 +294,6 @@ class Topology:
             for argv in tc_commands(interface, profile, rate):
                 await self._in(self.router, "tc", *argv)
         self.profile, self.rate_kbit = profile, rate
-
-    async def tcp_received(self, namespace: str) -> dict[tuple[str, str], int]:
-        """(local address:port, peer address:port) -> octets received so far, of each
-        established TCP connection in ``namespace`` (``ss -tin``'s ``bytes_received``: TCP
-        payload, so the OSI headers count, retransmissions do not)."""
-        listing = await self._in(namespace, "ss", "-tinH", "state", "established")
-        received: dict[tuple[str, str], int] = {}
-        key: tuple[str, str] | None = None
-        for line in listing.splitlines():
-            if line[:1].isspace():
-                found = _BYTES_RECEIVED.search(line)
-                if key is not None:
-                    received[key] = int(found.group(1)) if found else 0
-                key = None
-            elif line.strip():
-                fields = line.split()
-                key = (fields[-2], fields[-1])
-        return received
 
     async def qdisc_stats(self, interface: str = "rb") -> str:
         """``tc -s class show`` of a router interface (for a report of drops)."""

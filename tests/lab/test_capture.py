@@ -1,6 +1,7 @@
 """lab.capture without a network: pcap files of every byte order, time resolution and link
-type the lab meets are read back packet for packet, and a message's time is split into
-parts that add up to it, from the right packets only."""
+type the lab meets are read back packet for packet, a message's time is split into parts
+that add up to it, from the right packets only, and the readings of what went toward each
+port count every payload octet once."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.capture import ETHERNET, Packet, read_pcap, split
+from lab.capture import ETHERNET, Packet, cumulative, read_pcap, split
 from lab.topology import LabError
 
 PORT = 5003
@@ -148,3 +149,32 @@ def test_the_parts_add_up_to_the_total(times: list[float], forward: float) -> No
     assert parts is not None
     assert parts.mta_a + parts.link + parts.mta_b == pytest.approx(parts.total, abs=1e-6)
     assert min(parts.mta_a, parts.mta_b) >= -1e-6
+
+
+@given(
+    raw=st.lists(
+        st.tuples(st.floats(-1, 20), st.sampled_from([5000, 5003, 9, 443]), st.integers(0, 1448)),
+        max_size=60,
+    ),
+    interval=st.sampled_from([0.25, 0.5, 1.0]),
+)
+def test_the_readings_count_each_octet_toward_each_port_once(
+    raw: list[tuple[float, int, int]], interval: float
+) -> None:
+    ports = {"routine": 5000, "flash": 5003}
+    packets = [Packet(_at(s * 1000), 40000, port, payload, payload + 54) for s, port, payload in
+               sorted(raw)]  # fmt: skip
+    readings = cumulative(packets, ports, T0, interval)
+    after = [p for p in packets if p.at >= T0.timestamp()]
+    for name, port in ports.items():
+        assert readings[-1][1][name] == sum(p.payload for p in after if p.destination_port == port)
+        values = [octets[name] for _, octets in readings]
+        assert values == sorted(values)
+    times = [seconds for seconds, _ in readings]
+    assert times == [interval * i for i in range(len(times))]
+    assert times[0] == 0.0
+    origin = T0.timestamp()
+    for seconds, octets in readings:  # each reading holds what came up to its time
+        for name, port in ports.items():
+            upto = [p for p in after if p.destination_port == port and p.at - origin <= seconds]
+            assert octets[name] == sum(p.payload for p in upto)

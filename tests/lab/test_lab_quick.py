@@ -278,3 +278,23 @@ def test_not_root_is_one_line_and_exit_2() -> None:
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert "root" in done.stderr
+
+
+def test_an_output_that_cannot_be_written_is_said_before_the_run(tmp_path: Path) -> None:
+    """A --json in a folder that cannot be made ends the lab at once (exit 2, one line),
+    before any namespace is made, not after the measurements."""
+    before = (_lab_namespaces(), _veths())
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    done = subprocess.run(
+        [*LAB, "--quick", "--json", str(blocker / "figures.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert "--json" in done.stderr and str(blocker) in done.stderr
+    _assert_nothing_left(before)
