@@ -30,7 +30,7 @@ bench: install
 	$(BIN)/python benchmarks/stack.py
 	$(BIN)/python benchmarks/cold.py
 
-## lab: the two-site DiffServ lab at 512 kbit/s, every profile (root; about 15 minutes; docs/lab.md)
+## lab: the two-site DiffServ lab at 512 kbit/s, every profile (root; about 20 minutes; docs/lab.md)
 lab: install
 	$(BIN)/python -m lab
 
