@@ -197,8 +197,10 @@ async def wait_delivered(site: Site, target: int, *, poll: float = 0.05) -> floa
 
 @contextlib.asynccontextmanager
 async def two_sites(
-    routine_connections: int = ROUTINE_CONNECTIONS,
+    routine_connections: int = ROUTINE_CONNECTIONS, *, extra: str = ""
 ) -> AsyncIterator[tuple[Site, Site]]:
+    """Sites A and B, not started, in a folder removed afterwards; ``extra`` is added to
+    both configuration files."""
     with tempfile.TemporaryDirectory(prefix="aiox400-relay-") as tmp:
         folder = Path(tmp)
         ports = iter(_free_ports(8))
@@ -215,7 +217,8 @@ async def two_sites(
                 pa,
                 pb,
                 routine_connections,
-            ),
+            )
+            + extra,
         )
         b = Site(
             folder,
@@ -228,7 +231,8 @@ async def two_sites(
                 pb,
                 pa,
                 routine_connections,
-            ),
+            )
+            + extra,
         )
         try:
             yield a, b
