@@ -394,7 +394,11 @@ class Units:
         ``max_message_size``), of which only the envelope was read: its responsible
         recipients are non-delivered with unable-to-transfer, content-too-long (X.411
         8.3.1.2.1.9, 8.3.1.2.1.10) and the report they ask for is queued, in the caller's
-        transaction.  Whether a report was queued, and what became of it, for the log."""
+        transaction.  Whether a report was queued, and what became of it, for the log.
+
+        The recipients' duplicate-detection keys are recorded as for a message taken in:
+        a peer that re-sends the message (its confirmation was lost) gets it confirmed
+        again, and the originator no second report."""
         journal = [
             AuditRecord(
                 at=now,
@@ -405,8 +409,9 @@ class Units:
             )
         ]
         result = self._report_responsible(
-            session, subject, CONTENT_TOO_LONG, "over max_message_size", now, journal
-        )
+            session, subject, CONTENT_TOO_LONG, "over max_message_size", now, journal,
+            keys_from=peer,
+        )  # fmt: skip
         AuditLog(session).record_many(journal)
         return result
 
@@ -418,12 +423,27 @@ class Units:
         why: str,
         now: datetime,
         journal: list[AuditRecord],
+        *,
+        keys_from: str | None = None,
     ) -> tuple[bool, str]:
         """Non-deliver the responsible recipients of ``subject`` with ``report`` (``why``:
-        for the log): whether a report was queued, and what became of it, for the log."""
+        for the log): whether a report was queued, and what became of it, for the log.
+        ``keys_from``: the peer it came from, whose re-sent copies are told apart by the
+        duplicate-detection keys recorded here (those already recorded are not reported
+        on again)."""
         outcomes = non_delivered(subject, report)
         if not outcomes:
             return False, "no report: no recipient this MTA is responsible for"
+        if keys_from is not None:
+            fresh = TransitQueue(session).record_received(
+                subject.mts_identifier.text,
+                [o.recipient.canonical for o in outcomes],
+                keys_from,
+                now,
+            )
+            outcomes = tuple(o for o in outcomes if o.recipient.canonical in fresh)
+            if not outcomes:
+                return False, "no report: a copy received again, reported on when first received"
         _log_rejected(subject, outcomes, why)
         if self._report(session, subject, outcomes, now, now, journal):
             return True, "non-delivery report queued"

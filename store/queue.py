@@ -346,6 +346,23 @@ class TransitQueue:
             for q, duplicates in plans
         )
 
+    def record_received(
+        self, mts_identifier: str, recipients: Sequence[str], origin_peer: str | None, now: datetime
+    ) -> set[str]:
+        """Record the duplicate-detection keys of a message taken responsibility for and
+        not queued (non-delivered at once); the recipients whose key was new (a peer
+        re-sending after a lost acknowledgement finds none)."""
+        rows = [
+            {
+                "mts_identifier": mts_identifier,
+                "recipient": recipient,
+                "received_at": now,
+                "origin_peer": origin_peer,
+            }
+            for recipient in recipients
+        ]
+        return {row[1] for row in received.INSERT_NEW.insert(self.connection, rows)}
+
     def _record_received(
         self, messages: Sequence[NewMessage], now: datetime
     ) -> set[tuple[str, str]]:

@@ -203,3 +203,26 @@ async def test_the_async_client_refuses_content_over_what_a_request_may_announce
     assert str(caught.value) == (
         "message refused: message is 1001 octets; this MTA accepts at most 1000 (max_message_size)"
     )
+
+
+async def test_a_message_over_the_limit_sent_again_is_confirmed_and_reported_on_once(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A peer whose confirmation was lost sends the same message again: B confirms it
+    again and queues no second report (the recipients' duplicate-detection keys were
+    recorded with the first one)."""
+    caplog.set_level(logging.INFO)
+    lab.b.settings["limits"] = {"max_message_size": 1024}
+    await lab.b.start()
+    apdu = message_from_a("twice-too-long", B_BOB, subject="x" * 4000)
+    assert len(apdu) > 4000
+    await transfer_as_a(lab.b, apdu)
+    await transfer_as_a(lab.b, apdu)  # (no LinkError: confirmed both times)
+    queued = (await lab.b.api({"op": "messages", "limit": 1000}))["recipients"]
+    to_smith = [r for r in queued if "s=smith" in r["recipient"].lower()]
+    assert len(to_smith) == 1, queued
+    lines = [r.getMessage() for r in _lines(caplog, "non-delivered (content-too-long)")]
+    assert len(lines) == 2, lines
+    assert lines[0].endswith("non-delivery report queued")
+    assert lines[1].endswith("no report: a copy received again, reported on when first received")
+    assert await lab.b.inbox(B_BOB) == []

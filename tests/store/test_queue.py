@@ -179,6 +179,21 @@ def test_received_keys_outlive_the_queue_until_forgotten(engine: Engine) -> None
     assert accepted.message_id is not None and accepted.message_id != result.message_id
 
 
+def test_keys_recorded_without_queueing_make_a_later_copy_a_duplicate(engine: Engine) -> None:
+    """A message non-delivered at once (over max_message_size) records its keys only: a
+    copy sent again finds them, as a queued message's would, and nothing is queued."""
+    with transaction(engine) as session:
+        queue = TransitQueue(session)
+        fresh = queue.record_received(mts_id("m1").text, ["c=gb;s=jones", "c=gb;s=x"], "mta-a", T0)
+        assert fresh == {"c=gb;s=jones", "c=gb;s=x"}
+        assert queue.record_received(mts_id("m1").text, ["c=gb;s=jones"], "mta-a", at(1)) == set()
+        assert sum(c.recipients for c in queue.counts()) == 0
+    (again,) = enqueue(engine, new_message("m1", ("c=gb;s=jones", "mta-b")), now=at(2))
+    assert (again.message_id, again.duplicates) == (None, ("c=gb;s=jones",))
+    with transaction(engine) as session:
+        assert TransitQueue(session).forget_received(at(3)) == 2
+
+
 def test_a_reports_subject_precedence_is_the_one_its_message_was_queued_at(
     engine: Engine,
 ) -> None:
