@@ -368,7 +368,9 @@ class Units:
         """Keep ``apdu`` from ``peer``, which cannot be taken in because of ``reason``, in
         the quarantine (:func:`mta.quarantine.keep_in`), and queue the non-delivery report
         on its responsible recipients that its envelope allows (X.411 12.2.1.3), in the
-        caller's transaction; ``report`` of the result says what became of it."""
+        caller's transaction; ``report`` of the result says what became of it.  A copy
+        sent again (its confirmation lost) is kept again, and not reported on again (the
+        recipients' duplicate-detection keys are recorded with the first report)."""
         kept = keep_in(session, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds)
         if kept.entry_id is None:
             return kept
@@ -383,6 +385,7 @@ class Units:
             "the envelope cannot be taken in",
             now,
             journal,
+            keys_from=peer,
         )
         AuditLog(session).record_many(journal)
         return dataclasses.replace(kept, reported=reported, report=report)

@@ -119,6 +119,29 @@ async def test_a_quarantined_transfer_is_reported_to_its_originator(
     assert await lab.b.inbox(JONES_AT_B) == []
 
 
+async def test_a_quarantined_message_sent_again_is_kept_again_and_reported_on_once(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A's confirmation was lost and it sends the same transfer again: B keeps the copy
+    too (the operator sees both) but Smith gets one report."""
+    caplog.set_level(logging.INFO)
+    await lab.start()
+    apdu = with_bad_extension(message_from_a("invalid-twice", JONES_AT_B))
+    await transfer_as_a(lab.b, apdu)
+    await transfer_as_a(lab.b, apdu)
+
+    assert len((await lab.b.api({"op": "quarantine"}))["entries"]) == 2
+    first, second = kept_lines(caplog)
+    assert first.endswith("; non-delivery report queued")
+    assert second.endswith("; no report: a copy received again, reported on when first received")
+    await eventually(
+        lambda: lab.b.api({"op": "messages", "limit": 100}),
+        lambda found: found["recipients"] == [],
+        what="B's queue emptied (every report confirmed by A)",
+    )
+    assert len(await lab.a.reports(SMITH_AT_A)) == 1
+
+
 async def test_no_report_when_the_originator_cannot_be_read(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
