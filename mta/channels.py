@@ -742,7 +742,9 @@ class SlotRunner:
         (False: link gone)."""
         connection.enter(ConnectionState.CLOSING)
         connection.last_error = why
-        log.warning("%s#%d: %s", self.name, connection.index, why)
+        # (INFO: a peer ends idle associations on its own timer; if it cannot be reached
+        # again, the connection attempts say so at WARNING)
+        log.info("%s#%d: %s", self.name, connection.index, why)
         if entries:
             await self._put_back(None, entries, connection)
         return False

@@ -34,7 +34,7 @@ Public API::
         .limits  .warnings  .connections  .unbound
     Ticket  .address  .limits  .warnings  .bind_delay()  .bind_refused() -> (failures, delay)
             .bind_accepted()  .release()
-    Pace(idle=, min_octets=, interval=, now=)  .deadline()  .waiting(now)
+    Pace(idle=, min_octets=, interval=, now=)  .deadline()  .waiting(now)  .idle_now
         .received(n, complete=, now=)  .expired(now) -> why | None
     FailedBinds(delay=, maximum=, clock)  .delay(address)  .failed(address)  .succeeded(address)
         .bound(delay=, maximum=)
@@ -183,6 +183,11 @@ class Pace:
         if self._window is None:
             self._window, self._octets = now, 0
         self._octets += octets
+
+    @property
+    def idle_now(self) -> bool:
+        """Nothing is partly received: an expiry now is for silence, not slowness."""
+        return self._window is None
 
     def expired(self, now: float) -> str | None:
         """The deadline has passed: why the association is to end, or None when the peer

@@ -122,7 +122,12 @@ class LinkClosedError(LinkError):
 
 
 class SlowPeerError(LinkError):
-    """A bound peer stayed silent past the idle time, or sent a PDU too slowly."""
+    """A bound peer stayed silent past the idle time (``idle``), or sent a PDU too
+    slowly."""
+
+    def __init__(self, why: str, *, idle: bool) -> None:
+        super().__init__(why)
+        self.idle = idle
 
 
 class TooMuchBeforeBindError(LinkError):
@@ -292,9 +297,10 @@ class Link:
                 async with asyncio.timeout_at(self._pace.deadline()):
                     return await self._read(READ_SIZE)
             except TimeoutError:  # (only the pace's deadline: another would cancel)
+                idle = self._pace.idle_now
                 why = self._pace.expired(asyncio.get_running_loop().time())
                 if why is not None:
-                    raise SlowPeerError(why) from None
+                    raise SlowPeerError(why, idle=idle) from None
 
     async def _receive_unbound(self, allowance: int) -> bytes:
         if allowance <= 0:
@@ -556,7 +562,10 @@ async def serve_link(
             notes.warning(log, "bind-timeout", "%s: no MTA-bind within %g s", peer, timeouts.bind)
         await link.abort("timed out")
     except SlowPeerError as error:
-        log.warning("%s: %s, aborting", peer, error)
+        # An idle bound association ended on time is housekeeping (a permanent slot's
+        # initiator connects again at once); a PDU sent too slowly is the peer's fault.
+        level = logging.INFO if error.idle else logging.WARNING
+        log.log(level, "%s: %s, aborting", peer, error)
         await link.abort(str(error))
     except TooMuchBeforeBindError as error:
         notes.warning(log, "before-bind", "%s: %s, closing", peer, error)

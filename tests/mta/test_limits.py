@@ -37,6 +37,7 @@ from p1.association.connection import (
     P1Association,
 )
 from p1.association.mtabind import MTABindArgument
+from p1.mts.precedence import Precedence
 from p1.osi import Event, Role
 from p1.osi.tpkt import encode_tpkt
 from tests.mta.sites import DEADLINE, A, Lab, Site, eventually, solo_site, until
@@ -571,3 +572,33 @@ async def test_the_daemon_answers_a_deeply_nested_request_with_a_clear_error(
         writer.close()
         assert answer["ok"] is False
         assert "internal error" not in answer["error"]
+
+
+async def test_an_idle_permanent_association_ended_on_time_is_info_and_opened_again(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    """B ends the idle associations of A's permanent slots after its idle_timeout: that is
+    housekeeping, logged at INFO on both sides, and A's slots connect again at once."""
+    caplog.set_level(logging.INFO)
+    lab.b.settings["limits"] = {"idle_timeout": 0.5}
+    await lab.start()
+    await until(
+        lambda: len(messages(caplog, "silent for 0.5 s with nothing in progress, aborting")) >= 6,
+        what="B ending A's three permanent associations twice",
+    )
+    await until(
+        lambda: len(messages(caplog, "the peer ended the idle association")) >= 6,
+        what="A seeing them ended",
+    )
+    flash = lab.a.runner(Precedence.FLASH)
+    await until(
+        lambda: [c.state for c in flash.snapshot().connections] == ["idle"],
+        what="A's flash slot connected again",
+    )
+    noisy = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.WARNING
+        and ("silent for" in r.getMessage() or "ended the idle" in r.getMessage())
+    ]
+    assert noisy == []

@@ -436,6 +436,7 @@ async def test_a_peer_that_stays_down_is_warned_about_once_and_its_return_is_log
 async def test_an_idle_connection_notices_at_once_that_the_peer_went_away(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO)  # (the end is INFO; failing to connect again, WARNING)
     await lab.start()
     runner = lab.a.runner(Precedence.FLASH)
 
