@@ -381,11 +381,11 @@ class Units:
         reported, report = self._report_responsible(
             session,
             salvage.subject,
+            peer,
             INVALID_ENVELOPE,
             "the envelope cannot be taken in",
             now,
             journal,
-            keys_from=peer,
         )
         AuditLog(session).record_many(journal)
         return dataclasses.replace(kept, reported=reported, report=report)
@@ -412,9 +412,8 @@ class Units:
             )
         ]
         result = self._report_responsible(
-            session, subject, CONTENT_TOO_LONG, "over max_message_size", now, journal,
-            keys_from=peer,
-        )  # fmt: skip
+            session, subject, peer, CONTENT_TOO_LONG, "over max_message_size", now, journal
+        )
         AuditLog(session).record_many(journal)
         return result
 
@@ -422,31 +421,25 @@ class Units:
         self,
         session: Session,
         subject: MessageEnvelope | Probe,
+        peer: str,
         report: NonDeliveryReport,
         why: str,
         now: datetime,
         journal: list[AuditRecord],
-        *,
-        keys_from: str | None = None,
     ) -> tuple[bool, str]:
-        """Non-deliver the responsible recipients of ``subject`` with ``report`` (``why``:
-        for the log): whether a report was queued, and what became of it, for the log.
-        ``keys_from``: the peer it came from, whose re-sent copies are told apart by the
-        duplicate-detection keys recorded here (those already recorded are not reported
-        on again)."""
+        """Non-deliver the responsible recipients of ``subject``, from ``peer``, with
+        ``report`` (``why``: for the log): whether a report was queued, and what became
+        of it, for the log.  Their duplicate-detection keys are recorded here: those of a
+        copy sent again are there already, and it is not reported on again."""
         outcomes = non_delivered(subject, report)
         if not outcomes:
             return False, "no report: no recipient this MTA is responsible for"
-        if keys_from is not None:
-            fresh = TransitQueue(session).record_received(
-                subject.mts_identifier.text,
-                [o.recipient.canonical for o in outcomes],
-                keys_from,
-                now,
-            )
-            outcomes = tuple(o for o in outcomes if o.recipient.canonical in fresh)
-            if not outcomes:
-                return False, "no report: a copy received again, reported on when first received"
+        fresh = TransitQueue(session).record_received(
+            subject.mts_identifier.text, [o.recipient.canonical for o in outcomes], peer, now
+        )
+        outcomes = tuple(o for o in outcomes if o.recipient.canonical in fresh)
+        if not outcomes:
+            return False, "no report: a copy received again, reported on when first received"
         _log_rejected(subject, outcomes, why)
         if self._report(session, subject, outcomes, now, now, journal):
             return True, "non-delivery report queued"

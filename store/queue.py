@@ -61,6 +61,7 @@ Public API::
         .get(message_id) -> QueueEntry | None
         .subject_precedence(mts_identifier) -> Precedence | None
         .purge_finished(before) -> int          .forget_received(before) -> int
+        .record_received(mts_identifier, recipients, origin_peer, now) -> set[str]
     NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
     Selection, SelectedRecipient, Deletion, ShapeCount
     EXPIRED_ERROR
@@ -352,29 +353,25 @@ class TransitQueue:
         """Record the duplicate-detection keys of a message taken responsibility for and
         not queued (non-delivered at once); the recipients whose key was new (a peer
         re-sending after a lost acknowledgement finds none)."""
-        rows = [
-            {
-                "mts_identifier": mts_identifier,
-                "recipient": recipient,
-                "received_at": now,
-                "origin_peer": origin_peer,
-            }
-            for recipient in recipients
-        ]
-        return {row[1] for row in received.INSERT_NEW.insert(self.connection, rows)}
+        keys = [(mts_identifier, recipient, origin_peer) for recipient in recipients]
+        return {recipient for _, recipient in self._insert_keys(keys, now)}
 
     def _record_received(
         self, messages: Sequence[NewMessage], now: datetime
     ) -> set[tuple[str, str]]:
+        keys = [
+            (m.mts_identifier, r.recipient, m.origin_peer) for m in messages for r in m.recipients
+        ]
+        return self._insert_keys(keys, now)
+
+    def _insert_keys(
+        self, keys: Sequence[tuple[str, str, str | None]], now: datetime
+    ) -> set[tuple[str, str]]:
+        """Insert (MTS identifier, recipient, origin peer) keys received at ``now``; the
+        (MTS identifier, recipient) of those that were new."""
         rows = [
-            {
-                "mts_identifier": m.mts_identifier,
-                "recipient": r.recipient,
-                "received_at": now,
-                "origin_peer": m.origin_peer,
-            }
-            for m in messages
-            for r in m.recipients
+            {"mts_identifier": m, "recipient": r, "received_at": now, "origin_peer": peer}
+            for m, r, peer in keys
         ]
         return {(row[0], row[1]) for row in received.INSERT_NEW.insert(self.connection, rows)}
 
