@@ -40,7 +40,7 @@ import asyncio
 import dataclasses
 import math
 import platform
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -266,11 +266,11 @@ async def _latencies(
     rate = settings.rate_kbit
     await topology.shape("fifo", rate)
     progress(f"latency: {settings.latency_samples} flash {SMALL} octets, nothing else")
+    alone: list[Transfer] = []
     async with _capture(topology, a, ALONE) as capture:
-        alone = [
-            await _spaced(send(a, watch, SMALL, "flash", timeout=60), settings)
-            for _ in range(settings.latency_samples)
-        ]
+        for _ in range(settings.latency_samples):
+            alone.append(await send(a, watch, SMALL, "flash", timeout=60))
+            await asyncio.sleep(settings.latency_spacing)
     results.latency_alone = [t.seconds for t in alone]
     results.parts[ALONE] = _split(alone, capture)
     for profile in settings.profiles:
@@ -301,12 +301,6 @@ async def _latencies(
 
 ALONE = "alone"
 """(d): the key of the samples with nothing else in flight."""
-
-
-async def _spaced(sending: Awaitable[Transfer], settings: Settings) -> Transfer:
-    transfer = await sending
-    await asyncio.sleep(settings.latency_spacing)
-    return transfer
 
 
 def _capture(topology: Topology, a: Site, name: str) -> Capture:

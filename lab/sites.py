@@ -20,7 +20,7 @@ Public API::
     site_config(example_text, *, address, peer_address, folder, name) -> str
     flash_on_demand(config_text, idle_timeout) -> str   the flash slot made on-demand
     Site(name, namespace, folder)           .start(), .stop(), .api(request, payload)
-        await .reload(config_text)          SIGHUP with a new configuration file
+        await .reload(config_text, mode)    SIGHUP with a new file; until the flash slot is in mode
         await .flash_slot() -> dict         the flash slot's ``channels`` entry
     two_sites(topology, folder) -> async context manager of (Site, Site)
     Watch(site, user)                       async with: when each delivery was committed
