@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import samples  # noqa: E402
+from benchmarks.relay import rss_mib  # noqa: E402
 from client.api import call_async  # noqa: E402
 from mta.link import LinkError, open_link  # noqa: E402
 from p1.association.connection import P1Association  # noqa: E402
@@ -129,10 +130,7 @@ class Daemon:
 
     def rss_mib(self) -> float:
         assert self.process is not None
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS")
+        return rss_mib(self.process.pid)
 
     def descriptors(self) -> int:
         assert self.process is not None

@@ -376,6 +376,14 @@ async def slots_ready(site: Site, wanted: Callable[[dict[str, Any]], bool]) -> N
         await asyncio.sleep(0.05)
 
 
+def rss_mib(pid: int) -> float:
+    """Resident set size of process ``pid`` (proc(5) VmRSS), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"process {pid} has no VmRSS")
+
+
 def cpu_check() -> float:
     """Seconds this interpreter takes for 10 million additions in a loop.
 

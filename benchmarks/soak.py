@@ -47,9 +47,11 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.relay import (  # noqa: E402
     USER_B,
+    Site,
     api,
     content,
     cpu_check,
+    rss_mib,
     submission,
     two_sites,
 )
@@ -90,14 +92,6 @@ def retention_text(window: float) -> str:
     )
 
 
-def rss_mib(pid: int) -> float:
-    """Resident set size of process ``pid`` (proc(5) VmRSS), MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"process {pid} has no VmRSS")
-
-
 def disk_mib(folder: Path) -> float:
     """Disk allocated to every file under ``folder`` (st_blocks), MiB."""
     total = 0
@@ -122,7 +116,7 @@ class Counters:
 
 
 async def send(
-    site: Any, args: argparse.Namespace, counters: Counters, stop: asyncio.Event
+    site: Site, args: argparse.Namespace, counters: Counters, stop: asyncio.Event
 ) -> None:
     """Submit ``args.rate`` messages a second until ``stop``, paced from the start (a
     sender that fell behind catches up)."""
@@ -149,7 +143,7 @@ async def send(
     await asyncio.gather(*(sender() for _ in range(SENDERS)))
 
 
-async def consume(site: Any, counters: Counters, done: asyncio.Event) -> None:
+async def consume(site: Site, counters: Counters, done: asyncio.Event) -> None:
     """B's user: wait for new entries, delete them, until ``done`` and nothing is left."""
     connection = await AsyncConnection.open(site.socket)
     after = 0
@@ -169,7 +163,7 @@ async def consume(site: Any, counters: Counters, done: asyncio.Event) -> None:
         await connection.close()
 
 
-async def sample(a: Any, b: Any, counters: Counters, started: float) -> Sample:
+async def sample(a: Site, b: Site, counters: Counters, started: float) -> Sample:
     status = await api(a.socket, {"op": "status"})
     states: dict[str, int] = status["recipients"]
     assert a.process is not None and b.process is not None
