@@ -269,6 +269,8 @@ _MEASURES = {
 def plateau(samples: list[Sample]) -> str:
     """Second quarter against last quarter, per measure (the run's sending part)."""
     quarter = len(samples) // 4
+    if quarter == 0:
+        return f"(no plateau check: {len(samples)} sample(s), at least 4 are needed)"
     second, last = samples[quarter : 2 * quarter], samples[3 * quarter :]
     lines = [
         "| measure | mean, 2nd quarter | mean, last quarter | change |",

@@ -64,3 +64,7 @@ def test_the_plateau_check_tells_flat_from_growing() -> None:
     disk_a = next(line for line in growing.splitlines() if line.startswith("| disk of A"))
     assert "+" in disk_a.split("|")[-2] and "+0.0 %" not in disk_a
     assert table(_samples([1.0] * 40)).count("\n| ") == 10  # one row per tenth of the run
+
+
+def test_a_run_too_short_for_quarters_says_so() -> None:
+    assert plateau(_samples([1.0, 2.0, 3.0])).startswith("(no plateau check: 3 sample(s)")
