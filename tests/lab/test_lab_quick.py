@@ -39,14 +39,19 @@ def _unavailable() -> str | None:
     return None
 
 
-@pytest.fixture(autouse=True)
-def _lab_possible() -> None:
+def _require_lab() -> None:
+    """Skip (fail with ``AIOX400_REQUIRE_LAB=1``) when the lab cannot run here."""
     why = _unavailable()
     if why is None:
         return
     if os.environ.get("AIOX400_REQUIRE_LAB") == "1":
         pytest.fail(why)
     pytest.skip(why)
+
+
+@pytest.fixture(autouse=True)
+def _lab_possible() -> None:
+    _require_lab()
 
 
 def _lab_namespaces() -> set[str]:
@@ -73,25 +78,26 @@ def _assert_nothing_left(before: tuple[set[str], set[str]]) -> None:
 Quick = tuple[dict[str, Any], str, Path]
 
 
+def _run_lab(options: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """A whole lab run with ``options``, which must succeed and leave nothing behind
+    (for the module's fixtures, which run before the autouse check)."""
+    _require_lab()
+    before = (_lab_namespaces(), _veths())
+    done = subprocess.run(
+        [*LAB, *options], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    _assert_nothing_left(before)
+    return done
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str, Path]:
     """The figures, the report and the plots' folder of one quick run (a little over a
     minute)."""
-    if _unavailable() is not None:
-        pytest.skip(_unavailable() or "")
-    before = (_lab_namespaces(), _veths())
     folder = tmp_path_factory.mktemp("lab")
     figures = folder / "quick.json"
-    done = subprocess.run(
-        [*LAB, "--quick", "--json", str(figures), "--plots", str(folder / "plots")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    _assert_nothing_left(before)
+    done = _run_lab(["--quick", "--json", str(figures), "--plots", str(folder / "plots")], 600)
     if importlib.util.find_spec("matplotlib") is None:
         skipped = [line for line in done.stderr.splitlines() if "plots skipped" in line]
         assert len(skipped) == 1, done.stderr
@@ -178,24 +184,15 @@ def test_the_throughput_samples_see_both_messages(quick: Quick) -> None:
 @pytest.fixture(scope="module")
 def delayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     """A run with a 20 ms delay wire, scenario (e) only (and the smallest (a))."""
-    if _unavailable() is not None:
-        pytest.skip(_unavailable() or "")
-    before = (_lab_namespaces(), _veths())
     figures = tmp_path_factory.mktemp("lab") / "delayed.json"
-    done = subprocess.run(
+    done = _run_lab(
         [
-            *LAB, "--quick", "--delay", str(DELAY_MS), "--setup", "5", "--no-contention",
+            "--quick", "--delay", str(DELAY_MS), "--setup", "5", "--no-contention",
             "--latency", "0", "--unloaded", "0.05", "--flash", "0.05",
             "--json", str(figures),
         ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        300,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    _assert_nothing_left(before)
     return json.loads(figures.read_text()), done.stdout
 
 
