@@ -1,5 +1,5 @@
-"""The client side of the MTA's local API (its operations: :mod:`mta.control`; its framing,
-shared with the daemon: :mod:`mta.framing`).
+"""The client side of the MTA's local API (its operations: :mod:`mta.operator.control`; its framing,
+shared with the daemon: :mod:`p1.localapi`).
 
 Requests on the daemon's unix socket: a JSON line (plus content), then a JSON line (plus
 content) back, as often as wanted on one connection.  A request the daemon refuses at its
@@ -8,7 +8,7 @@ line is answered, and the connection closed, while the content may still be on i
 the broken pipe its writing met.  Content over the daemon's ``max_message_size`` is read
 and discarded by the daemon before it answers, so both clients read the refusal.  (An
 asyncio stream drops what it read once a write failed, so :class:`AsyncConnection`
-refuses content over :data:`mta.framing.MAX_PAYLOAD` before sending it.)
+refuses content over :data:`p1.localapi.MAX_PAYLOAD` before sending it.)
 Standard library only, for command-line tools (synchronous) and asyncio programs.
 
 Public API::
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from config.loader import ConfigError, load_config
-from mta import framing
-from mta.framing import JsonObject
+from p1 import localapi as framing
+from p1.localapi import JsonObject
 
 __all__ = ["ApiError", "AsyncConnection", "Connection", "call", "call_async", "socket_path"]
 

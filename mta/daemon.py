@@ -13,7 +13,7 @@ so the journal files it at that priority.
 
 SIGTERM and SIGINT stop the MTA cleanly: listeners close, connections end, what was in
 flight is put back in the queue, nothing is lost.  SIGHUP re-reads the configuration
-file (:mod:`mta.reload`).  Readiness, status and the watchdog are told to systemd
+file (:mod:`mta.operator.reload`).  Readiness, status and the watchdog are told to systemd
 (:mod:`mta.lifecycle`).  One daemon runs per state directory (:mod:`mta.instance`).
 
 Exit codes: 0 stopped on a signal (or ``--check`` found the configuration good); 2 bad
@@ -38,7 +38,7 @@ from config.loader import ConfigError, load_config
 from config.schema import MtaConfig
 from mta.instance import StateDirInUseError
 from mta.lifecycle import serve
-from mta.reload import Reloader
+from mta.operator.reload import Reloader
 from mta.service import Service
 from p1.ber.values import escape_controls
 from store import DatabaseUnavailableError

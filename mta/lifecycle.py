@@ -10,7 +10,7 @@ stops it, telling systemd how it fares (sd_notify(3), :mod:`mta.systemd`):
   that is stuck stops the keep-alives and the manager restarts the service
   (systemd.service(5), ``WatchdogSec=``);
 - on SIGHUP ``RELOADING=1``, the ``reload`` callback (the daemon re-reads its file:
-  :mod:`mta.reload`), then ``READY=1`` again;
+  :mod:`mta.operator.reload`), then ``READY=1`` again;
 - ``STOPPING=1`` when a stop begins.
 
 A daemon that finds its state directory locked by another

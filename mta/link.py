@@ -13,7 +13,7 @@ Initiator::
 
 Responder: :func:`serve_link` runs one accepted connection to its end, asking a
 :class:`Responder` to decide binds and to store transfers before they are confirmed, and
-holding the peer to the daemon's limits (:mod:`mta.guard`): octets and time before the
+holding the peer to the daemon's limits (:mod:`mta.inbound.guard`): octets and time before the
 bind, the delay failed binds earned, idle time and progress once bound.
 
 The turn (two-way alternate mode, X.228 7.6, 7.7): a responder never transfers, so it
@@ -51,7 +51,7 @@ from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
 from mta import net
-from mta.guard import LogLimiter, Pace, Ticket
+from mta.inbound.guard import LogLimiter, Pace, Ticket
 from p1.association.base import SessionAssociation
 from p1.association.connection import (
     Aborted,

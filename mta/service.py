@@ -5,17 +5,17 @@
 - a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
   first accept), whose associations authenticate the peer in the MTA-bind (X.411
   12.1.1) and confirm a transfer only once it is committed to the queue, or, when its
-  own octets keep it from being taken in, to the quarantine (:mod:`mta.quarantine`),
+  own octets keep it from being taken in, to the quarantine (:mod:`mta.intake.quarantine`),
   or, over ``max_message_size``, once the non-delivery report on it is
-  (:mod:`mta.oversize`);
-- a :class:`mta.channels.SlotRunner` per connection slot of every peer; when a peer is
+  (:mod:`mta.intake.oversize`);
+- a :class:`mta.outbound.channels.SlotRunner` per connection slot of every peer; when a peer is
   seen to answer again (one of its slots binds, or it binds to us), every slot of its
   channel stops waiting out its reconnection backoff;
 - the local deliverer, which moves local recipients into their mailboxes and queues the
   delivery reports they asked for;
 - the expirer, which non-delivers recipients past their expiry time;
-- the local API (:mod:`mta.control`) on ``control_socket``, whose ``wait`` requests
-  are woken by the deliveries committed to their user (:mod:`mta.watch`).
+- the local API (:mod:`mta.operator.control`) on ``control_socket``, whose ``wait`` requests
+  are woken by the deliveries committed to their user (:mod:`mta.delivery.watch`).
 
 Start-up: lock the state directory (:mod:`mta.instance`: a second daemon on it stops
 there, having changed nothing), open the database, put back what a crash left in
@@ -34,8 +34,8 @@ Public API::
         .delivered(outcome)      a local delivery was committed: log it, wake its watchers
         .watch -> MailboxWatch   users waiting for their next delivery
         .recent -> RecentPrecedences   the precedences of the messages taken in lately
-        .metrics -> Metrics      the counters, served by ``[metrics]`` (:mod:`mta.scrape`)
-        .reconfigure(config, *, then=None)   a reload (:mod:`mta.reload`)
+        .metrics -> Metrics      the counters, served by ``[metrics]`` (:mod:`mta.operator.scrape`)
+        .reconfigure(config, *, then=None)   a reload (:mod:`mta.operator.reload`)
 """
 
 from __future__ import annotations
@@ -54,29 +54,29 @@ from sqlalchemy.orm import Session
 
 from config.schema import Listener, MtaConfig, Peer
 from mta import net
-from mta.channels import ChannelContext, SlotRunner
-from mta.control import SocketFile, serve_control
 from mta.database import Database
+from mta.delivery.retention import Pruning
+from mta.delivery.watch import MailboxWatch
 from mta.faults import StoreCondition, store_fault
-from mta.guard import Guard
+from mta.inbound.guard import Guard
+from mta.inbound.tolerance import ToleranceLog
 from mta.instance import StateLock
-from mta.intake import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
-from mta.journal import log_intake, log_non_delivery
+from mta.intake.journal import log_intake, log_non_delivery
+from mta.intake.oversize import envelope_of, too_long_line
+from mta.intake.plan import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
+from mta.intake.quarantine import full_refusal
+from mta.intake.recent import RecentPrecedences
+from mta.intake.routing import PeerRoute, Router
+from mta.intake.units import LocalOutcome, Units
 from mta.lifecycle import serve
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
-from mta.metrics import Metrics
-from mta.operations import LocalApi
-from mta.oversize import envelope_of, too_long_line
-from mta.quarantine import full_refusal
-from mta.recent import RecentPrecedences
-from mta.retention import Pruning
-from mta.routing import PeerRoute, Router
-from mta.schedule import is_urgent
-from mta.scrape import MetricsServer
+from mta.operator.control import SocketFile, serve_control
+from mta.operator.metrics import Metrics
+from mta.operator.operations import LocalApi
+from mta.operator.scrape import MetricsServer
+from mta.outbound.channels import ChannelContext, SlotRunner
+from mta.outbound.schedule import is_urgent
 from mta.supervisor import Supervisor
-from mta.tolerance import ToleranceLog
-from mta.units import LocalOutcome, Units
-from mta.watch import MailboxWatch
 from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindError, MTABindResult
 from p1.ber import Deviation
@@ -300,7 +300,7 @@ class Service:
         self, context: ChannelContext, peer: Peer, kept: Iterable[SlotRunner] = ()
     ) -> list[SlotRunner]:
         """The runners of ``peer``'s slots: one of ``kept`` that serves the slot as it is
-        (:meth:`mta.channels.SlotRunner.serves`), else a new one, not started."""
+        (:meth:`mta.outbound.channels.SlotRunner.serves`), else a new one, not started."""
         reachable = functools.partial(self.peer_reachable, peer.name)
         return [
             next((r for r in kept if r.serves(peer, slot)), None)
@@ -311,13 +311,13 @@ class Service:
     def reconfigure(
         self, config: MtaConfig, *, then: Callable[[], Awaitable[None]] | None = None
     ) -> None:
-        """Run on ``config`` from now on (a reload, :mod:`mta.reload`): routing, intake,
+        """Run on ``config`` from now on (a reload, :mod:`mta.operator.reload`): routing, intake,
         ``[limits]`` for new connections, binds and associations, ``[retention]`` from the
         next round.  A slot whose peer and settings are as they were keeps its runner
         (and its connections); the others get a new one, and the runners of the slots
         gone retire.  Everything is built before anything is replaced, so an error
         leaves the service as it was.  The retired runners hand over in a task
-        (:meth:`mta.channels.SlotRunner.retire`), which then awaits ``then()``."""
+        (:meth:`mta.outbound.channels.SlotRunner.retire`), which then awaits ``then()``."""
         old = self.config
         settings = self.settings
         if config.limits != old.limits:
@@ -507,7 +507,7 @@ class Service:
         """Take a transfer from ``peer`` over ``max_message_size``; return once the
         non-delivery report on its message is committed (then it is confirmed).
         TransferRefusedError (the association is aborted) when it is not a message whose
-        envelope its first octets hold (:func:`mta.oversize.envelope_of`)."""
+        envelope its first octets hold (:func:`mta.intake.oversize.envelope_of`)."""
         envelope = envelope_of(event)
         unit = functools.partial(
             self.units.too_long_in, subject=envelope, peer=peer, now=datetime.now(UTC)

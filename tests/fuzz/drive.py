@@ -206,7 +206,7 @@ def _gives_turn(association: P1Association) -> bool:
 
 
 class _InitiatorUser(_Player):
-    """As mta.channels with mta.link: transfer once bound, release once confirmed."""
+    """As mta.outbound.channels with mta.link: transfer once bound, release once confirmed."""
 
     def answer(self, event: Event) -> list[Event]:
         association = self.association

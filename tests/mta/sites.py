@@ -52,9 +52,9 @@ import pytest
 from client import x400
 from client.api import call
 from config.loader import load_config
-from mta.channels import SlotRunner
-from mta.intake import domain_of
+from mta.intake.plan import domain_of
 from mta.link import open_link
+from mta.outbound.channels import SlotRunner
 from mta.service import Service
 from p1.association.mtabind import MTABindArgument
 from p1.ipms.ipm import (

@@ -1,4 +1,4 @@
-"""The rules of :mod:`mta.access`: who is an operator, a user or an outsider, and what
+"""The rules of :mod:`mta.operator.access`: who is an operator, a user or an outsider, and what
 each may ask, without sockets."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from config.schema import Access, LocalAccount, OperatorGroup
-from mta.access import (
+from mta.operator.access import (
     NEEDS,
     Caller,
     Grant,
@@ -22,7 +22,7 @@ from mta.access import (
     not_own_name,
     refusal,
 )
-from mta.operations import _OPERATIONS
+from mta.operator.operations import _OPERATIONS
 from p1.mts.orname import parse_orname
 
 SOURCE = Path("/etc/aiox400/site.toml")

@@ -1,4 +1,4 @@
-"""A slot (mta.channels): what its supervisor counts as waiting when it sizes the slot, how
+"""A slot (mta.outbound.channels): what its supervisor counts as waiting when it sizes the slot, how
 a connection claims and puts back its windows, and when a failed message is retried."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import pytest
 
 from config.loader import load_config
 from config.schema import RetryPolicy
-from mta import channels, schedule
-from mta.channels import ChannelContext, SlotRunner, retry_delay
 from mta.link import LinkClosedError
-from mta.metrics import Metrics
+from mta.operator.metrics import Metrics
+from mta.outbound import channels, schedule
+from mta.outbound.channels import ChannelContext, SlotRunner, retry_delay
 from p1.mts.precedence import Precedence
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
@@ -252,7 +252,7 @@ async def test_routine_connection_claims_its_next_window_halfway_through_this_on
 
 
 async def test_urgent_connection_claims_only_once_its_transfer_is_confirmed() -> None:
-    # Rule 4 of mta.schedule: an urgent message never waits behind one claimed before it.
+    # Rule 4 of mta.outbound.schedule: an urgent message never waits behind one claimed before it.
     assert await serve(Precedence.FLASH, 2) == [
         "mark -, claim m1",
         "m1 confirmed",

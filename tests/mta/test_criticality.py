@@ -21,7 +21,7 @@ import logging
 
 import pytest
 
-from mta.routing import IMPLEMENTED_EXTENSIONS, extension_name
+from mta.intake.routing import IMPLEMENTED_EXTENSIONS, extension_name
 from p1.mts.envelope import Message, Report, decode_mts_apdu, encode_mts_apdu
 from p1.mts.extensions import ExtensionField, ExtensionType, StandardExtension
 from p1.mts.fields import Criticality

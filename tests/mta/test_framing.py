@@ -1,4 +1,4 @@
-"""The local API's framing (mta.framing), alone and as the daemon's socket serves it."""
+"""The local API's framing (p1.localapi), alone and as the daemon's socket serves it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from client.api import ApiError, AsyncConnection, Connection
-from mta import framing
-from mta.control import ControlError, JsonObject, serve_control
+from mta.operator.control import ControlError, JsonObject, serve_control
+from p1 import localapi as framing
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),

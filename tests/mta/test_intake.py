@@ -15,7 +15,7 @@ import pytest
 
 from config.loader import load_config
 from config.schema import MaxAge
-from mta.intake import (
+from mta.intake.plan import (
     IntakeError,
     Site,
     _trace_entries,
@@ -26,7 +26,7 @@ from mta.intake import (
     plan_submission,
     precedence_of,
 )
-from mta.reports import (
+from mta.intake.reports import (
     Outcome,
     build_report,
     indicator_bits,
@@ -34,9 +34,9 @@ from mta.reports import (
     report_apdu,
     wants_report,
 )
-from mta.routing import Router
-from mta.submission import SubmitRequest, build_submission
-from mta.units import transfer_apdu
+from mta.intake.routing import Router
+from mta.intake.submission import SubmitRequest, build_submission
+from mta.intake.units import transfer_apdu
 from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
 from p1.mts.envelope import (
     Message,

@@ -27,9 +27,9 @@ import pytest
 from benchmarks import samples
 from client.api import ApiError, AsyncConnection
 from config.schema import ConnectionLimits
-from mta.control import ControlError, JsonObject, serve_control
-from mta.guard import FailedBinds, Guard, LogLimiter, Pace, Ticket, address_key
+from mta.inbound.guard import FailedBinds, Guard, LogLimiter, Pace, Ticket, address_key
 from mta.link import LinkError, open_link
+from mta.operator.control import ControlError, JsonObject, serve_control
 from p1.association.connection import (
     Aborted,
     BindAccepted,
@@ -193,7 +193,7 @@ def test_max_connections_is_fitted_into_the_open_file_limit() -> None:
     # In a child: the test runner's own limit is left alone.
     code = (
         "import resource\n"
-        "from mta.guard import descriptor_cap\n"
+        "from mta.inbound.guard import descriptor_cap\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (100, 1000))\n"
         "raised = descriptor_cap(256, 100)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"

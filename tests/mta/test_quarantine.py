@@ -23,10 +23,10 @@ from sqlalchemy import Engine
 from client.api import call
 from config.loader import load_config
 from config.schema import QuarantineLimits
-from mta.intake import IntakeError, MalformedApduError, Site, domain_of, plan_intake
+from mta.intake.plan import IntakeError, MalformedApduError, Site, domain_of, plan_intake
+from mta.intake.quarantine import keep_in
+from mta.intake.routing import Router
 from mta.link import LinkClosedError, open_link
-from mta.quarantine import keep_in
-from mta.routing import Router
 from p1.association.mtabind import MTABindArgument
 from p1.mts.orname import ORName
 from store import AuditEvent, AuditLog, Quarantine, QuarantineTotals

@@ -16,7 +16,7 @@ import sqlite3
 
 import pytest
 
-from mta.reports import Outcome, build_report
+from mta.intake.reports import Outcome, build_report
 from p1.mts.envelope import (
     Message,
     MessageEnvelope,

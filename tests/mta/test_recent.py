@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mta.recent import RecentPrecedences
+from mta.intake.recent import RecentPrecedences
 from p1.mts.precedence import Precedence
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from config.loader import load_config
 from mta.daemon import EXIT_OK
-from mta.reload import Changes, Reloader, compare
+from mta.operator.reload import Changes, Reloader, compare
 from tests.mta.process import Daemon
 from tests.mta.sites import ReservedPorts, solo_site
 

@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 from config.loader import load_config
 from config.schema import MtaConfig
 from mta import service as service_module
-from mta.channels import SlotRunner
-from mta.reload import Reloader, compare_peers
+from mta.operator.reload import Reloader, compare_peers
+from mta.outbound.channels import SlotRunner
 from p1.mts.precedence import Precedence
 from store.models import AuditEntry, ReceivedKey
 from tests.mta.sites import (

@@ -1,4 +1,4 @@
-"""Retries towards a peer that refuses transfers or drops its associations (mta.channels).
+"""Retries towards a peer that refuses transfers or drops its associations (mta.outbound.channels).
 
 A transfer that fails on a connection that had idled is retried once at once, and that try
 is not counted; every later failure is counted and waits ``retry.initial``, then
@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from config.schema import RetryPolicy
-from mta import channels
 from mta.link import Link, TransferRefusedError, open_link, serve_link
+from mta.outbound import channels
 from p1.association.connection import BindRequested, P1Association, TransferTooLong
 from p1.association.mtabind import MTABindArgument, MTABindResult
 from p1.mts.envelope import Message, decode_mts_apdu

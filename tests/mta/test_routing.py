@@ -9,7 +9,7 @@ import pytest
 
 from config.loader import load_config
 from config.schema import MtaConfig
-from mta.routing import UNKNOWN_USER, LocalRoute, NoRoute, PeerRoute, Router
+from mta.intake.routing import UNKNOWN_USER, LocalRoute, NoRoute, PeerRoute, Router
 from p1.mts.orname import parse_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from config.schema import RetryPolicy, Slot, SlotMode
-from mta.schedule import (
+from mta.outbound.schedule import (
     MAX_WINDOW,
     connections_wanted,
     is_urgent,

@@ -27,10 +27,11 @@ import pytest
 
 from client.api import ApiError, AsyncConnection, call
 from config.schema import RetryPolicy
-from mta import channels, daemon
+from mta import daemon
 from mta.database import Database
-from mta.intake import domain_of
+from mta.intake.plan import domain_of
 from mta.link import BindRefusedError, open_link
+from mta.outbound import channels
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.ipms.ipm import (
     P772_CONTENT_TYPE,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from mta.control import ControlSocketInUseError
 from mta.daemon import EXIT_OK, EXIT_START
 from mta.instance import LOCK_NAME, StateDirInUseError, StateLock
+from mta.operator.control import ControlSocketInUseError
 from tests.mta.process import DEADLINE, MTA, Daemon
 from tests.mta.sites import Site, solo_site
 

@@ -1,7 +1,7 @@
-"""A local submission over ``[limits] max_message_size`` (:func:`mta.intake.plan_submission`).
+"""A local submission over ``[limits] max_message_size`` (:func:`mta.intake.plan.plan_submission`).
 
 The content alone, or the MTS-APDU with envelope and trace, longer than the limit is
-refused with :class:`mta.intake.TooLongError`, which names both sizes; at the limit it is
+refused with :class:`mta.intake.plan.TooLongError`, which names both sizes; at the limit it is
 planned as usual.  Pure: no store.
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from mta.intake import TooLongError, plan_submission
+from mta.intake.plan import TooLongError, plan_submission
 from tests.mta.test_intake import NOW, site_b, submit
 
 

@@ -21,8 +21,8 @@ import pytest
 
 from client import x400
 from client.api import ApiError, AsyncConnection, call, call_async
-from mta import framing
 from mta.link import LinkError
+from p1 import localapi as framing
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from tests.mta.sites import B, Lab, eventually, message_from_a, transfer_as_a, until

@@ -1,4 +1,4 @@
-"""The daemon's units of work on the store (mta.units): windowed claims to a peer, their
+"""The daemon's units of work on the store (mta.intake.units): windowed claims to a peer, their
 confirmation with the next claim, and putting back what a failed connection held."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-import mta.units
+import mta.intake.units
 from client.x400 import text_ipm
-from mta.submission import SubmitRequest
-from mta.units import Units
+from mta.intake.submission import SubmitRequest
+from mta.intake.units import Units
 from p1.errors import DecodeError
 from p1.ipms.ipm import P772_CONTENT_TYPE
 from p1.mts.envelope import Message, encode_mts_apdu, message_content, peek_envelope
@@ -271,7 +271,7 @@ def test_a_message_that_cannot_be_indexed_is_taken_and_left_to_the_local_deliver
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("index broken")
 
-    monkeypatch.setattr(mta.units, "index_message", broken)
+    monkeypatch.setattr(mta.intake.units, "index_message", broken)
     made = envelope(recipient(JONES))
     with transaction(units.engine) as session:
         _, result, delivered = units.receive_and_deliver_in(
@@ -304,8 +304,8 @@ def test_a_message_that_cannot_be_indexed_is_delivered_as_received_with_a_mark(
     def unindexed(*args: object, **kwargs: object) -> None:
         raise RuntimeError("left to the local deliverer")
 
-    monkeypatch.setattr(mta.units, "index_message", unindexed)
-    monkeypatch.setattr(mta.units, "index_apdu", index)
+    monkeypatch.setattr(mta.intake.units, "index_message", unindexed)
+    monkeypatch.setattr(mta.intake.units, "index_apdu", index)
     for made in (poison, fine):
         with transaction(units.engine) as session:
             units.receive_and_deliver_in(session, apdu=apdu(made), now=NOW, origin_peer="MTA-A")

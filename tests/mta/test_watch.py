@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mta.watch import MailboxWatch, WatchClosedError
+from mta.delivery.watch import MailboxWatch, WatchClosedError
 
 AT = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mta.intake import domain_of
+from mta.intake.plan import domain_of
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.association.x410 import X410Settings

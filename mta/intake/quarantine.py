@@ -1,7 +1,7 @@
 """Keeping a transfer that cannot be taken in, within the bounds of ``[quarantine]``.
 
 A peer's transfer is confirmed only once this MTA is responsible for it (X.411
-12.2.1.1).  When its own octets make it impossible to take in (:class:`mta.intake
+12.2.1.1).  When its own octets make it impossible to take in (:class:`mta.intake.plan
 .MalformedApduError`: it does not decode, or cannot be written with this MTA's trace),
 refusing it does not help: the peer sends it again and again, and everything it queued
 behind it waits.  So it is confirmed and kept as received in the quarantine
@@ -35,7 +35,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
-from mta.reports import Outcome
+from mta.intake.reports import Outcome
 from p1.mts.envelope import MessageEnvelope, Probe
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from store import AuditEvent, AuditLog, Quarantine, QuarantineTotals

@@ -2,8 +2,8 @@
 
 A message on the control socket, in either direction, is one line of JSON (a UTF-8 object)
 and, when the object has ``"content_length": N``, exactly N octets after the newline (a
-submitted or a read MTS-APDU).  The operations are listed in :mod:`mta.control`; this
-module only delimits them, so :mod:`mta.control` (asyncio, server side) and
+submitted or a read MTS-APDU).  The operations are listed in :mod:`mta.operator.control`; this
+module only delimits them, so :mod:`mta.operator.control` (asyncio, server side) and
 :mod:`client.api` (a blocking socket, or asyncio) share one reading of the bytes.
 
 Public API::

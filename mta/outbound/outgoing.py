@@ -5,7 +5,7 @@ first down-graded as X.419 Annex B says (:func:`p1.mts.downgrade.downgrade_to_19
 Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
 diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
 dropped (a report is never reported on).  In the other protocols the APDU goes as
-:func:`mta.units.transfer_apdu` makes it.
+:func:`mta.intake.units.transfer_apdu` makes it.
 
 Public API::
 
@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from config.schema import P1Protocol
-from mta.units import transfer_apdu
+from mta.intake.units import transfer_apdu
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport

@@ -11,7 +11,7 @@ submission) or act (send, report), and a crash at any point loses nothing:
   submission in: queue what intake planned, deliver its local recipients, and queue the
   non-delivery reports on the recipients it rejected (nothing acknowledged is lost);
 - :meth:`Units.quarantine_in`: keep a transfer that cannot be taken in, with the
-  non-delivery report its envelope still allows (:mod:`mta.quarantine`);
+  non-delivery report its envelope still allows (:mod:`mta.intake.quarantine`);
 - :meth:`Units.too_long_in`: a transfer over ``max_message_size``: its message is
   non-delivered (content-too-long) from its envelope alone, with the report;
 - :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
@@ -63,11 +63,11 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
-from mta.intake import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
-from mta.metrics import Metrics
-from mta.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
-from mta.reports import Outcome, build_report, indicators_from, wants_report
-from mta.submission import SubmitRequest, build_submission
+from mta.intake.plan import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
+from mta.intake.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
+from mta.intake.reports import Outcome, build_report, indicators_from, wants_report
+from mta.intake.submission import SubmitRequest, build_submission
+from mta.operator.metrics import Metrics
 from p1.ber import Deviation
 from p1.errors import DecodeError
 from p1.mts.envelope import (
@@ -134,7 +134,7 @@ class LocalOutcome:
     """A delivery report was queued."""
     deviations: tuple[Deviation, ...] = ()
     """What its heading held outside the standard's form, read all the same (for the
-    log: :class:`mta.tolerance.ToleranceLog`)."""
+    log: :class:`mta.inbound.tolerance.ToleranceLog`)."""
 
 
 class Units:
@@ -253,7 +253,7 @@ class Units:
     ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
         """Take ``apdu`` (from a peer, or the local API): plan it, queue it, and deliver its
         local recipients, in the caller's transaction (one commit between the peer's
-        transfer and the user's mailbox).  Raises :class:`mta.intake.IntakeError` when it
+        transfer and the user's mailbox).  Raises :class:`mta.intake.plan.IntakeError` when it
         cannot be taken (nothing is written).
 
         A message's local recipients are recorded as delivered as they are queued, never
@@ -275,7 +275,7 @@ class Units:
         origin_peer: str | None,
         envelope: MessageEnvelope | Probe | Report | None = None,
     ) -> Plan:
-        """:func:`mta.intake.plan_intake`, a report at its subject's queued precedence."""
+        """:func:`mta.intake.plan.plan_intake`, a report at its subject's queued precedence."""
         return plan_intake(
             apdu,
             self.site,
@@ -345,7 +345,7 @@ class Units:
         """Give a local submission its identifier and envelope, and take it in as
         :meth:`receive_and_deliver_in` takes a transfer.
 
-        The envelope just built is planned as it is (:func:`mta.intake.plan_submission`),
+        The envelope just built is planned as it is (:func:`mta.intake.plan.plan_submission`),
         not encoded and read back.
         """
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
@@ -366,7 +366,7 @@ class Units:
         bounds: QuarantineLimits,
     ) -> Kept:
         """Keep ``apdu`` from ``peer``, which cannot be taken in because of ``reason``, in
-        the quarantine (:func:`mta.quarantine.keep_in`), and queue the non-delivery report
+        the quarantine (:func:`mta.intake.quarantine.keep_in`), and queue the non-delivery report
         on its responsible recipients that its envelope allows (X.411 12.2.1.3), in the
         caller's transaction; ``report`` of the result says what became of it.  A copy
         sent again (its confirmation lost) is kept again, and not reported on again (the

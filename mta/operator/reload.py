@@ -17,7 +17,7 @@ Applied:
                   credentials), gets a new one; a retired runner finishes the transfer
                   in progress, puts back what it claimed and did not send (the new
                   runner sends it: nothing is sent twice, nothing is lost) and releases
-                  its association (:meth:`mta.channels.SlotRunner.retire`).  A slot left
+                  its association (:meth:`mta.outbound.channels.SlotRunner.retire`).  A slot left
                   as it was keeps its runner and its connections, also when its peer's
                   routes or supported_extensions changed.  A removed peer can no longer
                   bind to this MTA; its associations up end as they would have.

@@ -24,7 +24,7 @@ unauthenticated peer can make the daemon hold is bounded here, and kept cheap to
   (an accept that fails for want of a descriptor makes asyncio log a traceback).
 
 Synchronous, with an injected clock; :mod:`mta.service`, :mod:`mta.link` and
-:mod:`mta.control` apply them.  IPv6 sources count per /64 (one host or site holds one).
+:mod:`mta.operator.control` apply them.  IPv6 sources count per /64 (one host or site holds one).
 
 Public API::
 

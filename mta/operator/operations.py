@@ -1,11 +1,11 @@
-"""The operations of the daemon's local API (:mod:`mta.control` describes the framing).
+"""The operations of the daemon's local API (:mod:`mta.operator.control` describes the framing).
 
 Each operation checks its arguments (a bad one is refused with a message that names it),
 runs its store work in the database thread and answers JSON.  ``submit`` returns only
 once the message is committed: the MTS identifier it prints is a promise kept across a
 crash.
 
-Every request is first authorised by its caller (:mod:`mta.access`, ``[access]``): an
+Every request is first authorised by its caller (:mod:`mta.operator.access`, ``[access]``): an
 outsider is refused everything, a user every operator's operation, and a user's
 ``submit``, ``inbox``, ``wait``, ``read`` and ``delete`` must name one of its own O/R
 names (``originator``, ``user``).  A user that leaves ``user`` out (or ``originator``,
@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from config.view import effective_settings
-from mta.access import (
+from mta.delivery.watch import WatchClosedError
+from mta.faults import store_fault
+from mta.inbound.guard import LogLimiter
+from mta.intake.journal import log_intake
+from mta.intake.plan import IntakeError
+from mta.intake.submission import SubmitRequest
+from mta.operator.access import (
     NEEDS,
     Caller,
     Grant,
@@ -46,15 +52,15 @@ from mta.access import (
     not_own_name,
     refusal,
 )
-from mta.channels import ConnectionState, SlotState
-from mta.control import OPEN_SOCKET_MODE, SOCKET_MODE, ControlError, JsonObject, sees_every_account
-from mta.faults import store_fault
-from mta.guard import LogLimiter
-from mta.intake import IntakeError
-from mta.journal import log_intake
-from mta.schedule import is_urgent
-from mta.submission import SubmitRequest
-from mta.watch import WatchClosedError
+from mta.operator.control import (
+    OPEN_SOCKET_MODE,
+    SOCKET_MODE,
+    ControlError,
+    JsonObject,
+    sees_every_account,
+)
+from mta.outbound.channels import ConnectionState, SlotState
+from mta.outbound.schedule import is_urgent
 from p1.errors import DecodeError
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname

@@ -1,14 +1,14 @@
 """The daemon's figures for Prometheus: counters fed where things happen, gauges read at
-scrape time (the text exposition format, served by :mod:`mta.scrape`).
+scrape time (the text exposition format, served by :mod:`mta.operator.scrape`).
 
 One :class:`prometheus_client.CollectorRegistry` per :class:`Metrics`, never the
 library's global one: a process may run several daemons (the tests do), and each
 scrape must see one daemon's figures only.
 
 Counters and histograms are fed by one-line hooks where the events happen: the slot
-runners (:mod:`mta.channels`: a transfer confirmed or failed, our bind refused), the
+runners (:mod:`mta.outbound.channels`: a transfer confirmed or failed, our bind refused), the
 service (:mod:`mta.service`: a transfer taken in or quarantined, a peer's bind refused)
-and the store's units (:mod:`mta.units`: a report queued).  A report is counted only
+and the store's units (:mod:`mta.intake.units`: a report queued).  A report is counted only
 once the transaction that queued it commits (:meth:`Metrics.report_queued`): a unit
 may be run twice, or undone, by the group commit of :mod:`mta.database`.
 
@@ -100,11 +100,11 @@ class SlotFigure:
     slot: str
     """The slot's precedences joined by ``+`` (``override+flash``)."""
     state: str
-    """:class:`mta.channels.SlotState` value."""
+    """:class:`mta.outbound.channels.SlotState` value."""
     backlog: int
     """Messages waiting for the slot when its supervisor last looked."""
     connections: Mapping[str, int]
-    """Connections per :class:`mta.channels.ConnectionState` value, every state named."""
+    """Connections per :class:`mta.outbound.channels.ConnectionState` value, every state named."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,7 +117,7 @@ class Figures:
     queue: tuple[QueueFigure, ...] = ()
     slots: tuple[SlotFigure, ...] = ()
     slot_states: tuple[str, ...] = ()
-    """Every :class:`mta.channels.SlotState` value (one series each per slot)."""
+    """Every :class:`mta.outbound.channels.SlotState` value (one series each per slot)."""
     inbound: int = 0
     """Inbound P1 connections open."""
     unbound: int = 0

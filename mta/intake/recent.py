@@ -2,7 +2,7 @@
 
 A report's envelope carries no priority (X.411 12.2.1.3): it travels at its subject's
 precedence, which the store gives inside the report's unit of work
-(:func:`mta.intake.plan_intake`).  To schedule that unit, before the store is asked, the
+(:func:`mta.intake.plan.plan_intake`).  To schedule that unit, before the store is asked, the
 event loop looks its subject up here: a delivery report for a flash message this MTA
 sent a moment ago is urgent in the database thread, as the message was.  A subject not
 found (taken in long ago, or before a restart) is scheduled as routine; only the

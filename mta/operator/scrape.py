@@ -6,7 +6,7 @@ say what the queue holds now, and the queue is read in the database thread
 thread would render a snapshot the loop refreshed some time before, so a scrape could
 show a queue emptied seconds ago.  Here a scrape awaits the store's figures (one
 grouped query, run like the local API's ``queue``), reads the slots and the guard on
-the loop, and renders the registry (:meth:`mta.metrics.Metrics.render`); nothing
+the loop, and renders the registry (:meth:`mta.operator.metrics.Metrics.render`); nothing
 blocks the loop but that rendering, a few kilobytes of text.
 
 The server is small and strict: a request head of at most ``MAX_REQUEST`` octets within
@@ -14,7 +14,7 @@ The server is small and strict: a request head of at most ``MAX_REQUEST`` octets
 once), one request per connection (``Connection: close``).  GET on the configured path
 answers 200 with :data:`prometheus_client.CONTENT_TYPE_LATEST`; another path 404,
 another method 405, a malformed head 400, one too long 431.  A scrape that cannot read
-the store answers 503, with one log line per minute (:class:`mta.guard.LogLimiter`),
+the store answers 503, with one log line per minute (:class:`mta.inbound.guard.LogLimiter`),
 never a traceback.
 
 Public API::
@@ -37,9 +37,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
 from mta import net
-from mta.channels import ConnectionState, SlotRunner, SlotState
-from mta.guard import LogLimiter
-from mta.metrics import Figures, SlotFigure
+from mta.inbound.guard import LogLimiter
+from mta.operator.metrics import Figures, SlotFigure
+from mta.outbound.channels import ConnectionState, SlotRunner, SlotState
 from store import LOCAL_ROUTE, Quarantine, QuarantineTotals, transaction
 from store.figures import QueueFigure, database_bytes, file_bytes, queue_figures
 

@@ -3,7 +3,7 @@
 Each configured slot of a peer (its precedences, port, DSCP, mode, parallel connections,
 backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 
-- its supervisor keeps as many connections as :func:`mta.schedule.connections_wanted`
+- its supervisor keeps as many connections as :func:`mta.outbound.schedule.connections_wanted`
   says for the slot's backlog: one at all times for a permanent slot, one while messages
   wait for an on-demand slot, one more per ``backlog_threshold`` waiting messages up to
   ``max_connections``.  A message waits while it is due in the queue and also while it
@@ -13,9 +13,9 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   then only a connection that ends, or ``_POLL``, makes it look (its database read
   would otherwise run just as the message's transfer starts);
 - each connection binds (X.411 MTA-bind), then claims the most urgent, oldest messages the
-  slot admits (as many as :func:`mta.schedule.transfer_window` says), transfers them one
+  slot admits (as many as :func:`mta.outbound.schedule.transfer_window` says), transfers them one
   by one, and marks them transferred, with its next claim, once the peer confirmed each
-  (the peer has stored it); it closes when :func:`mta.schedule.should_close` says so.
+  (the peer has stored it); it closes when :func:`mta.outbound.schedule.should_close` says so.
   On a slot that carries nothing above routine (the slots whose connections claim
   windows), the next claim is queued halfway through the window, so that the next
   window is at hand when this one ends instead of one database round trip later (P1
@@ -44,7 +44,7 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
-stays in flight and the daemon puts it back (:meth:`mta.units.Units.recover`).
+stays in flight and the daemon puts it back (:meth:`mta.intake.units.Units.recover`).
 
 A reload that changes or removes a slot retires its runner while the daemon runs
 (:meth:`SlotRunner.retire`, then :meth:`SlotRunner.drain`): no connection is opened any
@@ -84,12 +84,12 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session
 
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
-from mta import schedule
 from mta.database import Database
+from mta.intake.units import Units
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
-from mta.outgoing import Outgoing, outgoing
+from mta.outbound import schedule
+from mta.outbound.outgoing import Outgoing, outgoing
 from mta.supervisor import Supervisor
-from mta.units import Units
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
@@ -697,7 +697,7 @@ class SlotRunner:
         )
 
     async def _non_deliver(self, connection: _Connection, wire: Outgoing) -> None:
-        """Recipients the peer can never take (:mod:`mta.outgoing`): failed, with their
+        """Recipients the peer can never take (:mod:`mta.outbound.outgoing`): failed, with their
         non-delivery report, in one transaction with the confirmations so far."""
         refused = wire.refused
         assert refused is not None
@@ -809,7 +809,7 @@ class SlotRunner:
     async def _transfer(
         self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes
     ) -> bool:
-        """Transfer ``entry`` as ``apdu`` (:mod:`mta.outgoing`); whether the link is still
+        """Transfer ``entry`` as ``apdu`` (:mod:`mta.outbound.outgoing`); whether the link is still
         good."""
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1

@@ -11,9 +11,9 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
    domain's entry is already last; an internal trace entry for this MTA always.
 4. Routing (X.411 14.3.1): each recipient this MTA is responsible for goes to the local
    store or a peer; one without a route (a name under a local domain that is none of the
-   configured local users included, :mod:`mta.routing`), or whose envelope or own fields
+   configured local users included, :mod:`mta.intake.routing`), or whose envelope or own fields
    carry an extension critical for what its route does that is not supported there
-   (X.411 9.1, :meth:`mta.routing.Router.admit`), like every recipient of a looping
+   (X.411 9.1, :meth:`mta.intake.routing.Router.admit`), like every recipient of a looping
    message, gets a non-delivery outcome here and is never queued.
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from config.schema import MaxAge
-from mta.reports import Outcome, indicator_bits
-from mta.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
+from mta.intake.reports import Outcome, indicator_bits
+from mta.intake.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
 from p1.errors import DecodeError, EncodeError
 from p1.mts.envelope import (
     Message,
@@ -359,7 +359,7 @@ def precedence_of(
 
     The callers differ only in what they know of a subject: intake asks the queue, in the
     unit that stores the report; the service asks the messages taken in lately
-    (:mod:`mta.recent`), to schedule that unit before the store is read."""
+    (:mod:`mta.intake.recent`), to schedule that unit before the store is read."""
     if isinstance(envelope, MessageEnvelope):
         return envelope.precedence_in(site.table)
     if isinstance(envelope, Report):

@@ -3,8 +3,8 @@
 The local user agent (``x400``) and the operator's tool (``x400ctl``) talk to the daemon
 through this socket.  The kernel's record of who connected (``SO_PEERCRED``: pid, uid,
 gid; ``SO_PEERGROUPS``: the supplementary groups) is read once per connection into a
-:class:`mta.access.Caller` and handed to the handler with every request: with
-``[access]`` the handler authorises each request by it (:mod:`mta.access`) and the
+:class:`mta.operator.access.Caller` and handed to the handler with every request: with
+``[access]`` the handler authorises each request by it (:mod:`mta.operator.access`) and the
 socket is open to all (mode 0666); without, the socket's mode (0660, the daemon's user
 and group) alone decides who may.
 A connection carries one request after another, each answered before the next is read
@@ -16,7 +16,7 @@ it after the answer):
     response  one line of JSON, {"ok": true, ...} or {"ok": false, "error": "why"}, then,
               when it has "content_length": N, exactly N octets (a read message)
 
-Operations (answered by :class:`mta.operations.LocalApi`; with ``[access]``, submit,
+Operations (answered by :class:`mta.operator.operations.LocalApi`; with ``[access]``, submit,
 inbox, wait, read and delete are also a user's, on its own O/R names, the others only an
 operator's):
 
@@ -43,7 +43,7 @@ operator's):
               queue [as messages' recipients] (every state, until retention prunes it)
     config    -> settings [[key, value], ...] (passwords hidden)
     quarantine       -> entries [{id, peer, received_at, reason, size}]  (oldest first):
-                     transfers kept because they could not be taken in (mta.quarantine)
+                     transfers kept because they could not be taken in (mta.intake.quarantine)
     quarantine_read  id -> entry + content (the APDU's octets as received)
     quarantine_delete  ids [..] -> deleted
     inbox     user, unread_only? -> messages [{id, mts_identifier, kind, precedence, ...}],
@@ -84,7 +84,7 @@ caller had when it connected); where the kernel lacks it, from the group databas
 (``getgrouplist`` of the caller's account), which misses a group the process dropped or
 was given after login.
 
-The bytes are delimited by :mod:`mta.framing`, which the clients use too.
+The bytes are delimited by :mod:`p1.localapi`, which the clients use too.
 """
 
 from __future__ import annotations
@@ -102,10 +102,10 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
-from mta import framing
-from mta.access import Caller
-from mta.framing import MAX_LINE, MAX_PAYLOAD, JsonObject
-from mta.guard import LogLimiter
+from mta.inbound.guard import LogLimiter
+from mta.operator.access import Caller
+from p1 import localapi as framing
+from p1.localapi import MAX_LINE, MAX_PAYLOAD, JsonObject
 
 __all__ = [
     "MAX_LINE",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from mta.intake import Plan
+from mta.intake.plan import Plan
 from p1.mts.report import NonDeliveryReport, Report
 from store import Enqueued
 

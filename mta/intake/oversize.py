@@ -11,7 +11,7 @@ So the association reads such a transfer to its end keeping only its first
 ``max_message_size`` octets (:class:`p1.association.events.TransferTooLong`); since a
 message's envelope comes before its content (X.411 12.2.1.1), those octets say whom to
 report on.  The transfer is confirmed once the report is committed
-(:meth:`mta.units.Units.too_long_in`).  What cannot be reported on so, a report or a
+(:meth:`mta.intake.units.Units.too_long_in`).  What cannot be reported on so, a report or a
 probe over the limit (a report is never reported on; neither is long enough to
 matter) or a message whose envelope the kept octets do not hold, is refused as before:
 the association is aborted, with one WARNING line naming the size, the limit and the

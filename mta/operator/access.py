@@ -1,6 +1,6 @@
 """Who may do what on the daemon's local API, from the caller's credentials (``[access]``).
 
-The control socket (:mod:`mta.control`) reads each connection's credentials once
+The control socket (:mod:`mta.operator.control`) reads each connection's credentials once
 (``SO_PEERCRED``, unix(7): pid, uid, gid; the supplementary groups from
 ``SO_PEERGROUPS``) into a :class:`Caller`; the rules here say what that caller may do.
 They are pure functions of the caller, the policy and the request's names: no sockets,
