@@ -1,6 +1,7 @@
 """The daemon's life under a service manager: signals, readiness, watchdog, status.
 
-:func:`serve` starts a :class:`mta.service.Service`, serves until SIGTERM or SIGINT and
+:func:`serve` starts a daemon (:class:`mta.operator.views.Served`), serves until SIGTERM
+or SIGINT and
 stops it, telling systemd how it fares (sd_notify(3), :mod:`mta.systemd`):
 
 - ``READY=1`` once started (listeners bound, the control socket up), with a ``STATUS=``
@@ -35,13 +36,12 @@ from typing import TYPE_CHECKING, Final
 
 from mta.faults import store_fault
 from mta.instance import StateDirInUseError
+from mta.operator.views import Served
 from mta.systemd import Notifier, watchdog_interval
 from store import RecipientState, TransitQueue, transaction
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
-
-    from mta.service import Service
 
 __all__ = ["STATUS_INTERVAL", "serve"]
 
@@ -57,7 +57,7 @@ _STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
 
 async def serve(
-    service: Service,
+    service: Served,
     *,
     notifier: Notifier | None = None,
     reload: Callable[[], None] | None = None,
@@ -77,7 +77,7 @@ async def serve(
             loop.remove_signal_handler(signum)
 
 
-async def _start(service: Service) -> None:
+async def _start(service: Served) -> None:
     """Start ``service``; on failure stop what started, unless another daemon holds its
     state directory (then nothing was started, nothing is to be stopped)."""
     try:
@@ -89,7 +89,7 @@ async def _start(service: Service) -> None:
         raise
 
 
-async def _serve_started(service: Service, notifier: Notifier, stopping: asyncio.Event) -> None:
+async def _serve_started(service: Served, notifier: Notifier, stopping: asyncio.Event) -> None:
     """From readiness to the end of the stop."""
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -129,7 +129,7 @@ def _freeze_start_up() -> int:
 
 
 def _reloader(
-    service: Service, notifier: Notifier, reload: Callable[[], None] | None
+    service: Served, notifier: Notifier, reload: Callable[[], None] | None
 ) -> Callable[[], None]:
     """The SIGHUP handler (run by the event loop, not in the signal's context)."""
 
@@ -151,13 +151,13 @@ async def _keep_alive(notifier: Notifier, interval: float) -> None:
         await asyncio.sleep(interval)
 
 
-async def _refresh_status(service: Service, notifier: Notifier) -> None:
+async def _refresh_status(service: Served, notifier: Notifier) -> None:
     while True:
         await asyncio.sleep(STATUS_INTERVAL)
         notifier.status(await status_line(service))
 
 
-async def status_line(service: Service) -> str:
+async def status_line(service: Served) -> str:
     """``serving: 4 listeners, 1 peer, queue 12``: what ``systemctl status`` shows."""
     listeners = len(service.listening_ports)
     peers = len(service.config.peers)

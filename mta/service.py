@@ -1,21 +1,19 @@
-"""The MTA daemon: listeners, peer channels, local delivery, expiry and the local API.
+"""The MTA daemon's wiring: one configuration's parts, started, reconfigured and stopped.
 
-:class:`Service` wires one configuration's parts together and owns every task:
+:class:`Service` builds the parts and owns every task; it decides nothing about a message:
 
-- a marked listener per configured ``[[listeners]]`` entry (the DSCP is set before the
-  first accept), whose associations authenticate the peer in the MTA-bind (X.411
-  12.1.1) and confirm a transfer only once it is committed to the queue, or, when its
-  own octets keep it from being taken in, to the quarantine (:mod:`mta.intake.quarantine`),
-  or, over ``max_message_size``, once the non-delivery report on it is
-  (:mod:`mta.intake.oversize`);
-- a :class:`mta.outbound.channels.SlotRunner` per connection slot of every peer; when a peer is
-  seen to answer again (one of its slots binds, or it binds to us), every slot of its
-  channel stops waiting out its reconnection backoff;
-- the local deliverer, which moves local recipients into their mailboxes and queues the
-  delivery reports they asked for;
-- the expirer, which non-delivers recipients past their expiry time;
-- the local API (:mod:`mta.operator.control`) on ``control_socket``, whose ``wait`` requests
-  are woken by the deliveries committed to their user (:mod:`mta.delivery.watch`).
+- intake (:class:`mta.intake.intake.Intake`), the one way in for every message;
+- the inbound transport (:class:`mta.inbound.listeners.Listeners`), whose peers' transfers
+  go to intake;
+- the outbound transport: a :class:`mta.outbound.channels.SlotRunner` per connection slot
+  of every peer, each taking its work from the queue (:class:`mta.outbound.units
+  .TransferQueue`); when a peer is seen to answer again, every slot of its channel stops
+  waiting out its reconnection backoff;
+- delivery (:class:`mta.delivery.local.Delivery`): the local deliverer, the expirer and
+  the pruner, under the :class:`mta.supervisor.Supervisor`;
+- the operator's side: the local API (:mod:`mta.operator.control`), the Prometheus
+  endpoint (:mod:`mta.operator.scrape`), which see the service through the narrow
+  protocols of :mod:`mta.operator.views`.
 
 Start-up: lock the state directory (:mod:`mta.instance`: a second daemon on it stops
 there, having changed nothing), open the database, put back what a crash left in
@@ -29,13 +27,11 @@ Public API::
     Service(config, *, timeouts=None, settings=None, expiry_interval=5.0)
         await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
         .listening_ports -> list[int]
-        .notify(plan)  /  .peer_reachable(peer)   wake the slots that may have work
-        .claim_ahead(recipients, precedence)      an idle connection claims behind a submission
-        .delivered(outcome)      a local delivery was committed: log it, wake its watchers
-        .watch -> MailboxWatch   users waiting for their next delivery
-        .recent -> RecentPrecedences   the precedences of the messages taken in lately
-        .metrics -> Metrics      the counters, served by ``[metrics]`` (:mod:`mta.operator.scrape`)
-        .reconfigure(config, *, then=None)   a reload (:mod:`mta.operator.reload`)
+        .notify(plan=None, delivered=False)   wake the slots that may carry what was queued
+        .claim_ahead(recipients, precedence)  an idle connection claims behind a submission
+        .peer_reachable(peer)                 a peer answers: its slots try again now
+        .intake / .delivery / .watch / .metrics / .store / .runners / .parts
+        .reconfigure(config, *, then=None)    a reload (:mod:`mta.operator.reload`)
 """
 
 from __future__ import annotations
@@ -48,60 +44,39 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
 
-from sqlalchemy.orm import Session
-
-from config.schema import Listener, MtaConfig, Peer
-from mta import net
+from config.schema import MtaConfig, Peer
 from mta.database import Database
-from mta.delivery.retention import Pruning
+from mta.delivery.local import EXPIRY, EXPIRY_INTERVAL, LOCAL_DELIVERY, RETENTION, Delivery
+from mta.delivery.units import DeliveryUnits
 from mta.delivery.watch import MailboxWatch
 from mta.faults import StoreCondition, store_fault
 from mta.inbound.guard import Guard
+from mta.inbound.listeners import Listeners
 from mta.inbound.tolerance import ToleranceLog
 from mta.instance import StateLock
-from mta.intake.journal import log_intake, log_non_delivery
-from mta.intake.oversize import envelope_of, too_long_line
-from mta.intake.plan import IntakeError, MalformedApduError, Plan, Site, domain_of, precedence_of
-from mta.intake.quarantine import full_refusal
+from mta.intake.intake import Intake
+from mta.intake.plan import Plan, Site, domain_of
 from mta.intake.recent import RecentPrecedences
 from mta.intake.routing import PeerRoute, Router
-from mta.intake.units import LocalOutcome, Units
+from mta.intake.units import IntakeUnits
 from mta.lifecycle import serve
-from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
+from mta.link import Timeouts
 from mta.operator.control import SocketFile, serve_control
 from mta.operator.metrics import Metrics
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
 from mta.outbound.channels import ChannelContext, SlotRunner
-from mta.outbound.schedule import is_urgent
+from mta.outbound.units import OutboundUnits, TransferQueue
 from mta.supervisor import Supervisor
-from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
-from p1.association.mtabind import MTABindError, MTABindResult
-from p1.ber import Deviation
-from p1.errors import DecodeError
-from p1.mts.envelope import (
-    MessageEnvelope,
-    Probe,
-    Report,
-    long_tags_in_message_envelope,
-    peek_envelope,
-)
+from p1.association.connection import AssociationSettings
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
-from store import LOCAL_ROUTE, ApduKind, open_database, sweep_spool, warm_up
+from store import LOCAL_ROUTE, open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]
 
 log = logging.getLogger("aiox400.mta")
-
-_T = TypeVar("_T")
-
-_POLL = 1.0
-"""Seconds between looks at the local queue when nothing wakes the deliverer."""
-EXPIRY_INTERVAL = 5.0
-"""Seconds between expiry runs (by default)."""
 
 
 class Service:
@@ -133,29 +108,24 @@ class Service:
         self.frozen = 0
         """Objects of start-up left out of garbage collection (set once :meth:`run` started)."""
         self._db: Database | None = None
+        self._intake: Intake | None = None
+        self._delivery: Delivery | None = None
+        self._listeners: Listeners | None = None
         self._lock: StateLock | None = None
         self._socket: SocketFile | None = None
-        self._units: Units | None = None
-        self._servers: list[asyncio.Server] = []
+        self._control: asyncio.Server | None = None
         self._runners: dict[str, list[SlotRunner]] = {}
         self._leaving: dict[SlotRunner, None] = {}  # retired by a reload, not yet ended
         self._handover: asyncio.Task[None] | None = None
-        self._pruning: Pruning | None = None
         self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
-        self._inbound: set[asyncio.Task[Any]] = set()
-        self._local_wake = asyncio.Event()
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
-        self.recent = RecentPrecedences()
-        """The precedences of the messages taken in lately (a report's unit is scheduled
-        at its subject's)."""
-        self.store = StoreCondition()
-        """Whether the store takes work (a full disk, a database that does not answer)."""
-        self.tolerated = ToleranceLog()
-        """What peers sent outside the standard's form and was read anyway."""
         self.metrics = Metrics(process=True)
         """The counters and histograms; the Prometheus endpoint serves them when on."""
+        self.guard = Guard.for_config(config)
+        """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
+        self._intake_units = IntakeUnits(self.site, metrics=self.metrics)
         self._scrape: MetricsServer | None = None
 
     # --- parts -------------------------------------------------------------------------
@@ -167,10 +137,37 @@ class Service:
         return self._db
 
     @property
-    def units(self) -> Units:
-        """The store's units of work (after :meth:`start`)."""
-        assert self._units is not None, "the service is not started"
-        return self._units
+    def intake(self) -> Intake:
+        """The one way in (after :meth:`start`)."""
+        assert self._intake is not None, "the service is not started"
+        return self._intake
+
+    @property
+    def delivery(self) -> Delivery:
+        """Local delivery, expiry and retention (after :meth:`start`)."""
+        assert self._delivery is not None, "the service is not started"
+        return self._delivery
+
+    @property
+    def store(self) -> StoreCondition:
+        """Whether the store takes work (after :meth:`start`)."""
+        return self.intake.store
+
+    @property
+    def recent(self) -> RecentPrecedences:
+        """The precedences of the messages taken in lately."""
+        return self.intake.recent
+
+    @property
+    def tolerated(self) -> ToleranceLog:
+        """What peers sent outside the standard's form and was read anyway."""
+        return self.intake.tolerated
+
+    @property
+    def listeners(self) -> Listeners:
+        """The inbound transport (after :meth:`start`)."""
+        assert self._listeners is not None, "the service is not started"
+        return self._listeners
 
     @property
     def runners(self) -> list[SlotRunner]:
@@ -180,7 +177,7 @@ class Service:
     @property
     def listening_ports(self) -> list[int]:
         """The TCP ports P1 is served on (useful when configured as 0)."""
-        return [net.bound_port(server) for server in self._servers[1:]]
+        return [] if self._listeners is None else self._listeners.ports
 
     # --- life --------------------------------------------------------------------------
 
@@ -189,16 +186,33 @@ class Service:
         config = self.config
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
         engine = await asyncio.to_thread(open_database, config.database)
-        self._db = Database(engine)
-        self._units = Units(engine, self.site, owner=config.name, metrics=self.metrics)
-        recovered = await self.db.run(self.units.recover, datetime.now(UTC))
+        self._db = db = Database(engine)
+        self._intake = Intake(
+            db,
+            self._intake_units,
+            watch=self.watch,
+            wake=self.notify,
+            quarantine_bounds=lambda: self.config.quarantine,
+        )
+        self._queue = TransferQueue(
+            db, OutboundUnits(engine, self._intake_units, owner=config.name)
+        )
+        self._delivery = Delivery(
+            db,
+            DeliveryUnits(engine, self._intake_units, owner=config.name),
+            self._intake,
+            healthy=self.parts.healthy,
+            retention=config.retention,
+            expiry_interval=self.expiry_interval,
+        )
+        recovered = await db.run(self.delivery.units.recover, datetime.now(UTC))
         if recovered:
             log.info("put back %d recipient(s) left in flight", recovered)
-        swept = await self.db.run(sweep_spool, engine)
+        swept = await db.run(sweep_spool, engine)
         if swept:
             log.info("removed %d APDU file(s) that no committed message names", swept)
         slots = [slot.precedences for peer in config.peers for slot in peer.slots]
-        built = await self.db.run(warm_up, engine, slots, now=datetime.now(UTC))
+        built = await db.run(warm_up, engine, slots, now=datetime.now(UTC))
         log.debug("ran %d store statement(s) once before the first message", built)
         try:
             await self._start_parts()
@@ -215,42 +229,41 @@ class Service:
 
     async def _start_parts(self) -> None:
         limits = self.config.connection_limits
-        api = serve_control(
+        self._control = await serve_control(
             self.config.control_socket,
-            LocalApi(self),
+            LocalApi(self, self.intake, self.watch),
             max_connections=limits.max_api_connections,
             idle_timeout=limits.api_idle_timeout,
             max_payload=self.config.limits.max_message_size,
         )
-        self._servers.append(await api)
         self._socket = SocketFile.of(self.config.control_socket)
-        self.guard = Guard.for_config(self.config)
-        """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
-        for listener in self.config.listeners:
-            accept = functools.partial(self._accept, listener)
-            server = await net.start_marked_server(
-                accept,
-                listener.address,
-                listener.port,
-                dscp=listener.dscp,
-                congestion=self.config.tcp_congestion,
-            )
-            self._servers.append(server)
+        self._listeners = Listeners(
+            self.config,
+            self.intake,
+            guard=self.guard,
+            metrics=self.metrics,
+            reachable=self.peer_reachable,
+            settings=self.settings,
+            timeouts=self.timeouts,
+        )
+        await self._listeners.start()
         context = self._channel_context(self.config, self.timeouts, self.settings)
         for peer in self.config.peers:
             self._runners[peer.name] = self._channel(context, peer)
         for runner in self.runners:
             runner.start()
-        self.parts.start(_LOCAL_DELIVERY, self._deliver_forever)
-        self.parts.start(_EXPIRY, self._expire_forever)
-        self.parts.start(_RETENTION, self._prune_forever)
+        self.parts.start(LOCAL_DELIVERY, self.delivery.deliver_forever)
+        self.parts.start(EXPIRY, self.delivery.expire_forever)
+        self.parts.start(RETENTION, self.delivery.prune_forever)
         self._scrape = await MetricsServer.start(self)
 
     async def stop(self) -> None:
         """Stop everything and wait for it; what was in flight is put back."""
         self.watch.close()  # (user agents waiting for mail are told at once)
-        for server in self._servers:
-            server.close()
+        if self._control is not None:
+            self._control.close()
+        if self._listeners is not None:
+            self._listeners.close()
         if self._scrape is not None:
             await self._scrape.close()
         if self._handover is not None:
@@ -260,19 +273,15 @@ class Service:
         for runner in [*self.runners, *self._leaving]:
             await runner.stop()
         await self.parts.stop()
-        tasks = [*self._inbound]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for server in self._servers:
-            await server.wait_closed()
-        self._servers.clear()
+        if self._listeners is not None:
+            await self._listeners.stop()
+        if self._control is not None:
+            await self._control.wait_closed()
+            self._control = None
         if self._db is not None:
             # Units queued by the tasks just stopped are committed first, then put back.
             await self.db.batch(_nothing, durable=False)
-            await self.db.run(self.units.recover, datetime.now(UTC))
+            await self.db.run(self.delivery.units.recover, datetime.now(UTC))
             self.db.close()
             self._db = None
         if self._socket is not None:
@@ -293,7 +302,11 @@ class Service:
         self, config: MtaConfig, timeouts: Timeouts, settings: AssociationSettings
     ) -> ChannelContext:
         return ChannelContext(
-            db=self.db, units=self.units, config=config, timeouts=timeouts, settings=settings
+            queue=self._queue,
+            metrics=self.metrics,
+            config=config,
+            timeouts=timeouts,
+            settings=settings,
         )
 
     def _channel(
@@ -343,9 +356,11 @@ class Service:
         self.guard.reconfigure(config)
         # From here on nothing fails: the parts are swapped with no await in between.
         self.config, self.settings, self.timeouts, self.site = config, settings, timeouts, site
-        self.units.site = site
-        if self._pruning is not None:
-            self._pruning.retention = config.retention
+        self._intake_units.site = site
+        if self._listeners is not None:
+            self._listeners.reconfigure(config, settings, timeouts)
+        if self._delivery is not None:
+            self._delivery.retention = config.retention
         leaving = [r for r in self.runners if r not in kept]
         fresh = [r for rs in runners.values() for r in rs if r not in kept]
         for peer in config.peers:
@@ -386,25 +401,19 @@ class Service:
 
     # --- wake-ups ----------------------------------------------------------------------
 
-    def notify(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
-        """Something was queued: note a message's precedence (:attr:`recent`, for its
-        reports), and wake whoever serves its routes at its precedence (everyone if
-        unsure).
-
-        ``delivered``: the plan's local recipients were delivered as it was taken in, so
-        the local deliverer has nothing to do for it.
-        """
+    def notify(self, plan: Plan | None = None, delivered: bool = False) -> None:
+        """Something was queued: wake whoever serves its routes at its precedence
+        (everyone if unsure).  ``delivered``: the plan's local recipients were delivered
+        as it was taken in, so the local deliverer has nothing to do for it."""
         message = plan.message if plan is not None else None
-        if message is not None and message.kind is not ApduKind.REPORT:
-            self.recent.note(message.mts_identifier, message.precedence)
         precedence = message.precedence if message is not None else None
         routes = {r.route for r in message.recipients} if message is not None else None
         if routes is None or plan is None or plan.rejected:
             routes, precedence = {LOCAL_ROUTE, *self._runners}, None
-        elif delivered is not None:
+        elif delivered:
             routes.discard(LOCAL_ROUTE)
-        if LOCAL_ROUTE in routes:
-            self._local_wake.set()
+        if LOCAL_ROUTE in routes and self._delivery is not None:
+            self._delivery.wake()
         for route in routes:
             for runner in self._runners.get(route, ()):
                 if precedence is None or runner.admits(precedence):
@@ -430,235 +439,12 @@ class Service:
         for runner in self._runners.get(peer, ()):
             runner.peer_reachable()
 
-    # --- inbound -----------------------------------------------------------------------
-
-    async def _accept(
-        self,
-        listener: Listener,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-
-        def close() -> None:
-            writer.transport.abort()
-            task.cancel()
-
-        ticket = self.guard.admit(writer.get_extra_info("peername"), close)
-        if ticket is None:  # over a limit: closed before anything is read
-            writer.transport.abort()
-            return
-        self._inbound.add(task)
-        try:
-            # Cancelled by stop(), or when the guard gives this unbound connection's place
-            # to another: end quietly, as Python 3.11's streams would report a cancelled
-            # connection handler to the loop's exception handler as an error.
-            with contextlib.suppress(asyncio.CancelledError):
-                await serve_link(
-                    reader,
-                    writer,
-                    _Inbound(self),
-                    settings=listener_settings(self.settings, listener),
-                    timeouts=self.timeouts,
-                    ticket=ticket,
-                )
-        finally:
-            ticket.release()
-            self._inbound.discard(task)
-
-    async def receive(self, apdu: bytes, peer: str) -> None:
-        """Take a transfer from ``peer``; return once committed (then it is confirmed).
-
-        An APDU whose own octets keep it from being taken in is committed to the
-        quarantine instead, with the non-delivery report its envelope allows, unless the
-        quarantine is full; a store fault refuses it as temporary.
-        """
-        now = datetime.now(UTC)
-        envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
-        precedence = precedence_of(envelope, self.site, self.recent.of)
-        unit = functools.partial(
-            self.units.receive_and_deliver_in,
-            apdu=apdu,
-            now=now,
-            origin_peer=peer,
-            envelope=envelope,
-        )
-        try:
-            plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
-        except MalformedApduError as error:
-            await self._quarantine(apdu, peer, str(error), now)
-            self.metrics.received(peer, precedence, len(apdu), outcome="quarantined")
-            return
-        except IntakeError as error:
-            raise TransferRefusedError(str(error)) from error
-        if envelope is not None:
-            self._tolerated(apdu, envelope, peer)
-        if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
-            self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
-        log_intake("received", plan, result, f"from {peer}")
-        self.metrics.received(peer, precedence, len(apdu))
-        if isinstance(envelope, Report) and result is not None and result.queued:
-            log_non_delivery(envelope, peer)
-        self.delivered(delivered)
-        self.notify(plan, delivered=delivered)
-
-    async def receive_too_long(self, event: TransferTooLong, peer: str) -> None:
-        """Take a transfer from ``peer`` over ``max_message_size``; return once the
-        non-delivery report on its message is committed (then it is confirmed).
-        TransferRefusedError (the association is aborted) when it is not a message whose
-        envelope its first octets hold (:func:`mta.intake.oversize.envelope_of`)."""
-        envelope = envelope_of(event)
-        unit = functools.partial(
-            self.units.too_long_in, subject=envelope, peer=peer, now=datetime.now(UTC)
-        )
-        urgent = is_urgent(precedence_of(envelope, self.site))
-        reported, report = await self._commit(unit, urgent=urgent)
-        log.warning(too_long_line(envelope, event, peer, report))
-        if reported:
-            self.notify()
-
-    def _tolerated(
-        self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
-    ) -> None:
-        """Log what the envelope of an APDU taken in held outside the standard's form."""
-        deviations = (*envelope.deviations, *_long_tags(apdu, envelope))
-        if deviations:
-            self.tolerated.received(peer, envelope.mts_identifier.text, deviations)
-
-    async def _commit(self, unit: Callable[[Session], _T], *, urgent: bool = False) -> _T:
-        """``unit``, group-committed; a store fault refuses the transfer as temporary."""
-        try:
-            result = await self.db.batch(unit, urgent=urgent)
-        except Exception as error:
-            fault = store_fault(error)
-            if fault is None:
-                raise
-            self.store.failed(fault)
-            raise TransferRefusedError(f"cannot store: {fault}", temporary=True) from error
-        self.store.succeeded()
-        return result
-
-    async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
-        """Keep ``apdu`` in the quarantine, with the non-delivery report its envelope
-        allows, or refuse it when the quarantine is full."""
-        bounds = self.config.quarantine
-        unit = functools.partial(
-            self.units.quarantine_in, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds
-        )
-        kept = await self._commit(unit)
-        if kept.entry_id is None:
-            raise TransferRefusedError(full_refusal(kept, len(apdu), reason, bounds))
-        log.warning(
-            "%s: transfer of %d octets kept in quarantine as #%d, not delivered: %s; %s",
-            peer,
-            len(apdu),
-            kept.entry_id,
-            reason,
-            kept.report,
-        )
-        if kept.reported:
-            self.notify()
-
-    def delivered(self, outcome: LocalOutcome | None) -> None:
-        """Log a local delivery; send on the delivery report it queued."""
-        if outcome is None:
-            return
-        self.watch.stored(outcome.users, datetime.now(UTC))
-        log.info(
-            "delivered %s %s (%s) to %s%s",
-            outcome.kind.value,
-            outcome.mts_identifier,
-            outcome.precedence.label,
-            ", ".join(outcome.users),
-            "; delivery report queued" if outcome.reported else "",
-        )
-        if outcome.reported:
-            self.notify()
-
     def _part_fault(self, error: Exception) -> str | None:
         """Why a long-lived part failed, when the store is the cause (then reported)."""
         fault = store_fault(error)
-        if fault is not None:
-            self.store.failed(fault, refused=False)
+        if fault is not None and self._intake is not None:
+            self._intake.store.failed(fault, refused=False)
         return fault
-
-    # --- local delivery and expiry -----------------------------------------------------
-
-    async def _deliver_forever(self) -> None:
-        while True:
-            self._local_wake.clear()
-            # Group-committed: deliveries share the disk flush of the transfers received.
-            unit = functools.partial(self.units.deliver_local_in, now=datetime.now(UTC))
-            outcomes = await self.db.batch(unit)
-            self.parts.healthy(_LOCAL_DELIVERY)
-            for outcome in outcomes:
-                self.delivered(outcome)
-            if outcomes:
-                self.store.succeeded()
-                continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(_POLL):
-                    await self._local_wake.wait()
-
-    async def _expire_forever(self) -> None:
-        while True:
-            expired = await self.db.run(self.units.expire, datetime.now(UTC))
-            self.parts.healthy(_EXPIRY)
-            if expired:
-                log.warning("expired %d recipient(s): non-delivery reports queued", expired)
-                self.notify()
-            await asyncio.sleep(self.expiry_interval)
-
-    async def _prune_forever(self) -> None:
-        self._pruning = pruning = Pruning(self.db, self.config.retention)
-        await pruning.forever(functools.partial(self.parts.healthy, _RETENTION))
-
-
-_LOCAL_DELIVERY = "local delivery"
-_EXPIRY = "expiry"
-_RETENTION = "retention"
-
-
-class _Inbound(Responder):
-    """One inbound association: who the peer is, and where its transfers go."""
-
-    def __init__(self, service: Service) -> None:
-        self.service = service
-        self.peer: Peer | None = None
-
-    async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
-        argument = event.argument
-        peer = _peer_named(self.service.config, argument.initiator_name)
-        notes = self.service.guard.warnings  # (anyone can make these lines: rate-limited)
-        if peer is None:
-            notes.warning(
-                log, "unknown MTA", "bind refused: unknown MTA %r", argument.initiator_name
-            )
-            self.service.metrics.bind_refused("", "in", "unknown-mta")
-            return MTABindError.AUTHENTICATION_ERROR
-        expected = peer.their_credentials.password
-        if expected is not None and not expected.matches(argument.password or ""):
-            notes.warning(
-                log, f"password {peer.name}", "bind refused: wrong password from %s", peer.name
-            )
-            self.service.metrics.bind_refused(peer.name, "in", "wrong-password")
-            return MTABindError.AUTHENTICATION_ERROR
-        self.peer = peer
-        self.service.peer_reachable(peer.name)
-        ours = peer.our_credentials
-        password = ours.password or self.service.config.password
-        return MTABindResult(
-            responder_name=ours.name, password=password.reveal() if password else ""
-        )
-
-    async def on_transfer(self, apdu: bytes) -> None:
-        assert self.peer is not None, "transfers come only after an accepted bind"
-        await self.service.receive(apdu, self.peer.name)
-
-    async def on_transfer_too_long(self, event: TransferTooLong) -> None:
-        assert self.peer is not None, "transfers come only after an accepted bind"
-        await self.service.receive_too_long(event, self.peer.name)
 
 
 def _hand_over_ended(task: asyncio.Task[None]) -> None:
@@ -667,42 +453,5 @@ def _hand_over_ended(task: asyncio.Task[None]) -> None:
         log.error("reload: the hand-over of the channels failed", exc_info=task.exception())
 
 
-def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:
-    """A message envelope's long-form tags, which its decoder does not look for."""
-    if not isinstance(envelope, MessageEnvelope):
-        return ()
-    try:
-        return long_tags_in_message_envelope(apdu)
-    except DecodeError:  # (it decoded to be taken in: not expected)
-        return ()
-
-
-def _peek(apdu: bytes) -> MessageEnvelope | Probe | Report | None:
-    """The APDU's envelope, or None if it does not decode (the unit then refuses it)."""
-    try:
-        return peek_envelope(apdu)
-    except DecodeError:
-        return None
-
-
 def _nothing(session: object) -> None:
     """A unit that does nothing: awaited, everything queued before it is committed."""
-
-
-def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:
-    if name is None:
-        return None
-    return next((p for p in config.peers if p.their_credentials.name == name), None)
-
-
-def listener_settings(base: AssociationSettings, listener: Listener) -> AssociationSettings:
-    """``base`` serving only the called selectors ``listener`` accepts: a CR for another
-    TSEL is refused with DR "address unknown" (X.224 13.3.4 a), a CN for another SSEL
-    with RF "session selector unknown" (X.225), a CP for another PSEL with CPR
-    called-presentation-address-unknown (X.226)."""
-    return dataclasses.replace(
-        base,
-        served_tsaps=listener.tsels,
-        served_ssaps=listener.ssels,
-        served_psaps=listener.psels,
-    )

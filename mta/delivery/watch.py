@@ -1,7 +1,7 @@
 """Users waiting for their next delivery: the local API's ``wait`` (``x400 inbox --follow``).
 
 A local delivery is committed first; only then does the service tell the watch
-(:meth:`mta.service.Service.delivered`), so that a user agent woken here finds its new
+(:meth:`mta.intake.intake.Intake.delivered`), so that a user agent woken here finds its new
 entries in the message store.  A waiter registers before it reads the store, so a
 delivery committed between its read and its wait still wakes it.
 

@@ -1,53 +1,36 @@
-"""The daemon's units of work on the store: each one transaction, committed before it returns.
+"""Intake's units of work on the store, run in the database thread (X.411 14, 12.2.1.3).
 
-These are synchronous functions the daemon runs in its database thread
-(:class:`mta.database.Database`).  Those named ``*_in`` run in the caller's transaction, so
-that the database thread can commit several units at once (group commit); the others
-open their own.  Each leaves the store consistent on its own: what it
-returns has been committed, so the caller may then acknowledge (a transfer, a
-submission) or act (send, report), and a crash at any point loses nothing:
+Each unit runs in the caller's transaction (the database thread commits several at once,
+:class:`mta.database.Database`); what it returns has been committed once the unit's batch
+is, so the caller may then acknowledge (a transfer, a submission) and a crash at any point
+loses nothing:
 
-- :meth:`Units.receive_and_deliver_in` / :meth:`Units.submit_in`: take a transfer or a
-  submission in: queue what intake planned, deliver its local recipients, and queue the
-  non-delivery reports on the recipients it rejected (nothing acknowledged is lost);
-- :meth:`Units.quarantine_in`: keep a transfer that cannot be taken in, with the
+- :meth:`IntakeUnits.receive_and_deliver_in` / :meth:`IntakeUnits.submit_in`: take a
+  transfer or a submission in: queue what intake planned, deliver its local recipients
+  at once, and queue the non-delivery reports on the recipients it rejected;
+- :meth:`IntakeUnits.quarantine_in`: keep a transfer that cannot be taken in, with the
   non-delivery report its envelope still allows (:mod:`mta.intake.quarantine`);
-- :meth:`Units.too_long_in`: a transfer over ``max_message_size``: its message is
+- :meth:`IntakeUnits.too_long_in`: a transfer over ``max_message_size``: its message is
   non-delivered (content-too-long) from its envelope alone, with the report;
-- :meth:`Units.claim_in` / :meth:`Units.transferred_in` / :meth:`Units.put_back`:
-  transfers to a peer (claimed in flight, a few at a time, then transferred, or pending
-  again for a later attempt); :meth:`Units.non_deliver`: a claimed message the peer can
-  never take (it cannot be down-graded for a 1984 MTA), failed with its report;
-- :meth:`Units.deliver_local_in`: local recipients left pending (a probe, a report that
-  did not decode) into their mailboxes, with the delivery reports they asked for;
-- :meth:`Units.expire`: recipients past their expiry time, with non-delivery reports.
+- :meth:`IntakeUnits.report` / :meth:`IntakeUnits.delivery_report`: the reports this MTA
+  originates, whoever decides on them (intake, the outbound side, local delivery,
+  expiry), enter the queue here and nowhere else.
 
 Durability: what this MTA acknowledges (a submission, a transfer received) is flushed to
-disk before the acknowledgement, and so is a local delivery (a user may have read it);
-claims, transfers marked done, defers and expiries are not flushed on their own
-(:func:`store.db.transaction` ``durable=False``): a crash of the process keeps them, a
-power cut may undo them, and undone they are simply redone (a message sent again is
-dropped by the peer as a duplicate).
+disk before the acknowledgement, and so is a local delivery (a user may have read it).
 
 Public API::
 
-    Units(engine, site, *, owner, metrics=None)      .metrics: the daemon's counters
+    IntakeUnits(site, *, metrics=None)        .site is replaced on reload
         .receive_and_deliver_in(session, *, apdu, now, origin_peer, envelope=None)
                     -> (Plan, Enqueued | None, LocalOutcome | None)
         .submit_in(session, *, request, now)
                     -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
         .quarantine_in(session, *, apdu, peer, reason, now, bounds) -> Kept
         .too_long_in(session, *, subject, peer, now) -> (reported, what became of it)
-        .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
-                    -> tuple[QueueEntry, ...]
-        .transferred_in(session, *, entries, peer, now)
-        .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
-        .backlog(peer, precedences, now) -> int
-        .put_back(*, transferred, failed, error, next_attempt_at, now, peer, unsent)
-        .non_deliver(entry, report, *, why, now, peer, transferred) -> bool
-        .expire(now) -> int
-        .recover(now) -> int
-    transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
+        .report(session, subject, outcomes, arrival, now, journal) -> bool
+        .delivery_report(session, recipients, subject, arrival, now, journal) -> bool
+    subject_of(entry) / outcome_for(recipient, subject, report) / delivered_records(...)
 """
 
 from __future__ import annotations
@@ -55,11 +38,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
@@ -74,12 +56,9 @@ from p1.mts.envelope import (
     MessageEnvelope,
     MTSIdentifier,
     Probe,
-    RecipientField,
     Report,
-    encode_mts_apdu,
     message_content,
     peek_envelope,
-    replace_message_envelope,
 )
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
@@ -101,13 +80,19 @@ from store import (
     QueueEntry,
     QueueRecipient,
     TransitQueue,
-    transaction,
 )
 from store.audit import AuditRecord
-from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu, index_message
+from store.mailbox import MailboxIndex, index_apdu, index_message
 from store.queue import NewMessage, NewRecipient
 
-__all__ = ["LocalOutcome", "Units", "transfer_apdu"]
+__all__ = [
+    "CONTENT_TOO_LONG",
+    "IntakeUnits",
+    "LocalOutcome",
+    "delivered_records",
+    "outcome_for",
+    "subject_of",
+]
 
 log = logging.getLogger("aiox400.queue")
 
@@ -137,20 +122,11 @@ class LocalOutcome:
     log: :class:`mta.inbound.tolerance.ToleranceLog`)."""
 
 
-class Units:
-    """Units of work on one store, for one MTA (see the module docstring)."""
+class IntakeUnits:
+    """Intake's units of work, for one MTA (see the module docstring)."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        site: Site,
-        *,
-        owner: str | None = None,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.engine = engine
+    def __init__(self, site: Site, *, metrics: Metrics | None = None) -> None:
         self.site = site
-        self.owner = owner
         self.metrics = metrics or Metrics()
 
     def new_identifier(self) -> MTSIdentifier:
@@ -190,10 +166,10 @@ class Units:
         for plan in plans:
             if plan.rejected and plan.subject is not None:
                 _log_rejected(plan.subject, plan.rejected, plan.why)
-                self._report(session, plan.subject, plan.rejected, plan.arrival, now, journal)
+                self.report(session, plan.subject, plan.rejected, plan.arrival, now, journal)
         return results
 
-    def _report(
+    def report(
         self,
         session: Session,
         subject: MessageEnvelope | Probe,
@@ -326,10 +302,10 @@ class Units:
         MessageStore(session).deliver_many(
             [Delivery(user=u, apdu=message.apdu, index=indexes[u]) for u in users], now
         )
-        reported = message.kind is ApduKind.MESSAGE and self._delivery_report(
+        reported = message.kind is ApduKind.MESSAGE and self.delivery_report(
             session, local, lambda: plan.subject, plan.arrival, now, journal
         )
-        journal += _delivered_records(message.mts_identifier, users, now)
+        journal += delivered_records(message.mts_identifier, users, now)
         return LocalOutcome(
             mts_identifier=message.mts_identifier,
             kind=message.kind,
@@ -441,179 +417,13 @@ class Units:
         if not outcomes:
             return False, "no report: a copy received again, reported on when first received"
         _log_rejected(subject, outcomes, why)
-        if self._report(session, subject, outcomes, now, now, journal):
+        if self.report(session, subject, outcomes, now, now, journal):
             return True, "non-delivery report queued"
         if any(wants_report(o.indicators, o.report) for o in outcomes):
             return False, "no report: no route to the originator"
         return False, "no report: none asked for"
 
-    # --- transfer to peers -------------------------------------------------------------
-
-    def claim_in(
-        self,
-        session: Session,
-        *,
-        peer: str,
-        precedences: Collection[Precedence],
-        now: datetime,
-        limit: int = 1,
-        transferred: Sequence[QueueEntry] = (),
-        max_octets: int | None = None,
-    ) -> tuple[QueueEntry, ...]:
-        """Claim up to ``limit`` messages for ``peer`` at these precedences (most urgent,
-        oldest first), first marking ``transferred`` as :meth:`transferred_in` does: a
-        connection's next claim commits with its last confirmations (one transaction per
-        claim instead of one per message).
-        ``max_octets``: see :meth:`store.queue.TransitQueue.claim_next`."""
-        if transferred:
-            self.transferred_in(session, entries=transferred, peer=peer, now=now)
-        return TransitQueue(session).claim_next(
-            peer, precedences, now, limit=limit, owner=self.owner, max_octets=max_octets
-        )
-
-    def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
-        """Messages due for ``peer`` at these precedences."""
-        with transaction(self.engine, read_only=True) as session:
-            return TransitQueue(session).backlog(peer, precedences, now)
-
-    def transferred_in(
-        self, session: Session, *, entries: Sequence[QueueEntry], peer: str, now: datetime
-    ) -> None:
-        """The peer confirmed the transfer of ``entries``: it is responsible now."""
-        TransitQueue(session).mark_transferred(
-            [i for entry in entries for i in entry.recipient_ids], now
-        )
-        AuditLog(session).record_many(
-            AuditRecord(
-                at=now,
-                event=AuditEvent.TRANSFERRED,
-                mts_identifier=entry.mts_identifier,
-                peer=peer,
-                detail=f"{len(entry.recipients)} recipient(s)",
-            )
-            for entry in entries
-        )
-
-    def put_back(
-        self,
-        *,
-        transferred: Sequence[QueueEntry],
-        failed: QueueEntry | None,
-        error: str,
-        next_attempt_at: datetime | None,
-        now: datetime,
-        peer: str = "",
-        unsent: Sequence[QueueEntry] = (),
-    ) -> None:
-        """A connection failed while transferring ``failed``: mark what the peer confirmed
-        before, defer ``failed`` until ``next_attempt_at`` (None: retry it at once, its
-        attempt not counted, :meth:`store.queue.TransitQueue.retry_at_once`), and make
-        ``unsent`` (claimed with it, never attempted) pending again at once.  ``failed``
-        None: the connection failed before any of its claim was attempted."""
-        with transaction(self.engine, durable=False) as session:
-            if transferred:
-                self.transferred_in(session, entries=transferred, peer=peer, now=now)
-            queue = TransitQueue(session)
-            if failed is not None:
-                self._defer(queue, failed, error, next_attempt_at, now)
-                AuditLog(session).record(
-                    AuditEvent.DEFERRED, now, mts_identifier=failed.mts_identifier, detail=error
-                )
-            queue.unclaim([i for entry in unsent for i in entry.recipient_ids], now)
-
-    def non_deliver(
-        self,
-        entry: QueueEntry,
-        report: NonDeliveryReport | None,
-        *,
-        why: str,
-        now: datetime,
-        peer: str,
-        transferred: Sequence[QueueEntry] = (),
-    ) -> bool:
-        """The claimed ``entry`` can never be transferred to ``peer`` (it cannot be
-        down-graded for a 1984 MTA, say): its recipients fail with ``report``, reported
-        to the originator when asked (None, and for a report: no report), in the same
-        transaction that marks ``transferred`` (confirmed before it) done.  Whether a
-        report was queued."""
-        with transaction(self.engine, durable=False) as session:
-            if transferred:
-                self.transferred_in(session, entries=transferred, peer=peer, now=now)
-            TransitQueue(session).fail(entry.recipient_ids, error=why, now=now)
-            journal: list[AuditRecord] = []
-            subject = _subject(entry)
-            queued = False
-            if subject is not None and report is not None:
-                outcomes = [_outcome(r, subject, report) for r in entry.recipients]
-                queued = self._report(session, subject, outcomes, entry.arrival_time, now, journal)
-            else:
-                journal.append(
-                    AuditRecord(
-                        at=now,
-                        event=AuditEvent.FAILED,
-                        mts_identifier=entry.mts_identifier,
-                        peer=peer,
-                        detail=why,
-                    )
-                )
-            AuditLog(session).record_many(journal)
-        return queued
-
-    @staticmethod
-    def _defer(
-        queue: TransitQueue,
-        failed: QueueEntry,
-        error: str,
-        next_attempt_at: datetime | None,
-        now: datetime,
-    ) -> None:
-        ids = failed.recipient_ids
-        if next_attempt_at is None:
-            queue.retry_at_once(ids, error=error, now=now)
-        else:
-            queue.defer(ids, next_attempt_at=next_attempt_at, error=error, now=now)
-
-    # --- local delivery ----------------------------------------------------------------
-
-    def deliver_local_in(
-        self, session: Session, *, now: datetime, limit: int = 50
-    ) -> list[LocalOutcome]:
-        """Deliver up to ``limit`` local APDUs left pending, with their delivery reports."""
-        queue = TransitQueue(session)
-        entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
-        journal: list[AuditRecord] = []
-        outcomes = [self._deliver(session, entry, now, journal) for entry in entries]
-        AuditLog(session).record_many(journal)
-        return outcomes
-
-    def _deliver(
-        self, session: Session, entry: QueueEntry, now: datetime, journal: list[AuditRecord]
-    ) -> LocalOutcome:
-        users = tuple(r.recipient for r in entry.recipients)
-        reported = False
-        if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
-            MessageStore(session).deliver_many(
-                [
-                    Delivery(user=user, apdu=entry.apdu, index=_mailbox_index(entry, user))
-                    for user in users
-                ],
-                now,
-            )
-        if entry.kind is not ApduKind.REPORT:
-            reported = self._delivery_report(
-                session, entry.recipients, lambda: _subject(entry), entry.arrival_time, now, journal
-            )
-        TransitQueue(session).mark_delivered(entry.recipient_ids, now)
-        journal += _delivered_records(entry.mts_identifier, users, now)
-        return LocalOutcome(
-            mts_identifier=entry.mts_identifier,
-            kind=entry.kind,
-            precedence=entry.precedence,
-            users=users,
-            reported=reported,
-        )
-
-    def _delivery_report(
+    def delivery_report(
         self,
         session: Session,
         recipients: Sequence[QueueRecipient | NewRecipient],
@@ -631,94 +441,11 @@ class Units:
         envelope = subject()
         if envelope is None:
             return False
-        outcomes = [_outcome(r, envelope, delivered) for r in recipients]
-        return self._report(session, envelope, outcomes, arrival, now, journal)
-
-    # --- expiry and restart ------------------------------------------------------------
-
-    def expire(self, now: datetime) -> int:
-        """Non-deliver recipients past their expiry time; how many."""
-        expired_report = NonDeliveryReport(
-            reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
-            diagnostic_code=NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED,
-        )
-        with transaction(self.engine, durable=False) as session:
-            entries = TransitQueue(session).expire_due(now)
-            journal: list[AuditRecord] = []
-            for entry in entries:
-                subject = _subject(entry)
-                if subject is not None:
-                    outcomes = [_outcome(r, subject, expired_report) for r in entry.recipients]
-                    self._report(session, subject, outcomes, entry.arrival_time, now, journal)
-                journal.append(
-                    AuditRecord(
-                        at=now,
-                        event=AuditEvent.EXPIRED,
-                        mts_identifier=entry.mts_identifier,
-                        detail=", ".join(r.recipient for r in entry.recipients),
-                    )
-                )
-            AuditLog(session).record_many(journal)
-        return sum(len(entry.recipients) for entry in entries)
-
-    def recover(self, now: datetime) -> int:
-        """At start: recipients left in flight by a crash are pending again."""
-        with transaction(self.engine, durable=False) as session:
-            count = TransitQueue(session).recover_in_flight(now, owner=self.owner)
-            if count:
-                AuditLog(session).record(
-                    AuditEvent.RECOVERED, now, detail=f"{count} recipient(s) in flight"
-                )
-        return count
+        outcomes = [outcome_for(r, envelope, delivered) for r in recipients]
+        return self.report(session, envelope, outcomes, arrival, now, journal)
 
 
-# --- helpers ---------------------------------------------------------------------------
-
-
-def transfer_apdu(entry: QueueEntry) -> bytes:
-    """The APDU to transfer for a claimed ``entry``: this hop's peer becomes responsible
-    for the claimed recipients only (X.411 12.2.1.1.1.3 responsibility bit).
-
-    The envelope is rewritten only when a bit must change; the content stays as received.
-    It is not even decoded when the entry claims every recipient of an envelope whose bits
-    are all set (:attr:`store.QueueEntry.envelope_recipients`), as for a message taken in
-    for one peer only.
-    """
-    if entry.kind is ApduKind.REPORT or _whole(entry):
-        return entry.apdu
-    envelope = peek_envelope(entry.apdu)
-    assert isinstance(envelope, MessageEnvelope | Probe)
-    claimed = {r.recipient_number for r in entry.recipients}
-    recipients = tuple(
-        _responsible(r, r.originally_specified_recipient_number in claimed)
-        for r in envelope.recipients
-    )
-    if recipients == envelope.recipients:
-        return entry.apdu
-    if isinstance(envelope, MessageEnvelope):
-        return replace_message_envelope(
-            entry.apdu, dataclasses.replace(envelope, recipients=recipients)
-        )
-    return encode_mts_apdu(dataclasses.replace(envelope, recipients=recipients))
-
-
-def _whole(entry: QueueEntry) -> bool:
-    """Whether ``entry`` claims every recipient its envelope names, each bit already set."""
-    numbers = {r.recipient_number for r in entry.recipients if r.recipient_number is not None}
-    return entry.envelope_recipients is not None and len(numbers) == entry.envelope_recipients
-
-
-def _responsible(recipient: RecipientField, responsible: bool) -> RecipientField:
-    indicators = recipient.per_recipient_indicators
-    if indicators.responsibility == responsible:
-        return recipient
-    return dataclasses.replace(
-        recipient,
-        per_recipient_indicators=dataclasses.replace(indicators, responsibility=responsible),
-    )
-
-
-def _subject(entry: QueueEntry) -> MessageEnvelope | Probe | None:
+def subject_of(entry: QueueEntry) -> MessageEnvelope | Probe | None:
     """The envelope of a queued message or probe (None for a report: no report on one)."""
     if entry.kind is ApduKind.REPORT:
         return None
@@ -730,7 +457,7 @@ def _subject(entry: QueueEntry) -> MessageEnvelope | Probe | None:
     return envelope if isinstance(envelope, MessageEnvelope | Probe) else None
 
 
-def _outcome(
+def outcome_for(
     recipient: QueueRecipient | NewRecipient,
     subject: MessageEnvelope | Probe,
     report: DeliveryReport | NonDeliveryReport,
@@ -750,25 +477,6 @@ def _outcome(
         number=recipient.recipient_number or 1,
         indicators=indicators_from(recipient.report_request),
         report=report,
-    )
-
-
-def _mailbox_index(entry: QueueEntry, user: str) -> MailboxIndex:
-    """What ``user``'s listing shows of the queued ``entry``.  An APDU that was accepted
-    is delivered whatever its content holds: when it cannot be indexed, it is stored as
-    received and listed with :data:`UNDECODABLE` as its subject."""
-    try:
-        return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
-    except DecodeError as error:
-        log.warning("%s: %s for %s: %s", entry.mts_identifier, UNDECODABLE, user, error)
-    except Exception:  # a fault of ours: the user still gets the message
-        log.exception("%s: %s for %s", entry.mts_identifier, UNDECODABLE, user)
-    return MailboxIndex(
-        mts_identifier=entry.mts_identifier,
-        kind=entry.kind,
-        precedence=entry.precedence,
-        subject=UNDECODABLE,
-        originator=None,
     )
 
 
@@ -806,7 +514,7 @@ def _indexes(
     return None
 
 
-def _delivered_records(
+def delivered_records(
     mts_identifier: str, users: Sequence[str], now: datetime
 ) -> list[AuditRecord]:
     return [

@@ -29,15 +29,14 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Engine
 
 from config.view import effective_settings
-from mta.delivery.watch import WatchClosedError
+from mta.delivery.watch import MailboxWatch, WatchClosedError
 from mta.faults import store_fault
 from mta.inbound.guard import LogLimiter
-from mta.intake.journal import log_intake
 from mta.intake.plan import IntakeError
 from mta.intake.submission import SubmitRequest
 from mta.operator.access import (
@@ -59,8 +58,8 @@ from mta.operator.control import (
     JsonObject,
     sees_every_account,
 )
-from mta.outbound.channels import ConnectionState, SlotState
-from mta.outbound.schedule import is_urgent
+from mta.operator.views import Daemon, Submitter
+from mta.transport import ConnectionState, Refused, SlotState
 from p1.errors import DecodeError
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
@@ -83,9 +82,6 @@ from store import (
 )
 from store.queue import Deletion, SelectedRecipient, Selection, ShapeCount
 
-if TYPE_CHECKING:
-    from mta.service import Service
-
 __all__ = ["LocalApi"]
 
 log = logging.getLogger("aiox400.api")
@@ -101,10 +97,12 @@ _Operation = Callable[["LocalApi", JsonObject, bytes], Awaitable[tuple[JsonObjec
 
 
 class LocalApi:
-    """Answers local API requests for one :class:`mta.service.Service`."""
+    """Answers local API requests for one daemon (:class:`mta.operator.views.Daemon`)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Daemon, intake: Submitter, watch: MailboxWatch) -> None:
         self.service = service
+        self.intake = intake
+        self.watch = watch
         config = service.config
         self.policy = Policy.of(config.access, config.source, os.getuid(), os.getgid())
         """Who may do what (``[access]``, as it was at start)."""
@@ -135,9 +133,7 @@ class LocalApi:
             if fault is None:
                 raise
             self.service.store.failed(fault)
-            raise ControlError(
-                f"the store cannot take this now ({fault}); try again later"
-            ) from error
+            raise ControlError(_store_refusal(fault)) from error
 
     # --- access ------------------------------------------------------------------------
 
@@ -202,22 +198,17 @@ class LocalApi:
         )
         if not content:
             raise ControlError("submit needs the content after the request line")
-        service = self.service
+        ahead = functools.partial(
+            self.service.claim_ahead, submission.recipients, submission.precedence
+        )
         try:
-            unit = functools.partial(
-                service.units.submit_in, request=submission, now=datetime.now(UTC)
-            )
-            submitted = service.db.enqueue(unit, urgent=is_urgent(submission.precedence))
-            service.claim_ahead(submission.recipients, submission.precedence)
-            identifier, plan, result, delivered = await submitted
+            submitted = await self.intake.submit(submission, claim_ahead=ahead)
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
-        service.store.succeeded()
-        log_intake("submitted", plan, result, f"by {submission.originator.canonical}")
-        service.delivered(delivered)
-        service.notify(plan, delivered=delivered)
-        rejected = [o.recipient.canonical for o in plan.rejected]
-        return {"ok": True, "mts_identifier": identifier, "rejected": rejected}, b""
+        except Refused as refused:
+            raise ControlError(_store_refusal(refused.fault or str(refused))) from refused
+        answer = {"mts_identifier": submitted.mts_identifier, "rejected": [*submitted.rejected]}
+        return {"ok": True, **answer}, b""
 
     # --- operator ----------------------------------------------------------------------
 
@@ -547,7 +538,7 @@ class LocalApi:
         deadline = time.monotonic() + timeout
         stored_at: datetime | None = None
         while True:
-            with self.service.watch.watching(user) as stored:
+            with self.watch.watching(user) as stored:
                 if after is None:
                     after = await db.run(_newest_id, db.engine, user)
                 else:
@@ -627,6 +618,10 @@ QSHAPE_MINUTES = (5, 10, 20, 40, 80)
 
 _BOUND = frozenset({ConnectionState.IDLE, ConnectionState.TRANSFERRING})
 """States of an outbound connection with an association up."""
+
+
+def _store_refusal(fault: str) -> str:
+    return f"the store cannot take this now ({fault}); try again later"
 
 
 def _operator_records(

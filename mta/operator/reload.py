@@ -4,7 +4,8 @@
 The new file is loaded and validated first; a file that no longer loads is reported as
 the loader says it (file, key, value, what was expected) in one ERROR line and nothing
 changes.  Then what can change in a running daemon without risk is applied at once,
-every part swapped together (:meth:`mta.service.Service.reconfigure`): should anything
+every part swapped together (:meth:`mta.operator.views.Reconfigurable.reconfigure`):
+should anything
 fail there, one ERROR line says so and the daemon keeps the configuration it had.  A
 reload never stops the daemon.
 
@@ -62,16 +63,14 @@ import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from sqlalchemy import Engine
 
 from config.loader import ConfigError, load_config
 from config.schema import ConnectionLimits, MtaConfig, Peer
+from mta.operator.views import Reconfigurable
 from store import RecipientState, TransitQueue, transaction
-
-if TYPE_CHECKING:
-    from mta.service import Service
 
 __all__ = [
     "APPLIED",
@@ -207,7 +206,7 @@ def applied_config(old: MtaConfig, new: MtaConfig) -> MtaConfig:
 class Reloader:
     """Re-reads the service's configuration file and applies what it safely can."""
 
-    def __init__(self, service: Service, *, level_override: str | None = None) -> None:
+    def __init__(self, service: Reconfigurable, *, level_override: str | None = None) -> None:
         self.service = service
         self.level_override = level_override
         """The ``--log-level`` given: it wins over the file's ``log_level``."""

@@ -31,7 +31,7 @@ import contextlib
 import logging
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
@@ -39,12 +39,10 @@ from sqlalchemy import Engine
 from mta import net
 from mta.inbound.guard import LogLimiter
 from mta.operator.metrics import Figures, SlotFigure
-from mta.outbound.channels import ConnectionState, SlotRunner, SlotState
+from mta.operator.views import Daemon
+from mta.transport import Channel, ConnectionState, SlotState
 from store import LOCAL_ROUTE, Quarantine, QuarantineTotals, transaction
 from store.figures import QueueFigure, database_bytes, file_bytes, queue_figures
-
-if TYPE_CHECKING:
-    from mta.service import Service
 
 __all__ = ["MetricsServer", "read_figures"]
 
@@ -59,16 +57,16 @@ MAX_CLIENTS: Final = 8
 
 
 class MetricsServer:
-    """The endpoint of one :class:`mta.service.Service` (see the module docstring)."""
+    """The endpoint of one daemon (see the module docstring)."""
 
-    def __init__(self, service: Service, server: asyncio.Server) -> None:
+    def __init__(self, service: Daemon, server: asyncio.Server) -> None:
         self.service = service
         self._server = server
         self._clients: set[asyncio.Task[None]] = set()
         self._notes = LogLimiter()
 
     @classmethod
-    async def start(cls, service: Service) -> MetricsServer | None:
+    async def start(cls, service: Daemon) -> MetricsServer | None:
         """Listen where ``[metrics] listen`` says (None when it says nothing); OSError
         naming the address when it cannot."""
         endpoint = service.config.metrics
@@ -197,7 +195,7 @@ async def _send(writer: asyncio.StreamWriter, status: HTTPStatus, body: bytes = 
 # --- the figures ----------------------------------------------------------------------
 
 
-async def read_figures(service: Service) -> Figures:
+async def read_figures(service: Daemon) -> Figures:
     """What a scrape shows: the store's figures (in the database thread; its files'
     sizes in a worker thread), the slots' and the guard's (on the loop)."""
     queue, database, quarantine = await service.db.run(_store_figures, service.db.engine)
@@ -228,7 +226,7 @@ def _store_figures(
         return queue_figures(session), database_bytes(session), Quarantine(session).totals()
 
 
-def _slot(runner: SlotRunner) -> SlotFigure:
+def _slot(runner: Channel) -> SlotFigure:
     """A slot runner's figures; read at each scrape, as a reload may replace runners."""
     snapshot = runner.snapshot()
     connections = dict.fromkeys((state.value for state in ConnectionState), 0)

@@ -44,7 +44,7 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
-stays in flight and the daemon puts it back (:meth:`mta.intake.units.Units.recover`).
+stays in flight and the daemon puts it back (:meth:`mta.delivery.units.DeliveryUnits.recover`).
 
 A reload that changes or removes a slot retires its runner while the daemon runs
 (:meth:`SlotRunner.retire`, then :meth:`SlotRunner.drain`): no connection is opened any
@@ -72,8 +72,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import enum
-import functools
 import logging
 import random
 import time
@@ -81,15 +79,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.orm import Session
-
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
-from mta.database import Database
-from mta.intake.units import Units
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
+from mta.operator.metrics import Metrics
 from mta.outbound import schedule
 from mta.outbound.outgoing import Outgoing, outgoing
 from mta.supervisor import Supervisor
+from mta.transport import (
+    ConnectionSnapshot,
+    ConnectionState,
+    OutboundQueue,
+    SlotSnapshot,
+    SlotState,
+)
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
@@ -129,85 +131,11 @@ long before (from 1 s, doubling, it passes a minute at the seventh)."""
 class ChannelContext:
     """What every slot runner of an MTA shares."""
 
-    db: Database
-    units: Units
+    queue: OutboundQueue
+    metrics: Metrics
     config: MtaConfig
     timeouts: Timeouts = field(default_factory=Timeouts)
     settings: AssociationSettings = field(default_factory=AssociationSettings)
-
-
-class ConnectionState(enum.StrEnum):
-    """Where one connection of a slot is in its life."""
-
-    CONNECTING = "connecting"
-    """Opening TCP and binding."""
-    IDLE = "idle"
-    """Bound, nothing to transfer: waiting for a message (or its idle timeout)."""
-    TRANSFERRING = "transferring"
-    """Bound, an RT-TRANSFER under way."""
-    BACKOFF = "backoff"
-    """The last attempt failed: waiting before the next."""
-    CLOSING = "closing"
-    """Releasing the association (idle timeout, stop, or the peer ended it)."""
-
-
-class SlotState(enum.StrEnum):
-    """A slot as a whole, from its connections' states (what ``x400ctl`` reports)."""
-
-    CLOSED = "closed"
-    """No connection: an on-demand slot with nothing to send, or a slot not started."""
-    UP = "up"
-    """At least one connection is bound (idle or transferring)."""
-    CONNECTING = "connecting"
-    """None bound yet, and at least one not waiting out a backoff."""
-    DOWN = "down"
-    """Every connection is waiting out a backoff: the peer cannot be reached."""
-
-    @classmethod
-    def of(cls, connections: Sequence[ConnectionState]) -> SlotState:
-        """The state of a slot whose connections are in ``connections``."""
-        if not connections:
-            return cls.CLOSED
-        if any(c in _BOUND for c in connections):
-            return cls.UP
-        if all(c is ConnectionState.BACKOFF for c in connections):
-            return cls.DOWN
-        return cls.CONNECTING
-
-
-_BOUND = frozenset({ConnectionState.IDLE, ConnectionState.TRANSFERRING})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConnectionSnapshot:
-    """One connection of a slot, as the operator sees it."""
-
-    index: int
-    state: ConnectionState
-    since: float
-    """Seconds in this state."""
-    transfers: int
-    last_error: str | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SlotSnapshot:
-    """One slot of a peer channel, as the operator sees it."""
-
-    peer: str
-    precedences: tuple[str, ...]
-    host: str
-    port: int
-    dscp: str
-    mode: str
-    max_connections: int
-    backlog: int
-    connections: tuple[ConnectionSnapshot, ...]
-
-    @property
-    def state(self) -> SlotState:
-        """The slot's state, from its connections'."""
-        return SlotState.of([c.state for c in self.connections])
 
 
 @dataclass(slots=True)
@@ -383,8 +311,7 @@ class SlotRunner:
         database round trip later.  Whether an idle connection took it."""
         for connection in self._connections.values():
             if connection.state is ConnectionState.IDLE and connection.ahead is None:
-                unit = self._claim_unit(())
-                connection.ahead = self.context.db.enqueue(unit, durable=False, urgent=self._urgent)
+                connection.ahead = self._claim_for(())
                 self.wake()
                 return True
         return False
@@ -453,10 +380,7 @@ class SlotRunner:
         return sum(connection.waiting() for connection in self._connections.values())
 
     async def _read_backlog(self) -> int:
-        now = datetime.now(UTC)
-        return await self.context.db.run(
-            self.context.units.backlog, self.peer.name, self.slot.precedences, now
-        )
+        return await self.context.queue.backlog(self.peer.name, self.slot.precedences)
 
     def _start_worker(self, index: int) -> None:
         connection = self._connections[index] = _Connection(index)
@@ -586,7 +510,7 @@ class SlotRunner:
             )
         except BindRefusedError as error:
             connection.last_error = f"bind refused: {_bind_error(error)}"
-            self.context.units.metrics.bind_refused(peer.name, "out", _bind_error(error))
+            self.context.metrics.bind_refused(peer.name, "out", _bind_error(error))
         except (OSError, TimeoutError, LinkError) as error:
             text = str(error) or type(error).__name__
             prefix = "" if text.startswith("cannot connect") else "cannot connect: "
@@ -703,16 +627,8 @@ class SlotRunner:
         assert refused is not None
         done, connection.confirmed = connection.confirmed, []
         name, peer = refused.mts_identifier, self.peer.name
-        queued = await self.context.db.run(
-            functools.partial(
-                self.context.units.non_deliver,
-                refused,
-                wire.report,
-                why=wire.why,
-                now=datetime.now(UTC),
-                peer=peer,
-                transferred=done,
-            )
+        queued = await self.context.queue.non_deliver(
+            refused, wire.report, why=wire.why, peer=peer, transferred=done
         )
         report = wire.report
         if report is None:  # a report: dropped, never reported on
@@ -772,20 +688,18 @@ class SlotRunner:
         sent again and the peer, which keeps what it received, does not deliver them twice.
         """
         transferred, connection.confirmed = connection.confirmed, []
-        unit = self._claim_unit(transferred)
-        return self.context.db.enqueue(unit, durable=False, urgent=self._urgent)
+        return self._claim_for(transferred)
 
-    def _claim_unit(
+    def _claim_for(
         self, transferred: Sequence[QueueEntry]
-    ) -> Callable[[Session], tuple[QueueEntry, ...]]:
-        return functools.partial(
-            self.context.units.claim_in,
-            peer=self.peer.name,
-            precedences=self.slot.precedences,
-            now=datetime.now(UTC),
+    ) -> asyncio.Future[tuple[QueueEntry, ...]]:
+        return self.context.queue.claim(
+            self.peer.name,
+            self.slot.precedences,
             limit=schedule.transfer_window(self.slot, self._backlog),
             transferred=transferred,
             max_octets=schedule.MAX_WINDOW_OCTETS,
+            urgent=self._urgent,
         )
 
     async def _idle(self, seen: int, idle_for: float, link: Link) -> str | None:
@@ -818,11 +732,11 @@ class SlotRunner:
             await link.transfer(apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
-            self.context.units.metrics.transfer_failed(self.peer.name, entry.precedence)
+            self.context.metrics.transfer_failed(self.peer.name, entry.precedence)
             return False
         connection.transfers += 1
         took, now = time.monotonic() - started, datetime.now(UTC)
-        self.context.units.metrics.transferred(self.peer.name, entry, took, now)
+        self.context.metrics.transferred(self.peer.name, entry, took, now)
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms",
@@ -857,17 +771,13 @@ class SlotRunner:
         if failed is not None:
             policy = self.context.config.retry
             delay = retry_delay(failed, idled=idled, policy=policy, draw=random.random())
-        await self.context.db.run(
-            functools.partial(
-                self.context.units.put_back,
-                transferred=done,
-                failed=failed,
-                error=why,
-                next_attempt_at=None if delay is None else now + timedelta(seconds=delay),
-                now=now,
-                peer=self.peer.name,
-                unsent=unsent,
-            )
+        await self.context.queue.put_back(
+            peer=self.peer.name,
+            transferred=done,
+            failed=failed,
+            error=why,
+            next_attempt_at=None if delay is None else now + timedelta(seconds=delay),
+            unsent=unsent,
         )
         if failed is not None:
             self._log_put_back(failed, why, delay)

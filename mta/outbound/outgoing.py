@@ -5,12 +5,14 @@ first down-graded as X.419 Annex B says (:func:`p1.mts.downgrade.downgrade_to_19
 Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
 diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
 dropped (a report is never reported on).  In the other protocols the APDU goes as
-:func:`mta.intake.units.transfer_apdu` makes it.
+:func:`transfer_apdu` makes it: the next hop becomes responsible for the claimed
+recipients only (X.411 12.2.1.1.1.3), the content as received.
 
 Public API::
 
     outgoing(entry, protocol) -> Outgoing
     Outgoing(entry, apdu, refused, report, why, removed)
+    transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ import dataclasses
 from dataclasses import dataclass
 
 from config.schema import P1Protocol
-from mta.intake.units import transfer_apdu
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
+from p1.mts.envelope import (
+    MessageEnvelope,
+    Probe,
+    RecipientField,
+    encode_mts_apdu,
+    peek_envelope,
+    replace_message_envelope,
+)
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from store import QueueEntry
+from store import ApduKind, QueueEntry
 
-__all__ = ["Outgoing", "outgoing"]
+__all__ = ["Outgoing", "outgoing", "transfer_apdu"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +91,46 @@ _UNABLE_TO_DOWNGRADE = NonDeliveryReport(
 
 def _refused(entry: QueueEntry, why: str) -> Outgoing:
     return Outgoing(None, b"", entry, _UNABLE_TO_DOWNGRADE, why)
+
+
+def transfer_apdu(entry: QueueEntry) -> bytes:
+    """The APDU to transfer for a claimed ``entry``: this hop's peer becomes responsible
+    for the claimed recipients only (X.411 12.2.1.1.1.3 responsibility bit).
+
+    The envelope is rewritten only when a bit must change; the content stays as received.
+    It is not even decoded when the entry claims every recipient of an envelope whose bits
+    are all set (:attr:`store.QueueEntry.envelope_recipients`), as for a message taken in
+    for one peer only.
+    """
+    if entry.kind is ApduKind.REPORT or _whole(entry):
+        return entry.apdu
+    envelope = peek_envelope(entry.apdu)
+    assert isinstance(envelope, MessageEnvelope | Probe)
+    claimed = {r.recipient_number for r in entry.recipients}
+    recipients = tuple(
+        _responsible(r, r.originally_specified_recipient_number in claimed)
+        for r in envelope.recipients
+    )
+    if recipients == envelope.recipients:
+        return entry.apdu
+    if isinstance(envelope, MessageEnvelope):
+        return replace_message_envelope(
+            entry.apdu, dataclasses.replace(envelope, recipients=recipients)
+        )
+    return encode_mts_apdu(dataclasses.replace(envelope, recipients=recipients))
+
+
+def _whole(entry: QueueEntry) -> bool:
+    """Whether ``entry`` claims every recipient its envelope names, each bit already set."""
+    numbers = {r.recipient_number for r in entry.recipients if r.recipient_number is not None}
+    return entry.envelope_recipients is not None and len(numbers) == entry.envelope_recipients
+
+
+def _responsible(recipient: RecipientField, responsible: bool) -> RecipientField:
+    indicators = recipient.per_recipient_indicators
+    if indicators.responsibility == responsible:
+        return recipient
+    return dataclasses.replace(
+        recipient,
+        per_recipient_indicators=dataclasses.replace(indicators, responsibility=responsible),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mta.outbound.channels import ConnectionState, SlotState
+from mta.transport import ConnectionState, SlotState
 
 C = ConnectionState
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +21,7 @@ from mta.operator.metrics import Metrics
 from mta.outbound import channels, schedule
 from mta.outbound.channels import ChannelContext, SlotRunner, retry_delay
 from p1.mts.precedence import Precedence
+from p1.mts.report import NonDeliveryReport
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "site-a.toml"
@@ -31,7 +32,7 @@ def routine_runner() -> SlotRunner:
     peer = config.peers[0]
     (slot,) = [s for s in peer.slots if Precedence.ROUTINE in s.precedences]
     assert (slot.max_connections, slot.backlog_threshold) == (2, 20)
-    context = ChannelContext(db=cast(Any, None), units=cast(Any, None), config=config)
+    context = ChannelContext(queue=cast(Any, None), metrics=Metrics(), config=config)
     return SlotRunner(context, peer, slot)
 
 
@@ -134,34 +135,39 @@ class Queue:
     """The ``max_octets`` of each claim."""
     metrics: Metrics = field(default_factory=Metrics)
 
-    def enqueue(
-        self, unit: Callable[[None], Any], *, durable: bool = True, urgent: bool = False
-    ) -> asyncio.Future[Any]:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        future.set_result(unit(None))
-        return future
-
-    async def batch(self, unit: Callable[[None], Any], *, durable: bool = True) -> Any:
-        return await self.enqueue(unit, durable=durable)
-
-    async def run(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return function(*args, **kwargs)
-
-    def claim_in(
+    def claim(
         self,
-        session: None,
+        peer: str,
+        precedences: Collection[Precedence],
         *,
         limit: int,
         transferred: Sequence[QueueEntry],
-        max_octets: int | None = None,
-        **_: Any,
-    ) -> tuple[QueueEntry, ...]:
+        max_octets: int | None,
+        urgent: bool,
+    ) -> asyncio.Future[tuple[QueueEntry, ...]]:
         self.budgets.append(max_octets)
         taken, self.pending = self.pending[:limit], self.pending[limit:]
         self.events.append(f"mark {names(transferred)}, claim {names(taken)}")
-        return tuple(taken)
+        future: asyncio.Future[tuple[QueueEntry, ...]] = asyncio.get_running_loop().create_future()
+        future.set_result(tuple(taken))
+        return future
 
-    def put_back(
+    async def backlog(self, peer: str, precedences: Collection[Precedence]) -> int:
+        return len(self.pending)
+
+    async def non_deliver(
+        self,
+        entry: QueueEntry,
+        report: NonDeliveryReport | None,
+        *,
+        why: str,
+        peer: str,
+        transferred: Sequence[QueueEntry],
+    ) -> bool:
+        self.events.append(f"mark {names(transferred)}, fail {entry.mts_identifier}")
+        return False
+
+    async def put_back(
         self,
         *,
         transferred: Sequence[QueueEntry],
@@ -217,7 +223,7 @@ async def serve(
     peer = config.peers[0]
     (slot,) = [s for s in peer.slots if precedence in s.precedences]
     queue = Queue([queued(f"m{n}") for n in range(1, count + 1)])
-    context = ChannelContext(db=cast(Any, queue), units=cast(Any, queue), config=config)
+    context = ChannelContext(queue=queue, metrics=queue.metrics, config=config)
     runner = SlotRunner(context, peer, slot)
     runner._backlog = 4
     late = [queued(f"m{n}") for n in range(count + 1, count + arriving + 1)]

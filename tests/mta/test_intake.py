@@ -36,7 +36,7 @@ from mta.intake.reports import (
 )
 from mta.intake.routing import Router
 from mta.intake.submission import SubmitRequest, build_submission
-from mta.intake.units import transfer_apdu
+from mta.outbound.outgoing import transfer_apdu
 from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
 from p1.mts.envelope import (
     Message,

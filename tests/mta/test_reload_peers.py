@@ -140,7 +140,7 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
     runners = lab.a.running.runners
     await _up(runners, Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY)
     before = _connected(caplog, B.name)
-    inbound = set(lab.b.running._inbound)
+    inbound = set(lab.b.running.listeners.associations)
     slot = lab.a.settings["peers"][0]["slots"][2]  # priority, permanent
     if change == "port":  # B's listener for the immediate slot serves it as well
         slot["port"] = lab.a.settings["peers"][0]["slots"][1]["port"]
@@ -156,7 +156,9 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
     await _up([priority], Precedence.PRIORITY)
     assert _connected(caplog, B.name) == before + 1  # the new slot's, and no other
     # B serves A's other two permanent connections as before; the old one is released.
-    await until(lambda: len(inbound & lab.b.running._inbound) == 2, what="the old one gone")
+    await until(
+        lambda: len(inbound & lab.b.running.listeners.associations) == 2, what="the old one gone"
+    )
     bob = lab.b.address("Bob")
     await lab.a.send(lab.a.address("Smith"), bob, Precedence.PRIORITY)
     await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 1, what="delivery")
@@ -164,7 +166,7 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
     expected = f"on port {slot['port']} {'AF41' if change == 'dscp' else 'CS1'}"
     assert expected in transferred
     assert lab.a.transfers(priority) == 1
-    assert len(inbound & lab.b.running._inbound) == 2
+    assert len(inbound & lab.b.running.listeners.associations) == 2
     assert _lines(caplog, "changed MTA-B")
 
 
@@ -176,7 +178,7 @@ async def test_an_unchanged_peer_keeps_its_connections_when_another_is_added(
     runners = lab.a.running.runners
     await _up(runners, Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY)
     before = _connected(caplog, B.name)
-    inbound = set(lab.b.running._inbound)
+    inbound = set(lab.b.running.listeners.associations)
     nowhere = ReservedPorts(1)
     try:
         everything = SlotSpec(tuple(p.label for p in Precedence), "CS0", mode="on-demand")
@@ -196,7 +198,7 @@ async def test_an_unchanged_peer_keeps_its_connections_when_another_is_added(
         await lab.a.send(lab.a.address("Smith"), bob, Precedence.FLASH)
         await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 1, what="delivery")
         assert _connected(caplog, B.name) == before
-        assert set(lab.b.running._inbound) == inbound
+        assert set(lab.b.running.listeners.associations) == inbound
     finally:
         await lab.a.stop()
         nowhere.close()

@@ -893,7 +893,7 @@ async def test_local_delivery_that_fails_is_restarted_and_shown_in_status_until_
     # `status` names it meanwhile, and it serves again once the fault clears.
     service = solo.running
     service.parts.backoff = RetryPolicy(initial=0.01, maximum=0.01, factor=1.0, jitter=0.0)
-    real = service.units.deliver_local_in
+    real = service.delivery.units.deliver_local_in
     failures = 0
     failing = asyncio.Event()
     clear = asyncio.Event()
@@ -906,7 +906,7 @@ async def test_local_delivery_that_fails_is_restarted_and_shown_in_status_until_
             raise OSError(28, "No space left on device")
         return real(*args, **kwargs)
 
-    service.units.deliver_local_in = full_disk  # type: ignore[method-assign]
+    service.delivery.units.deliver_local_in = full_disk  # type: ignore[method-assign]
     service.notify()
     await asyncio.wait_for(failing.wait(), 10)
     status = await solo.api({"op": "status"})

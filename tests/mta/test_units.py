@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -13,10 +14,13 @@ import pytest
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+import mta.delivery.units
 import mta.intake.units
 from client.x400 import text_ipm
+from mta.delivery.units import DeliveryUnits
 from mta.intake.submission import SubmitRequest
-from mta.intake.units import Units
+from mta.intake.units import IntakeUnits
+from mta.outbound.units import OutboundUnits
 from p1.errors import DecodeError
 from p1.ipms.ipm import P772_CONTENT_TYPE
 from p1.mts.envelope import Message, encode_mts_apdu, message_content, peek_envelope
@@ -52,10 +56,22 @@ PEER = "MTA-A"  # site B routes Smith's domain to site A
 ROUTINE = (Precedence.ROUTINE, Precedence.DEFERRED)
 
 
+@dataclass(frozen=True)
+class Units:
+    """Site B's units of work on one store, by direction."""
+
+    engine: Engine
+    intake: IntakeUnits
+    outbound: OutboundUnits
+    delivery: DeliveryUnits
+
+
 @pytest.fixture
 def units(tmp_path: Path) -> Iterator[Units]:
     engine = open_database(f"sqlite:///{tmp_path / 'store.db'}")
-    yield Units(engine, site_b(), owner="MTA-B")
+    intake = IntakeUnits(site_b())
+    outbound = OutboundUnits(engine, intake, owner="MTA-B")
+    yield Units(engine, intake, outbound, DeliveryUnits(engine, intake, owner="MTA-B"))
     engine.dispose()
 
 
@@ -68,7 +84,7 @@ def queue_messages(units: Units, count: int) -> list[str]:
             mts_identifier=identifier(f"m{number}"),
         )
         with transaction(units.engine) as session:
-            _plan, result, _ = units.receive_and_deliver_in(
+            _plan, result, _ = units.intake.receive_and_deliver_in(
                 session, apdu=apdu(made), now=NOW, origin_peer=None
             )
         assert result is not None and result.queued
@@ -78,7 +94,9 @@ def queue_messages(units: Units, count: int) -> list[str]:
 
 def claim(units: Units, now: datetime, limit: int) -> tuple[QueueEntry, ...]:
     with transaction(units.engine, durable=False) as session:
-        return units.claim_in(session, peer=PEER, precedences=ROUTINE, now=now, limit=limit)
+        return units.outbound.claim_in(
+            session, peer=PEER, precedences=ROUTINE, now=now, limit=limit
+        )
 
 
 def states(engine: Engine) -> dict[str, RecipientState]:
@@ -97,7 +115,7 @@ def test_a_claim_takes_a_window_and_the_next_claim_marks_it_transferred(units: U
     window = claim(units, NOW, limit=3)
     assert [e.mts_identifier for e in window] == names[:3]
     with transaction(units.engine) as session:
-        rest = units.claim_in(
+        rest = units.outbound.claim_in(
             session, peer=PEER, precedences=ROUTINE, now=NOW, limit=3, transferred=window
         )
     assert [e.mts_identifier for e in rest] == names[3:]
@@ -121,7 +139,7 @@ def test_put_back_marks_the_confirmed_defers_the_failed_and_frees_the_unsent(
     names = queue_messages(units, 4)
     sent, failed, *unsent = claim(units, NOW, limit=4)
     later = NOW + timedelta(minutes=5)
-    units.put_back(
+    units.outbound.put_back(
         transferred=(sent,),
         failed=failed,
         error="transfer failed: reset",
@@ -160,7 +178,7 @@ def mailbox(units: Units, user: str) -> list[str]:
 def test_a_message_for_a_local_user_is_delivered_with_the_transfer(units: Units) -> None:
     made = envelope(recipient(JONES), recipient(SMITH, 2))
     with transaction(units.engine) as session:
-        _plan, result, delivered = units.receive_and_deliver_in(
+        _plan, result, delivered = units.intake.receive_and_deliver_in(
             session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
         )
     assert result is not None and result.queued
@@ -175,14 +193,16 @@ def test_a_transfer_received_twice_is_delivered_once(units: Units) -> None:
     made = envelope(recipient(JONES))
     for _ in range(2):
         with transaction(units.engine) as session:
-            units.receive_and_deliver_in(session, apdu=apdu(made), now=NOW, origin_peer="MTA-A")
+            units.intake.receive_and_deliver_in(
+                session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+            )
     assert mailbox(units, JONES.canonical) == [made.mts_identifier.text]
 
 
 def test_a_message_to_be_delivered_later_is_not_delivered_at_once(units: Units) -> None:
     made = envelope(recipient(JONES), deferred_delivery_time=NOW + timedelta(hours=1))
     with transaction(units.engine) as session:
-        _, _, delivered = units.receive_and_deliver_in(
+        _, _, delivered = units.intake.receive_and_deliver_in(
             session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
         )
     assert delivered is None
@@ -213,7 +233,7 @@ def test_a_transfer_for_a_local_user_is_queued_and_delivered_in_few_statements(
     made = envelope(recipient(JONES))
     with transaction(units.engine) as session:
         seen = statements(session)  # (after BEGIN)
-        _, _, delivered = units.receive_and_deliver_in(
+        _, _, delivered = units.intake.receive_and_deliver_in(
             session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
         )
         counted = list(seen)
@@ -245,7 +265,7 @@ def test_what_is_delivered_at_once_is_listed_as_read_back_from_its_apdu(units: U
     report = encode_mts_apdu(report_on(from_jones, trace_domain=SITEA))
     for data in (message, report):
         with transaction(units.engine) as session:
-            _, _, delivered = units.receive_and_deliver_in(
+            _, _, delivered = units.intake.receive_and_deliver_in(
                 session, apdu=data, now=NOW, origin_peer=PEER
             )
         assert delivered is not None
@@ -274,7 +294,7 @@ def test_a_message_that_cannot_be_indexed_is_taken_and_left_to_the_local_deliver
     monkeypatch.setattr(mta.intake.units, "index_message", broken)
     made = envelope(recipient(JONES))
     with transaction(units.engine) as session:
-        _, result, delivered = units.receive_and_deliver_in(
+        _, result, delivered = units.intake.receive_and_deliver_in(
             session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
         )
     assert result is not None and result.queued and delivered is None
@@ -305,12 +325,14 @@ def test_a_message_that_cannot_be_indexed_is_delivered_as_received_with_a_mark(
         raise RuntimeError("left to the local deliverer")
 
     monkeypatch.setattr(mta.intake.units, "index_message", unindexed)
-    monkeypatch.setattr(mta.intake.units, "index_apdu", index)
+    monkeypatch.setattr(mta.delivery.units, "index_apdu", index)
     for made in (poison, fine):
         with transaction(units.engine) as session:
-            units.receive_and_deliver_in(session, apdu=apdu(made), now=NOW, origin_peer="MTA-A")
+            units.intake.receive_and_deliver_in(
+                session, apdu=apdu(made), now=NOW, origin_peer="MTA-A"
+            )
     with transaction(units.engine) as session:
-        outcomes = units.deliver_local_in(session, now=NOW)
+        outcomes = units.delivery.deliver_local_in(session, now=NOW)
     assert [o.mts_identifier for o in outcomes] == [
         poison.mts_identifier.text,
         fine.mts_identifier.text,
@@ -335,7 +357,7 @@ def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units)
         content=CONTENT,
     )
     with transaction(units.engine) as session:
-        identifier_text, plan, result, delivered = units.submit_in(
+        identifier_text, plan, result, delivered = units.intake.submit_in(
             session, request=request, now=NOW
         )
     assert result is not None and delivered is not None
@@ -348,7 +370,7 @@ def test_a_local_submission_is_queued_with_our_trace_and_delivered(units: Units)
     assert message.apdu == plan.message.apdu
     sent = decoded_message(message.apdu)
     assert sent.content == CONTENT
-    assert [e.mta_name for e in sent.envelope.internal_trace] == [units.site.name]
+    assert [e.mta_name for e in sent.envelope.internal_trace] == [units.intake.site.name]
     assert events == [AuditEvent.DELIVERED, AuditEvent.SUBMITTED]
 
 
@@ -358,11 +380,11 @@ def test_a_transfer_planned_from_the_envelope_given_is_planned_as_from_its_bytes
     made = envelope(recipient(JONES), precedence=Precedence.FLASH)
     data = apdu(made)
     with transaction(units.engine) as session:
-        given = units.receive_and_deliver_in(
+        given = units.intake.receive_and_deliver_in(
             session, apdu=data, now=NOW, origin_peer=PEER, envelope=peek_envelope(data)
         )
         session.rollback()
     with transaction(units.engine) as session:
-        decoded = units.receive_and_deliver_in(session, apdu=data, now=NOW, origin_peer=PEER)
+        decoded = units.intake.receive_and_deliver_in(session, apdu=data, now=NOW, origin_peer=PEER)
     assert given[0] == decoded[0]  # the same plan: APDU with trace, routes, precedence
     assert given[0].message is not None and given[0].message.precedence is Precedence.FLASH

@@ -1,0 +1,115 @@
+"""The daemon's long-lived delivery parts: the local deliverer, the expirer, the pruner.
+
+- The local deliverer moves what intake left pending for local recipients (a probe, a
+  report that did not decode at intake, a message whose deferred delivery time has come,
+  X.411 12.2.1.1.1.5) into the message store, with the delivery reports asked for; it
+  runs when woken (:meth:`Delivery.wake`) and at least every second.
+- The expirer non-delivers recipients past their expiry time (X.411 8.3.1.2.1.10
+  maximum-time-expired), every ``expiry_interval`` seconds.
+- The pruner deletes what the MTA has finished with (:mod:`mta.delivery.retention`).
+
+Each runs under the daemon's :class:`mta.supervisor.Supervisor` (restarted after an
+error); each tells it when a round went well.  What they commit is announced through
+intake (:meth:`mta.intake.intake.Intake.delivered`, :meth:`~mta.intake.intake.Intake.queued`).
+
+Public API::
+
+    Delivery(db, units, intake, *, healthy, retention, expiry_interval)
+        .wake()   await .deliver_forever()  await .expire_forever()  await .prune_forever()
+        .retention   (replaced on reload)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from config.schema import Retention
+from mta.database import Database
+from mta.delivery.retention import Pruning
+from mta.delivery.units import DeliveryUnits
+from mta.intake.intake import Intake
+
+__all__ = ["EXPIRY", "EXPIRY_INTERVAL", "LOCAL_DELIVERY", "RETENTION", "Delivery"]
+
+log = logging.getLogger("aiox400.mta")
+
+_POLL = 1.0
+"""Seconds between looks at the local queue when nothing wakes the deliverer."""
+EXPIRY_INTERVAL = 5.0
+"""Seconds between expiry runs (by default)."""
+LOCAL_DELIVERY = "local delivery"
+EXPIRY = "expiry"
+RETENTION = "retention"
+"""The parts' names, as the supervisor shows them."""
+
+
+class Delivery:
+    """The delivery parts of one MTA (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Database,
+        units: DeliveryUnits,
+        intake: Intake,
+        *,
+        healthy: Callable[[str], None],
+        retention: Retention,
+        expiry_interval: float = EXPIRY_INTERVAL,
+    ) -> None:
+        self.db = db
+        self.units = units
+        self.intake = intake
+        self.healthy = healthy
+        self.expiry_interval = expiry_interval
+        self._retention = retention
+        self._pruning: Pruning | None = None
+        self._wake = asyncio.Event()
+
+    @property
+    def retention(self) -> Retention:
+        """``[retention]``, as the next round applies it."""
+        return self._retention
+
+    @retention.setter
+    def retention(self, retention: Retention) -> None:
+        self._retention = retention
+        if self._pruning is not None:
+            self._pruning.retention = retention
+
+    def wake(self) -> None:
+        """Something for a local recipient was queued."""
+        self._wake.set()
+
+    async def deliver_forever(self) -> None:
+        while True:
+            self._wake.clear()
+            # Group-committed: deliveries share the disk flush of the transfers received.
+            unit = functools.partial(self.units.deliver_local_in, now=datetime.now(UTC))
+            outcomes = await self.db.batch(unit)
+            self.healthy(LOCAL_DELIVERY)
+            for outcome in outcomes:
+                self.intake.delivered(outcome)
+            if outcomes:
+                self.intake.store.succeeded()
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_POLL):
+                    await self._wake.wait()
+
+    async def expire_forever(self) -> None:
+        while True:
+            expired = await self.db.run(self.units.expire, datetime.now(UTC))
+            self.healthy(EXPIRY)
+            if expired:
+                log.warning("expired %d recipient(s): non-delivery reports queued", expired)
+                self.intake.queued()
+            await asyncio.sleep(self.expiry_interval)
+
+    async def prune_forever(self) -> None:
+        self._pruning = pruning = Pruning(self.db, self._retention)
+        await pruning.forever(functools.partial(self.healthy, RETENTION))

@@ -1,0 +1,157 @@
+"""Local delivery, expiry and restart recovery: units the database thread runs.
+
+- :meth:`DeliveryUnits.deliver_local_in`: local recipients left pending by intake (a
+  probe, a report that did not decode, a message whose delivery was deferred) into
+  their mailboxes (the message store), with the delivery reports they asked for;
+- :meth:`DeliveryUnits.expire`: recipients past their expiry time are non-delivered,
+  reason unable-to-transfer, diagnostic maximum-time-expired (X.411 8.3.1.2.1.10);
+- :meth:`DeliveryUnits.recover`: at start, what a crash left in flight is pending again.
+
+Reports enter the queue through intake (:meth:`mta.intake.units.IntakeUnits.report`).
+A local delivery is flushed to disk before it returns (a user may have read it).
+
+Public API::
+
+    DeliveryUnits(engine, intake, *, owner=None)
+        .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
+        .expire(now) -> int
+        .recover(now) -> int
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from mta.intake.units import IntakeUnits, LocalOutcome, delivered_records, outcome_for, subject_of
+from p1.errors import DecodeError
+from p1.mts.precedence import Precedence
+from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from store import (
+    LOCAL_ROUTE,
+    ApduKind,
+    AuditEvent,
+    AuditLog,
+    Delivery,
+    MessageStore,
+    QueueEntry,
+    TransitQueue,
+    transaction,
+)
+from store.audit import AuditRecord
+from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu
+
+__all__ = ["DeliveryUnits"]
+
+log = logging.getLogger("aiox400.queue")
+
+_ALL = tuple(Precedence)
+_EXPIRED = NonDeliveryReport(
+    reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+    diagnostic_code=NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED,
+)
+
+
+class DeliveryUnits:
+    """Local delivery, expiry and recovery on one store (see the module docstring)."""
+
+    def __init__(self, engine: Engine, intake: IntakeUnits, *, owner: str | None = None) -> None:
+        self.engine = engine
+        self.intake = intake
+        self.owner = owner
+
+    def deliver_local_in(
+        self, session: Session, *, now: datetime, limit: int = 50
+    ) -> list[LocalOutcome]:
+        """Deliver up to ``limit`` local APDUs left pending, with their delivery reports."""
+        queue = TransitQueue(session)
+        entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
+        journal: list[AuditRecord] = []
+        outcomes = [self._deliver(session, entry, now, journal) for entry in entries]
+        AuditLog(session).record_many(journal)
+        return outcomes
+
+    def _deliver(
+        self, session: Session, entry: QueueEntry, now: datetime, journal: list[AuditRecord]
+    ) -> LocalOutcome:
+        users = tuple(r.recipient for r in entry.recipients)
+        reported = False
+        if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
+            MessageStore(session).deliver_many(
+                [
+                    Delivery(user=user, apdu=entry.apdu, index=_mailbox_index(entry, user))
+                    for user in users
+                ],
+                now,
+            )
+        if entry.kind is not ApduKind.REPORT:
+            reported = self.intake.delivery_report(
+                session,
+                entry.recipients,
+                lambda: subject_of(entry),
+                entry.arrival_time,
+                now,
+                journal,
+            )
+        TransitQueue(session).mark_delivered(entry.recipient_ids, now)
+        journal += delivered_records(entry.mts_identifier, users, now)
+        return LocalOutcome(
+            mts_identifier=entry.mts_identifier,
+            kind=entry.kind,
+            precedence=entry.precedence,
+            users=users,
+            reported=reported,
+        )
+
+    def expire(self, now: datetime) -> int:
+        """Non-deliver recipients past their expiry time; how many."""
+        with transaction(self.engine, durable=False) as session:
+            entries = TransitQueue(session).expire_due(now)
+            journal: list[AuditRecord] = []
+            for entry in entries:
+                subject = subject_of(entry)
+                if subject is not None:
+                    outcomes = [outcome_for(r, subject, _EXPIRED) for r in entry.recipients]
+                    self.intake.report(session, subject, outcomes, entry.arrival_time, now, journal)
+                journal.append(
+                    AuditRecord(
+                        at=now,
+                        event=AuditEvent.EXPIRED,
+                        mts_identifier=entry.mts_identifier,
+                        detail=", ".join(r.recipient for r in entry.recipients),
+                    )
+                )
+            AuditLog(session).record_many(journal)
+        return sum(len(entry.recipients) for entry in entries)
+
+    def recover(self, now: datetime) -> int:
+        """At start: recipients left in flight by a crash are pending again."""
+        with transaction(self.engine, durable=False) as session:
+            count = TransitQueue(session).recover_in_flight(now, owner=self.owner)
+            if count:
+                AuditLog(session).record(
+                    AuditEvent.RECOVERED, now, detail=f"{count} recipient(s) in flight"
+                )
+        return count
+
+
+def _mailbox_index(entry: QueueEntry, user: str) -> MailboxIndex:
+    """What ``user``'s listing shows of the queued ``entry``.  An APDU that was accepted
+    is delivered whatever its content holds: when it cannot be indexed, it is stored as
+    received and listed with :data:`UNDECODABLE` as its subject."""
+    try:
+        return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
+    except DecodeError as error:
+        log.warning("%s: %s for %s: %s", entry.mts_identifier, UNDECODABLE, user, error)
+    except Exception:  # a fault of ours: the user still gets the message
+        log.exception("%s: %s for %s", entry.mts_identifier, UNDECODABLE, user)
+    return MailboxIndex(
+        mts_identifier=entry.mts_identifier,
+        kind=entry.kind,
+        precedence=entry.precedence,
+        subject=UNDECODABLE,
+        originator=None,
+    )

@@ -1,0 +1,281 @@
+"""The one way in: every APDU this MTA takes responsibility for passes here (X.411 14).
+
+Four sources, one path each through the same three steps:
+
+1. **plan and commit**: the unit of :class:`mta.intake.units.IntakeUnits` for the source
+   (a peer's transfer, a local submission, a transfer too long to take in, one that
+   cannot be taken in) runs in the database thread, group-committed with its neighbours;
+2. **the store-fault rule**: when what the store stands on fails (a full disk, a
+   database that does not answer, :func:`mta.faults.store_fault`), the APDU is refused as
+   temporary (:class:`mta.transport.Refused`): nothing was confirmed, the peer or the
+   user keeps it and tries again later, and the condition is logged once, not per APDU;
+3. **after the commit**: the message log line, the local deliveries it made (their
+   users' waits woken), and the channels that may carry it woken (:attr:`Intake.wake`).
+
+Only then does the caller acknowledge (the transport confirms the transfer; the local
+API answers the user with the MTS identifier).
+
+Public API::
+
+    Intake(db, units, *, watch, wake, quarantine_bounds)
+        await .receive(apdu, peer)              a peer's transfer (mta.transport.InboundSink)
+        await .receive_too_long(event, peer)    one over max_message_size
+        await .submit(request, *, claim_ahead) -> Submitted   a local submission
+        .delivered(outcome)                     a local delivery was committed
+        .queued(plan=None, *, delivered=None)   something was queued: wake who carries it
+        .recent / .tolerated / .store / .metrics
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from sqlalchemy.orm import Session
+
+from config.schema import QuarantineLimits
+from mta.database import Database
+from mta.delivery.watch import MailboxWatch
+from mta.faults import StoreCondition, store_fault
+from mta.inbound.tolerance import ToleranceLog
+from mta.intake.journal import log_intake, log_non_delivery
+from mta.intake.oversize import envelope_of, too_long_line
+from mta.intake.plan import IntakeError, MalformedApduError, Plan, precedence_of
+from mta.intake.quarantine import full_refusal
+from mta.intake.recent import RecentPrecedences
+from mta.intake.submission import SubmitRequest
+from mta.intake.units import IntakeUnits, LocalOutcome
+from mta.operator.metrics import Metrics
+from mta.outbound.schedule import is_urgent
+from mta.transport import Refused
+from p1.association.connection import TransferTooLong
+from p1.ber import Deviation
+from p1.errors import DecodeError
+from p1.mts.envelope import (
+    MessageEnvelope,
+    Probe,
+    Report,
+    long_tags_in_message_envelope,
+    peek_envelope,
+)
+from store import ApduKind
+
+__all__ = ["Intake", "Submitted", "Wake"]
+
+log = logging.getLogger("aiox400.mta")
+
+_T = TypeVar("_T")
+
+Wake = Callable[[Plan | None, bool], None]
+"""Wake whoever carries what was queued: the plan (None: anything may be due), and
+whether its local recipients were delivered as it was taken in."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Submitted:
+    """A local submission, committed."""
+
+    mts_identifier: str
+    rejected: tuple[str, ...]
+    """The recipients it was not taken for (no route, ...), as O/R name text."""
+
+
+class Intake:
+    """The one way in (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Database,
+        units: IntakeUnits,
+        *,
+        watch: MailboxWatch,
+        wake: Wake,
+        quarantine_bounds: Callable[[], QuarantineLimits],
+    ) -> None:
+        self.db = db
+        self.units = units
+        self.watch = watch
+        self.wake = wake
+        self.quarantine_bounds = quarantine_bounds
+        self.recent = RecentPrecedences()
+        """The precedences of the messages taken in lately (a report's unit is scheduled
+        at its subject's)."""
+        self.tolerated = ToleranceLog()
+        """What peers sent outside the standard's form and was read anyway."""
+        self.store = StoreCondition()
+        """Whether the store takes work (a full disk, a database that does not answer)."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """The daemon's counters."""
+        return self.units.metrics
+
+    # --- the four sources --------------------------------------------------------------
+
+    async def receive(self, apdu: bytes, peer: str) -> None:
+        """Take a transfer from ``peer``; return once committed (then it is confirmed).
+
+        An APDU whose own octets keep it from being taken in is committed to the
+        quarantine instead, with the non-delivery report its envelope allows, unless the
+        quarantine is full (then refused).
+        """
+        now = datetime.now(UTC)
+        envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
+        precedence = precedence_of(envelope, self.units.site, self.recent.of)
+        unit = functools.partial(
+            self.units.receive_and_deliver_in,
+            apdu=apdu,
+            now=now,
+            origin_peer=peer,
+            envelope=envelope,
+        )
+        try:
+            plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
+        except MalformedApduError as error:
+            await self._quarantine(apdu, peer, str(error), now)
+            self.metrics.received(peer, precedence, len(apdu), outcome="quarantined")
+            return
+        except IntakeError as error:
+            raise Refused(str(error)) from error
+        if envelope is not None:
+            self._tolerated(apdu, envelope, peer)
+        if delivered is not None and delivered.deviations:  # (its heading, read to deliver)
+            self.tolerated.received(peer, delivered.mts_identifier, delivered.deviations)
+        log_intake("received", plan, result, f"from {peer}")
+        self.metrics.received(peer, precedence, len(apdu))
+        if isinstance(envelope, Report) and result is not None and result.queued:
+            log_non_delivery(envelope, peer)
+        self._after(plan, delivered)
+
+    async def receive_too_long(self, event: TransferTooLong, peer: str) -> None:
+        """Take a transfer from ``peer`` over ``max_message_size``; return once the
+        non-delivery report on its message is committed (then it is confirmed).
+        :class:`Refused` when it is not a message whose envelope its first octets hold
+        (:func:`mta.intake.oversize.envelope_of`)."""
+        envelope = envelope_of(event)
+        unit = functools.partial(
+            self.units.too_long_in, subject=envelope, peer=peer, now=datetime.now(UTC)
+        )
+        urgent = is_urgent(precedence_of(envelope, self.units.site))
+        reported, report = await self._commit(unit, urgent=urgent)
+        log.warning(too_long_line(envelope, event, peer, report))
+        if reported:
+            self.queued()
+
+    async def submit(self, request: SubmitRequest, *, claim_ahead: Callable[[], None]) -> Submitted:
+        """Take a local submission in; return once committed.  ``claim_ahead`` is called
+        once its unit is queued (an idle connection may then claim right behind it).
+        :class:`mta.intake.plan.IntakeError` when it cannot be taken; :class:`Refused`
+        (temporary) on a store fault."""
+        unit = functools.partial(self.units.submit_in, request=request, now=datetime.now(UTC))
+        queued = self.db.enqueue(unit, urgent=is_urgent(request.precedence))
+        claim_ahead()
+        identifier, plan, result, delivered = await self._settled(queued)
+        log_intake("submitted", plan, result, f"by {request.originator.canonical}")
+        self._after(plan, delivered)
+        return Submitted(
+            mts_identifier=identifier,
+            rejected=tuple(o.recipient.canonical for o in plan.rejected),
+        )
+
+    async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
+        """Keep ``apdu`` in the quarantine, with the non-delivery report its envelope
+        allows, or refuse it when the quarantine is full."""
+        bounds = self.quarantine_bounds()
+        unit = functools.partial(
+            self.units.quarantine_in, apdu=apdu, peer=peer, reason=reason, now=now, bounds=bounds
+        )
+        kept = await self._commit(unit)
+        if kept.entry_id is None:
+            raise Refused(full_refusal(kept, len(apdu), reason, bounds))
+        log.warning(
+            "%s: transfer of %d octets kept in quarantine as #%d, not delivered: %s; %s",
+            peer,
+            len(apdu),
+            kept.entry_id,
+            reason,
+            kept.report,
+        )
+        if kept.reported:
+            self.queued()
+
+    # --- the store-fault rule ----------------------------------------------------------
+
+    async def _commit(self, unit: Callable[[Session], _T], *, urgent: bool = False) -> _T:
+        """``unit``, group-committed (:meth:`_settled`)."""
+        return await self._settled(self.db.enqueue(unit, urgent=urgent))
+
+    async def _settled(self, queued: Awaitable[_T]) -> _T:
+        """What a queued unit returned; a store fault refuses the APDU as temporary."""
+        try:
+            result = await queued
+        except Exception as error:
+            fault = store_fault(error)
+            if fault is None:
+                raise
+            self.store.failed(fault)
+            raise Refused(f"cannot store: {fault}", temporary=True, fault=fault) from error
+        self.store.succeeded()
+        return result
+
+    # --- after the commit --------------------------------------------------------------
+
+    def _after(self, plan: Plan, delivered: LocalOutcome | None) -> None:
+        self.delivered(delivered)
+        self.queued(plan, delivered=delivered)
+
+    def queued(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
+        """Something was queued: note a message's precedence (:attr:`recent`, for its
+        reports) and wake whoever carries it.  ``delivered``: the plan's local recipients
+        were delivered as it was taken in."""
+        message = plan.message if plan is not None else None
+        if message is not None and message.kind is not ApduKind.REPORT:
+            self.recent.note(message.mts_identifier, message.precedence)
+        self.wake(plan, delivered is not None)
+
+    def delivered(self, outcome: LocalOutcome | None) -> None:
+        """A local delivery was committed: log it, wake its users' waits, send on the
+        delivery report it queued."""
+        if outcome is None:
+            return
+        self.watch.stored(outcome.users, datetime.now(UTC))
+        log.info(
+            "delivered %s %s (%s) to %s%s",
+            outcome.kind.value,
+            outcome.mts_identifier,
+            outcome.precedence.label,
+            ", ".join(outcome.users),
+            "; delivery report queued" if outcome.reported else "",
+        )
+        if outcome.reported:
+            self.queued()
+
+    def _tolerated(
+        self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
+    ) -> None:
+        """Log what the envelope of an APDU taken in held outside the standard's form."""
+        deviations = (*envelope.deviations, *_long_tags(apdu, envelope))
+        if deviations:
+            self.tolerated.received(peer, envelope.mts_identifier.text, deviations)
+
+
+def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:
+    """A message envelope's long-form tags, which its decoder does not look for."""
+    if not isinstance(envelope, MessageEnvelope):
+        return ()
+    try:
+        return long_tags_in_message_envelope(apdu)
+    except DecodeError:  # (it decoded to be taken in: not expected)
+        return ()
+
+
+def _peek(apdu: bytes) -> MessageEnvelope | Probe | Report | None:
+    """The APDU's envelope, or None if it does not decode (the unit then refuses it)."""
+    try:
+        return peek_envelope(apdu)
+    except DecodeError:
+        return None

@@ -1,0 +1,111 @@
+"""What the operator's side may see and do of a running daemon: narrow protocols.
+
+The local API, the Prometheus endpoint, the reloader and the service manager's loop
+(:mod:`mta.lifecycle`) are handed the daemon as one of these, never as the service
+class: each states what it reads, and none of them imports the module that wires them
+(so no import circle, at run time or for the type checker).
+
+Public API::
+
+    Daemon       .config  .db  .runners  .started  .frozen  .store  .parts  .guard
+                 .metrics  .listening_ports  .notify()  .peer_reachable(peer)
+                 .claim_ahead(recipients, precedence)
+    Submitter    await .submit(request, *, claim_ahead) -> Submitted   (intake)
+    Reconfigurable(Daemon)   .reconfigure(config, *, then=None)
+    Served(Daemon)           await .start()  await .stop()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol
+
+from config.schema import MtaConfig
+from mta.database import Database
+from mta.faults import StoreCondition
+from mta.inbound.guard import Guard
+from mta.intake.intake import Submitted
+from mta.intake.submission import SubmitRequest
+from mta.operator.metrics import Metrics
+from mta.supervisor import Supervisor
+from mta.transport import Channel
+from p1.mts.orname import ORName
+from p1.mts.precedence import Precedence
+
+__all__ = ["Daemon", "Reconfigurable", "Served", "Submitter"]
+
+
+class Daemon(Protocol):
+    """A running daemon, as the operator's modules read it."""
+
+    @property
+    def config(self) -> MtaConfig:
+        """The configuration in force."""
+
+    @property
+    def db(self) -> Database:
+        """The database thread (store work goes there)."""
+
+    @property
+    def runners(self) -> Sequence[Channel]:
+        """Every connection slot of every peer."""
+
+    started: float
+    """When it started (``time.monotonic()``)."""
+    frozen: int
+    """Objects of start-up left out of garbage collection (set by :mod:`mta.lifecycle`)."""
+
+    @property
+    def store(self) -> StoreCondition:
+        """Whether the store takes work."""
+
+    @property
+    def parts(self) -> Supervisor:
+        """The long-lived tasks (degraded ones listed)."""
+
+    @property
+    def guard(self) -> Guard:
+        """Inbound connections admitted and refused."""
+
+    @property
+    def metrics(self) -> Metrics:
+        """The counters."""
+
+    @property
+    def listening_ports(self) -> list[int]:
+        """The TCP ports P1 is served on."""
+
+    def notify(self) -> None:
+        """Something may be due (held messages released, a flush): wake every slot."""
+
+    def peer_reachable(self, peer: str) -> None:
+        """``peer``'s slots stop waiting out their backoff (a flush)."""
+
+    def claim_ahead(self, recipients: Iterable[ORName], precedence: Precedence) -> None:
+        """A submission is being committed: an idle connection may claim behind it."""
+
+
+class Submitter(Protocol):
+    """Where the local API hands a user's submission (intake)."""
+
+    async def submit(self, request: SubmitRequest, *, claim_ahead: Callable[[], None]) -> Submitted:
+        """Take it in; return once committed (:class:`mta.intake.intake.Intake`)."""
+
+
+class Reconfigurable(Daemon, Protocol):
+    """A daemon that a reload may swap over to a new configuration."""
+
+    def reconfigure(
+        self, config: MtaConfig, *, then: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Run on ``config`` from now on (:mod:`mta.operator.reload`)."""
+
+
+class Served(Reconfigurable, Protocol):
+    """A daemon the service manager's loop starts and stops (:mod:`mta.lifecycle`)."""
+
+    async def start(self) -> None:
+        """Start every part; raises if one cannot start."""
+
+    async def stop(self) -> None:
+        """Stop every part; nothing committed is lost."""
