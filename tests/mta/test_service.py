@@ -28,9 +28,11 @@ import pytest
 from client.api import ApiError, AsyncConnection, call
 from config.schema import RetryPolicy
 from mta import channels, daemon
+from mta.channels import ConnectionState
 from mta.database import Database
 from mta.intake import domain_of
 from mta.link import BindRefusedError, open_link
+from mta.service import Service
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.ipms.ipm import (
     P772_CONTENT_TYPE,
@@ -489,12 +491,52 @@ async def test_stopping_with_open_associations_logs_no_error(
 
 
 async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
-    lab: Lab,
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Which of A's slots binds first when B comes back is up to their backoffs (a routine
+    # slot bound first may drain the whole backlog before the flash slot binds); what is
+    # asserted is the order once both are bound.  So B takes in no transfer (each waits,
+    # unconfirmed, in B's receive) until every connection of A's flash and routine slots
+    # is bound and has its first transfer waiting at B.
+    gate = asyncio.Event()
+    waiting: list[bytes] = []
+    receive = Service.receive
+
+    async def held(self: Service, apdu: bytes, peer: str) -> None:
+        if self.config.name == B.name and not gate.is_set():
+            waiting.append(apdu)
+            await gate.wait()
+        await receive(self, apdu, peer)
+
+    monkeypatch.setattr(Service, "receive", held)
     await lab.a.start()
     routine = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.ROUTINE, count=200)
     (flash,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
     await lab.b.start()
+    slots = [lab.a.runner(Precedence.FLASH), lab.a.runner(Precedence.ROUTINE)]
+
+    def each_first_transfer_waits_at_b() -> bool:
+        snapshots = [slot.snapshot() for slot in slots]
+        opened = [c for snapshot in snapshots for c in snapshot.connections]
+        transferring = [
+            c
+            for runner in lab.a.running.runners
+            for c in runner.snapshot().connections
+            if c.state is ConnectionState.TRANSFERRING
+        ]
+        return (
+            len(opened) == sum(snapshot.max_connections for snapshot in snapshots)
+            and all(c.state is ConnectionState.TRANSFERRING for c in opened)
+            and len(waiting) == len(transferring)
+        )
+
+    await until(
+        each_first_transfer_waits_at_b,
+        what="every connection of A's flash and routine slots bound, a transfer of each at B",
+    )
+    assert await lab.b.inbox(jones(lab.b)) == []
+    on_the_way = [mts_identifier(apdu) for apdu in waiting]
+    gate.set()
 
     delivered = await eventually(
         lambda: lab.b.inbox(jones(lab.b)),
@@ -503,7 +545,17 @@ async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
     )
     ids = {m["mts_identifier"]: m["id"] for m in delivered}
     assert ids.keys() == {*routine, flash}
-    assert ids[flash] < max(ids[r] for r in routine)
+    # Any other message leaves A only once B has stored one of those on the way, and B
+    # takes the flash message in with them: it may come after them, never after another.
+    ahead = {r for r in routine if ids[r] < ids[flash]}
+    assert ahead <= set(on_the_way), f"{len(ahead)} routine messages before the flash"
+
+
+def mts_identifier(apdu: bytes) -> str:
+    """The MTS identifier of the message a transfer carries."""
+    message = decode_mts_apdu(apdu)
+    assert isinstance(message, Message)
+    return message.envelope.mts_identifier.text
 
 
 async def test_extra_routine_connection_opens_only_once_the_backlog_reaches_the_threshold(
