@@ -1,5 +1,10 @@
 """x400ctl ping with selectors, against x400-mta in another process whose listener serves
-only the called TSEL "x400" (as PP's 1988 normal-mode channel does)."""
+only the called TSEL "x400" (as PP's 1988 normal-mode channel does).
+
+Each ping is one association of its own and changes nothing in the daemon's state, so the
+tests of this module share one daemon (started once per module); its log is checked for
+tracebacks when the module is done.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +39,9 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
             time.sleep(0.05)
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[int]:
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    tmp_path = tmp_path_factory.mktemp("daemon")
     ports = ReservedPorts(2)
     listen, dead = ports.ports
     settings = {
@@ -45,6 +51,8 @@ def daemon(tmp_path: Path) -> Iterator[int]:
         "state_dir": "state",
         "control_socket": "control.sock",
         "listeners": [{"address": "127.0.0.1", "port": listen, "tsel": "x400"}],
+        # The tests share the daemon: a bind one refuses must not delay the next one's.
+        "limits": {"failed_bind_delay": "0s"},
         "peers": [
             {
                 "name": "mta-a",
