@@ -89,6 +89,7 @@ def _ping(port: int, *extra: str) -> int:
     return x400ctl.main([*argv, *extra])
 
 
+@pytest.mark.slow
 def test_ping_with_the_served_tsel_binds(daemon: int, capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         _ping(daemon, "--tsel", "x400", "--calling-tsel", "hex:0591", "--peer-name", "mta-b") == 0
@@ -96,6 +97,7 @@ def test_ping_with_the_served_tsel_binds(daemon: int, capsys: pytest.CaptureFixt
     assert f"127.0.0.1 port {daemon}: bound to mta-b in " in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_ping_with_another_tsel_is_disconnected(
     daemon: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,6 +105,7 @@ def test_ping_with_another_tsel_is_disconnected(
     assert "DR received: address unknown" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ping_without_a_tsel_is_disconnected(
     daemon: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,6 +118,7 @@ def test_ping_refuses_a_bad_selector(capsys: pytest.CaptureFixture[str]) -> None
     assert "argument --ssel: 'hex:abc': expected an even" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["1984", "1988-x410"])
 def test_ping_in_x410_mode_binds_and_a_wrong_password_is_refused_the_1984_way(
     daemon: int, protocol: str, capsys: pytest.CaptureFixture[str]
