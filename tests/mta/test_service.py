@@ -116,6 +116,7 @@ async def queue_states(site: Site, route: str) -> dict[str, int]:
 # --- precedences end to end ------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_each_precedence_is_delivered_once_and_its_delivery_report_comes_back(
     lab: Lab,
 ) -> None:
@@ -173,6 +174,7 @@ def spooled(site: Site) -> list[Path]:
     return sorted(path for path in folder.iterdir() if path.stat().st_size)
 
 
+@pytest.mark.slow
 async def test_two_sites_on_postgresql_deliver_and_report(
     postgres_schemas: Callable[[], str], lab: Lab
 ) -> None:
@@ -230,6 +232,7 @@ def has_precedence(label: str, messages: list[dict[str, Any]]) -> bool:
     return any(m["precedence"] == label for m in messages)
 
 
+@pytest.mark.slow
 async def test_work_above_routine_is_queued_as_urgent_at_both_sites(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -307,6 +310,7 @@ async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_ta
     assert any(claimed_it(*r) for r in taken), [name for name, _ in taken]
 
 
+@pytest.mark.slow
 async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: Lab) -> None:
     await lab.start()
     await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH, delivery_report=True)
@@ -353,6 +357,7 @@ async def test_the_channels_operation_shows_each_slot_and_its_transfers(lab: Lab
 # --- connections -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_on_demand_slot_connects_for_a_message_and_closes_after_its_idle_timeout(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -381,6 +386,7 @@ async def test_on_demand_slot_connects_for_a_message_and_closes_after_its_idle_t
     assert closed[0].created - transferred.created >= 0.9
 
 
+@pytest.mark.slow
 async def test_permanent_slot_reconnects_after_the_peer_restarts(lab: Lab) -> None:
     await lab.start()
     (before,) = await lab.a.send(smith(lab.a), jones(lab.b), Precedence.FLASH)
@@ -435,6 +441,7 @@ async def test_a_peer_that_stays_down_is_warned_about_once_and_its_return_is_log
     )
 
 
+@pytest.mark.slow
 async def test_an_idle_connection_notices_at_once_that_the_peer_went_away(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -460,6 +467,7 @@ async def test_an_idle_connection_notices_at_once_that_the_peer_went_away(
     await until(lambda: flash_connection() == ("idle", None), what="connected again, unasked")
 
 
+@pytest.mark.slow
 async def test_slots_waiting_out_a_backoff_retry_as_soon_as_the_peer_answers(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,6 +488,7 @@ async def test_slots_waiting_out_a_backoff_retry_as_soon_as_the_peer_answers(
     assert delivered[0]["mts_identifier"] == flash
 
 
+@pytest.mark.slow
 async def test_stopping_with_open_associations_logs_no_error(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -490,6 +499,7 @@ async def test_stopping_with_open_associations_logs_no_error(
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
+@pytest.mark.slow
 async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
     lab: Lab, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -558,6 +568,7 @@ def mts_identifier(apdu: bytes) -> str:
     return message.envelope.mts_identifier.text
 
 
+@pytest.mark.slow
 async def test_extra_routine_connection_opens_only_once_the_backlog_reaches_the_threshold(
     lab: Lab,
 ) -> None:
@@ -609,6 +620,7 @@ async def test_recipient_without_a_route_gets_a_non_delivery_report(solo: Site) 
     ]
 
 
+@pytest.mark.slow
 async def test_message_that_waits_past_its_maximum_age_is_non_delivered(lab: Lab) -> None:
     lab.a.settings["max_age"] = {"routine": "1s"}
     lab.a.expiry_interval = 0.2
@@ -672,6 +684,7 @@ async def test_same_message_transferred_twice_is_delivered_once(lab: Lab) -> Non
     assert entry["mts_identifier"].endswith(";twice-1]")
 
 
+@pytest.mark.slow
 async def test_message_whose_trace_already_names_the_mta_is_non_delivered_as_a_loop(
     lab: Lab,
 ) -> None:
@@ -835,6 +848,7 @@ async def test_wait_answers_at_once_with_the_entries_above_after(solo: Site) -> 
     assert [m["id"] for m in answer["messages"]] == [second["id"]]
 
 
+@pytest.mark.slow
 async def test_wait_is_woken_by_a_delivery_to_its_user_only(solo: Site) -> None:
     for_jones = asyncio.create_task(wait_for_mail(solo, jones(solo), timeout=30))
     for_brown = asyncio.create_task(wait_for_mail(solo, solo.address("Brown"), timeout=1))
@@ -896,6 +910,7 @@ def test_listener_port_in_use_exits_4(
     assert record.getMessage().startswith("cannot start: ")
 
 
+@pytest.mark.slow
 def test_installed_x400_mta_checks_a_configuration(tmp_path: Path) -> None:
     command = shutil.which("x400-mta", path=os.path.dirname(sys.executable))
     assert command is not None, "x400-mta is not installed next to the interpreter"
@@ -911,6 +926,7 @@ def test_installed_x400_mta_checks_a_configuration(tmp_path: Path) -> None:
     assert f"configuration of {A.name} is valid" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_running_x400_mta_leaves_its_start_up_out_of_garbage_collection(
     tmp_path: Path,
 ) -> None:
