@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install test demo lint typecheck pytest bench lab lab-quick clean
+.PHONY: install check test demo lint typecheck pytest bench lab lab-quick clean
 
 install: $(VENV)/.installed
 
@@ -13,7 +13,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
-## test: lint, type-check and run the whole test suite
+## check: lint, type-check and run the tests not marked slow (the edit-test loop: under
+## three minutes; the slow ones are daemon processes, crashes, fuzz, tshark, the lab, systemd
+## and the property tests over every legal form)
+check: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/pytest -m "not slow"
+
+## test: lint, type-check and run the whole test suite, slow tests included (what CI runs)
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -28,6 +28,8 @@ from tests import tshark
 from tests.mta.sites import A, B, Identity, Lab, Site, eventually, until
 from tests.tshark import Direction
 
+pytestmark = pytest.mark.slow  # two daemons under dumpcap, then tshark
+
 ROUTINE_IDLE_TIMEOUT = "1s"
 """The on-demand slots' idle timeout, so that they close (with a release) within the run."""
 ON_DEMAND = (Precedence.ROUTINE, Precedence.DEFERRED)

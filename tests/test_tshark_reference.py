@@ -90,6 +90,7 @@ def test_is_server_port(port: int, expected: bool) -> None:
 # --- reference captures ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_success_capture_has_no_problems_and_decodes_the_bind(success: tshark.Decoded) -> None:
     assert success.problems == ()
     assert success.values("p1.MTABindArgument") and success.values("p1.MTABindResult")
@@ -97,6 +98,7 @@ def test_success_capture_has_no_problems_and_decodes_the_bind(success: tshark.De
     assert success.values("pres.abstract_syntax_name") == CONTEXTS
 
 
+@pytest.mark.slow
 def test_success_capture_bind_names(success: tshark.Decoded) -> None:
     assert success.values("p1.authenticated.initiator-name") == (INITIATOR,)
     assert success.values("p1.authenticated.responder-name") == (RESPONDER,)
@@ -106,12 +108,14 @@ def test_success_capture_bind_names(success: tshark.Decoded) -> None:
     assert (result.src_port, result.protocol) == (102, "P1")
 
 
+@pytest.mark.slow
 def test_refuse_capture_has_no_problems(refuse: tshark.Decoded) -> None:
     assert refuse.problems == ()
     assert refuse.values("p1.authenticated.initiator-name") == (INITIATOR,)
     assert refuse.values("p1.MTABindResult") == ()
 
 
+@pytest.mark.slow
 def test_refuse_capture_shows_an_authentication_error(refuse: tshark.Decoded) -> None:
     assert refuse.values("p1.MTABindError") == (AUTHENTICATION_ERROR,)
     (error,) = (f for f in refuse.frames if "p1.MTABindError" in f.fields)
@@ -121,6 +125,7 @@ def test_refuse_capture_shows_an_authentication_error(refuse: tshark.Decoded) ->
     assert tshark.matching(_reference_pcap(REFUSE), REFERENCE_PORTS, named) == (error.number,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("capture", [SUCCESS, REFUSE])
 def test_reference_dscp_per_port_and_direction(capture: str) -> None:
     assert _decoded(capture).dscp_by_port() == {
@@ -190,6 +195,7 @@ async def _replay(script: Script, pcap: Path) -> tshark.Decoded:
     return tshark.decode(pcap, str(port))
 
 
+@pytest.mark.slow
 async def test_loopback_replay_decodes_the_bind_with_cs3(tmp_path: Path) -> None:
     decoded = await _replay(_script(golden.load_tpkts(SUCCESS)), tmp_path / "replay.pcap")
     assert decoded.problems == ()
@@ -211,6 +217,7 @@ def _damaged(script: Script) -> Script:
     return damaged
 
 
+@pytest.mark.slow
 async def test_loopback_replay_of_a_damaged_bind_shows_a_problem(tmp_path: Path) -> None:
     decoded = await _replay(_damaged(_script(golden.load_tpkts(SUCCESS))), tmp_path / "bad.pcap")
     (bind,) = (f for f in decoded.frames if "p1.MTABindArgument" in f.fields)

@@ -49,6 +49,8 @@ from p1.osi.rtse_transfer import CHECKPOINT_UNIT
 from tests import tshark
 from tests.tshark import Direction
 
+pytestmark = pytest.mark.slow  # dumpcap, then tshark
+
 LOOPBACK = "127.0.0.1"
 ARGUMENT, RESULT, Store = tshark.ARGUMENT, tshark.RESULT, tshark.Store
 CS3 = 24

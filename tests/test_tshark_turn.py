@@ -26,6 +26,8 @@ from p1.osi.rtse import DialogueMode
 from p1.osi.spdu import Kind
 from tests import tshark
 
+pytestmark = pytest.mark.slow  # dumpcap, then tshark
+
 LOOPBACK = "127.0.0.1"
 ARGUMENT, RESULT, Store = tshark.ARGUMENT, tshark.RESULT, tshark.Store
 TIMEOUT = tshark.TIMEOUT  # seconds; a bound against a hang (and against a deadlock)

@@ -46,6 +46,7 @@ def send_argv(site: Site, count: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 async def test_inbox_into_head_ends_quietly(site: Site) -> None:
     await site.send(site.address("Smith"), site.address("Jones"), count=30)
     inbox = f"{BIN / 'x400'} inbox --socket '{site.socket}' --user '{site.address('Jones')}'"
@@ -64,6 +65,7 @@ async def test_inbox_into_head_ends_quietly(site: Site) -> None:
     assert status in ("x400 exited 0", f"x400 exited {EXIT_BROKEN_PIPE}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["x400", "x400ctl"])
 async def test_a_closed_pipe_ends_the_command_with_141_and_nothing_said(
     site: Site, command: str
@@ -103,6 +105,7 @@ async def test_ctrl_c_ends_send_count_with_130_and_one_line(site: Site) -> None:
     assert err.decode().splitlines() == ["x400: interrupted"]
 
 
+@pytest.mark.slow
 async def test_the_progress_bar_is_on_the_terminal_and_never_on_stdout(site: Site) -> None:
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns

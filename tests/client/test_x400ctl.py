@@ -1,4 +1,8 @@
-"""x400ctl ping against a real responder in another process, over loopback TCP."""
+"""x400ctl ping against a real responder in another process, over loopback TCP.
+
+The responder serves any number of associations and keeps no state between them, so the
+tests of this module share one (started once per module).
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ def _start(*extra: str) -> tuple[subprocess.Popen[str], int]:
     return process, int(line)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def responder() -> Iterator[int]:
     process, port = _start("--name", "mta-b", "--password", "b-pw", "--accept", "mta-a:a-pw")
     yield port

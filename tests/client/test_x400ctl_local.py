@@ -227,6 +227,7 @@ async def test_quarantine_list_show_and_delete(
     assert err == f"x400ctl quarantine: no entry {ids[0]} in the quarantine\n"
 
 
+@pytest.mark.slow
 async def test_quarantine_show_raw_gives_the_octets_to_x400_dump(site_a: Site) -> None:
     bad = message_from_a("bad-raw", AT_SIGN)
     await transfer_as_b(site_a, bad)

@@ -206,6 +206,7 @@ async def test_delete_leaves_a_message_in_flight_whole(
 # --- flush -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_flush_sends_at_once_what_waited_out_a_retry(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -261,6 +262,7 @@ async def test_track_lists_a_messages_events_in_order_with_times(
     assert row.split()[-5:-2] == ["held", "MTA-B", "0"]
 
 
+@pytest.mark.slow
 async def test_track_shows_the_queue_state_after_the_transfer(
     lab: Lab, capsys: pytest.CaptureFixture[str]
 ) -> None:

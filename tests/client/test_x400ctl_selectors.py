@@ -1,5 +1,10 @@
 """x400ctl ping with selectors, against x400-mta in another process whose listener serves
-only the called TSEL "x400" (as PP's 1988 normal-mode channel does)."""
+only the called TSEL "x400" (as PP's 1988 normal-mode channel does).
+
+Each ping is one association of its own and changes nothing in the daemon's state, so the
+tests of this module share one daemon (started once per module); its log is checked for
+tracebacks when the module is done.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +39,9 @@ def _wait_listening(process: subprocess.Popen[bytes], port: int, log: Path) -> N
             time.sleep(0.05)
 
 
-@pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[int]:
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    tmp_path = tmp_path_factory.mktemp("daemon")
     ports = ReservedPorts(2)
     listen, dead = ports.ports
     settings = {
@@ -45,6 +51,8 @@ def daemon(tmp_path: Path) -> Iterator[int]:
         "state_dir": "state",
         "control_socket": "control.sock",
         "listeners": [{"address": "127.0.0.1", "port": listen, "tsel": "x400"}],
+        # The tests share the daemon: a bind one refuses must not delay the next one's.
+        "limits": {"failed_bind_delay": "0s"},
         "peers": [
             {
                 "name": "mta-a",
@@ -81,6 +89,7 @@ def _ping(port: int, *extra: str) -> int:
     return x400ctl.main([*argv, *extra])
 
 
+@pytest.mark.slow
 def test_ping_with_the_served_tsel_binds(daemon: int, capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         _ping(daemon, "--tsel", "x400", "--calling-tsel", "hex:0591", "--peer-name", "mta-b") == 0
@@ -88,6 +97,7 @@ def test_ping_with_the_served_tsel_binds(daemon: int, capsys: pytest.CaptureFixt
     assert f"127.0.0.1 port {daemon}: bound to mta-b in " in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_ping_with_another_tsel_is_disconnected(
     daemon: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -95,6 +105,7 @@ def test_ping_with_another_tsel_is_disconnected(
     assert "DR received: address unknown" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ping_without_a_tsel_is_disconnected(
     daemon: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -107,6 +118,7 @@ def test_ping_refuses_a_bad_selector(capsys: pytest.CaptureFixture[str]) -> None
     assert "argument --ssel: 'hex:abc': expected an even" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["1984", "1988-x410"])
 def test_ping_in_x410_mode_binds_and_a_wrong_password_is_refused_the_1984_way(
     daemon: int, protocol: str, capsys: pytest.CaptureFixture[str]

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.mta.process import DEADLINE
 from tests.mta.sites import A, solo_site
+
+pytestmark = pytest.mark.slow  # the installed x400ctl as a process
 
 X400CTL = Path(sys.executable).with_name("x400ctl")
 

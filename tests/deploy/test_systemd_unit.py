@@ -23,6 +23,8 @@ from mta.daemon import EXIT_OK
 from tests.mta.process import DEADLINE, MTA, Daemon
 from tests.mta.sites import solo_site
 
+pytestmark = pytest.mark.slow  # systemd-analyze, and the daemon as a process
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "systemd"
 UNIT = DEPLOY / "aiox400-mta.service"
 INSTALLED = "/usr/local/bin/x400-mta"

@@ -32,6 +32,8 @@ from tests.fuzz.live import run_live
 from tests.fuzz.mutate import DEFAULT_SEED, Mutator
 from tests.fuzz.pcap import read_conversations
 
+pytestmark = pytest.mark.slow  # thousands of mutated conversations, and x400-mta as a process
+
 SANS_IO_CASES = 4000
 """Per side: some 5 s each."""
 LIVE_CASES = 1500

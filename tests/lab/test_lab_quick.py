@@ -26,6 +26,8 @@ import pytest
 
 from lab.topology import NAMESPACE_PREFIX, TOOLS
 
+pytestmark = pytest.mark.slow  # root, network namespaces, about a minute
+
 ROOT = Path(__file__).resolve().parents[2]
 LAB = [sys.executable, "-m", "lab"]
 

@@ -217,6 +217,7 @@ async def test_operators_may_do_everything(site: Site) -> None:
     assert anywhere.code == 0, anywhere
 
 
+@pytest.mark.slow
 async def test_a_user_acts_only_as_itself(site: Site, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="aiox400.api")
     alice = Caller(site, USER)

@@ -49,6 +49,8 @@ from p1.ipms.ipm import (
 from p1.mts.orname import parse_orname
 from tests.mta.sites import Lab, Site
 
+pytestmark = pytest.mark.slow  # kill -9 of x400-mta processes in the middle of a thousand transfers
+
 T = TypeVar("T")
 JsonObject = dict[str, Any]
 

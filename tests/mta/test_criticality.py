@@ -97,6 +97,7 @@ async def delivered_at_b(lab: Lab) -> None:
 # --- delivery ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext_type", [SECURITY_LABEL, UNKNOWN_STANDARD, PRIVATE])
 @pytest.mark.parametrize("per_recipient", [False, True], ids=["envelope", "per-recipient"])
 async def test_an_unimplemented_extension_critical_for_delivery_is_non_delivered(
@@ -157,6 +158,7 @@ async def test_an_implemented_extension_critical_for_delivery_is_delivered(lab: 
 # --- transfer ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ext_type", [UNKNOWN_STANDARD, PRIVATE])
 async def test_an_unimplemented_extension_critical_for_transfer_is_not_relayed(
     lab: Lab, ext_type: ExtensionType
@@ -167,6 +169,7 @@ async def test_an_unimplemented_extension_critical_for_transfer_is_not_relayed(
     assert await report_at_a(lab) == NOT_SUPPORTED
 
 
+@pytest.mark.slow
 async def test_a_peer_that_supports_the_extension_is_given_the_message(lab: Lab) -> None:
     lab.b.settings["peers"][0]["supported_extensions"] = [UNKNOWN_STANDARD]
     await lab.start()
@@ -177,6 +180,7 @@ async def test_a_peer_that_supports_the_extension_is_given_the_message(lab: Lab)
     assert await report_at_a(lab) == LOOPED  # B transferred it; A saw itself in the trace
 
 
+@pytest.mark.slow
 async def test_critical_for_delivery_only_does_not_stop_a_transfer(lab: Lab) -> None:
     await lab.start()
     apdu = message_from_a("relayed", SOMEONE_AT_A)

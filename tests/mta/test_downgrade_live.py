@@ -19,6 +19,8 @@ from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from tests.mta.sites import Lab, eventually
 
+pytestmark = pytest.mark.slow  # two daemons, a second or more each
+
 
 def _a_calls_b_as_1984(lab: Lab) -> None:
     lab.a.settings["peers"][0]["protocol"] = "1984"

@@ -125,6 +125,7 @@ def _fill(mount: Path, leave: int) -> Path:
     return filler
 
 
+@pytest.mark.slow
 async def test_a_full_disk_refuses_transfers_unconfirmed_and_recovers_by_itself(
     full_lab: tuple[Lab, Path], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -24,6 +24,7 @@ headers = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(headers, st.binary(max_size=64))
 def test_what_is_encoded_parses_back_with_the_length_of_its_payload(
     header: JsonObject, payload: bytes

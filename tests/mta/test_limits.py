@@ -323,6 +323,7 @@ async def read_to_end(reader: asyncio.StreamReader) -> bytes:
         return b""
 
 
+@pytest.mark.slow
 async def test_connections_over_the_cap_are_closed_at_once_while_a_peer_still_binds(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -386,6 +387,7 @@ async def test_an_unbound_peer_streaming_a_large_tsdu_is_cut_off(
     assert await bind_and_transfer_as_a(port) < DEADLINE
 
 
+@pytest.mark.slow
 async def test_a_bound_peer_that_trickles_is_aborted_after_the_progress_interval(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -419,6 +421,7 @@ async def test_a_bound_peer_that_trickles_is_aborted_after_the_progress_interval
     assert line.endswith(", aborting")
 
 
+@pytest.mark.slow
 async def test_failed_binds_wait_longer_each_time_while_another_address_binds_at_once(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -472,6 +475,7 @@ async def crowded(tmp_path: Path) -> AsyncIterator[Site]:
         yield site
 
 
+@pytest.mark.slow
 async def test_an_idle_local_api_connection_is_closed_but_a_long_wait_is_not(
     impatient: Site,
 ) -> None:
@@ -574,6 +578,7 @@ async def test_the_daemon_answers_a_deeply_nested_request_with_a_clear_error(
         assert "internal error" not in answer["error"]
 
 
+@pytest.mark.slow
 async def test_an_idle_permanent_association_ended_on_time_is_info_and_opened_again(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:

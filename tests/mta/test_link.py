@@ -282,6 +282,7 @@ async def slow_transfer(port: int, apdu: bytes, *, chunk: int, pause: float) -> 
     return events
 
 
+@pytest.mark.slow
 async def test_a_transfer_longer_than_the_idle_time_is_served_while_it_progresses() -> None:
     store = Store()
     served: list[asyncio.Task[object]] = []

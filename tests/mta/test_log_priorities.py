@@ -79,6 +79,7 @@ def test_journal_stream_is_recognised_by_device_and_inode(tmp_path: Path) -> Non
         assert not stderr_is_journal({}, stream.fileno())
 
 
+@pytest.mark.slow
 def test_a_daemon_whose_stderr_is_the_journal_prefixes_its_lines(tmp_path: Path) -> None:
     site = solo_site(tmp_path / "site")
     site.settings["log_level"] = "info"

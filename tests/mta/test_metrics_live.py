@@ -115,6 +115,7 @@ def _out(at: Scrape, precedence: Precedence, outcome: str = "confirmed") -> floa
     return at.value("aiox400_transfers_total", **labels, direction="out", outcome=outcome)
 
 
+@pytest.mark.slow
 async def test_the_figures_move_with_a_transfer(lab: Lab, metrics_port: int) -> None:
     a = await lab.a.start()  # B is down: what A queues waits
     first = await scrape(metrics_port)
@@ -186,6 +187,7 @@ def _version_of(at: Scrape) -> str:
     raise AssertionError("no aiox400_build_info")
 
 
+@pytest.mark.slow
 async def test_refused_binds_are_counted_both_ways(lab: Lab, metrics_port: int) -> None:
     # B expects another password of A: A's binds to B are refused.
     lab.b.settings["peers"][0]["peer_password"] = "not-what-a-sends"

@@ -186,6 +186,7 @@ def mailbox_names(site: Site) -> list[str]:
     return sorted(str(user) for (user,) in rows)
 
 
+@pytest.mark.slow
 async def test_names_a_peer_sends_reach_neither_log_nor_store_with_a_control_character(
     lab: Lab, logs: tuple[io.StringIO, io.StringIO]
 ) -> None:

@@ -87,6 +87,7 @@ def audit_events(site: LabSite) -> list[str]:
     return [str(event) for (event,) in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["message", "probe"])
 async def test_a_quarantined_transfer_is_reported_to_its_originator(
     lab: Lab, kind: str, caplog: pytest.LogCaptureFixture
@@ -119,6 +120,7 @@ async def test_a_quarantined_transfer_is_reported_to_its_originator(
     assert await lab.b.inbox(JONES_AT_B) == []
 
 
+@pytest.mark.slow
 async def test_a_quarantined_message_sent_again_is_kept_again_and_reported_on_once(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -77,6 +77,7 @@ async def test_log_level_given_on_the_command_line_wins_over_a_reload(
         await site.stop()
 
 
+@pytest.mark.slow
 def test_sighup_reloads_names_what_needs_a_restart_and_survives_a_bad_file(
     tmp_path: Path,
 ) -> None:

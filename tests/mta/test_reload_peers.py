@@ -109,6 +109,7 @@ async def test_a_peer_added_by_reload_carries_a_message(
     await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 1, what="delivery")
 
 
+@pytest.mark.slow
 async def test_a_peer_removed_by_reload_leaves_its_queue_waiting_until_it_is_back(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -204,6 +205,7 @@ async def test_an_unchanged_peer_keeps_its_connections_when_another_is_added(
         nowhere.close()
 
 
+@pytest.mark.slow
 async def test_a_reload_during_a_stream_of_transfers_loses_and_duplicates_nothing(
     lab: Lab,
 ) -> None:

@@ -20,6 +20,8 @@ from p1.mts.precedence import Precedence
 from store.models import AuditEntry, QueuedMessage, QueuedRecipient, ReceivedKey
 from tests.mta.sites import Lab, Site, eventually
 
+pytestmark = pytest.mark.slow  # a daemon pruning on its own schedule
+
 SHORT = {"override": "2s", "flash": "2s", "immediate": "2s"}
 SHORT |= {"priority": "2s", "routine": "2s", "deferred": "2s"}
 

@@ -37,6 +37,8 @@ from p1.mts.envelope import Message, decode_mts_apdu
 from p1.osi import Role
 from tests.mta.sites import B, Lab, SlotSpec, eventually, until
 
+pytestmark = pytest.mark.slow  # real retry delays and backoffs of a second and more
+
 RETRY = RetryPolicy(initial=0.2, maximum=300.0, factor=2.0, jitter=0.0)
 """Site A's ``[retry]``: quick, without jitter, and a maximum no test could wait out."""
 RECONNECT = RetryPolicy(initial=0.05, maximum=0.2, factor=2.0, jitter=0.0)

@@ -171,6 +171,7 @@ async def test_a_listener_without_tsel_serves_any(sites: Sites) -> None:
     assert x224.tpdu_code(await _cr_answer(sites.a_port, b"anything")) == x224.CC
 
 
+@pytest.mark.slow
 async def test_a_peers_selectors_are_on_the_wire(sites: Sites, tmp_path: Path) -> None:
     tshark.require_tshark()
     pcap = tmp_path / "selectors.pcap"

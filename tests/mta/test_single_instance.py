@@ -34,6 +34,7 @@ def state_of(site: Site) -> Path:
     return site.directory / "state"
 
 
+@pytest.mark.slow
 def test_a_second_daemon_on_the_same_state_directory_exits_4_and_changes_nothing(
     tmp_path: Path,
 ) -> None:

@@ -119,6 +119,7 @@ def test_the_watchdog_interval_is_half_the_timeout_for_this_process(
     assert watchdog_interval(environ, pid=4242) == interval
 
 
+@pytest.mark.slow
 def test_the_daemon_notifies_ready_status_watchdog_reloading_and_stopping(
     tmp_path: Path, abstract: tuple[str, Manager]
 ) -> None:

@@ -41,6 +41,7 @@ async def _waiting(lab: Lab, identifier: str) -> list[object]:
     return [r for r in response["recipients"] if r["mts_identifier"] == identifier]
 
 
+@pytest.mark.slow
 async def test_a_message_over_the_peers_limit_comes_back_as_a_non_delivery_report(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -80,6 +81,7 @@ async def test_a_message_over_the_peers_limit_comes_back_as_a_non_delivery_repor
     assert not [r for r in caplog.records if r.exc_info]
 
 
+@pytest.mark.slow
 async def test_a_delivery_report_stays_at_info(lab: Lab, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     await lab.start()

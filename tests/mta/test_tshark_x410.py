@@ -21,11 +21,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
 from tests import tshark
 from tests.mta.sites import A, Lab, eventually
+
+pytestmark = pytest.mark.slow  # two daemons under dumpcap, then tshark
 
 INVALID_OFFSET = "pres.invalid_offset"
 """Wireshark's presentation dissector given X.410-1984 mode S-DATA (see the docstring)."""

@@ -51,6 +51,7 @@ def _accepted_in_x410(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 async def test_a_message_and_its_delivery_report_cross_in_x410_mode(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:

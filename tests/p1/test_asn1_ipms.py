@@ -58,6 +58,7 @@ def round_trip(module: str, type_name: str, value: Any) -> bytes:
     return encoded
 
 
+@pytest.mark.slow
 def test_modules_compile_together() -> None:
     modules = asn1.compile_uncached().modules
     for name in (

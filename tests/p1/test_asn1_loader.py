@@ -26,6 +26,7 @@ def _load_in_child(cache: Path) -> float:
     return float(out.stdout)
 
 
+@pytest.mark.slow
 def test_spec_is_cached_on_disk_and_reused(tmp_path: Path) -> None:
     _load_in_child(tmp_path)
     cached = list(tmp_path.glob("asn1-*.pickle"))

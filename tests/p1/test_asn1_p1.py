@@ -92,6 +92,7 @@ def round_trip(module: str, type_name: str, value: Any) -> bytes:
 # --- compilation --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_whole_directory_compiles_with_the_p1_modules() -> None:
     spec = asn1.compile_uncached()
     for module, names in {

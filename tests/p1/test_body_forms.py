@@ -188,6 +188,7 @@ def rules(part: BodyPart) -> ber_forms.Rules:
     return ber_forms.Rules(string=_string, opaque=opaque, high_tags=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(4), suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(KINDS).flatmap(

@@ -325,6 +325,7 @@ def _assert_built_as_init_builds(value: Any) -> None:
         value.extra = 1
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.message_envelopes())
 def test_decoded_envelopes_are_the_constructed_ones(envelope: MessageEnvelope) -> None:
@@ -348,6 +349,7 @@ def test_the_benchmark_message_decodes_to_constructed_models() -> None:
         _assert_built_as_init_builds(recipient)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 @given(test_ipm.kinds_and_ipms)
 def test_decoded_headings_are_the_constructed_ones(kind_and_ipm: tuple[ContentKind, IPM]) -> None:

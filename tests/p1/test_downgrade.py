@@ -403,6 +403,7 @@ apdus_1988 = st.one_of(
 # --- properties ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(strategies.mts_apdus.map(stripped), st.booleans())
 def test_1984_legal_apdu_comes_out_as_the_very_bytes(apdu: MTSApdu, cn_as_dda: bool) -> None:
@@ -411,6 +412,7 @@ def test_1984_legal_apdu_comes_out_as_the_very_bytes(apdu: MTSApdu, cn_as_dda: b
     assert outcome == Downgraded(apdu=data)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(strategies.mts_apdus.map(stripped))
 def test_1984_legal_apdu_received_in_any_member_order_is_unchanged(apdu: MTSApdu) -> None:
@@ -418,6 +420,7 @@ def test_1984_legal_apdu_received_in_any_member_order_is_unchanged(apdu: MTSApdu
     assert downgraded(data).apdu == data
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(apdus_1988)
 def test_1988_apdu_is_refused_or_keeps_every_1984_member(apdu: MTSApdu) -> None:
@@ -450,6 +453,7 @@ def test_1988_apdu_is_refused_or_keeps_every_1984_member(apdu: MTSApdu) -> None:
     assert bool(outcome.removed) == (outcome.apdu != encode_mts_apdu(apdu))
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(apdus_1988)
 def test_downgrading_twice_changes_nothing_more(apdu: MTSApdu) -> None:

@@ -841,6 +841,7 @@ def test_random_bytes_raise_only_decode_errors(data: bytes) -> None:
         decode_mts_apdu(data)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(strategies.mts_apdus, st.data())
 def test_damaged_encodings_raise_only_decode_errors(apdu: MTSApdu, data: st.DataObject) -> None:
@@ -861,6 +862,7 @@ def test_damaged_encodings_raise_only_decode_errors(apdu: MTSApdu, data: st.Data
 # --- property tests --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(strategies.mts_apdus)
 def test_round_trip_values_and_bytes(apdu: MTSApdu) -> None:
@@ -870,6 +872,7 @@ def test_round_trip_values_and_bytes(apdu: MTSApdu) -> None:
     assert encode_mts_apdu(decoded) == data
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(strategies.mts_apdus)
 def test_encodings_agree_with_the_asn1_modules(apdu: MTSApdu) -> None:

@@ -39,6 +39,7 @@ def _envelope_end(apdu: bytes) -> int:
     return ber.read(view, body, len(view))[4]
 
 
+@pytest.mark.slow
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(message=strategies.messages, seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_any_cut_after_the_envelope_reads_the_same_envelope(

@@ -59,6 +59,7 @@ def reencoded(apdu: bytes, trace: TraceEntry | None, internal: InternalTraceEntr
     return replace_message_envelope(apdu, grown)
 
 
+@pytest.mark.slow
 @HYPOTHESIS
 @given(
     strategies.message_envelopes(),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,6 +118,7 @@ def _p1_opaque(path: Path, octet: int, contents: bytes) -> bool:
 P1_FORMS = ber_forms.Rules(string=_p1_string, opaque=_p1_opaque, high_tags=True)
 
 
+@pytest.mark.slow
 @FORMS
 @given(strategies.mts_apdus, randoms)
 def test_every_legal_form_of_an_mts_apdu_decodes_to_the_same_value(
@@ -133,6 +135,7 @@ def test_every_legal_form_of_an_mts_apdu_decodes_to_the_same_value(
 # --- the relay ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FORMS
 @given(
     strategies.messages,
@@ -310,6 +313,7 @@ def _raw_extension(contents: bytes) -> bool:
 IPMS_FORMS = ber_forms.Rules(string=_ipms_string, opaque=_ipms_opaque, high_tags=True)
 
 
+@pytest.mark.slow
 @FORMS
 @given(st.sampled_from(KINDS), headings, randoms)
 def test_every_legal_form_of_an_ipm_heading_decodes_to_the_same_heading(
@@ -338,6 +342,7 @@ def _without_kept_parts(ipn: IPN) -> IPN:
     return dataclasses.replace(ipn, conversion_eits=None, fields=fields)
 
 
+@pytest.mark.slow
 @FORMS
 @given(st.sampled_from(IPNS), randoms)
 def test_every_legal_form_of_an_ipn_decodes_to_the_same_ipn(ipn: IPN, rnd: random.Random) -> None:

@@ -421,6 +421,7 @@ def _opaque(path: ber_forms.Path, octet: int, contents: bytes) -> bool:
 FORMS = ber_forms.Rules(string=IPMS_FORMS.string, opaque=_opaque, high_tags=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(1), suppress_health_check=[HealthCheck.too_slow])
 @given(st.fixed_dictionaries(strategies.mm_heading_extensions()), st.randoms(use_true_random=False))
 def test_every_legal_form_decodes_to_the_same_heading(

@@ -315,6 +315,7 @@ def test_small_p772_ipm_golden() -> None:
     assert decode_ipm(encoded, P772_CONTENT_TYPE) == ipm
 
 
+@pytest.mark.slow
 @given(kinds_and_ipms)
 @settings(max_examples=examples(0.6), suppress_health_check=[HealthCheck.too_slow])
 def test_any_ipm_round_trips(kind_and_ipm: tuple[ContentKind, IPM]) -> None:

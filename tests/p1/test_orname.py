@@ -615,6 +615,7 @@ def test_text_round_trip(name: ORName, style: str) -> None:
     assert parse_orname(text).canonical == name.canonical
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(ornames(wire_forms=True))
 def test_ber_round_trip(name: ORName) -> None:
@@ -695,6 +696,7 @@ def outcome(action: Callable[[], object]) -> object:
         return type(exc).__name__, str(exc)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans().flatmap(lambda dn: ornames(wire_forms=True, with_dn=dn)))
 def test_direct_codec_agrees_with_asn1tools(name: ORName) -> None:
@@ -751,12 +753,14 @@ def any_ornames(draw: st.DrawFn) -> ORName:
     return dataclasses.replace(name, **changes)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(5), suppress_health_check=[HealthCheck.too_slow])
 @given(any_ornames())
 def test_direct_encoder_agrees_with_asn1tools_on_any_value(name: ORName) -> None:
     assert outcome(lambda: encode_orname(name)) == outcome(lambda: asn1_encode(name))
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(5), suppress_health_check=[HealthCheck.too_slow])
 @given(any_ornames(), st.data())
 def test_damaged_input_is_a_decode_error_or_the_value_asn1tools_reads(
@@ -851,6 +855,7 @@ def _orname_opaque(path: ber_forms.Path, octet: int, contents: bytes) -> bool:
 ORNAME_FORMS = ber_forms.Rules(string=_orname_string, opaque=_orname_opaque, high_tags=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(10), suppress_health_check=[HealthCheck.too_slow])
 @given(st.booleans().flatmap(lambda dn: ornames(wire_forms=True, with_dn=dn)), st.randoms())
 def test_any_legal_ber_form_decodes_to_the_same_name(name: ORName, rnd: random.Random) -> None:

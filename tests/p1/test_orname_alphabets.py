@@ -258,6 +258,7 @@ def test_any_value_is_written_without_control_characters_and_read_back(
     assert _join(_strip(tokens)) == value
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(3), suppress_health_check=[HealthCheck.too_slow])
 @given(strategies.ornames(), st.sampled_from(["semicolon", "slash"]))
 def test_every_legal_name_reads_back_from_its_text_and_its_ber(name: ORName, style: str) -> None:

@@ -100,6 +100,7 @@ def test_a_shared_name_cannot_be_changed() -> None:
 # --- values kept in the name ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @given(strategies.ornames())
 def test_kept_canonical_route_key_and_ber_equal_fresh_ones(name: ORName) -> None:
     for _ in range(2):

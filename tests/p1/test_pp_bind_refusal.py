@@ -91,6 +91,7 @@ async def test_ping_reads_pps_refusal_as_authentication_error() -> None:
     assert str(refused.value) == "authentication-error"
 
 
+@pytest.mark.slow
 async def test_the_ping_command_prints_authentication_error() -> None:
     async with _pp_refusing() as port:
         command = await asyncio.create_subprocess_exec(

@@ -72,6 +72,7 @@ def with_bad_extension(apdu: bytes) -> bytes:
     return encode_mts_apdu(replaced)
 
 
+@pytest.mark.slow
 @given(st.one_of(messages, probes))
 def test_a_well_formed_subject_salvages_as_it_decodes(apdu: Message | Probe) -> None:
     data = encode_mts_apdu(apdu)
@@ -81,6 +82,7 @@ def test_a_well_formed_subject_salvages_as_it_decodes(apdu: Message | Probe) -> 
     assert essentials(salvage.subject) == essentials(strictly(data))
 
 
+@pytest.mark.slow
 @given(st.one_of(messages, probes))
 def test_a_malformed_extension_is_left_out(apdu: Message | Probe) -> None:
     data = with_bad_extension(encode_mts_apdu(apdu))
@@ -93,6 +95,7 @@ def test_a_malformed_extension_is_left_out(apdu: Message | Probe) -> None:
     assert essentials(salvage.subject) == essentials(strictly(encode_mts_apdu(apdu)))
 
 
+@pytest.mark.slow
 @given(reports)
 def test_nothing_is_salvaged_from_a_report(report: Report) -> None:
     salvage = salvage_subject(encode_mts_apdu(report))
@@ -106,12 +109,14 @@ def test_any_octets_salvage_without_an_exception(data: bytes) -> None:
     assert (salvage.subject is None) != (salvage.why == "")
 
 
+@pytest.mark.slow
 @given(messages, st.integers(min_value=1, max_value=400))
 def test_a_truncated_message_salvages_or_says_what_is_missing(message: Message, cut: int) -> None:
     salvage = salvage_subject(encode_mts_apdu(message)[:-cut])
     assert (salvage.subject is None) != (salvage.why == "")
 
 
+@pytest.mark.slow
 @given(messages)
 def test_a_recipient_whose_name_does_not_decode_is_left_out(message: Message) -> None:
     first = message.envelope.recipients[0]
@@ -131,6 +136,7 @@ def test_a_recipient_whose_name_does_not_decode_is_left_out(message: Message) ->
     )
 
 
+@pytest.mark.slow
 @given(messages)
 def test_an_originator_that_does_not_decode_leaves_nothing(message: Message) -> None:
     envelope = dataclasses.replace(message.envelope, originator_name=AT_SIGN)
@@ -139,6 +145,7 @@ def test_an_originator_that_does_not_decode_leaves_nothing(message: Message) -> 
     assert salvage_subject(data).why == "originator not readable"
 
 
+@pytest.mark.slow
 @given(messages)
 def test_no_recipient_readable_leaves_nothing(message: Message) -> None:
     recipients = tuple(

@@ -134,6 +134,7 @@ def data_phase_tsdus(draw: st.DrawFn) -> bytes:
     return tsdu
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(15))
 @given(data_phase_tsdus())
 def test_plain_decoder_agrees_with_the_general_one(tsdu: bytes) -> None:
@@ -298,6 +299,7 @@ def test_pdv_view_leaves_the_rest_to_decode_user_data(data: str) -> None:
     assert presentation.decode_pdv_view(bytes.fromhex(data.replace(" ", ""))) is None
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(10))
 @given(st.integers(1, 200), st.binary(max_size=300), st.data())
 def test_pdv_view_agrees_with_decode_user_data(

@@ -98,6 +98,7 @@ def test_extended_forms_show_the_same_text() -> None:
     assert (body_part_type(second), body_part_text(second)) == ("videotex", "frame")
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(40))
 @given(pages, st.randoms(use_true_random=False))
 def test_any_legal_form_shows_the_same_text(texts: list[str], rnd: random.Random) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sqlalchemy import Engine
 
 from p1.mts.precedence import Precedence
@@ -43,6 +44,7 @@ def test_two_open_claims_skip_each_others_rows(postgres_engine: Engine) -> None:
     assert [e.mts_identifier for e in again] == [e.mts_identifier for e in mine]
 
 
+@pytest.mark.slow
 def test_concurrent_claimers_never_get_the_same_recipient(postgres_url: str) -> None:
     workers = 6
     # One engine per worker, as separate MTA processes would have.

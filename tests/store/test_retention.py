@@ -112,6 +112,7 @@ def test_audit_records_go_oldest_first_in_batches(engine: Engine) -> None:
     assert kept == ["m4", "m3"]
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     ages=st.lists(st.integers(min_value=0, max_value=20), min_size=1, max_size=12),

@@ -88,11 +88,13 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+@pytest.mark.slow
 def test_after_warming_up_the_first_message_makes_no_sql(url: str) -> None:
     count, which = first_message(url, "warm")
     assert count == 0, which
 
 
+@pytest.mark.slow
 def test_without_warming_the_first_message_writes_its_statements(url: str) -> None:
     count, _ = first_message(url, "cold")
     assert count >= 5
