@@ -17,7 +17,7 @@ Public API::
     Form, Key, Foreign
     value(kind, doc, name=, derived=, into=)    secret(doc, name=, derived=)
     section(of, doc, name=, optional=)          tables(of, doc, name=, required=)
-    inline(of, doc)                             foreign(spec, doc, name)
+    inline(of, doc, derived=)                   foreign(spec, doc, name)
     declared(cls) -> [(field, Key)]             file_keys(cls) -> [name]
     section_keys(cls, name) -> [name]           FILE_SUFFIX
 """
@@ -139,9 +139,10 @@ def tables(of: type, doc: str, *, name: str = "", required: bool = False) -> Map
     return {_KEY: Key(form=Form.TABLES, of=of, doc=doc, name=name, required=required)}
 
 
-def inline(of: type, doc: str) -> Mapping[str, Key]:
-    """Metadata of a field whose dataclass's keys are keys of the enclosing table."""
-    return {_KEY: Key(form=Form.INLINE, of=of, doc=doc)}
+def inline(of: type, doc: str, *, derived: str = "") -> Mapping[str, Key]:
+    """Metadata of a field whose dataclass's keys are keys of the enclosing table;
+    ``derived``: where each takes its default from, if not from the dataclass."""
+    return {_KEY: Key(form=Form.INLINE, of=of, doc=doc, derived=derived)}
 
 
 def declared(cls: type) -> list[tuple[dataclasses.Field[Any], Key]]:

@@ -45,7 +45,8 @@ from config.values import (
     SlotMode,
 )
 from p1.errors import DecodeError
-from p1.mts.orname import ORName, format_orname, parse_orname
+from p1.mts.orname_model import ORName
+from p1.mts.orname_text import format_orname, parse_orname
 from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,

@@ -68,7 +68,7 @@ from config.schema import (
     default_local_domains,
 )
 from config.values import HIDDEN
-from p1.mts.orname import ORName
+from p1.mts.orname_model import ORName
 from p1.mts.precedence import Precedence, PrecedenceTable
 
 __all__ = ["ConfigError", "load_config"]

@@ -92,7 +92,8 @@ from config.values import (
     Secret,
     SlotMode,
 )
-from p1.mts.orname import ORAddress, ORName, format_orname
+from p1.mts.orname_model import ORAddress, ORName
+from p1.mts.orname_text import format_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
@@ -280,6 +281,7 @@ class Slot:
             Selectors,
             "The selectors of this slot's connections: each the slot's own when it sets "
             "it, else its peer's.",
+            derived="the peer's",
         ),
     )
 

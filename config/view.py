@@ -21,6 +21,7 @@ Public API::
 
     effective_settings(config) -> list[tuple[str, str]]     (key, value) in file order
     render(settings, defaults=False) -> str                 the TOML document
+    toml_value(value) -> str                                one value as TOML text
     NOT_SET, DEFAULT_MARK
 """
 
@@ -47,7 +48,7 @@ from config.schema import (
 )
 from config.values import HIDDEN
 
-__all__ = ["DEFAULT_MARK", "NOT_SET", "effective_settings", "render"]
+__all__ = ["DEFAULT_MARK", "NOT_SET", "effective_settings", "render", "toml_value"]
 
 NOT_SET = ""
 """The value of an optional key the file leaves out."""
@@ -135,19 +136,19 @@ class _Writer:
         written = kind.write(value)
         if isinstance(written, dict):
             for account, item in written.items():
-                self.add(f"{name}.{_segment(account)}", _toml(item), default=False)
+                self.add(f"{name}.{_segment(account)}", toml_value(item), default=False)
             if not written:
                 self.add(name, NOT_SET, default=True)
             return
-        self.add(name, _toml(written), default=value == default)
+        self.add(name, toml_value(written), default=value == default)
 
     def secret(self, name: str, secret: Secret | None, default: Secret | None) -> None:
         if secret is None:
             self.add(name, NOT_SET, default=default is None)
         elif secret.source is not None:
-            self.add(name + FILE_SUFFIX, _toml(str(secret.source)), default=secret == default)
+            self.add(name + FILE_SUFFIX, toml_value(str(secret.source)), default=secret == default)
         else:
-            self.add(name, _toml(HIDDEN), default=secret == default)
+            self.add(name, toml_value(HIDDEN), default=secret == default)
 
     def section(self, name: str, key: Key, value: Any) -> None:
         if value is None:
@@ -203,7 +204,7 @@ def _string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def _toml(value: object) -> str:
+def toml_value(value: object) -> str:
     """A value as TOML text."""
     if isinstance(value, str):
         return _string(value)
@@ -214,7 +215,7 @@ def _toml(value: object) -> str:
     if isinstance(value, float) and math.isfinite(value):
         return repr(value)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
     raise TypeError(f"no TOML form for {value!r}")
 
 
