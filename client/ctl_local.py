@@ -17,8 +17,9 @@ configuration given with ``--config``, or ``--socket``):
     flush [PEER]   retry now what waits out a retry backoff
     track MTSID    the message's every event at this MTA (the audit log), in order, and
                    its recipients' states in the queue now
-    config         the effective configuration, passwords hidden (from the file with
-                   ``--config``, from the running daemon with ``--socket`` alone)
+    config [--defaults]   the effective configuration as TOML, passwords hidden (from
+                   the file with ``--config``, from the running daemon with ``--socket``
+                   alone)
     quarantine list|show|delete   transfers kept because they could not be taken in
 
 Public API::
@@ -42,7 +43,7 @@ from typing import Any, BinaryIO, TextIO
 
 from client.api import ApiError, call, socket_path
 from config.loader import ConfigError, load_config
-from config.view import effective_settings
+from config.view import effective_settings, render
 
 __all__ = ["COMMANDS", "add_commands", "run", "table"]
 
@@ -124,7 +125,16 @@ def _track_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help='every key, those at their defaults marked "# default" (postconf without -n)',
+    )
+
+
 _ARGUMENTS = {
+    "config": _config_arguments,
     "queue": _queue_arguments,
     "hold": _selection_arguments,
     "release": _selection_arguments,
@@ -205,11 +215,17 @@ _HELP = {
         "example:\n  x400ctl track '[GB; ;SITEA;e6c4...]'",
     ),
     "config": (
-        "the effective configuration, passwords hidden",
-        "Every setting, defaults included, as key = value.  Passwords show as (set) or\n"
-        "(file PATH), a database URL's password as ***.  With --config, read from the\n"
-        "file (the MTA need not run); with --socket alone, the running MTA's.\n\n"
-        "example:\n  x400ctl config -c /etc/aiox400/mta.toml",
+        "the effective configuration as TOML, passwords hidden",
+        "The keys set away from their defaults (with --defaults every key, defaults\n"
+        'marked "# default", keys left out as comments), in the file\'s own names and\n'
+        "units, as TOML that loads to the same configuration.  Passwords are never shown:\n"
+        'one written in the file (and a database URL\'s) shows as "<hidden>", which the\n'
+        "MTA refuses until the password is put back; a password_file shows by its path.\n"
+        "Relative paths show resolved.  With --config, read from the file (the MTA need\n"
+        "not run); with --socket alone, the running MTA's.  Every key is described in\n"
+        "docs/configuration.md.\n\n"
+        "examples:\n  x400ctl config -c /etc/aiox400/mta.toml\n"
+        "  x400ctl config --defaults -c /etc/aiox400/mta.toml",
     ),
 }
 
@@ -251,7 +267,7 @@ def run(args: argparse.Namespace, out: TextIO, raw: BinaryIO | None = None) -> i
     if args.command in _SELECTING:
         _selection(args)  # a selection that names nothing is refused before anything else
     if args.command == "config" and not explicit_socket:
-        return _config_from_file(config_file, out)
+        return _config_from_file(config_file, args, out)
     path = socket_path(config_file, explicit_socket)
     if args.command == "quarantine":
         return _quarantine(path, args, out, raw)
@@ -382,7 +398,7 @@ def _events(events: list[dict[str, Any]], out: TextIO) -> None:
         print(line, file=out)
 
 
-def _config_from_file(config_file: str | None, out: TextIO) -> int:
+def _config_from_file(config_file: str | None, args: argparse.Namespace, out: TextIO) -> int:
     config_file = config_file or os.environ.get("AIOX400_CONFIG")
     if not config_file:
         raise ApiError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
@@ -390,19 +406,15 @@ def _config_from_file(config_file: str | None, out: TextIO) -> int:
         config = load_config(config_file)
     except ConfigError as error:
         raise ApiError(str(error)) from error
-    _settings(effective_settings(config), out)
+    out.write(render(effective_settings(config), defaults=args.defaults))
     return EXIT_OK
 
 
 def _config_from_daemon(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     response, _ = call(path, {"op": "config"})
-    _settings([(key, value) for key, value in response["settings"]], out)
+    settings = [(str(key), str(value)) for key, value in response["settings"]]
+    out.write(render(settings, defaults=args.defaults))
     return EXIT_OK
-
-
-def _settings(settings: Sequence[tuple[str, str]], out: TextIO) -> None:
-    for key, value in settings:
-        print(f"{key} = {value}", file=out)
 
 
 class _Nothing(ApiError):

@@ -2,9 +2,11 @@
 
 The same file drives the daemon, ``x400ctl`` and the client.  Every error names the file,
 the key, the value and what was expected; unknown keys are errors; passwords may live in
-files only their owner can read and never appear in a ``repr`` or an error.  The keys and
-their defaults are listed in :mod:`config.loader`; ``config/examples/`` holds the two-site
-lab (one connection slot per precedence group, each with its own DSCP).
+files only their owner can read and never appear in a ``repr`` or an error.  Each key is
+declared once, on its field in :mod:`config.schema`; docs/configuration.md lists them all
+(``python -m config.doc`` writes it) and :mod:`config.view` writes a configuration back as
+TOML (``x400ctl config``); ``config/examples/`` holds the two-site lab (one connection slot
+per precedence group, each with its own DSCP).
 
 Public API::
 

@@ -1,35 +1,57 @@
-"""Kinds of configuration value: how each is described in errors and read from TOML.
+"""Kinds of configuration value: how each is read from TOML, written back, and described.
 
 A :class:`Kind` pairs the text that follows "expected" in a :class:`config.loader.ConfigError`
-with a converter from the TOML value; a converter raises :class:`Invalid` (optionally with a
-more precise description) for a value it refuses.  Booleans are never taken for numbers.
+with a converter from the TOML value and a writer back to the TOML value in the file's own
+units (a duration as ``"90s"``, a size as ``"64MiB"``, a code point as ``"CS3"``), so that
+what ``x400ctl config`` writes loads to the same value.  A converter raises :class:`Invalid`
+(optionally with a more precise description, and for a list or table the element it
+refused) for a value it refuses.  Booleans are never taken for numbers.
 
 Public API::
 
-    Kind(expected, convert), Invalid(expected="")
-    MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SIZE, TPDU_SIZE, FRACTION, FACTOR,
-    DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD, FILE_NAME, PATH,
-    DATABASE_URL, ADDRESS_PREFIX, GLOBAL_DOMAIN, OR_NAME, SECONDS, EXTENSION_TYPE,
-    TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS
-    (a listener's)
+    Kind(expected, convert, write=, name=, path=), Invalid(expected="", at="", written=)
+    list_of(kind, what, unique=False) -> Kind[tuple]
+    MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
+    FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD,
+    FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES, GLOBAL_DOMAIN, OR_NAME,
+    OR_NAMES, EXTENSION_TYPES, TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for
+    none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
+    OPERATOR_GROUPS, ACCOUNTS ([access])
+    hide_url_password(url) -> str
 """
 
 from __future__ import annotations
 
+import decimal
 import enum
+import grp
+import ipaddress
 import math
+import pwd
 import re
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeGuard, TypeVar
 
-from config.schema import AddressPrefix, LogLevel, P1Protocol, Secret, SlotMode
+from config.values import (
+    HIDDEN,
+    AddressPrefix,
+    LocalAccount,
+    LogLevel,
+    OperatorGroup,
+    P1Protocol,
+    Secret,
+    SlotMode,
+)
 from p1.errors import DecodeError
-from p1.mts.orname import ORName, parse_orname
+from p1.mts.orname_model import ORName
+from p1.mts.orname_text import format_orname, parse_orname
 from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,
     UnknownPrecedenceError,
+    dscp_name,
     parse_dscp,
     parse_precedence,
 )
@@ -39,23 +61,32 @@ from p1.osi.selectors import (
     MAX_SSEL,
     MAX_TSEL,
     SelectorError,
+    format_selector,
     parse_selector,
 )
 
 __all__ = [
+    "ACCOUNTS",
     "ADDRESS_PREFIX",
+    "ADDRESS_PREFIXES",
+    "CONGESTION",
     "COUNT",
     "DATABASE_URL",
     "DSCP",
     "DURATION",
-    "EXTENSION_TYPE",
+    "EXTENSION_TYPES",
     "FACTOR",
     "FILE_NAME",
     "FRACTION",
     "GLOBAL_DOMAIN",
     "HOST",
+    "LISTEN",
     "LOG_LEVEL",
+    "METRICS_PATH",
     "MTA_NAME",
+    "OPERATOR_GROUPS",
+    "OR_NAME",
+    "OR_NAMES",
     "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
@@ -65,6 +96,7 @@ __all__ = [
     "PRECEDENCES",
     "PSEL",
     "PSELS",
+    "SECONDS",
     "SIZE",
     "SLOT_MODE",
     "SSEL",
@@ -74,26 +106,52 @@ __all__ = [
     "TSELS",
     "Invalid",
     "Kind",
+    "hide_url_password",
+    "list_of",
 ]
 
 T = TypeVar("T")
 E = TypeVar("E", bound=enum.Enum)
 
+_AS_GIVEN = object()
+
 
 class Invalid(Exception):
-    """A value a converter refuses; ``expected`` overrides the kind's own description."""
+    """A value a converter refuses; ``expected`` overrides the kind's own description.
 
-    def __init__(self, expected: str = "") -> None:
+    A list or table kind refusing one of its elements says which with ``at`` (``"[2]"``,
+    ``".alice"``), appended to the key, and gives the element as ``written``.
+    """
+
+    def __init__(self, expected: str = "", *, at: str = "", written: object = _AS_GIVEN) -> None:
         super().__init__(expected)
         self.expected = expected
+        self.at = at
+        self.written = written
+
+    def value(self, raw: object) -> object:
+        """The value to show: the refused element, else the key's whole value."""
+        return raw if self.written is _AS_GIVEN else self.written
+
+
+def _same(value: object) -> object:
+    return value
 
 
 @dataclass(frozen=True, slots=True)
 class Kind(Generic[T]):
-    """A kind of value: how to describe it and how to convert a TOML value to it."""
+    """A kind of value: how to describe it, convert a TOML value to it and write it back."""
 
     expected: str
+    """What an error says was expected ("a port number 1..65535")."""
     convert: Callable[[object], T]
+    """The TOML value to the typed value; :class:`Invalid` if refused."""
+    write: Callable[[T], object] = _same
+    """The typed value to the TOML value that converts back to it."""
+    name: str = "string"
+    """The kind in a word or two, for the reference (docs/configuration.md)."""
+    path: bool = False
+    """A path: a relative one is taken from the configuration file's directory."""
 
 
 # --- converters -------------------------------------------------------------------------
@@ -141,7 +199,7 @@ def _number(raw: object) -> float | None:
 
 
 _DURATION_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([smhd])", re.IGNORECASE)
-_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 
 
 def _duration(raw: object) -> float:
@@ -169,6 +227,22 @@ def _seconds(raw: object) -> float:
     return seconds
 
 
+def _write_seconds(seconds: float) -> object:
+    """``"90s"``, ``"15m"``, ``"4h"``, ``"3d"``: the largest unit that holds ``seconds``
+    whole; a fraction of a second in decimal seconds; the number itself if no text reads
+    back the same."""
+    text = f"{decimal.Decimal(repr(seconds)):f}s"
+    if seconds == 0:
+        text = "0s"
+    elif seconds.is_integer():
+        unit, size = next((u, n) for u, n in _DURATION_UNITS.items() if seconds % n == 0)
+        text = f"{int(seconds // size)}{unit}"
+    try:
+        return text if _seconds(text) == seconds else seconds
+    except Invalid:
+        return seconds
+
+
 _SIZE = re.compile(r"\s*([0-9]+)\s*(B|KiB|MiB|GiB)?\s*")
 _SIZE_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
@@ -183,6 +257,14 @@ def _size(raw: object) -> int:
         raise Invalid()
     if size < 1:
         raise Invalid()
+    return size
+
+
+def _write_size(size: int) -> object:
+    """``"64MiB"``: the largest binary unit that holds ``size`` whole, else octets."""
+    for unit in ("GiB", "MiB", "KiB"):
+        if size % _SIZE_UNITS[unit] == 0:
+            return f"{size // _SIZE_UNITS[unit]}{unit}"
     return size
 
 
@@ -219,6 +301,12 @@ def _dscp(raw: object) -> int:
     raise Invalid()
 
 
+def _write_dscp(value: int) -> object:
+    """The code point's name (``"CS3"``, ``"EF"``), else its number."""
+    name = dscp_name(value)
+    return int(name) if name.isdigit() else name
+
+
 def _precedence(raw: object) -> Precedence:
     try:
         if _is_int(raw):
@@ -251,16 +339,40 @@ def _choice(enum_type: type[E]) -> Callable[[object], E]:
     return convert
 
 
+def _enum_value(member: enum.Enum) -> object:
+    return member.value
+
+
 def _password(raw: object) -> Secret:
+    if raw == HIDDEN:
+        raise Invalid(f"the password itself ({HIDDEN} is what x400ctl config shows for it)")
     if isinstance(raw, str) and raw and raw.isascii():
         return Secret(raw)
     raise Invalid()
 
 
+def _hidden_secret(value: Secret) -> object:
+    return HIDDEN
+
+
 def _database(raw: object) -> str:
     if isinstance(raw, str) and re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", raw):
+        if urllib.parse.urlsplit(raw).password == HIDDEN:
+            raise Invalid(
+                f"the database URL with its password ({HIDDEN} is what x400ctl config shows for it)"
+            )
         return raw
     raise Invalid()
+
+
+def hide_url_password(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part replaced by ``<hidden>``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.partition(":")[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{name}:{HIDDEN}@{host}"))
 
 
 _PREFIX_LEVELS = ("C", "ADMD", "PRMD", "O", "OU1", "OU2", "OU3", "OU4")
@@ -292,6 +404,10 @@ def _prefix(raw: object) -> AddressPrefix:
     return AddressPrefix(text=raw, key=key)
 
 
+def _prefix_text(prefix: AddressPrefix) -> object:
+    return prefix.text
+
+
 def _orname(raw: object) -> ORName:
     if not isinstance(raw, str):
         raise Invalid()
@@ -299,6 +415,10 @@ def _orname(raw: object) -> ORName:
         return parse_orname(raw)
     except DecodeError as error:
         raise Invalid(f"an O/R name such as {_NAME_EXAMPLE} ({error.why})") from None
+
+
+def _orname_text(name: ORName) -> object:
+    return format_orname(name)
 
 
 _OID = re.compile(r"[0-2](\.(0|[1-9][0-9]*))+")
@@ -343,10 +463,12 @@ def _selector(limit: int, name: str) -> Callable[[object], bytes]:
     return convert
 
 
+def _write_selector(value: bytes) -> object:
+    return format_selector(value)
+
+
 _SELECTOR_FORMS = f'text such as "x400" or {HEX_PREFIX} and hexadecimal digits such as "hex:0591"'
 _tsel = _selector(MAX_TSEL, f"a TSEL (X.224 TSAP-ID, up to {MAX_TSEL} octets)")
-
-
 _ssel = _selector(MAX_SSEL, f"an SSEL (X.225 session selector, up to {MAX_SSEL} octets)")
 _psel = _selector(MAX_PSEL, f"a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets)")
 
@@ -364,77 +486,313 @@ def _selector_set(one: Callable[[object], bytes]) -> Callable[[object], frozense
     return convert
 
 
+def _write_selector_set(values: frozenset[bytes]) -> object:
+    written = sorted(format_selector(value) for value in values)
+    return written[0] if len(written) == 1 else written
+
+
+# --- lists --------------------------------------------------------------------------------
+
+
+def list_of(kind: Kind[T], what: str, *, unique: bool = False) -> Kind[tuple[T, ...]]:
+    """A list of values of ``kind`` (``what``, plural, for errors); ``unique``: each once,
+    in the order first written."""
+
+    def convert(raw: object) -> tuple[T, ...]:
+        if not isinstance(raw, list):
+            raise Invalid()
+        items: list[T] = []
+        for index, item in enumerate(raw):
+            try:
+                items.append(kind.convert(item))
+            except Invalid as bad:
+                expected = bad.expected or kind.expected
+                raise Invalid(expected, at=f"[{index}]", written=item) from None
+        return tuple(dict.fromkeys(items)) if unique else tuple(items)
+
+    def write(values: tuple[T, ...]) -> object:
+        return [kind.write(value) for value in values]
+
+    return Kind(f"a list of {what}", convert, write, name=f"list of {what}")
+
+
+# --- [metrics] and tcp_congestion -----------------------------------------------------------
+
+_LISTEN = re.compile(
+    r"\[(?P<v6>[0-9A-Fa-f:.]+)\]:(?P<v6port>\d{1,5})|(?P<host>[^\s:\[\]]+):(?P<port>\d{1,5})"
+)
+_HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?")
+_METRICS_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]{0,255}")
+
+
+def _listen(raw: object) -> tuple[str, int]:
+    """``address:port`` (an IPv6 address in brackets) as (host, port)."""
+    found = _LISTEN.fullmatch(raw) if isinstance(raw, str) else None
+    if found is None:
+        raise Invalid()
+    host, port = found["v6"] or found["host"], int(found["v6port"] or found["port"])
+    if not 1 <= port <= 65535:
+        raise Invalid("an address and a port 1..65535")
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if found["v6"] or not _HOST_NAME.fullmatch(host):
+            raise Invalid() from None
+    return host, port
+
+
+def _write_listen(endpoint: tuple[str, int]) -> object:
+    host, port = endpoint
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _metrics_path(raw: object) -> str:
+    if isinstance(raw, str) and _METRICS_PATH.fullmatch(raw):
+        return raw
+    raise Invalid()
+
+
+def _congestion_name(raw: object) -> str:
+    if isinstance(raw, str) and raw.isascii() and raw.isidentifier():
+        return raw
+    raise Invalid()
+
+
+# --- [access] -------------------------------------------------------------------------------
+
+_UNKNOWN_GROUP = 'the name of a group on this host (getent group) or a numeric gid such as "1001"'
+_UNKNOWN_ACCOUNT = (
+    'the name of an account on this host (getent passwd) or a numeric uid such as "1001"'
+)
+
+
+def _local_id(written: object, look_up: Callable[[str], int | None]) -> int | None:
+    """A uid or gid written as a name or as digits (an int or a string of them); None if
+    it is neither a number nor a name the database knows."""
+    if _is_int(written):
+        return written if 0 <= written < 2**32 - 1 else None
+    if not isinstance(written, str) or not written:
+        return None
+    if written.isascii() and written.isdigit():
+        number = int(written)
+        return number if number < 2**32 - 1 else None
+    return look_up(written)
+
+
+def _gid_of(name: str) -> int | None:
+    try:
+        return grp.getgrnam(name).gr_gid
+    except (KeyError, UnicodeEncodeError, ValueError):
+        return None
+
+
+def _uid_of(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except (KeyError, UnicodeEncodeError, ValueError):
+        return None
+
+
+def _group(raw: object) -> OperatorGroup:
+    gid = _local_id(raw, _gid_of)
+    if gid is None:
+        raise Invalid(_UNKNOWN_GROUP)
+    return OperatorGroup(name=str(raw), gid=gid)
+
+
+def _group_name(group: OperatorGroup) -> object:
+    return group.name
+
+
+def _accounts(raw: object) -> tuple[LocalAccount, ...]:
+    """``[access.users]``: account = O/R name, or a non-empty list of them; each account
+    once (by uid)."""
+    if not isinstance(raw, dict):
+        raise Invalid()
+    seen: dict[int, str] = {}
+    accounts: list[LocalAccount] = []
+    for account, value in raw.items():
+        uid = _local_id(account, _uid_of)
+        if uid is None:
+            raise Invalid(_UNKNOWN_ACCOUNT, at=f".{account}", written=value)
+        if uid in seen:
+            expected = f"an account not already listed (uid {uid} is {seen[uid]})"
+            raise Invalid(expected, at=f".{account}", written=value)
+        seen[uid] = account
+        accounts.append(LocalAccount(name=account, uid=uid, names=_account_names(account, value)))
+    return tuple(accounts)
+
+
+def _account_names(account: str, value: object) -> tuple[ORName, ...]:
+    if isinstance(value, str):
+        try:
+            return (OR_NAME.convert(value),)
+        except Invalid as bad:
+            expected = bad.expected or OR_NAME.expected
+            raise Invalid(expected, at=f".{account}", written=value) from None
+    if not isinstance(value, list) or not value:
+        raise Invalid("an O/R name or a non-empty list of them", at=f".{account}", written=value)
+    try:
+        return OR_NAMES.convert(value)
+    except Invalid as bad:
+        raise Invalid(bad.expected, at=f".{account}{bad.at}", written=bad.written) from None
+
+
+def _write_accounts(accounts: tuple[LocalAccount, ...]) -> object:
+    written: dict[str, object] = {}
+    for account in accounts:
+        names = [format_orname(name) for name in account.names]
+        written[account.name] = names[0] if len(names) == 1 else names
+    return written
+
+
 # --- the kinds, with how they are described in errors -----------------------------------
 
-MTA_NAME = Kind("an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name)
-HOST = Kind("a host name or IP address", _host)
-PORT = Kind("a port number 1..65535", _port)
-COUNT = Kind("an integer >= 1", _positive_int)
-DURATION = Kind("a duration > 0: seconds, or text such as 90s, 15m, 4h, 3d", _duration)
-SIZE = Kind("a size in octets >= 1, or text such as 512KiB, 64MiB", _size)
-TPDU_SIZE = Kind("a TPDU size of 128, 256, 512, 1024 or 2048 (X.224 class 0)", _tpdu_size)
-FRACTION = Kind("a fraction from 0 up to (not including) 1", _fraction)
-FACTOR = Kind("a number >= 1", _factor)
-DSCP = Kind("CS0..CS7, EF, AFxy or 0..63", _dscp)
+MTA_NAME = Kind(
+    "an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name, name="MTA name"
+)
+HOST = Kind("a host name or IP address", _host, name="host")
+PORT = Kind("a port number 1..65535", _port, name="port")
+COUNT = Kind("an integer >= 1", _positive_int, name="integer >= 1")
+DURATION = Kind(
+    "a duration > 0: seconds, or text such as 90s, 15m, 4h, 3d",
+    _duration,
+    _write_seconds,
+    name="duration > 0",
+)
+SECONDS = Kind(
+    "a duration >= 0: seconds, or text such as 90s, 15m, 4h, 3d",
+    _seconds,
+    _write_seconds,
+    name="duration >= 0",
+)
+SIZE = Kind("a size in octets >= 1, or text such as 512KiB, 64MiB", _size, _write_size, name="size")
+TPDU_SIZE = Kind(
+    "a TPDU size of 128, 256, 512, 1024 or 2048 (X.224 class 0)", _tpdu_size, name="TPDU size"
+)
+FRACTION = Kind("a fraction from 0 up to (not including) 1", _fraction, name="fraction")
+FACTOR = Kind("a number >= 1", _factor, name="number >= 1")
+DSCP = Kind("CS0..CS7, EF, AFxy or 0..63", _dscp, _write_dscp, name="DSCP")
 PRECEDENCE = Kind(
-    "a precedence: override, flash, immediate, priority, routine or deferred", _precedence
+    "a precedence: override, flash, immediate, priority, routine or deferred",
+    _precedence,
+    lambda precedence: precedence.label,
+    name="precedence",
 )
 PRECEDENCES = Kind(
     "a non-empty list of precedences: override, flash, immediate, priority, routine, deferred",
     _precedences,
+    lambda precedences: [p.label for p in precedences],
+    name="list of precedences",
 )
-SLOT_MODE: Kind[SlotMode] = Kind("one of permanent, on-demand", _choice(SlotMode))
+SLOT_MODE: Kind[SlotMode] = Kind(
+    "one of permanent, on-demand", _choice(SlotMode), _enum_value, name="slot mode"
+)
 P1_PROTOCOL: Kind[P1Protocol] = Kind(
     'one of "1988" (normal mode), "1988-x410" (X.410-1984 mode, 1988 P1), '
     '"1984" (X.410-1984 mode, down-graded)',
     _choice(P1Protocol),
+    _enum_value,
+    name="P1 protocol",
 )
-LOG_LEVEL: Kind[LogLevel] = Kind("one of debug, info, warning, error, critical", _choice(LogLevel))
-PASSWORD = Kind("a non-empty ASCII password (X.411 simple credentials are an IA5String)", _password)
-FILE_NAME = Kind("a file name", _text)
-PATH = Kind("a path", _text)
+LOG_LEVEL: Kind[LogLevel] = Kind(
+    "one of debug, info, warning, error, critical", _choice(LogLevel), _enum_value, name="level"
+)
+PASSWORD = Kind(
+    "a non-empty ASCII password (X.411 simple credentials are an IA5String)",
+    _password,
+    _hidden_secret,
+    name="password",
+)
+FILE_NAME = Kind("a file name", _text, str, name="file name", path=True)
+PATH = Kind("a path", _text, str, name="path", path=True)
 DATABASE_URL = Kind(
     "a database URL such as sqlite:///state/aiox400.db or postgresql+psycopg://host/aiox400",
     _database,
+    hide_url_password,
+    name="database URL",
 )
-ADDRESS_PREFIX = Kind(f"an O/R address prefix such as {_PREFIX_EXAMPLE}", _prefix)
+ADDRESS_PREFIX = Kind(
+    f"an O/R address prefix such as {_PREFIX_EXAMPLE}", _prefix, _prefix_text, name="O/R prefix"
+)
+ADDRESS_PREFIXES = list_of(ADDRESS_PREFIX, "O/R address prefixes")
 GLOBAL_DOMAIN = Kind(
     "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA",
     _global_domain,
+    _orname_text,
+    name="global domain",
 )
-PEER_NAME = Kind("the name of a peer", _text)
-OR_NAME = Kind(f"an O/R name such as {_NAME_EXAMPLE}", _orname)
-SECONDS = Kind("a duration >= 0: seconds, or text such as 90s, 15m, 4h, 3d", _seconds)
-EXTENSION_TYPE = Kind(
-    "an extension type: a standard-extension number 0..256 (such as 20) or an object "
-    'identifier in dotted form (such as "1.3.26.0.4406.0.8.0")',
-    _extension_type,
+PEER_NAME = Kind("the name of a peer", _text, name="peer name")
+OR_NAME = Kind(f"an O/R name such as {_NAME_EXAMPLE}", _orname, _orname_text, name="O/R name")
+OR_NAMES = list_of(OR_NAME, "O/R names", unique=True)
+EXTENSION_TYPES = list_of(
+    Kind(
+        "an extension type: a standard-extension number 0..256 (such as 20) or an object "
+        'identifier in dotted form (such as "1.3.26.0.4406.0.8.0")',
+        _extension_type,
+        name="extension type",
+    ),
+    "extension types",
+    unique=True,
 )
 TSEL = Kind(
     f'a TSEL (X.224 TSAP-ID, up to {MAX_TSEL} octets): {_SELECTOR_FORMS}, or "" for none',
     _tsel,
+    _write_selector,
+    name="selector",
 )
 SSEL = Kind(
     f'an SSEL (X.225 session selector, up to {MAX_SSEL} octets): {_SELECTOR_FORMS}, or "" for none',
     _ssel,
+    _write_selector,
+    name="selector",
 )
 PSEL = Kind(
     f'a PSEL (X.226 presentation selector, up to {MAX_PSEL} octets): {_SELECTOR_FORMS}, or "" '
     "for none",
     _psel,
+    _write_selector,
+    name="selector",
 )
 TSELS = Kind(
     f"a TSEL or a non-empty list of TSELs (up to {MAX_TSEL} octets each): {_SELECTOR_FORMS}; "
     '"" admits a CR without a called TSEL',
     _selector_set(_tsel),
+    _write_selector_set,
+    name="selector(s)",
 )
 SSELS = Kind(
     f"an SSEL or a non-empty list of SSELs (up to {MAX_SSEL} octets each): {_SELECTOR_FORMS}; "
     '"" admits a CN without a called SSEL',
     _selector_set(_ssel),
+    _write_selector_set,
+    name="selector(s)",
 )
 PSELS = Kind(
     f"a PSEL or a non-empty list of PSELs (up to {MAX_PSEL} octets each): {_SELECTOR_FORMS}; "
     '"" admits a CP without a called PSEL',
     _selector_set(_psel),
+    _write_selector_set,
+    name="selector(s)",
+)
+LISTEN = Kind(
+    'an address and port, such as "127.0.0.1:9464", "[::1]:9464" or "localhost:9464"',
+    _listen,
+    _write_listen,
+    name="address:port",
+)
+METRICS_PATH = Kind(
+    'an absolute URL path such as "/metrics" (no query)', _metrics_path, name="URL path"
+)
+CONGESTION = Kind(
+    'a congestion control name such as "cubic"', _congestion_name, name="congestion control"
+)
+OPERATOR_GROUPS = list_of(
+    Kind(_UNKNOWN_GROUP, _group, _group_name, name="group"), "group names or numeric gids"
+)
+ACCOUNTS = Kind(
+    "an [access.users] table: account = O/R name(s)",
+    _accounts,
+    _write_accounts,
+    name="account = O/R name(s)",
 )

@@ -1,9 +1,15 @@
-"""Typed configuration of one MTA: what :func:`config.loader.load_config` returns.
+"""Typed configuration of one MTA, and the file's keys, each declared once on its field.
 
-Every value here has been checked by the loader (ranges, cross-references, coverage of
-the six STANAG 4406 precedences by each peer's connection slots), so the daemon, the
-operator tool and the client take them as they are.  Objects built directly in code
-are not checked: build them through the loader, or keep to the rules the loader states.
+:func:`config.loader.load_config` returns an :class:`MtaConfig`.  Every value here has
+been checked by the loader (ranges, cross-references, coverage of the six STANAG 4406
+precedences by each peer's connection slots), so the daemon, the operator tool and the
+client take them as they are.  Objects built directly in code are not checked: build them
+through the loader, or keep to the rules the loader states.
+
+Each field the file sets carries its key in its metadata (:mod:`config.declare`): its
+name in the file, its kind (:mod:`config.kinds`: how it is read, written and described)
+and what it means; the field's default is the key's.  The loader, ``x400ctl config`` and
+docs/configuration.md (``python -m config.doc``) are all made from these declarations.
 
 Times are seconds (float); sizes are octets; relative paths have already been resolved
 against the directory of the configuration file.
@@ -22,21 +28,72 @@ Public API::
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
     QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    Retention            how long what the MTA has finished with is kept
     MetricsEndpoint      where the Prometheus endpoint listens (``[metrics]``), if anywhere
     Access, OperatorGroup, LocalAccount   who may use the local API for what (``[access]``)
+    STACK_LIMITS, PRECEDENCE_DSCP        the ``[limits]`` keys of the stack, the ``[dscp]`` keys
+    default_database(state_dir), default_control_socket(state_dir),
+    default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
-    DEFAULT_QUARANTINE, DEFAULT_METRICS
+    DEFAULT_QUARANTINE, DEFAULT_RETENTION, DEFAULT_METRICS
 """
 
 from __future__ import annotations
 
-import enum
-import hmac
+import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from p1.mts.orname import ORAddress, ORName
+from config.declare import Foreign, Form, Key, foreign, inline, secret, section, tables, value
+from config.kinds import (
+    ACCOUNTS,
+    ADDRESS_PREFIXES,
+    CONGESTION,
+    COUNT,
+    DATABASE_URL,
+    DSCP,
+    DURATION,
+    EXTENSION_TYPES,
+    FACTOR,
+    FRACTION,
+    GLOBAL_DOMAIN,
+    HOST,
+    LISTEN,
+    LOG_LEVEL,
+    METRICS_PATH,
+    MTA_NAME,
+    OPERATOR_GROUPS,
+    OR_NAMES,
+    P1_PROTOCOL,
+    PATH,
+    PEER_NAME,
+    PORT,
+    PRECEDENCES,
+    PSEL,
+    PSELS,
+    SECONDS,
+    SIZE,
+    SLOT_MODE,
+    SSEL,
+    SSELS,
+    TPDU_SIZE,
+    TSEL,
+    TSELS,
+)
+from config.values import (
+    AddressPrefix,
+    LocalAccount,
+    LogLevel,
+    OperatorGroup,
+    P1Protocol,
+    Secret,
+    SlotMode,
+)
+from p1.mts.orname_model import ORAddress, ORName
+from p1.mts.orname_text import format_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
@@ -49,6 +106,8 @@ __all__ = [
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
     "NO_SELECTORS",
+    "PRECEDENCE_DSCP",
+    "STACK_LIMITS",
     "Access",
     "AddressPrefix",
     "ConnectionLimits",
@@ -60,6 +119,7 @@ __all__ = [
     "MetricsEndpoint",
     "MtaConfig",
     "OperatorGroup",
+    "P1Protocol",
     "Peer",
     "QuarantineLimits",
     "Retention",
@@ -68,79 +128,15 @@ __all__ = [
     "Selectors",
     "Slot",
     "SlotMode",
+    "default_control_socket",
+    "default_database",
+    "default_local_domains",
 ]
 
 DEFAULT_STATE_DIR = Path("/var/lib/aiox400")
 """Where the queue database and the control socket live unless configured otherwise."""
 
 _HOUR = 3600.0
-
-
-class SlotMode(enum.Enum):
-    """How a connection slot keeps its connections."""
-
-    PERMANENT = "permanent"
-    """Opened at start and re-opened with backoff whenever it drops."""
-    ON_DEMAND = "on-demand"
-    """Opened when a message is waiting; closed after the slot's idle timeout."""
-
-
-class P1Protocol(enum.Enum):
-    """How this MTA speaks P1 when it calls a peer (X.419 clause 7).  As responder it
-    serves either mode on any listener, told from the peer's connect."""
-
-    NORMAL = "1988"
-    """1988 normal mode: RTSE, ACSE and presentation on the session (X.419 7.1)."""
-    X410_1988 = "1988-x410"
-    """X.410-1984 mode carrying 1988 P1 (applicationProtocol 12): for a 1988 MTA that
-    speaks only that mode; nothing is down-graded."""
-    X410_1984 = "1984"
-    """X.410-1984 mode to a 1984 MTA (applicationProtocol 1): what is transferred is
-    down-graded first (X.419 Annex B), or non-delivered when it cannot be."""
-
-    @property
-    def x410(self) -> bool:
-        """True for the two X.410-1984 mode protocols (no ACSE, no presentation)."""
-        return self is not P1Protocol.NORMAL
-
-
-class LogLevel(enum.StrEnum):
-    """The daemon's log threshold; ``level.name`` is the :mod:`logging` level name."""
-
-    DEBUG = "debug"
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-    CRITICAL = "critical"
-
-
-@dataclass(frozen=True, slots=True, repr=False)
-class Secret:
-    """A password.  ``repr`` and ``str`` never show it; :meth:`reveal` does.
-
-    X.411 simple credentials travel as an IA5String, so the loader only admits ASCII.
-    """
-
-    value: str
-    """The password itself: read it with :meth:`reveal`, which says why at the call."""
-    source: Path | None = None
-    """The file it was read from; None: written inline in the configuration."""
-
-    def reveal(self) -> str:
-        """The password, for the MTA-bind that sends it."""
-        return self.value
-
-    def matches(self, candidate: str | bytes) -> bool:
-        """Whether a password a peer presented is this one (constant-time comparison)."""
-        if isinstance(candidate, str):
-            candidate = candidate.encode("utf-8", "surrogatepass")
-        return hmac.compare_digest(candidate, self.value.encode("utf-8", "surrogatepass"))
-
-    def __repr__(self) -> str:
-        where = "inline" if self.source is None else f"from {str(self.source)!r}"
-        return f"Secret(<hidden>, {where})"
-
-    __str__ = __repr__
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,51 +150,52 @@ class Credentials:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AddressPrefix:
-    """An O/R address prefix: C, then ADMD, PRMD, O and OUs, none skipped.
-
-    Matching compares route keys (X.411 comparison form: case folded, spaces collapsed),
-    so ``C=GB;ADMD= ;PRMD=SiteB`` matches every address in that PRMD.
-    """
-
-    text: str
-    """The prefix as written in the configuration."""
-    key: tuple[str, ...]
-    """:meth:`p1.mts.orname.ORAddress.route_key` of the prefix: (c, admd, prmd, o, ou1, ...)."""
-
-    def matches(self, address: ORAddress) -> bool:
-        """Whether ``address`` lies under this prefix."""
-        return address.route_key()[: len(self.key)] == self.key
-
-    @property
-    def length(self) -> int:
-        """Number of components: the longest matching prefix is the most specific route."""
-        return len(self.key)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Listener:
     """A local address the MTA accepts P1 connections on (RFC 1006 over TCP)."""
 
-    address: str
-    """IP address or host name to bind; ``0.0.0.0`` or ``::`` for every interface."""
-    port: int
-    """TCP port, 1..65535."""
-    dscp: int = 0
-    """Code point (0..63) set on the listening socket before the first accept, so the
-    connections it accepts answer with the same mark (one listener port per DSCP)."""
-    tsels: frozenset[bytes] | None = None
-    """The called TSAP selectors served (X.224 13.3.4 a); b"" stands for a CR without
-    one.  A CR calling another is refused (DR "address unknown").  None: any."""
-    ssels: frozenset[bytes] | None = None
-    """The called session selectors served (X.225 CN PI 52); b"" stands for a CN without
-    one.  A CN calling another is refused (RF reason 129, session selector unknown), in
-    either mode.  None: any."""
-    psels: frozenset[bytes] | None = None
-    """The called presentation selectors served (X.226 CP called-presentation-selector);
-    b"" stands for a CP without one.  A CP calling another is refused (CPR
-    called-presentation-address-unknown).  X.410-1984 mode has no presentation layer:
-    this does not apply to it.  None: any."""
+    address: str = field(
+        default="0.0.0.0",
+        metadata=value(HOST, 'IP address or host name to bind; "0.0.0.0" or "::" for all.'),
+    )
+    port: int = field(metadata=value(PORT, "TCP port."))
+    dscp: int = field(
+        default=0,
+        metadata=value(
+            DSCP,
+            "Code point set on the listening socket before the first accept, so the "
+            "connections it accepts answer with the same mark (one listener port per DSCP).",
+        ),
+    )
+    tsels: frozenset[bytes] | None = field(
+        default=None,
+        metadata=value(
+            TSELS,
+            'The called TSAP selectors served (X.224 13.3.4 a); "" admits a CR without '
+            'one.  A CR calling another is refused (DR "address unknown").  Not set: any.',
+            name="tsel",
+        ),
+    )
+    ssels: frozenset[bytes] | None = field(
+        default=None,
+        metadata=value(
+            SSELS,
+            'The called session selectors served (X.225 CN PI 52); "" admits a CN without '
+            "one.  A CN calling another is refused (RF reason 129, session selector "
+            "unknown), in either mode.  Not set: any.",
+            name="ssel",
+        ),
+    )
+    psels: frozenset[bytes] | None = field(
+        default=None,
+        metadata=value(
+            PSELS,
+            "The called presentation selectors served (X.226 CP called-presentation-"
+            'selector); "" admits a CP without one.  A CP calling another is refused (CPR '
+            "called-presentation-address-unknown).  Not in X.410-1984 mode, which has no "
+            "presentation layer.  Not set: any.",
+            name="psel",
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,18 +203,27 @@ class Selectors:
     """The selectors of the connections to a peer (X.224 TSAP-IDs, X.225 SSAP
     identifiers, X.226 presentation selectors); empty: the parameter is left out."""
 
-    tsel: bytes = b""
-    """The called TSAP selector: the peer's (PP routes by it: "591", "x400", ...)."""
-    ssel: bytes = b""
-    """The called session selector (CN PI 52)."""
-    psel: bytes = b""
-    """The called presentation selector (CP called-presentation-selector)."""
-    calling_tsel: bytes = b""
-    """Our TSAP selector, the CR's calling TSAP-ID."""
-    calling_ssel: bytes = b""
-    """Our session selector (CN PI 51)."""
-    calling_psel: bytes = b""
-    """Our presentation selector (CP calling-presentation-selector)."""
+    tsel: bytes = field(
+        default=b"",
+        metadata=value(TSEL, 'The called TSAP selector: the peer\'s (PP routes by it: "x400").'),
+    )
+    ssel: bytes = field(
+        default=b"", metadata=value(SSEL, "The called session selector (CN PI 52).")
+    )
+    psel: bytes = field(
+        default=b"",
+        metadata=value(PSEL, "The called presentation selector (CP called-presentation-selector)."),
+    )
+    calling_tsel: bytes = field(
+        default=b"", metadata=value(TSEL, "Our TSAP selector, the CR's calling TSAP-ID.")
+    )
+    calling_ssel: bytes = field(
+        default=b"", metadata=value(SSEL, "Our session selector (CN PI 51).")
+    )
+    calling_psel: bytes = field(
+        default=b"",
+        metadata=value(PSEL, "Our presentation selector (CP calling-presentation-selector)."),
+    )
 
 
 NO_SELECTORS = Selectors()
@@ -227,26 +233,57 @@ NO_SELECTORS = Selectors()
 class Slot:
     """A connection slot of a peer channel: which precedences it carries and how."""
 
-    precedences: tuple[Precedence, ...]
-    """The precedences this slot admits (its schedule), most urgent first."""
-    port: int
-    """The peer's TCP port for this slot, 1..65535."""
-    dscp: int
-    """Code point (0..63) of this slot's connections; by default the precedence table's
-    code point of the slot's most urgent precedence."""
-    mode: SlotMode = SlotMode.ON_DEMAND
-    """Permanent (kept open) or on demand (opened for waiting messages)."""
-    max_connections: int = 1
-    """Parallel connections this slot may hold (>= 1)."""
-    backlog_threshold: int = 10
-    """Messages waiting for this slot, per open connection, before one more connection
-    opens (>= 1): a second connection is never opened for a single waiting message."""
-    idle_timeout: float = 300.0
-    """Seconds without traffic after which an on-demand connection is closed, and after
-    which a permanent slot closes the connections it opened beyond its first (> 0)."""
-    selectors: Selectors = NO_SELECTORS
-    """The selectors of this slot's connections: each the slot's own when it sets it,
-    else its peer's."""
+    precedences: tuple[Precedence, ...] = field(
+        metadata=value(
+            PRECEDENCES,
+            "The precedences this slot admits (its schedule); the slots of a peer admit "
+            "each of the six exactly once.",
+        )
+    )
+    port: int = field(metadata=value(PORT, "The peer's TCP port for this slot."))
+    dscp: int = field(
+        metadata=value(
+            DSCP,
+            "Code point of this slot's connections.",
+            derived="the [dscp] code point of its most urgent precedence",
+        )
+    )
+    mode: SlotMode = field(
+        default=SlotMode.ON_DEMAND,
+        metadata=value(
+            SLOT_MODE,
+            '"permanent": opened at start and re-opened with backoff whenever it drops; '
+            '"on-demand": opened when a message is waiting, closed after idle_timeout.',
+        ),
+    )
+    max_connections: int = field(
+        default=1, metadata=value(COUNT, "Parallel connections this slot may hold.")
+    )
+    backlog_threshold: int = field(
+        default=10,
+        metadata=value(
+            COUNT,
+            "Messages waiting for this slot, per open connection, before one more "
+            "connection opens: a second connection never opens for a single message.",
+        ),
+    )
+    idle_timeout: float = field(
+        default=300.0,
+        metadata=value(
+            DURATION,
+            "Time without traffic after which an on-demand connection is closed, and after "
+            "which a permanent slot closes the connections it opened beyond its first.",
+        ),
+    )
+    selectors: Selectors = field(
+        default=NO_SELECTORS,
+        metadata=inline(
+            Selectors,
+            "The selectors of this slot's connections: each the slot's own when it sets "
+            "it, else its peer's.",
+            derived="the peer's",
+        ),
+    )
 
     def admits(self, precedence: Precedence) -> bool:
         """Whether messages of ``precedence`` travel on this slot."""
@@ -257,28 +294,60 @@ class Slot:
 class Peer:
     """A neighbouring MTA, the addresses routed to it, and its connection slots."""
 
-    name: str
-    """The peer's MTAName: what it presents when it binds to us, and how
-    ``default_route`` and the operator tool refer to it."""
-    host: str
-    """Host name or IP address to connect to."""
-    routes: tuple[AddressPrefix, ...] = ()
-    """O/R address prefixes routed to this peer."""
-    our_credentials: Credentials
-    """What we present in MTA-binds with this peer (our name; the peer's ``password``,
-    else the MTA's)."""
-    their_credentials: Credentials
-    """What the peer must present: its name and, when set, its ``peer_password``."""
-    slots: tuple[Slot, ...]
-    """Connection slots; together they admit each precedence exactly once."""
-    selectors: Selectors = NO_SELECTORS
-    """The peer's selectors, which its slots inherit unless they set their own."""
-    protocol: P1Protocol = P1Protocol.NORMAL
-    """How this MTA speaks P1 to the peer when it calls it."""
-    supported_extensions: tuple[int | str, ...] = ()
-    """Extension types (standard-extension numbers, private OIDs) the operator knows
-    this peer supports: a message carrying one marked critical for transfer is transferred
-    to it although this MTA does not implement it (X.411 9.1)."""
+    name: str = field(
+        metadata=value(
+            MTA_NAME,
+            "The peer's MTAName: what it presents when it binds to us, and how "
+            "default_route and the operator tool refer to it.",
+        )
+    )
+    host: str = field(metadata=value(HOST, "Host name or IP address to connect to."))
+    routes: tuple[AddressPrefix, ...] = field(
+        default=(), metadata=value(ADDRESS_PREFIXES, "O/R address prefixes routed to this peer.")
+    )
+    our_credentials: Credentials = field(
+        metadata=secret(
+            "What we present in MTA-binds with this peer (with our name).",
+            name="password",
+            derived="the MTA's password",
+        )
+    )
+    their_credentials: Credentials = field(
+        metadata=secret(
+            "What the peer must present in its MTA-binds (with its name).  Not set: its "
+            "password is not checked.",
+            name="peer_password",
+        )
+    )
+    supported_extensions: tuple[int | str, ...] = field(
+        default=(),
+        metadata=value(
+            EXTENSION_TYPES,
+            "Extension types (standard-extension numbers, private OIDs) this peer is known "
+            "to support: a message carrying one marked critical for transfer is "
+            "transferred to it although this MTA does not implement it (X.411 9.1).",
+        ),
+    )
+    protocol: P1Protocol = field(
+        default=P1Protocol.NORMAL,
+        metadata=value(
+            P1_PROTOCOL,
+            'How this MTA calls the peer: "1988" (normal mode), "1988-x410" (X.410-1984 '
+            'mode with 1988 P1) or "1984" (X.410-1984 mode to a 1984 MTA, down-graded). '
+            "It answers either mode from anyone.",
+        ),
+    )
+    selectors: Selectors = field(
+        default=NO_SELECTORS,
+        metadata=inline(Selectors, "The peer's selectors, which its slots inherit."),
+    )
+    slots: tuple[Slot, ...] = field(
+        metadata=tables(
+            Slot,
+            "Connection slots ([[peers.slots]]); together they admit each precedence once.",
+            required=True,
+        )
+    )
 
     def slot_for(self, precedence: Precedence) -> Slot:
         """The slot that carries ``precedence`` (the loader guarantees there is one)."""
@@ -286,6 +355,13 @@ class Peer:
             if slot.admits(precedence):
                 return slot
         raise LookupError(f"peer {self.name} has no slot for {precedence.label}")
+
+
+def _age(hours: float, label: str) -> Any:
+    return field(
+        default=hours * _HOUR,
+        metadata=value(DURATION, f"Age at which a waiting {label} message is non-delivered."),
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -296,12 +372,12 @@ class MaxAge:
     override and flash 1 h, immediate 4 h, priority 12 h, routine 24 h, deferred 72 h.
     """
 
-    override: float = 1 * _HOUR
-    flash: float = 1 * _HOUR
-    immediate: float = 4 * _HOUR
-    priority: float = 12 * _HOUR
-    routine: float = 24 * _HOUR
-    deferred: float = 72 * _HOUR
+    override: float = _age(1, "override")
+    flash: float = _age(1, "flash")
+    immediate: float = _age(4, "immediate")
+    priority: float = _age(12, "priority")
+    routine: float = _age(24, "routine")
+    deferred: float = _age(72, "deferred")
 
     def of(self, precedence: Precedence) -> float:
         """The maximum age of a message of ``precedence``."""
@@ -317,14 +393,18 @@ class RetryPolicy:
     """Backoff between attempts to reach a peer: grows by ``factor`` up to ``maximum``,
     spread by ``jitter`` so that a whole deferred queue does not come due at once."""
 
-    initial: float = 60.0
-    """Seconds before the first retry (> 0)."""
-    maximum: float = _HOUR
-    """Longest wait between attempts (>= initial)."""
-    factor: float = 2.0
-    """Growth of the wait from one attempt to the next (>= 1)."""
-    jitter: float = 0.2
-    """Fraction (0 <= jitter < 1) by which a wait is randomly lengthened or shortened."""
+    initial: float = field(default=60.0, metadata=value(DURATION, "Wait before the first retry."))
+    maximum: float = field(
+        default=_HOUR,
+        metadata=value(DURATION, "Longest wait between attempts (no shorter than initial)."),
+    )
+    factor: float = field(
+        default=2.0, metadata=value(FACTOR, "Growth of the wait from one attempt to the next.")
+    )
+    jitter: float = field(
+        default=0.2,
+        metadata=value(FRACTION, "Fraction by which a wait is randomly lengthened or shortened."),
+    )
 
     def delay(self, attempt: int, draw: float) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1, 2, ...).
@@ -358,31 +438,64 @@ class ConnectionLimits:
     slow writers or password guesses costs the daemon little and returns what it took.
     """
 
-    max_connections: int = 256
-    """Inbound P1 connections at once, on all listeners; more are closed at accept."""
-    max_connections_per_address: int = 32
-    """Inbound P1 connections at once from one IP address."""
-    max_unbound: int = 32
-    """Inbound P1 connections that have not yet completed an MTA-bind."""
-    max_bytes_before_bind: int = 32 * 1024
-    """Octets a peer may send before its MTA-bind is accepted (a bind takes a few KiB)."""
-    bind_timeout: float = 30.0
-    """Seconds from TCP accept to the MTA-bind request (and, initiator, to its answer)."""
-    idle_timeout: float = 600.0
-    """Seconds a bound association may stay silent with nothing in progress."""
-    min_progress: int = 1024
-    """Octets a peer must send per ``progress_interval`` once a PDU has begun to arrive."""
-    progress_interval: float = 30.0
-    """Seconds over which ``min_progress`` is measured."""
-    failed_bind_delay: float = 1.0
-    """Delay before answering a bind from an address whose last bind failed; doubles with
-    each further failure from that address."""
-    failed_bind_delay_max: float = 30.0
-    """Longest such delay."""
-    max_api_connections: int = 64
-    """Local API (control socket) connections at once."""
-    api_idle_timeout: float = 300.0
-    """Seconds a local API connection may stay silent between requests."""
+    max_connections: int = field(
+        default=256,
+        metadata=value(
+            COUNT, "Inbound P1 connections at once, on all listeners; more are closed at accept."
+        ),
+    )
+    max_connections_per_address: int = field(
+        default=32, metadata=value(COUNT, "Inbound P1 connections at once from one IP address.")
+    )
+    max_unbound: int = field(
+        default=32,
+        metadata=value(COUNT, "Inbound P1 connections that have not yet completed an MTA-bind."),
+    )
+    max_bytes_before_bind: int = field(
+        default=32 * 1024,
+        metadata=value(SIZE, "Octets a peer may send before its MTA-bind is accepted."),
+    )
+    bind_timeout: float = field(
+        default=30.0,
+        metadata=value(
+            DURATION,
+            "Time from TCP accept to the MTA-bind request (and, as initiator, to its answer).",
+        ),
+    )
+    idle_timeout: float = field(
+        default=600.0,
+        metadata=value(
+            DURATION, "Time a bound association may stay silent with nothing in progress."
+        ),
+    )
+    min_progress: int = field(
+        default=1024,
+        metadata=value(
+            SIZE, "Octets a peer must send per progress_interval once a PDU has begun to arrive."
+        ),
+    )
+    progress_interval: float = field(
+        default=30.0, metadata=value(DURATION, "Time over which min_progress is measured.")
+    )
+    failed_bind_delay: float = field(
+        default=1.0,
+        metadata=value(
+            SECONDS,
+            "Delay before answering a bind from an address whose last bind failed; doubles "
+            'with each further failure from that address ("0s": no delay).',
+        ),
+    )
+    failed_bind_delay_max: float = field(
+        default=30.0,
+        metadata=value(SECONDS, "Longest such delay (no shorter than failed_bind_delay)."),
+    )
+    max_api_connections: int = field(
+        default=64, metadata=value(COUNT, "Local API (control socket) connections at once.")
+    )
+    api_idle_timeout: float = field(
+        default=300.0,
+        metadata=value(DURATION, "Time a local API connection may stay silent between requests."),
+    )
 
 
 DEFAULT_CONNECTION_LIMITS = ConnectionLimits()
@@ -399,10 +512,10 @@ class QuarantineLimits:
     quarantine past either is refused unconfirmed (the peer keeps it and tries again).
     """
 
-    max_messages: int = 1000
-    """APDUs kept at most (>= 1)."""
-    max_bytes: int = 256 * 1024 * 1024
-    """Octets of APDUs kept at most (>= 1)."""
+    max_messages: int = field(default=1000, metadata=value(COUNT, "APDUs kept at most."))
+    max_bytes: int = field(
+        default=256 * 1024 * 1024, metadata=value(SIZE, "Octets of APDUs kept at most.")
+    )
 
 
 DEFAULT_QUARANTINE = QuarantineLimits()
@@ -416,20 +529,32 @@ class Retention:
     seconds, off the transfer path.  Mailboxes are the users': never pruned here.
     """
 
-    finished: float = 24 * _HOUR
-    """A queued message whose every recipient reached a final state (transferred,
-    delivered, failed) is deleted this long after the last of them, its APDU file with
-    it (0: at the next pruning).  What happened to it stays in the audit log."""
-    received: float = 7 * 24 * _HOUR
-    """Duplicate-detection keys (MTS identifier, recipient) are kept this long: longer
-    than a peer may go on retrying one transfer, or a late retry is delivered twice.
-    At least the longest ``[max_age]``."""
-    audit: float = 30 * 24 * _HOUR
-    """Audit-log records (what ``x400ctl track`` reads) are kept this long."""
-    interval: float = 300.0
-    """Seconds between two prunings."""
-    batch: int = 500
-    """Rows deleted per transaction at most."""
+    finished: float = field(
+        default=24 * _HOUR,
+        metadata=value(
+            SECONDS,
+            "A queued message whose every recipient reached a final state (transferred, "
+            "delivered, failed) is deleted this long after the last of them, its APDU file "
+            'with it ("0s": at the next pruning).  What happened to it stays in the audit log.',
+        ),
+    )
+    received: float = field(
+        default=7 * 24 * _HOUR,
+        metadata=value(
+            DURATION,
+            "Duplicate-detection keys (MTS identifier, recipient) are kept this long: longer "
+            "than a peer may go on retrying one transfer, or a late retry is delivered "
+            "twice.  At least the longest [max_age].",
+        ),
+    )
+    audit: float = field(
+        default=30 * 24 * _HOUR,
+        metadata=value(
+            DURATION, "Audit-log records (what x400ctl track reads) are kept this long."
+        ),
+    )
+    interval: float = field(default=300.0, metadata=value(DURATION, "Time between two prunings."))
+    batch: int = field(default=500, metadata=value(COUNT, "Rows deleted per transaction at most."))
 
 
 DEFAULT_RETENTION = Retention()
@@ -443,13 +568,23 @@ class MetricsEndpoint:
     the operator's network only.
     """
 
-    host: str | None = None
+    host: str | None = field(
+        default=None,
+        metadata=value(
+            LISTEN,
+            "Address and port to answer scrapes on (9464 is the port Prometheus' registry "
+            "gives exporters that have none of their own).  Not set: no endpoint.",
+            name="listen",
+            into=("host", "port"),
+        ),
+    )
     """The address to listen on (an IPv6 one without its brackets); None: no endpoint."""
     port: int = 9464
-    """TCP port, 1..65535 (9464 is the port Prometheus' registry gives exporters that
-    have none of their own)."""
-    path: str = "/metrics"
-    """The one path answered (HTTP GET); any other is 404 Not Found."""
+    """TCP port, 1..65535 (set with ``host`` by ``listen``)."""
+    path: str = field(
+        default="/metrics",
+        metadata=value(METRICS_PATH, "The one path answered (HTTP GET); any other is 404."),
+    )
 
     @property
     def enabled(self) -> bool:
@@ -467,38 +602,106 @@ DEFAULT_METRICS = MetricsEndpoint()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class OperatorGroup:
-    """A group whose members are the MTA's operators (``[access] operators``)."""
-
-    name: str
-    """The group as written: a name in the group database, or a numeric gid."""
-    gid: int
-    """Its group id, looked up when the file was loaded."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LocalAccount:
-    """A local account that is a user of the MTA (``[access.users]``)."""
-
-    name: str
-    """The account as written: a name in the password database, or a numeric uid."""
-    uid: int
-    """Its user id, looked up when the file was loaded."""
-    names: tuple[ORName, ...]
-    """Its O/R names: what it may submit as, and whose mailboxes it may read."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Access:
     """Who may use the local API for what (``[access]``), from the caller's credentials
     (``SO_PEERCRED``): root, the daemon's own account and the members of ``operators``
     may do everything; an account of ``users`` may submit as its O/R names and use
     their mailboxes; any other account is refused every request."""
 
-    operators: tuple[OperatorGroup, ...] | None = None
-    """Groups whose members are operators; None: the daemon's own primary group."""
-    users: tuple[LocalAccount, ...] = ()
-    """The accounts that are users, each with its O/R names."""
+    operators: tuple[OperatorGroup, ...] | None = field(
+        default=None,
+        metadata=value(
+            OPERATOR_GROUPS,
+            "Groups (names on this host or numeric gids) whose members are operators.  "
+            "Not set: the daemon's own primary group.",
+        ),
+    )
+    users: tuple[LocalAccount, ...] = field(
+        default=(),
+        metadata=value(
+            ACCOUNTS,
+            "[access.users]: each account (a name on this host or a numeric uid) = its O/R "
+            "name, or a list of them, each under a local domain: what it may submit as and "
+            "whose mailboxes it may use.",
+        ),
+    )
+
+
+def _stack_limits(keys: Mapping[str, Any]) -> StackLimits:
+    return StackLimits(**keys)
+
+
+def _stack_values(limits: StackLimits) -> Mapping[str, Any]:
+    return dataclasses.asdict(limits)
+
+
+STACK_LIMITS = Foreign(
+    keys={
+        "max_tpdu_size": Key(
+            form=Form.VALUE, kind=TPDU_SIZE, doc="Largest TPDU proposed or accepted."
+        ),
+        "max_tsdu_size": Key(
+            form=Form.VALUE, kind=SIZE, doc="Largest transport service data unit reassembled."
+        ),
+        "max_spdu_size": Key(form=Form.VALUE, kind=SIZE, doc="Largest session SPDU reassembled."),
+        "max_message_size": Key(
+            form=Form.VALUE,
+            kind=SIZE,
+            doc="Largest RT-TRANSFER (one MTS-APDU with its EXTERNAL) reassembled.",
+        ),
+        "max_connect_data_size": Key(
+            form=Form.VALUE,
+            kind=SIZE,
+            doc="Largest connect-time user data (CN/AC/RF with extended user data).",
+        ),
+    },
+    build=_stack_limits,
+    values=_stack_values,
+    default=DEFAULT_LIMITS,
+)
+"""The protocol stack's sizes (:class:`p1.osi.StackLimits`) in ``[limits]``."""
+
+
+def _precedence_table(keys: Mapping[str, Any]) -> PrecedenceTable:
+    overrides = {p: keys[p.label] for p in Precedence.most_urgent_first() if p.label in keys}
+    return DEFAULT_TABLE.with_dscp(overrides) if overrides else DEFAULT_TABLE
+
+
+def _precedence_dscps(table: PrecedenceTable) -> Mapping[str, Any]:
+    return {p.label: table.dscp(p) for p in Precedence.most_urgent_first()}
+
+
+PRECEDENCE_DSCP = Foreign(
+    keys={
+        p.label: Key(
+            form=Form.VALUE,
+            kind=DSCP,
+            doc=f"Code point of {p.label} traffic: the default of a slot whose most urgent "
+            "precedence it is.",
+        )
+        for p in Precedence.most_urgent_first()
+    },
+    build=_precedence_table,
+    values=_precedence_dscps,
+    default=DEFAULT_TABLE,
+)
+"""The precedence table's code points (:class:`p1.mts.precedence.PrecedenceTable`) in
+``[dscp]``."""
+
+
+def default_database(state_dir: Path) -> str:
+    """The queue and store database unless ``database`` is set: SQLite in ``state_dir``."""
+    return f"sqlite:///{state_dir / 'aiox400.db'}"
+
+
+def default_control_socket(state_dir: Path) -> Path:
+    """The control socket unless ``control_socket`` is set."""
+    return state_dir / "control.sock"
+
+
+def default_local_domains(global_domain: ORAddress) -> tuple[AddressPrefix, ...]:
+    """The local domains unless ``local_domains`` is set: the global domain."""
+    return (AddressPrefix(text=format_orname(global_domain), key=global_domain.route_key()),)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -508,64 +711,141 @@ class MtaConfig:
     source: Path
     """The configuration file (absolute); relative paths in it were resolved against its
     directory."""
-    name: str
-    """This MTA's MTAName (X.411 clause 12.1.1), 1..32 IA5 characters."""
-    global_domain: ORAddress
-    """The global domain identifier put in trace information: country, ADMD, optional
-    PRMD (X.411 clause 12.2.1.1.1.10)."""
-    password: Secret | None = None
-    """The password this MTA presents in MTA-binds unless a peer sets its own."""
-    state_dir: Path = DEFAULT_STATE_DIR
-    """Directory for the queue database, the control socket and other state."""
-    database: str = field(repr=False)
-    """SQLAlchemy URL of the queue and store; default a SQLite file in ``state_dir``.
-    A relative SQLite path is resolved against the configuration file's directory.  Left
-    out of ``repr``: a server database URL may carry a password."""
-    control_socket: Path
-    """Unix socket of the local control API; default ``state_dir/control.sock``."""
-    listeners: tuple[Listener, ...] = ()
-    """Where peers connect to us; none: this MTA only sends."""
-    local_domains: tuple[AddressPrefix, ...]
-    """Address prefixes delivered into the local message store; default the global
-    domain."""
-    local_users: tuple[ORName, ...] | None = None
-    """The users of the local domains; a recipient there that is none of them is
-    non-delivered (unrecognised O/R name).  None: every O/R name under a local domain
-    has a mailbox, named by its canonical text form."""
-    supported_extensions: tuple[int | str, ...] = ()
-    """Extension types this MTA does not implement that the operator declares its local
-    delivery supports: a message carrying one marked critical for delivery is delivered
-    instead of non-delivered (X.411 9.1)."""
-    peers: tuple[Peer, ...] = ()
-    """Neighbouring MTAs."""
-    default_route: str | None = None
-    """Name of the peer that gets addresses no route and no local domain matches;
-    None: such addresses are non-delivered (unable to transfer)."""
-    max_age: MaxAge = DEFAULT_MAX_AGE
-    """Per-precedence age at which a waiting message is non-delivered."""
-    retry: RetryPolicy = DEFAULT_RETRY
-    """Backoff between attempts to reach a peer."""
-    precedence_table: PrecedenceTable = DEFAULT_TABLE
-    """Precedence to P1 priority and DSCP mapping, with the configured DSCP overrides."""
-    log_level: LogLevel = LogLevel.INFO
-    """The daemon's log threshold."""
-    limits: StackLimits = field(default=DEFAULT_LIMITS)
-    """Sizes the protocol stack accepts from a peer (largest message and so on)."""
-    connection_limits: ConnectionLimits = field(default=DEFAULT_CONNECTION_LIMITS)
-    """Connections, unbound associations, slow peers, failed binds, local API clients."""
-    quarantine: QuarantineLimits = field(default=DEFAULT_QUARANTINE)
-    """How many transfers that cannot be taken in, and how many octets of them, are kept."""
-    retention: Retention = field(default=DEFAULT_RETENTION)
-    """What is pruned when (``[retention]``)."""
-    metrics: MetricsEndpoint = field(default=DEFAULT_METRICS)
-    """The Prometheus endpoint (``[metrics]``); off by default."""
-    access: Access | None = None
-    """Who may use the local API for what (``[access]``); None: every process that can
-    connect to the control socket (mode 0660: the daemon's user and group) is an
-    operator."""
-    tcp_congestion: str | None = None
-    """The TCP congestion control (``TCP_CONGESTION``, e.g. ``"cubic"``) of every P1
-    socket this MTA creates or accepts; None: the system's default."""
+    name: str = field(metadata=value(MTA_NAME, "This MTA's MTAName (X.411 clause 12.1.1)."))
+    global_domain: ORAddress = field(
+        metadata=value(
+            GLOBAL_DOMAIN,
+            "The global domain identifier put in trace information: country, ADMD, "
+            "optional PRMD (X.411 clause 12.2.1.1.1.10).",
+        )
+    )
+    password: Secret | None = field(
+        default=None,
+        metadata=secret(
+            "The password this MTA presents in MTA-binds unless a peer sets its own.  "
+            "Not set: none."
+        ),
+    )
+    state_dir: Path = field(
+        default=DEFAULT_STATE_DIR,
+        metadata=value(PATH, "Directory for the queue database, the control socket and state."),
+    )
+    database: str = field(
+        repr=False,  # a server database URL may carry a password
+        metadata=value(
+            DATABASE_URL,
+            "SQLAlchemy URL of the queue and store.  A relative SQLite path is taken from "
+            "the configuration file's directory.",
+            derived='"sqlite:///<state_dir>/aiox400.db"',
+        ),
+    )
+    control_socket: Path = field(
+        metadata=value(
+            PATH,
+            "Unix socket of the local control API (at most 107 octets).",
+            derived='"<state_dir>/control.sock"',
+        )
+    )
+    local_domains: tuple[AddressPrefix, ...] = field(
+        metadata=value(
+            ADDRESS_PREFIXES,
+            "O/R address prefixes delivered into the local message store.",
+            derived="[global_domain]",
+        )
+    )
+    local_users: tuple[ORName, ...] | None = field(
+        default=None,
+        metadata=value(
+            OR_NAMES,
+            "The users of the local domains, each under one of them; a recipient there "
+            "that is none of them is non-delivered (unrecognised O/R name).  Not set: every "
+            "O/R name under a local domain has a mailbox.",
+        ),
+    )
+    supported_extensions: tuple[int | str, ...] = field(
+        default=(),
+        metadata=value(
+            EXTENSION_TYPES,
+            "Extension types this MTA does not implement that its local delivery supports: "
+            "a message carrying one marked critical for delivery is delivered instead of "
+            "non-delivered (X.411 9.1).",
+        ),
+    )
+    default_route: str | None = field(
+        default=None,
+        metadata=value(
+            PEER_NAME,
+            "The peer that gets addresses no route and no local domain matches.  Not set: "
+            "such addresses are non-delivered (unable to transfer).",
+        ),
+    )
+    log_level: LogLevel = field(
+        default=LogLevel.INFO, metadata=value(LOG_LEVEL, "The daemon's log threshold.")
+    )
+    tcp_congestion: str | None = field(
+        default=None,
+        metadata=value(
+            CONGESTION,
+            "The TCP congestion control (TCP_CONGESTION) of every P1 socket, one of "
+            "/proc/sys/net/ipv4/tcp_available_congestion_control.  Not set: the system's.",
+        ),
+    )
+    listeners: tuple[Listener, ...] = field(
+        default=(),
+        metadata=tables(Listener, "Where peers connect to us; none: this MTA only sends."),
+    )
+    retry: RetryPolicy = field(
+        default=DEFAULT_RETRY, metadata=section(RetryPolicy, "Backoff between attempts.")
+    )
+    max_age: MaxAge = field(
+        default=DEFAULT_MAX_AGE,
+        metadata=section(MaxAge, "Per-precedence age at which a waiting message is non-delivered."),
+    )
+    precedence_table: PrecedenceTable = field(
+        default=DEFAULT_TABLE,
+        metadata=foreign(
+            PRECEDENCE_DSCP, "Per-precedence code point overrides of the table.", name="dscp"
+        ),
+    )
+    limits: StackLimits = field(
+        default=DEFAULT_LIMITS,
+        metadata=foreign(STACK_LIMITS, "Sizes the protocol stack accepts.", name="limits"),
+    )
+    connection_limits: ConnectionLimits = field(
+        default=DEFAULT_CONNECTION_LIMITS,
+        metadata=section(
+            ConnectionLimits,
+            "Connections, unbound associations, slow peers, failed binds, local API clients.",
+            name="limits",
+        ),
+    )
+    quarantine: QuarantineLimits = field(
+        default=DEFAULT_QUARANTINE,
+        metadata=section(
+            QuarantineLimits,
+            "What is kept of the transfers that cannot be taken in (confirmed, not delivered).",
+        ),
+    )
+    retention: Retention = field(
+        default=DEFAULT_RETENTION,
+        metadata=section(Retention, "What is pruned when; mailboxes are never pruned."),
+    )
+    metrics: MetricsEndpoint = field(
+        default=DEFAULT_METRICS,
+        metadata=section(MetricsEndpoint, "The Prometheus endpoint; off unless listen is set."),
+    )
+    peers: tuple[Peer, ...] = field(
+        default=(), metadata=tables(Peer, "Neighbouring MTAs, each with its connection slots.")
+    )
+    access: Access | None = field(
+        default=None,
+        metadata=section(
+            Access,
+            "Who may use the local API for what.  Not set: whoever can connect to the "
+            "control socket (mode 0660: the daemon's user and group) is an operator.",
+            optional=True,
+        ),
+    )
 
     def peer(self, name: str) -> Peer:
         """The peer called ``name``; :class:`KeyError` if there is none."""
