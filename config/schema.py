@@ -746,6 +746,10 @@ class MtaConfig:
             derived='"<state_dir>/control.sock"',
         )
     )
+    listeners: tuple[Listener, ...] = field(
+        default=(),
+        metadata=tables(Listener, "Where peers connect to us; none: this MTA only sends."),
+    )
     local_domains: tuple[AddressPrefix, ...] = field(
         metadata=value(
             ADDRESS_PREFIXES,
@@ -771,6 +775,9 @@ class MtaConfig:
             "non-delivered (X.411 9.1).",
         ),
     )
+    peers: tuple[Peer, ...] = field(
+        default=(), metadata=tables(Peer, "Neighbouring MTAs, each with its connection slots.")
+    )
     default_route: str | None = field(
         default=None,
         metadata=value(
@@ -779,33 +786,21 @@ class MtaConfig:
             "such addresses are non-delivered (unable to transfer).",
         ),
     )
-    log_level: LogLevel = field(
-        default=LogLevel.INFO, metadata=value(LOG_LEVEL, "The daemon's log threshold.")
-    )
-    tcp_congestion: str | None = field(
-        default=None,
-        metadata=value(
-            CONGESTION,
-            "The TCP congestion control (TCP_CONGESTION) of every P1 socket, one of "
-            "/proc/sys/net/ipv4/tcp_available_congestion_control.  Not set: the system's.",
-        ),
-    )
-    listeners: tuple[Listener, ...] = field(
-        default=(),
-        metadata=tables(Listener, "Where peers connect to us; none: this MTA only sends."),
-    )
-    retry: RetryPolicy = field(
-        default=DEFAULT_RETRY, metadata=section(RetryPolicy, "Backoff between attempts.")
-    )
     max_age: MaxAge = field(
         default=DEFAULT_MAX_AGE,
         metadata=section(MaxAge, "Per-precedence age at which a waiting message is non-delivered."),
+    )
+    retry: RetryPolicy = field(
+        default=DEFAULT_RETRY, metadata=section(RetryPolicy, "Backoff between attempts.")
     )
     precedence_table: PrecedenceTable = field(
         default=DEFAULT_TABLE,
         metadata=foreign(
             PRECEDENCE_DSCP, "Per-precedence code point overrides of the table.", name="dscp"
         ),
+    )
+    log_level: LogLevel = field(
+        default=LogLevel.INFO, metadata=value(LOG_LEVEL, "The daemon's log threshold.")
     )
     limits: StackLimits = field(
         default=DEFAULT_LIMITS,
@@ -834,9 +829,6 @@ class MtaConfig:
         default=DEFAULT_METRICS,
         metadata=section(MetricsEndpoint, "The Prometheus endpoint; off unless listen is set."),
     )
-    peers: tuple[Peer, ...] = field(
-        default=(), metadata=tables(Peer, "Neighbouring MTAs, each with its connection slots.")
-    )
     access: Access | None = field(
         default=None,
         metadata=section(
@@ -844,6 +836,14 @@ class MtaConfig:
             "Who may use the local API for what.  Not set: whoever can connect to the "
             "control socket (mode 0660: the daemon's user and group) is an operator.",
             optional=True,
+        ),
+    )
+    tcp_congestion: str | None = field(
+        default=None,
+        metadata=value(
+            CONGESTION,
+            "The TCP congestion control (TCP_CONGESTION) of every P1 socket, one of "
+            "/proc/sys/net/ipv4/tcp_available_congestion_control.  Not set: the system's.",
         ),
     )
 

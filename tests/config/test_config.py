@@ -41,9 +41,9 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
-    "local_domains, local_users, supported_extensions, default_route, log_level, tcp_congestion, "
-    "listeners, "
-    "retry, max_age, dscp, limits, quarantine, retention, metrics, peers, access"
+    "listeners, local_domains, local_users, supported_extensions, peers, default_route, "
+    "max_age, retry, dscp, log_level, limits, quarantine, retention, metrics, access, "
+    "tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"

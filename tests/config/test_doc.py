@@ -34,21 +34,34 @@ def test_its_first_lines_say_how_it_is_made() -> None:
     assert REGENERATE in "".join(DOC.read_text(encoding="utf-8").splitlines(keepends=True)[:4])
 
 
-def leaf_keys(cls: type) -> set[str]:
-    """The keys of ``cls`` and of its tables that hold values, not tables."""
-    keys = set(file_keys(cls))
+def expected_keys(cls: type, header: str, into: dict[str, set[str]], prefix: str = "") -> None:
+    """The value keys of ``cls`` under ``header``, and those of its tables under theirs."""
     for f, key in declared(cls):
-        if key.form in (Form.SECTION, Form.TABLES):
-            keys.discard(key.file_name(f.name))
-            keys |= (
-                leaf_keys(key.of) if key.of is not None else set(key.spec.keys if key.spec else ())
+        name = key.file_name(f.name)
+        if key.form is Form.SECTION:
+            table = into.setdefault(f"[{name}]", set())
+            table |= set(key.spec.keys) if key.spec else set(file_keys(key.of or object))
+        elif key.form is Form.TABLES and key.of is not None:
+            expected_keys(key.of, f"[[{prefix}{name}]]", into, f"{prefix}{name}.")
+        else:
+            into.setdefault(header, set()).update(
+                file_keys(key.of) if key.form is Form.INLINE and key.of else [name]
             )
-    return keys
+            if key.form is Form.SECRET:
+                into[header].add(name + "_file")
 
 
-def test_every_key_has_a_row_with_a_kind_and_a_meaning() -> None:
-    rows = re.findall(r"^\| `([a-z_]+)` \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", reference(), re.M)
-    assert leaf_keys(MtaConfig) == {name for name, *_ in rows}
-    assert all(
-        kind.strip() and default.strip() and meaning.strip() for _, kind, default, meaning in rows
-    )
+def documented_keys(text: str) -> dict[str, set[str]]:
+    sections: dict[str, set[str]] = {}
+    for part in text.split("\n## ")[1:]:
+        header, _, table = part.partition("\n")
+        sections[header] = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
+    return sections
+
+
+def test_every_key_has_a_row_with_a_kind_a_default_and_a_meaning() -> None:
+    expected: dict[str, set[str]] = {}
+    expected_keys(MtaConfig, "Top-level keys", expected)
+    assert documented_keys(reference()) == expected
+    rows = re.findall(r"^\| `[a-z_]+` \| ([^|]+) \| ([^|]+) \| ([^|]+) \|$", reference(), re.M)
+    assert rows and all(all(cell.strip() for cell in row) for row in rows)
