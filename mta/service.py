@@ -6,9 +6,8 @@
 - the inbound transport (:class:`mta.inbound.listeners.Listeners`), whose peers' transfers
   go to intake;
 - the outbound transport: a :class:`mta.outbound.channels.SlotRunner` per connection slot
-  of every peer, each taking its work from the queue (:class:`mta.outbound.units
-  .TransferQueue`); when a peer is seen to answer again, every slot of its channel stops
-  waiting out its reconnection backoff;
+  of every peer (:class:`mta.outbound.peers.Peers`), each taking its work from the queue
+  (:class:`mta.outbound.units.TransferQueue`);
 - delivery (:class:`mta.delivery.local.Delivery`): the local deliverer, the expirer and
   the pruner, under the :class:`mta.supervisor.Supervisor`;
 - the operator's side: the local API (:mod:`mta.operator.control`), the Prometheus
@@ -27,25 +26,22 @@ Public API::
     Service(config, *, timeouts=None, settings=None, expiry_interval=5.0)
         await .start()  /  await .stop()  /  await .run()   (until SIGTERM or SIGINT)
         .listening_ports -> list[int]
-        .notify(plan=None, delivered=False)   wake the slots that may carry what was queued
-        .claim_ahead(recipients, precedence)  an idle connection claims behind a submission
-        .peer_reachable(peer)                 a peer answers: its slots try again now
-        .intake / .delivery / .watch / .metrics / .store / .runners / .parts
+        .notify()                 wake every slot (held messages released, a flush)
+        .peer_reachable(peer)     a peer answers: its slots try again now
+        .intake / .peers / .delivery / .listeners / .watch / .metrics / .store / .parts
         .reconfigure(config, *, then=None)    a reload (:mod:`mta.operator.reload`)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from config.schema import MtaConfig, Peer
+from config.schema import MtaConfig
 from mta.database import Database
 from mta.delivery.local import EXPIRY, EXPIRY_INTERVAL, LOCAL_DELIVERY, RETENTION, Delivery
 from mta.delivery.units import DeliveryUnits
@@ -56,9 +52,9 @@ from mta.inbound.listeners import Listeners
 from mta.inbound.tolerance import ToleranceLog
 from mta.instance import StateLock
 from mta.intake.intake import Intake
-from mta.intake.plan import Plan, Site, domain_of
+from mta.intake.plan import Site, domain_of
 from mta.intake.recent import RecentPrecedences
-from mta.intake.routing import PeerRoute, Router
+from mta.intake.routing import Router
 from mta.intake.units import IntakeUnits
 from mta.lifecycle import serve
 from mta.link import Timeouts
@@ -67,12 +63,11 @@ from mta.operator.metrics import Metrics
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
 from mta.outbound.channels import ChannelContext, SlotRunner
+from mta.outbound.peers import Peers
 from mta.outbound.units import OutboundUnits, TransferQueue
 from mta.supervisor import Supervisor
 from p1.association.connection import AssociationSettings
-from p1.mts.orname import ORName
-from p1.mts.precedence import Precedence
-from store import LOCAL_ROUTE, open_database, sweep_spool, warm_up
+from store import open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]
 
@@ -114,11 +109,11 @@ class Service:
         self._lock: StateLock | None = None
         self._socket: SocketFile | None = None
         self._control: asyncio.Server | None = None
-        self._runners: dict[str, list[SlotRunner]] = {}
-        self._leaving: dict[SlotRunner, None] = {}  # retired by a reload, not yet ended
-        self._handover: asyncio.Task[None] | None = None
+        self._queue: TransferQueue | None = None
         self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
+        self.peers = Peers(parts=self.parts, local=self._wake_local)
+        """Every peer's slot runners, woken by what is queued for them."""
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
         self.metrics = Metrics(process=True)
@@ -172,7 +167,7 @@ class Service:
     @property
     def runners(self) -> list[SlotRunner]:
         """Every slot runner, peer by peer."""
-        return [runner for runners in self._runners.values() for runner in runners]
+        return self.peers.runners
 
     @property
     def listening_ports(self) -> list[int]:
@@ -191,7 +186,8 @@ class Service:
             db,
             self._intake_units,
             watch=self.watch,
-            wake=self.notify,
+            wake=self.peers.wake,
+            claim_ahead=self.peers.claim_ahead,
             quarantine_bounds=lambda: self.config.quarantine,
         )
         self._queue = TransferQueue(
@@ -248,10 +244,7 @@ class Service:
         )
         await self._listeners.start()
         context = self._channel_context(self.config, self.timeouts, self.settings)
-        for peer in self.config.peers:
-            self._runners[peer.name] = self._channel(context, peer)
-        for runner in self.runners:
-            runner.start()
+        self.peers.start(self.peers.build(self.config, context))
         self.parts.start(LOCAL_DELIVERY, self.delivery.deliver_forever)
         self.parts.start(EXPIRY, self.delivery.expire_forever)
         self.parts.start(RETENTION, self.delivery.prune_forever)
@@ -266,12 +259,7 @@ class Service:
             self._listeners.close()
         if self._scrape is not None:
             await self._scrape.close()
-        if self._handover is not None:
-            self._handover.cancel()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await self._handover
-        for runner in [*self.runners, *self._leaving]:
-            await runner.stop()
+        await self.peers.stop()
         await self.parts.stop()
         if self._listeners is not None:
             await self._listeners.stop()
@@ -301,6 +289,7 @@ class Service:
     def _channel_context(
         self, config: MtaConfig, timeouts: Timeouts, settings: AssociationSettings
     ) -> ChannelContext:
+        assert self._queue is not None, "the service is not started"
         return ChannelContext(
             queue=self._queue,
             metrics=self.metrics,
@@ -309,28 +298,14 @@ class Service:
             settings=settings,
         )
 
-    def _channel(
-        self, context: ChannelContext, peer: Peer, kept: Iterable[SlotRunner] = ()
-    ) -> list[SlotRunner]:
-        """The runners of ``peer``'s slots: one of ``kept`` that serves the slot as it is
-        (:meth:`mta.outbound.channels.SlotRunner.serves`), else a new one, not started."""
-        reachable = functools.partial(self.peer_reachable, peer.name)
-        return [
-            next((r for r in kept if r.serves(peer, slot)), None)
-            or SlotRunner(context, peer, slot, on_connected=reachable, parts=self.parts)
-            for slot in peer.slots
-        ]
-
     def reconfigure(
         self, config: MtaConfig, *, then: Callable[[], Awaitable[None]] | None = None
     ) -> None:
-        """Run on ``config`` from now on (a reload, :mod:`mta.operator.reload`): routing, intake,
-        ``[limits]`` for new connections, binds and associations, ``[retention]`` from the
-        next round.  A slot whose peer and settings are as they were keeps its runner
-        (and its connections); the others get a new one, and the runners of the slots
-        gone retire.  Everything is built before anything is replaced, so an error
-        leaves the service as it was.  The retired runners hand over in a task
-        (:meth:`mta.outbound.channels.SlotRunner.retire`), which then awaits ``then()``."""
+        """Run on ``config`` from now on (a reload, :mod:`mta.operator.reload`): routing,
+        intake, ``[limits]`` for new connections, binds and associations, ``[retention]``
+        from the next round, and the peers' channels (:meth:`mta.outbound.peers.Peers
+        .swap`).  Everything is built before anything is replaced, so an error leaves the
+        service as it was."""
         old = self.config
         settings = self.settings
         if config.limits != old.limits:
@@ -349,10 +324,7 @@ class Service:
             max_message_size=config.limits.max_message_size,
         )
         context = self._channel_context(config, timeouts, settings)
-        runners = {
-            p.name: self._channel(context, p, self._runners.get(p.name, ())) for p in config.peers
-        }
-        kept = {r for rs in runners.values() for r in rs} & set(self.runners)
+        runners = self.peers.build(config, context)
         self.guard.reconfigure(config)
         # From here on nothing fails: the parts are swapped with no await in between.
         self.config, self.settings, self.timeouts, self.site = config, settings, timeouts, site
@@ -361,83 +333,21 @@ class Service:
             self._listeners.reconfigure(config, settings, timeouts)
         if self._delivery is not None:
             self._delivery.retention = config.retention
-        leaving = [r for r in self.runners if r not in kept]
-        fresh = [r for rs in runners.values() for r in rs if r not in kept]
-        for peer in config.peers:
-            for runner in runners[peer.name]:
-                if runner in kept:
-                    runner.reconfigure(context, peer)
-        self._runners = runners
-        self._leaving.update(dict.fromkeys(leaving))
-        previous = self._handover
-        self._handover = asyncio.create_task(
-            self._hand_over(previous, leaving, fresh, then), name="reload hand-over"
-        )
-        self._handover.add_done_callback(_hand_over_ended)
+        self.peers.swap(runners, context, config, then)
 
-    async def _hand_over(
-        self,
-        previous: asyncio.Task[None] | None,
-        leaving: list[SlotRunner],
-        fresh: list[SlotRunner],
-        then: Callable[[], Awaitable[None]] | None,
-    ) -> None:
-        """The runners ``leaving`` stop opening connections, ``fresh`` start (a slot's
-        new runner only once its old one's supervisor has ended: they share its name),
-        and what ``leaving`` claimed and did not send is pending again for them."""
-        if previous is not None:
-            await asyncio.wait((previous,))  # (one reload's hand-over after another's)
-        for runner in leaving:
-            await runner.retire()
-        for runner in fresh:
-            runner.start()
-        for runner in leaving:
-            await runner.drain()
-            self._leaving.pop(runner, None)
-        if leaving:
-            self.notify()  # (what they put back is due for the runners that replace them)
-        if then is not None:
-            await then()
+    # --- wake-ups (mta.operator.views.Daemon) ------------------------------------------
 
-    # --- wake-ups ----------------------------------------------------------------------
-
-    def notify(self, plan: Plan | None = None, delivered: bool = False) -> None:
-        """Something was queued: wake whoever serves its routes at its precedence
-        (everyone if unsure).  ``delivered``: the plan's local recipients were delivered
-        as it was taken in, so the local deliverer has nothing to do for it."""
-        message = plan.message if plan is not None else None
-        precedence = message.precedence if message is not None else None
-        routes = {r.route for r in message.recipients} if message is not None else None
-        if routes is None or plan is None or plan.rejected:
-            routes, precedence = {LOCAL_ROUTE, *self._runners}, None
-        elif delivered:
-            routes.discard(LOCAL_ROUTE)
-        if LOCAL_ROUTE in routes and self._delivery is not None:
-            self._delivery.wake()
-        for route in routes:
-            for runner in self._runners.get(route, ()):
-                if precedence is None or runner.admits(precedence):
-                    runner.wake()  # (a slot that does not carry it would claim nothing)
-
-    def claim_ahead(self, recipients: Iterable[ORName], precedence: Precedence) -> None:
-        """A submission for ``recipients`` at ``precedence`` is queued for commit: for each
-        peer they are routed to, an idle connection of a slot carrying that precedence
-        queues its claim right behind it (:meth:`SlotRunner.claim_ahead`)."""
-        peers = {
-            route.peer
-            for route in map(self.site.router.route, recipients)
-            if isinstance(route, PeerRoute)
-        }
-        for peer in peers:
-            for runner in self._runners.get(peer, ()):
-                if runner.admits(precedence) and runner.claim_ahead():
-                    break
+    def notify(self) -> None:
+        """Anything may be due (held messages released, a flush): wake every slot."""
+        self.peers.wake()
 
     def peer_reachable(self, peer: str) -> None:
-        """``peer`` answers (a slot bound to it, or it bound to us): every slot of its
-        channel that waits out a backoff tries again now, the urgent ones included."""
-        for runner in self._runners.get(peer, ()):
-            runner.peer_reachable()
+        """``peer``'s slots stop waiting out their backoff."""
+        self.peers.peer_reachable(peer)
+
+    def _wake_local(self) -> None:
+        if self._delivery is not None:
+            self._delivery.wake()
 
     def _part_fault(self, error: Exception) -> str | None:
         """Why a long-lived part failed, when the store is the cause (then reported)."""
@@ -445,12 +355,6 @@ class Service:
         if fault is not None and self._intake is not None:
             self._intake.store.failed(fault, refused=False)
         return fault
-
-
-def _hand_over_ended(task: asyncio.Task[None]) -> None:
-    """Log a reload's hand-over that failed (its runners are stopped with the service)."""
-    if not task.cancelled() and task.exception() is not None:
-        log.error("reload: the hand-over of the channels failed", exc_info=task.exception())
 
 
 def _nothing(session: object) -> None:

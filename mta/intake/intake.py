@@ -17,10 +17,10 @@ API answers the user with the MTS identifier).
 
 Public API::
 
-    Intake(db, units, *, watch, wake, quarantine_bounds)
+    Intake(db, units, *, watch, wake, claim_ahead, quarantine_bounds)
         await .receive(apdu, peer)              a peer's transfer (mta.transport.InboundSink)
         await .receive_too_long(event, peer)    one over max_message_size
-        await .submit(request, *, claim_ahead) -> Submitted   a local submission
+        await .submit(request) -> Submitted    a local submission
         .delivered(outcome)                     a local delivery was committed
         .queued(plan=None, *, delivered=None)   something was queued: wake who carries it
         .recent / .tolerated / .store / .metrics
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -47,6 +47,7 @@ from mta.intake.oversize import envelope_of, too_long_line
 from mta.intake.plan import IntakeError, MalformedApduError, Plan, precedence_of
 from mta.intake.quarantine import full_refusal
 from mta.intake.recent import RecentPrecedences
+from mta.intake.routing import PeerRoute
 from mta.intake.submission import SubmitRequest
 from mta.intake.units import IntakeUnits, LocalOutcome
 from mta.operator.metrics import Metrics
@@ -62,6 +63,7 @@ from p1.mts.envelope import (
     long_tags_in_message_envelope,
     peek_envelope,
 )
+from p1.mts.precedence import Precedence
 from store import ApduKind
 
 __all__ = ["Intake", "Submitted", "Wake"]
@@ -94,12 +96,15 @@ class Intake:
         *,
         watch: MailboxWatch,
         wake: Wake,
+        claim_ahead: Callable[[Iterable[str], Precedence], None],
         quarantine_bounds: Callable[[], QuarantineLimits],
     ) -> None:
         self.db = db
         self.units = units
         self.watch = watch
         self.wake = wake
+        self.claim_ahead = claim_ahead
+        """An idle connection to each of these peers claims behind a submission."""
         self.quarantine_bounds = quarantine_bounds
         self.recent = RecentPrecedences()
         """The precedences of the messages taken in lately (a report's unit is scheduled
@@ -166,14 +171,20 @@ class Intake:
         if reported:
             self.queued()
 
-    async def submit(self, request: SubmitRequest, *, claim_ahead: Callable[[], None]) -> Submitted:
-        """Take a local submission in; return once committed.  ``claim_ahead`` is called
-        once its unit is queued (an idle connection may then claim right behind it).
+    async def submit(self, request: SubmitRequest) -> Submitted:
+        """Take a local submission in; return once committed.  Its recipients are routed
+        here, once: the plan takes these routes, and an idle connection to each peer
+        among them claims right behind the submission's unit (:attr:`claim_ahead`).
         :class:`mta.intake.plan.IntakeError` when it cannot be taken; :class:`Refused`
         (temporary) on a store fault."""
-        unit = functools.partial(self.units.submit_in, request=request, now=datetime.now(UTC))
+        router = self.units.site.router
+        routes = {name.canonical: router.route(name) for name in request.recipients}
+        unit = functools.partial(
+            self.units.submit_in, request=request, now=datetime.now(UTC), routes=routes
+        )
         queued = self.db.enqueue(unit, urgent=is_urgent(request.precedence))
-        claim_ahead()
+        peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
+        self.claim_ahead(peers, request.precedence)
         identifier, plan, result, delivered = await self._settled(queued)
         log_intake("submitted", plan, result, f"by {request.originator.canonical}")
         self._after(plan, delivered)

@@ -44,7 +44,7 @@ Public API::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -186,10 +186,14 @@ def plan_intake(
     return _plan_subject(write, envelope, site, origin_peer=origin_peer, now=now)
 
 
-def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
+def plan_submission(
+    message: Message, site: Site, *, now: datetime, routes: Mapping[str, Route] | None = None
+) -> Plan:
     """The plan for a message submitted locally, whose envelope this MTA built: the same
     as :func:`plan_intake` of its encoding, but encoded once, with its trace.
 
+    ``routes``: its recipients' routes by canonical O/R name, if the caller routed them
+    already (then they are not routed again; their extensions are still checked).
     TooLongError when its content, or the MTS-APDU with envelope and trace, is longer
     than ``site.max_message_size``."""
     _check_size(len(message.content), site.max_message_size)
@@ -206,7 +210,9 @@ def plan_submission(message: Message, site: Site, *, now: datetime) -> Plan:
         _check_size(len(apdu), site.max_message_size)
         return apdu
 
-    return _plan_subject(write, message.envelope, site, origin_peer=None, now=now)
+    return _plan_subject(
+        write, message.envelope, site, origin_peer=None, now=now, routed=routes or {}
+    )
 
 
 def _check_size(size: int, limit: int | None) -> None:
@@ -233,13 +239,14 @@ def _plan_subject(
     *,
     origin_peer: str | None,
     now: datetime,
+    routed: Mapping[str, Route] | None = None,
 ) -> Plan:
     responsible = [r for r in envelope.recipients if origin_peer is None or r.responsible]
     loop = _loop(envelope.trace_information, envelope.internal_trace, site)
     if loop:
         rejected = _outcomes(responsible, NonDeliveryDiagnostic.LOOP_DETECTED)
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=loop)
-    routes = {id(r): _route(site.router, envelope, r) for r in responsible}
+    routes = {id(r): _route(site.router, envelope, r, routed or {}) for r in responsible}
     queued = [r for r in responsible if not isinstance(routes[id(r)], NoRoute)]
     rejected, why = _unroutable(responsible, routes)
     if not queued:
@@ -260,10 +267,17 @@ def _plan_subject(
     return Plan(message=message, rejected=rejected, subject=envelope, arrival=now, why=why)
 
 
-def _route(router: Router, envelope: MessageEnvelope | Probe, recipient: RecipientField) -> Route:
-    """The recipient's route, once its extensions' criticality is checked against it
-    (X.411 9.1: the envelope's extensions and the recipient's own)."""
-    route = router.route(recipient.recipient_name)
+def _route(
+    router: Router,
+    envelope: MessageEnvelope | Probe,
+    recipient: RecipientField,
+    routed: Mapping[str, Route],
+) -> Route:
+    """The recipient's route (``routed`` if the caller routed it), once its extensions'
+    criticality is checked against it (X.411 9.1: the envelope's extensions and the
+    recipient's own)."""
+    name = recipient.recipient_name
+    route = routed.get(name.canonical) or router.route(name)
     return router.admit(route, (*envelope.extensions, *recipient.extensions))
 
 

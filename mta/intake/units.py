@@ -48,6 +48,7 @@ from config.schema import QuarantineLimits
 from mta.intake.plan import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
 from mta.intake.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.intake.reports import Outcome, build_report, indicators_from, wants_report
+from mta.intake.routing import Route
 from mta.intake.submission import SubmitRequest, build_submission
 from mta.operator.metrics import Metrics
 from p1.ber import Deviation
@@ -316,7 +317,12 @@ class IntakeUnits:
         )
 
     def submit_in(
-        self, session: Session, *, request: SubmitRequest, now: datetime
+        self,
+        session: Session,
+        *,
+        request: SubmitRequest,
+        now: datetime,
+        routes: Mapping[str, Route] | None = None,
     ) -> tuple[str, Plan, Enqueued | None, LocalOutcome | None]:
         """Give a local submission its identifier and envelope, and take it in as
         :meth:`receive_and_deliver_in` takes a transfer.
@@ -325,7 +331,7 @@ class IntakeUnits:
         not encoded and read back.
         """
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
-        plan = plan_submission(message, self.site, now=now)
+        plan = plan_submission(message, self.site, now=now, routes=routes)
         result, delivered = self._take_and_deliver(
             session, plan, now, AuditEvent.SUBMITTED, content=message.content
         )

@@ -22,7 +22,6 @@ Public API::
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import logging
 import os
@@ -198,11 +197,8 @@ class LocalApi:
         )
         if not content:
             raise ControlError("submit needs the content after the request line")
-        ahead = functools.partial(
-            self.service.claim_ahead, submission.recipients, submission.precedence
-        )
         try:
-            submitted = await self.intake.submit(submission, claim_ahead=ahead)
+            submitted = await self.intake.submit(submission)
         except IntakeError as error:
             raise ControlError(f"message refused: {error}") from error
         except Refused as refused:

@@ -9,15 +9,14 @@ Public API::
 
     Daemon       .config  .db  .runners  .started  .frozen  .store  .parts  .guard
                  .metrics  .listening_ports  .notify()  .peer_reachable(peer)
-                 .claim_ahead(recipients, precedence)
-    Submitter    await .submit(request, *, claim_ahead) -> Submitted   (intake)
+    Submitter    await .submit(request) -> Submitted   (intake)
     Reconfigurable(Daemon)   .reconfigure(config, *, then=None)
     Served(Daemon)           await .start()  await .stop()
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from config.schema import MtaConfig
@@ -29,8 +28,6 @@ from mta.intake.submission import SubmitRequest
 from mta.operator.metrics import Metrics
 from mta.supervisor import Supervisor
 from mta.transport import Channel
-from p1.mts.orname import ORName
-from p1.mts.precedence import Precedence
 
 __all__ = ["Daemon", "Reconfigurable", "Served", "Submitter"]
 
@@ -81,14 +78,11 @@ class Daemon(Protocol):
     def peer_reachable(self, peer: str) -> None:
         """``peer``'s slots stop waiting out their backoff (a flush)."""
 
-    def claim_ahead(self, recipients: Iterable[ORName], precedence: Precedence) -> None:
-        """A submission is being committed: an idle connection may claim behind it."""
-
 
 class Submitter(Protocol):
     """Where the local API hands a user's submission (intake)."""
 
-    async def submit(self, request: SubmitRequest, *, claim_ahead: Callable[[], None]) -> Submitted:
+    async def submit(self, request: SubmitRequest) -> Submitted:
         """Take it in; return once committed (:class:`mta.intake.intake.Intake`)."""
 
 
