@@ -125,7 +125,7 @@ from p1.association.pdus import (
     turn_please_data,
     turn_priority,
 )
-from p1.association.transfer import MTSE_CONTEXT, apdu_prefix, decode_transfer
+from p1.association.transfer import apdu_prefix, decode_transfer
 from p1.errors import DecodeError
 from p1.osi import (
     DEFAULT_LIMITS,
@@ -142,6 +142,7 @@ from p1.osi import (
     spdu,
     tpdu,
 )
+from p1.osi.presentation import MTSE_CONTEXT
 from p1.osi.rtse_transfer import OutboundTransfer, Piece
 from p1.osi.selectors import format_selector
 

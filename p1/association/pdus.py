@@ -26,9 +26,9 @@ from typing import TypeVar
 
 from p1 import ber
 from p1.association.mtabind import MTABindError, encode_bind_error, wrap_bind_error
-from p1.association.transfer import MTSE_CONTEXT
 from p1.errors import DecodeError
 from p1.osi import RemoteProtocolError, acse, presentation, rtse
+from p1.osi.presentation import MTSE_CONTEXT
 from p1.osi.rtse_transfer import InboundTransfer
 
 _T = TypeVar("_T")

@@ -17,7 +17,6 @@ direct-reference, and the octet-aligned form (primitive or segmented).
 
 Public API::
 
-    MTSE_CONTEXT = 5
     encode_transfer(apdu: bytes, indirect_reference=5) -> bytes
     decode_transfer(data) -> Transfer(apdu, indirect_reference, direct_reference)
     apdu_prefix(data) -> bytes     the MTS-APDU's first octets, from a transfer cut short
@@ -29,9 +28,7 @@ from dataclasses import dataclass
 
 from p1 import ber
 from p1.errors import DecodeError
-
-MTSE_CONTEXT = 5
-"""Presentation context id of id-as-mtse (2.6.0.2.7) in a P1 association (X.419)."""
+from p1.osi.presentation import MTSE_CONTEXT
 
 _EXTERNAL = ber.universal(8)
 _OID = ber.universal(6)

@@ -51,7 +51,6 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Final, NamedTuple, TypeAlias, TypeVar
 
 from p1 import ber
-from p1.association.transfer import MTSE_CONTEXT
 from p1.ber import Tlv, application, context
 from p1.errors import DecodeError, EncodeError
 
@@ -136,6 +135,8 @@ ACSE_CONTEXT: Final = 1
 """The presentation context id of ACSE in a P1 association."""
 RTSE_CONTEXT: Final = 3
 """The presentation context id of id-as-mta-rtse in a P1 association."""
+MTSE_CONTEXT: Final = 5
+"""The presentation context id of id-as-mtse (2.6.0.2.7) in a P1 association (X.419)."""
 
 _NORMAL_MODE = 1
 _X410_MODE = 0

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from benchmarks import samples
 from p1 import asn1, ber
-from p1.association.transfer import MTSE_CONTEXT, Transfer, decode_transfer, encode_transfer
+from p1.association.transfer import Transfer, decode_transfer, encode_transfer
 from p1.errors import DecodeError
 from p1.mts.envelope import Message, decode_mts_apdu
+from p1.osi.presentation import MTSE_CONTEXT
 from tests.profiles import examples
 
 APDU = samples.message_bytes(200)
