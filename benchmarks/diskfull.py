@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.mta.sites import Lab, eventually, until
+from tests.support.sites import Lab, eventually, until
 
 
 class _Lines(logging.Handler):

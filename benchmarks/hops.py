@@ -4,7 +4,7 @@ site A to the message's entry in the message store at site B.
     python benchmarks/hops.py [--modules mta] [--json] [--runs 5] [--verbose]
 
 Two MTAs run in this one process on loopback, built as the daemon's tests build them
-(:class:`tests.mta.sites.Lab`: a temporary directory, each site's configuration written
+(:class:`tests.support.sites.Lab`: a temporary directory, each site's configuration written
 as TOML and read back by the loader), every slot permanent so that the message finds its
 association already bound.  Once every slot of both sites is bound, one warm-up message
 goes A -> B (so that what a first message alone does, such as filling caches, is not
@@ -105,7 +105,7 @@ sys.path.insert(0, str(ROOT))
 from sqlalchemy import Engine  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
-from tests.mta.sites import Lab, Site, SlotSpec  # noqa: E402
+from tests.support.sites import Lab, Site, SlotSpec  # noqa: E402
 
 # Besides these, :func:`all_bound` reads ``Service.runners`` and ``SlotRunner.snapshot()``,
 # :func:`measure` sets ``Site.expiry_interval``, and :func:`_thread_kind` knows the name of

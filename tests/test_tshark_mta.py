@@ -1,6 +1,6 @@
 """Two MTA daemons on the wire, refereed by tshark.
 
-Site A and site B of the lab (:mod:`tests.mta.sites`) run as configured in
+Site A and site B of the lab (:mod:`tests.support.sites`) run as configured in
 ``config/examples``: each listens once per DSCP (CS0..CS3) and holds one slot per DSCP
 towards the other, three permanent and routine+deferred on demand.  dumpcap captures all
 eight listener ports from before the sites start until after they stopped, while a user at
@@ -24,9 +24,9 @@ import pytest_asyncio
 from p1.ipms.ipm import P772_CONTENT_TYPE
 from p1.mts.envelope import MTSIdentifier
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, Priority, parse_dscp
-from tests import tshark
-from tests.mta.sites import A, B, Identity, Lab, Site, eventually, until
-from tests.tshark import Direction
+from tests.support import tshark
+from tests.support.sites import A, B, Identity, Lab, Site, eventually, until
+from tests.support.tshark import Direction
 
 pytestmark = pytest.mark.slow  # two daemons under dumpcap, then tshark
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests import tshark
-from tests.p1 import golden
-from tests.tshark import Direction
+from tests.support import golden, tshark
+from tests.support.tshark import Direction
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"

@@ -46,8 +46,8 @@ from p1.mts.envelope import (
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, Priority
 from p1.mts.report import LastTraceInformation
 from p1.osi.rtse_transfer import CHECKPOINT_UNIT
-from tests import tshark
-from tests.tshark import Direction
+from tests.support import tshark
+from tests.support.tshark import Direction
 
 pytestmark = pytest.mark.slow  # dumpcap, then tshark
 

@@ -24,7 +24,7 @@ from mta import net
 from p1.association.connection import AssociationSettings
 from p1.osi.rtse import DialogueMode
 from p1.osi.spdu import Kind
-from tests import tshark
+from tests.support import tshark
 
 pytestmark = pytest.mark.slow  # dumpcap, then tshark
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mta.sites import Site, solo_site
+from tests.support.sites import Site, solo_site
 
 
 @pytest.fixture

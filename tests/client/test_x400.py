@@ -16,7 +16,7 @@ import pytest
 
 from client import x400
 from p1.mts.orname import parse_orname
-from tests.mta.sites import Site, eventually, until
+from tests.support.sites import Site, eventually, until
 
 NOWHERE = "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
 

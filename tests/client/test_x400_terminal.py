@@ -24,7 +24,7 @@ import pytest
 
 from client import x400, x400ctl
 from client.cli import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
-from tests.mta.sites import Site
+from tests.support.sites import Site
 
 BIN = Path(sys.executable).parent
 

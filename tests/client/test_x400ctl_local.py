@@ -23,7 +23,7 @@ from mta.link import open_link
 from p1.association.mtabind import MTABindArgument
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence
-from tests.mta.sites import B, Lab, Site, eventually, message_from_a
+from tests.support.sites import B, Lab, Site, eventually, message_from_a
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from p1.mts.precedence import Precedence
 from store.db import transaction
 from store.models import ApduKind, QueuedRecipient
 from store.queue import NewMessage, NewRecipient, TransitQueue
-from tests.mta.sites import Lab, Site, eventually
+from tests.support.sites import Lab, Site, eventually
 
 _T = TypeVar("_T")
 JONES_AT_B = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones"

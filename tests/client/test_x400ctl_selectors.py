@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from client import x400ctl
-from tests.mta.sites import ReservedPorts, to_toml
+from tests.support.sites import ReservedPorts, to_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = ["override", "flash", "immediate", "priority", "routine", "deferred"]

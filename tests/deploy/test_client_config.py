@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.mta.process import DEADLINE
-from tests.mta.sites import A, solo_site
+from tests.support.process import DEADLINE
+from tests.support.sites import A, solo_site
 
 pytestmark = pytest.mark.slow  # the installed x400ctl as a process
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from mta.daemon import EXIT_OK
-from tests.mta.process import DEADLINE, MTA, Daemon
-from tests.mta.sites import solo_site
+from tests.support.process import DEADLINE, MTA, Daemon
+from tests.support.sites import solo_site
 
 pytestmark = pytest.mark.slow  # systemd-analyze, and the daemon as a process
 

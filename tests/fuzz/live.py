@@ -62,7 +62,7 @@ from tests.fuzz.corpus import (
     message_apdu,
 )
 from tests.fuzz.mutate import Case
-from tests.mta.sites import ReservedPorts, to_toml
+from tests.support.sites import ReservedPorts, to_toml
 
 PRECEDENCES = ["override", "flash", "immediate", "priority", "routine", "deferred"]
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

@@ -1,4 +1,4 @@
-"""Fixtures shared by the daemon's tests (the sites themselves are in :mod:`tests.mta.sites`)."""
+"""Fixtures shared by the daemon's tests (the sites are in :mod:`tests.support.sites`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mta.sites import Lab
+from tests.support.sites import Lab
 
 
 @pytest.fixture

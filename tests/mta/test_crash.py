@@ -3,7 +3,7 @@
 The design's promise (docs/design.md, "Message flow"): nothing is acknowledged before it
 is on disk, so a crash at any point loses nothing and duplicates nothing the peer has
 already taken responsibility for.  Here site A and site B of the lab
-(:mod:`tests.mta.sites`: four slots, one per DSCP, routine on demand with two
+(:mod:`tests.support.sites`: four slots, one per DSCP, routine on demand with two
 connections) run as separate daemons on SQLite files; 1,000 routine 1 KB messages go
 from a user of A to a user of B, and one site is killed with ``kill -9`` while they are
 on their way, then started again on the same configuration and database.  Afterwards
@@ -47,7 +47,7 @@ from p1.ipms.ipm import (
     P772_CONTENT_TYPE,
 )
 from p1.mts.orname import parse_orname
-from tests.mta.sites import Lab, Site
+from tests.support.sites import Lab, Site
 
 pytestmark = pytest.mark.slow  # kill -9 of x400-mta processes in the middle of a thousand transfers
 

@@ -17,7 +17,7 @@ from sqlalchemy import exc as sa_exc
 
 from mta.faults import StoreCondition, store_fault
 from store.spool import SpoolError
-from tests.mta.sites import Lab, eventually, until
+from tests.support.sites import Lab, eventually, until
 
 
 def _raised(error: BaseException, cause: BaseException) -> BaseException:

@@ -15,7 +15,7 @@ import pytest
 from mta.instance import LOCK_NAME
 from p1.mts.precedence import Precedence
 from store.spool import SPOOL_THRESHOLD
-from tests.mta.sites import Site, eventually, solo_site
+from tests.support.sites import Site, eventually, solo_site
 
 UMASKS = [0o022, 0o000]
 

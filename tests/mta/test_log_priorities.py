@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mta.daemon import EXIT_OK, LineFormatter, log_handler, stderr_is_journal, syslog_priority
-from tests.mta.process import Daemon
-from tests.mta.sites import solo_site
+from tests.support.process import Daemon
+from tests.support.sites import solo_site
 
 FORM = "%(levelname)s %(name)s: %(message)s"
 

@@ -5,7 +5,7 @@ with them escaped, mailboxes are named by canonical O/R names, and with ``local_
 configured a name under a local domain that is none of them is non-delivered
 (unrecognised O/R name).
 
-Two MTAs on loopback (:mod:`tests.mta.sites`) for what a peer transfers; the store and
+Two MTAs on loopback (:mod:`tests.support.sites`) for what a peer transfers; the store and
 the log handler on their own for the rest.
 """
 
@@ -34,8 +34,8 @@ from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from store.db import open_database, transaction
 from store.mailbox import Delivery, MessageStore
-from tests.mta.sites import A, B, Lab, Site, eventually, message_from_a, transfer_as_a
-from tests.store import samples
+from tests.support import store_samples as samples
+from tests.support.sites import A, B, Lab, Site, eventually, message_from_a, transfer_as_a
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 SENT = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """The MTA daemon end to end: two Services in one event loop, on loopback, with SQLite files.
 
-Site A and site B (:mod:`tests.mta.sites`) are configured as in ``config/examples``: one
+Site A and site B (:mod:`tests.support.sites`) are configured as in ``config/examples``: one
 slot per DSCP, three permanent, routine and deferred on demand.  Messages are submitted
 with the ``x400`` client, read back with the local API, and every wait is a poll with a
 deadline that only a failing test reaches.
@@ -53,7 +53,7 @@ from p1.mts.report import (
 )
 from p1.mts.trace import InternalTraceEntry
 from store import LOCAL_ROUTE
-from tests.mta.sites import (
+from tests.support.sites import (
     SENT,
     A,
     B,

@@ -18,8 +18,8 @@ import pytest
 from mta.daemon import EXIT_OK, EXIT_START
 from mta.instance import LOCK_NAME, StateDirInUseError, StateLock
 from mta.operator.control import ControlSocketInUseError
-from tests.mta.process import DEADLINE, MTA, Daemon
-from tests.mta.sites import Site, solo_site
+from tests.support.process import DEADLINE, MTA, Daemon
+from tests.support.sites import Site, solo_site
 
 ORPHAN = "0123456789abcdef0123456789abcdef.ber"
 """A spool file name no row names: the start-up sweep of a daemon removes it."""

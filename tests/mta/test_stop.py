@@ -14,7 +14,7 @@ from p1.association.events import Aborted
 from p1.association.mtabind import MTABindArgument
 from p1.association.pdus import abort_data, abort_reason
 from p1.osi import rtse
-from tests.mta.sites import A, Lab
+from tests.support.sites import A, Lab
 
 WAIT = 30.0
 """Bound on what the test waits for (a margin: the abort is written at once)."""

@@ -20,8 +20,8 @@ import pytest
 
 from mta.daemon import EXIT_OK
 from mta.systemd import Notifier, watchdog_interval
-from tests.mta.process import DEADLINE, Daemon
-from tests.mta.sites import ReservedPorts, solo_site
+from tests.support.process import DEADLINE, Daemon
+from tests.support.sites import ReservedPorts, solo_site
 
 WATCHDOG_USEC = 400_000
 """The watchdog the live daemon is given: a keep-alive every 0.2 s."""

@@ -45,8 +45,8 @@ from p1.osi.acse import (
     encode_external,
 )
 from p1.osi.presentation import BER, RTSE_CONTEXT, Encoding
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 ACSE = "ACSE-1"
 MTS_TRANSFER = "2.6.0.1.6"

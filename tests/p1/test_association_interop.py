@@ -27,7 +27,7 @@ from p1.association.connection import (
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, Role, spdu
 from p1.osi.rtse import DialogueMode
-from tests.p1 import golden
+from tests.support import golden
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"

@@ -25,8 +25,8 @@ from p1.osi.cotp import (
     class_0_allowed,
 )
 from p1.osi.tpkt import TpktReader, encode_tpkt
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"

@@ -26,7 +26,7 @@ from p1.mts.envelope import (
     peek_envelope,
 )
 from tests.p1 import ber_forms, strategies
-from tests.store import samples as store_samples
+from tests.support import store_samples
 
 _LENGTHS_ONLY = ber_forms.Rules(string=lambda path, octet: False)
 """Every TLV's length in a random legal form; strings stay in one piece."""

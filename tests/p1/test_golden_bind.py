@@ -3,7 +3,7 @@
 Two captures of the same product: a successful bind (then release) and a refused one; and
 PP 6.0's refusal (pp/03), whose RTORJ user data leaves out the ``[18]`` wrapper.  The
 layers are X.226 (presentation), X.227 (ACSE), X.228 (RTSE) and X.411 clause 12.1.1 (MTA
-bind), carried as X.419 says; see tests/p1/golden.py for how the bytes are reached.
+bind), carried as X.419 says; see tests/support/golden.py for how the bytes are reached.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from p1 import asn1
 from p1.association import mtabind
 from p1.ber import Deviation
-from tests.p1 import golden
+from tests.support import golden
 
 SUCCESS = "x400-ping-success"
 REFUSE = "x400-ping-refuse"

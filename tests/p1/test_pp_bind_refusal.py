@@ -22,7 +22,7 @@ from mta.link import BindRefusedError
 from p1.association.connection import BindRefused, P1Association
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.osi import Role
-from tests.p1 import golden
+from tests.support import golden
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = "pp/03-ping-wrong-password"

@@ -58,8 +58,8 @@ from p1.osi.presentation import (
     encode_user_data,
     negotiate,
 )
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 PRES = "ISO8823-PRESENTATION"
 SUCCESS = "x400-ping-success"

@@ -46,8 +46,8 @@ from p1.osi.rtse import (
     encode_rtse,
     encode_rttr,
 )
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 RTSE = "Reliable-Transfer-APDU"
 SUCCESS = "x400-ping-success"

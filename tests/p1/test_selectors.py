@@ -31,7 +31,7 @@ from p1.osi.selectors import (
     parse_selector,
 )
 from tests.p1.association_pair import ARGUMENT, Pair, only_spdu, spdus, tpdus
-from tests.p1.golden import load_tpkts
+from tests.support.golden import load_tpkts
 
 TSEL = st.binary(min_size=1, max_size=MAX_TSEL)
 SSEL = st.binary(min_size=1, max_size=MAX_SSEL)

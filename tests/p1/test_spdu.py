@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from p1.errors import DecodeError, EncodeError
 from p1.osi import spdu
 from p1.osi.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 # (SPDU, the TSDU that carries it): encode_tsdu gives the bytes, decode_tsdu the value.
 TSDUS: list[tuple[Spdu, str]] = [

@@ -61,7 +61,7 @@ from p1.mts.extensions import (
 from p1.mts.orname import parse_orname
 from p1.mts.relay import with_trace_added
 from p1.mts.trace import InternalTraceEntry
-from tests.p1.golden import transferred_apdus
+from tests.support.golden import transferred_apdus
 
 GB = GlobalDomainIdentifier(country="GB", admd=" ", prmd="AIOX")
 SMITH = parse_orname("C=GB;ADMD= ;PRMD=AIOX;S=smith")

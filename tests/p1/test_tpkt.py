@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from p1.errors import EncodeError
 from p1.osi import RemoteProtocolError
 from p1.osi.tpkt import FramingError, TpktReader, encode_tpkt, tpkt_header
-from tests.p1 import golden
 from tests.profiles import examples
+from tests.support import golden
 
 DT_EOT = bytes.fromhex("02f080")
 

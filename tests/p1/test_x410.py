@@ -39,9 +39,9 @@ from p1.association.x410 import X410Association, X410Settings, settings_like
 from p1.association.x410_pdus import AbortReason, ConnectMode, RefuseReason
 from p1.osi import Event, LocalProtocolError, Role, spdu
 from p1.osi.rtse import DialogueMode
-from tests.p1 import ber_forms, golden
+from tests.p1 import ber_forms
 from tests.p1.association_pair import spdu_bytes, spdu_kinds, spdus, tsdus
-from tests.store import samples as store_samples
+from tests.support import golden, store_samples
 
 CAPTURE = "pp/30-pp-to-aiox-x410-mode"
 PP_CONNECT_DATA = bytes.fromhex(

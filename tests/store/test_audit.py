@@ -7,7 +7,7 @@ from sqlalchemy import Engine
 
 from store.audit import AuditEvent, AuditLog, AuditRecord
 from store.db import transaction
-from tests.store.samples import at
+from tests.support.store_samples import at
 
 
 def test_recent_is_newest_first_and_filters_by_message(engine: Engine) -> None:

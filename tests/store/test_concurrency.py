@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from p1.mts.precedence import Precedence
 from store.db import open_database, transaction
 from store.queue import TransitQueue
-from tests.store.samples import T0, at, mts_id, new_message
+from tests.support.store_samples import T0, at, mts_id, new_message
 
 ALL = frozenset(Precedence)
 

@@ -13,7 +13,7 @@ from sqlalchemy.exc import OperationalError
 from store.db import DatabaseUnavailableError, open_database, transaction
 from store.quarantine import Quarantine
 from store.queue import TransitQueue
-from tests.store.samples import T0, new_message
+from tests.support.store_samples import T0, new_message
 
 TABLES = ["audit", "mailbox", "messages", "quarantine", "received", "recipients"]
 

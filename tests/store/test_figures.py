@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 from p1.mts.precedence import Precedence
 from store import RecipientState, TransitQueue, transaction
 from store.figures import database_bytes, file_bytes, queue_figures
-from tests.store.samples import at, new_message
+from tests.support.store_samples import at, new_message
 
 
 def test_recipients_are_counted_with_the_oldest_arrival(engine: Engine) -> None:

@@ -28,7 +28,7 @@ from store.mailbox import (
     index_apdu,
 )
 from store.models import ApduKind
-from tests.store.samples import (
+from tests.support.store_samples import (
     BROWN,
     JONES,
     SMITH,

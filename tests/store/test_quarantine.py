@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from store.db import open_database, spool_folder, sweep_spool, transaction
 from store.quarantine import Quarantine, QuarantinedApdu, QuarantineSummary, QuarantineTotals
 from store.spool import SPOOL_THRESHOLD
-from tests.store.samples import at
+from tests.support.store_samples import at
 
 SMALL = b"\x60\x80\x31\x80" + bytes(range(256)) + b"@"
 """Octets no decoder would take: the quarantine keeps them as they are."""

@@ -22,7 +22,7 @@ from store.queue import (
     QueueEntry,
     TransitQueue,
 )
-from tests.store.samples import T0, at, mts_id, new_message
+from tests.support.store_samples import T0, at, mts_id, new_message
 
 ALL = frozenset(Precedence)
 P = Precedence

@@ -16,7 +16,7 @@ from store.db import open_database, spool_folder, transaction
 from store.models import LOCAL_ROUTE, RecipientState
 from store.queue import Selection, ShapeCount, TransitQueue
 from store.spool import SPOOL_THRESHOLD
-from tests.store.samples import T0, at, mts_id, new_message
+from tests.support.store_samples import T0, at, mts_id, new_message
 
 P = Precedence
 S = RecipientState

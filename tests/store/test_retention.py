@@ -19,7 +19,7 @@ from store.models import AuditEntry, QueuedMessage, ReceivedKey
 from store.queue import TransitQueue
 from store.retention import Pruned, Pruner
 from store.spool import SPOOL_THRESHOLD
-from tests.store.samples import T0, at, new_message
+from tests.support.store_samples import T0, at, new_message
 
 ALL = set(Precedence)
 

@@ -19,7 +19,7 @@ from store.mailbox import Delivery, MessageStore
 from store.models import MailboxEntry, QueuedMessage
 from store.queue import QueueEntry, TransitQueue
 from store.spool import SPOOL_THRESHOLD, SpoolError, spool_of
-from tests.store.samples import JONES, T0, at, new_message, raw_apdu
+from tests.support.store_samples import JONES, T0, at, new_message, raw_apdu
 
 LARGE = bytes(range(256)) * (SPOOL_THRESHOLD // 256 + 1)
 """Just over the threshold, every octet value present."""

@@ -22,7 +22,7 @@ from store._sql import connection_of
 from store.models import Base
 from store.sql import audit, mailbox, queue, received
 from store.sql.statement import Insert, Statement, warm
-from tests.store.samples import T0, mts_id, new_message
+from tests.support.store_samples import T0, mts_id, new_message
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ from p1.mts.precedence import Precedence
 from store import AuditEvent, AuditLog, AuditRecord, Delivery, MessageStore, TransitQueue
 from store import open_database, transaction, warm_up
 from store.sql import statement
-from tests.store.samples import JONES, T0, ipm_apdu, new_message
+from tests.support.store_samples import JONES, T0, ipm_apdu, new_message
 
 engine = open_database(sys.argv[1])
 if sys.argv[2] == "warm":

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from p1.mts.precedence import Precedence
 from store.models import AuditEntry, QueuedMessage, QueuedRecipient, ReceivedKey
-from tests.mta.sites import Lab, Site, eventually
+from tests.support.sites import Lab, Site, eventually
 
 pytestmark = pytest.mark.slow  # a daemon pruning on its own schedule
 

@@ -7,8 +7,8 @@ unsupported-critical-function.  Marked critical for transfer, it is not transfer
 peer unless the peer's configuration lists the extension (``supported_extensions``).  An
 extension that is not critical, or critical only for the other step, changes nothing.
 
-Two MTAs on loopback (:mod:`tests.mta.sites`): A's messages are transferred into B by
-hand (:func:`~tests.mta.sites.transfer_as_a`) with the extensions each case needs; B
+Two MTAs on loopback (:mod:`tests.support.sites`): A's messages are transferred into B by
+hand (:func:`~tests.support.sites.transfer_as_a`) with the extensions each case needs; B
 either delivers to Jones, or relays back to A (B routes A's domain to A, where the
 message, having passed A already, is non-delivered as a loop), or non-delivers.  Every
 report comes back to Smith at A.
@@ -26,7 +26,7 @@ from p1.mts.envelope import Message, Report, decode_mts_apdu, encode_mts_apdu
 from p1.mts.extensions import ExtensionField, ExtensionType, StandardExtension
 from p1.mts.fields import Criticality
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from tests.mta.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
+from tests.support.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
 
 SMITH_AT_A = f"{A.domain};O=HQ;S=Smith"
 JONES_AT_B = f"{B.domain};O=HQ;S=Jones"

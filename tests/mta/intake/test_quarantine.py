@@ -2,7 +2,7 @@
 confirmed and kept as received, the association carries on, and a full quarantine
 refuses such a transfer unconfirmed (the association aborted) and keeps nothing more.
 
-Site B runs (:mod:`tests.mta.sites`); MTA-A's side is this test, binding to B over a real
+Site B runs (:mod:`tests.support.sites`); MTA-A's side is this test, binding to B over a real
 P1 association on loopback and transferring what a broken peer would.  The bounds of
 ``keep_in`` are checked on a SQLite file of their own.
 """
@@ -31,8 +31,8 @@ from p1.association.mtabind import MTABindArgument
 from p1.mts.orname import ORName
 from store import AuditEvent, AuditLog, Quarantine, QuarantineTotals
 from store.db import open_database, transaction
-from tests.mta.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
-from tests.mta.sites import Site as LabSite
+from tests.support.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
+from tests.support.sites import Site as LabSite
 
 AT_SIGN = ORName(country="GB", admd=" ", prmd="SITEB", organization="HQ", surname="Jo@nes")
 """Encoded as given: a PrintableString holding '@', which no PrintableString may."""
@@ -162,7 +162,7 @@ _NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def _site_b() -> Site:
-    config = load_config(Path(__file__).resolve().parents[2] / "config/examples/site-b.toml")
+    config = load_config(Path(__file__).resolve().parents[3] / "config/examples/site-b.toml")
     return Site(
         name=config.name,
         domain=domain_of(config.global_domain),

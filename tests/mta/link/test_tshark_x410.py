@@ -26,8 +26,8 @@ import pytest
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
-from tests import tshark
-from tests.mta.sites import A, Lab, eventually
+from tests.support import tshark
+from tests.support.sites import A, Lab, eventually
 
 pytestmark = pytest.mark.slow  # two daemons under dumpcap, then tshark
 

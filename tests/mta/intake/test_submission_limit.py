@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from mta.intake.plan import TooLongError, plan_submission
-from tests.mta.test_intake import NOW, site_b, submit
+from tests.mta.intake.test_intake import NOW, site_b, submit
 
 
 def _apdu_size() -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.mta.sites import (
+from tests.support.sites import (
     Identity,
     ReservedPorts,
     Site,

@@ -25,8 +25,8 @@ from mta.link import LinkError
 from p1 import localapi as framing
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from tests.mta.sites import B, Lab, eventually, message_from_a, transfer_as_a, until
-from tests.store import samples as store_samples
+from tests.support import store_samples
+from tests.support.sites import B, Lab, eventually, message_from_a, transfer_as_a, until
 
 _LIMIT = 64 * 1024
 B_BOB = f"{B.domain};O=HQ;S=Bob"

@@ -25,8 +25,8 @@ from p1.association import x410_pdus
 from p1.mts.envelope import Report, decode_mts_apdu
 from p1.mts.orname import format_orname
 from p1.osi import spdu
-from tests.mta.sites import DEADLINE, Identity, ReservedPorts, Site, eventually
-from tests.p1.golden import load_tpkts, spdus, transferred_apdus
+from tests.support.golden import load_tpkts, spdus, transferred_apdus
+from tests.support.sites import DEADLINE, Identity, ReservedPorts, Site, eventually
 
 AIOX = Identity("aiox", "C=GB;ADMD= ;PRMD=AIOX", "aiox-secret")
 PP = Identity("pp.test", "C=GB;ADMD= ;PRMD=PPTEST", "pp-secret")

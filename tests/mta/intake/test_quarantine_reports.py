@@ -3,8 +3,8 @@ probe kept in the quarantine learns that it was not delivered, when its envelope
 names the originator, the identifier and a recipient; otherwise, and for a report,
 nothing is reported and the log says why.
 
-Two MTAs on loopback (:mod:`tests.mta.sites`): A's transfers are made into B by hand
-(:func:`~tests.mta.sites.transfer_as_a`) with an envelope member the strict decoder
+Two MTAs on loopback (:mod:`tests.support.sites`): A's transfers are made into B by hand
+(:func:`~tests.support.sites.transfer_as_a`) with an envelope member the strict decoder
 refuses; B keeps them and reports back to Smith at A over the sites' own connections.
 """
 
@@ -30,8 +30,8 @@ from p1.mts.extensions import ExtensionField, StandardExtension
 from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from tests.mta.sites import SENT, A, B, Lab, eventually, message_from_a, transfer_as_a
-from tests.mta.sites import Site as LabSite
+from tests.support.sites import SENT, A, B, Lab, eventually, message_from_a, transfer_as_a
+from tests.support.sites import Site as LabSite
 
 SMITH_AT_A = f"{A.domain};O=HQ;S=Smith"
 JONES_AT_B = f"{B.domain};O=HQ;S=Jones"

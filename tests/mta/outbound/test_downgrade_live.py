@@ -17,7 +17,7 @@ import pytest
 from p1.mts.envelope import Message, decode_mts_apdu
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from tests.mta.sites import Lab, eventually
+from tests.support.sites import Lab, eventually
 
 pytestmark = pytest.mark.slow  # two daemons, a second or more each
 

@@ -35,7 +35,7 @@ from p1.association.connection import BindRequested, P1Association, TransferTooL
 from p1.association.mtabind import MTABindArgument, MTABindResult
 from p1.mts.envelope import Message, decode_mts_apdu
 from p1.osi import Role
-from tests.mta.sites import B, Lab, SlotSpec, eventually, until
+from tests.support.sites import B, Lab, SlotSpec, eventually, until
 
 pytestmark = pytest.mark.slow  # real retry delays and backoffs of a second and more
 

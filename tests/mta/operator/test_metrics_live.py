@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
-from tests.mta.sites import Lab, ReservedPorts, Site, eventually, solo_site
+from tests.support.sites import Lab, ReservedPorts, Site, eventually, solo_site
 
 Labels = frozenset[tuple[str, str]]
 
@@ -308,7 +308,7 @@ async def test_without_metrics_nothing_more_listens(tmp_path: Path) -> None:
     assert _listening_sockets() == before
 
 
-DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "aiox400.json"
+DASHBOARD = Path(__file__).parents[3] / "deploy" / "grafana" / "aiox400.json"
 _NAME = re.compile(r"\b(?:aiox400|process)_[a-z0-9_]+\b")
 
 

@@ -30,7 +30,7 @@ import pytest
 
 from client import x400, x400ctl
 from client.api import ApiError, call
-from tests.mta.sites import Site, eventually, solo_site
+from tests.support.sites import Site, eventually, solo_site
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="becoming other accounts needs root")
 

@@ -31,7 +31,7 @@ from mta.operator.reload import Reloader, compare_peers
 from mta.outbound.channels import SlotRunner
 from p1.mts.precedence import Precedence
 from store.models import AuditEntry, ReceivedKey
-from tests.mta.sites import (
+from tests.support.sites import (
     LAB_SLOTS,
     B,
     Lab,

@@ -25,8 +25,8 @@ from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
 from p1.osi import tpdu as x224
-from tests import tshark
-from tests.mta.sites import Identity, ReservedPorts, Site, eventually
+from tests.support import tshark
+from tests.support.sites import Identity, ReservedPorts, Site, eventually
 
 AIOX = Identity("aiox", "C=GB;ADMD= ;PRMD=AIOX", "aiox-secret")
 MTA_A = Identity("mta-a", "C=GB;ADMD= ;PRMD=SITEA", "a-secret")

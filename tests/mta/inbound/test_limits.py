@@ -40,7 +40,7 @@ from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
 from p1.osi import Event, Role
 from p1.osi.tpkt import encode_tpkt
-from tests.mta.sites import DEADLINE, A, Lab, Site, eventually, solo_site, until
+from tests.support.sites import DEADLINE, A, Lab, Site, eventually, solo_site, until
 
 A_BINDS = MTABindArgument(initiator_name=A.name, password=A.password)
 A_GUESSES = MTABindArgument(initiator_name=A.name, password="guess")
@@ -201,7 +201,7 @@ def test_max_connections_is_fitted_into_the_open_file_limit() -> None:
         "print(raised.connections, raised.soft, raised.raised_from, "
         "capped.connections, capped.soft, capped.raised_from)\n"
     )
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )

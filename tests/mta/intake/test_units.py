@@ -36,7 +36,7 @@ from store import (
     transaction,
 )
 from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu
-from tests.mta.test_intake import (
+from tests.mta.intake.test_intake import (
     CONTENT,
     JONES,
     NOW,

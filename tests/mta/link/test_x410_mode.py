@@ -32,7 +32,7 @@ from p1.mts.envelope import (
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
 from p1.osi.rtse import DialogueMode
-from tests.mta.sites import A, B, Lab, eventually, message_from_a
+from tests.support.sites import A, B, Lab, eventually, message_from_a
 
 X410 = X410Settings(application_protocol=APPLICATION_P1_1984)
 AS_A = MTABindArgument(initiator_name=A.name, password=A.password)

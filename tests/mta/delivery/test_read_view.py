@@ -20,7 +20,7 @@ from p1.mts.extensions import ExtensionField, StandardExtension
 from p1.mts.fields import Criticality
 from p1.mts.precedence import Precedence
 from p1.mts.security_label import SecurityLabel, security_label_extension
-from tests.mta.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
+from tests.support.sites import A, B, Lab, eventually, message_from_a, transfer_as_a
 
 JONES_AT_B = f"{B.domain};O=HQ;S=Jones"
 LABEL = SecurityLabel(policy="1.3.26.0.4406.0.5.1", classification=4, privacy_mark="NATO")

@@ -13,7 +13,7 @@ from mta.intake.routing import UNKNOWN_USER, LocalRoute, NoRoute, PeerRoute, Rou
 from p1.mts.orname import parse_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "config" / "examples"
 
 
 @pytest.fixture(scope="module")

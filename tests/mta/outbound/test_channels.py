@@ -24,7 +24,7 @@ from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryReport
 from store import ApduKind, QueueEntry, QueueRecipient, RecipientState
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "examples" / "site-a.toml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "config" / "examples" / "site-a.toml"
 
 
 def routine_runner() -> SlotRunner:

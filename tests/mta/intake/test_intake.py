@@ -64,7 +64,7 @@ from p1.mts.trace import InternalTraceEntry, RoutingAction
 from store import LOCAL_ROUTE, ApduKind, QueueEntry, QueueRecipient, RecipientState
 from store.queue import NewRecipient
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "config" / "examples"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(minutes=5)
 

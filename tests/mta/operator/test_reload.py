@@ -15,8 +15,8 @@ import pytest
 from config.loader import load_config
 from mta.daemon import EXIT_OK
 from mta.operator.reload import Changes, Reloader, compare
-from tests.mta.process import Daemon
-from tests.mta.sites import ReservedPorts, solo_site
+from tests.support.process import Daemon
+from tests.support.sites import ReservedPorts, solo_site
 
 
 @pytest.fixture
