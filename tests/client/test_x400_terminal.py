@@ -91,11 +91,18 @@ async def test_a_closed_pipe_ends_the_command_with_141_and_nothing_said(
 
 
 async def test_ctrl_c_ends_send_count_with_130_and_one_line(site: Site) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *send_argv(site, 1_000_000),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    # A command started from a terminal gets Ctrl-C at its default; a test run started in
+    # the background (nohup, `make check &`) ignores SIGINT, and its children would
+    # inherit that.  A handled signal is reset to its default in the child.
+    ours = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *send_argv(site, 1_000_000),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    finally:
+        signal.signal(signal.SIGINT, ours)
     assert process.stdout is not None
     first = await asyncio.wait_for(process.stdout.readline(), 60)
     assert first.startswith(b"[GB; ;SITEA;")  # submitting: each identifier as it comes
