@@ -23,22 +23,19 @@ reader went away.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import functools
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import metadata
 
 from client import ctl_local
 from client.api import ApiError
+from client.bind import AssociationError, BindRefusedError, Bound, bind_and_release
 from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe
 from config.schema import P1Protocol
-from mta.link import BindRefusedError, LinkError, Timeouts, open_link, protocol_settings
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
-from p1.association.x410 import X410Settings
+from p1.association.x410 import X410Settings, initiator_settings
 from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
 from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
@@ -49,14 +46,6 @@ EXIT_TIMEOUT = 3
 EXIT_FAILED = 4
 
 DEFAULT_PORT = 102
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PingResult:
-    """What a ping found out."""
-
-    responder_name: str | None
-    bind_seconds: float
 
 
 _DESCRIPTION = """\
@@ -182,7 +171,7 @@ def _add_selectors(ping: argparse.ArgumentParser) -> None:
         )
 
 
-async def ping(
+def ping(
     host: str,
     port: int,
     *,
@@ -191,18 +180,11 @@ async def ping(
     dscp: int,
     timeout: float,
     settings: AssociationSettings | X410Settings | None = None,
-) -> PingResult:
+) -> Bound:
     """Bind to ``host:port``, release, and say who answered and how long the bind took;
     ``settings`` carries the selectors to send (and, X410Settings, the X.410-1984 mode)."""
     argument = MTABindArgument(initiator_name=mta_name, password=password)
-    timeouts = Timeouts(connect=timeout, bind=timeout, release=timeout)
-    started = time.perf_counter()
-    link, accepted = await open_link(
-        host, port, argument, settings=settings, dscp=dscp, timeouts=timeouts
-    )
-    elapsed = time.perf_counter() - started
-    await link.release(timeout=timeouts.release)
-    return PingResult(responder_name=accepted.result.responder_name, bind_seconds=elapsed)
+    return bind_and_release(host, port, argument, settings=settings, dscp=dscp, timeout=timeout)
 
 
 def _ping_command(args: argparse.Namespace) -> int:
@@ -213,21 +195,20 @@ def _ping_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     where = f"{args.host} port {args.port}"
     try:
-        result = asyncio.run(
-            ping(
-                args.host,
-                args.port,
-                mta_name=args.mta_name,
-                password=args.password,
-                dscp=dscp,
-                timeout=args.timeout,
-                settings=protocol_settings(
-                    AssociationSettings(
-                        **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
-                    ),
-                    P1Protocol(args.protocol),
+        result = ping(
+            args.host,
+            args.port,
+            mta_name=args.mta_name,
+            password=args.password,
+            dscp=dscp,
+            timeout=args.timeout,
+            settings=initiator_settings(
+                AssociationSettings(
+                    **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
                 ),
-            )
+                x410=P1Protocol(args.protocol).x410,
+                p1_1984=P1Protocol(args.protocol) is P1Protocol.X410_1984,
+            ),
         )
     except BindRefusedError as error:
         print(f"x400ctl ping: {where} refused the bind: {error}", file=sys.stderr)
@@ -235,7 +216,7 @@ def _ping_command(args: argparse.Namespace) -> int:
     except TimeoutError:
         print(f"x400ctl ping: {where} did not answer within {args.timeout:g} s", file=sys.stderr)
         return EXIT_TIMEOUT
-    except (OSError, LinkError) as error:
+    except (OSError, AssociationError) as error:
         print(f"x400ctl ping: {where}: {error}", file=sys.stderr)
         return EXIT_FAILED
     name = result.responder_name or "(unauthenticated)"

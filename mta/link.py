@@ -70,10 +70,13 @@ from p1.association.connection import (
 )
 from p1.association.inbound import ConnectSniffer
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.association.x410 import X410Association, X410Settings, settings_like
+from p1.association.x410 import (
+    X410Association,
+    X410Settings,
+    initiator_settings,
+    settings_like,
+)
 from p1.association.x410_pdus import (
-    APPLICATION_P1_1984,
-    APPLICATION_P1_1988_X410,
     ConnectMode,
 )
 from p1.osi import Event, Role, rtse
@@ -441,15 +444,9 @@ class Link:
 def protocol_settings(
     normal: AssociationSettings, protocol: P1Protocol
 ) -> AssociationSettings | X410Settings:
-    """The initiator's settings for ``protocol`` (X.419 7): ``normal`` itself in normal
-    mode; else the X.410-1984 mode ones (no presentation selectors; the PConnect names
-    applicationProtocol 1, P1 1984, or 12, 1988 P1 in that mode)."""
-    if not protocol.x410:
-        return normal
-    application = (
-        APPLICATION_P1_1984 if protocol is P1Protocol.X410_1984 else APPLICATION_P1_1988_X410
-    )
-    return settings_like(normal, application_protocol=application)
+    """The initiator's settings for ``protocol`` (:func:`p1.association.x410
+    .initiator_settings`)."""
+    return initiator_settings(normal, x410=protocol.x410, p1_1984=protocol is P1Protocol.X410_1984)
 
 
 async def open_link(

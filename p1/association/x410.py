@@ -143,6 +143,18 @@ class X410Settings:
     limits: StackLimits = DEFAULT_LIMITS
 
 
+def initiator_settings(
+    normal: AssociationSettings, *, x410: bool, p1_1984: bool
+) -> AssociationSettings | X410Settings:
+    """An initiator's settings for the mode it calls in (X.419 7): ``normal`` itself in
+    normal mode; else the X.410-1984 mode ones (no presentation selectors; the PConnect
+    names applicationProtocol 1, P1 1984, or 12, 1988 P1 in that mode)."""
+    if not x410:
+        return normal
+    application = pdus.APPLICATION_P1_1984 if p1_1984 else pdus.APPLICATION_P1_1988_X410
+    return settings_like(normal, application_protocol=application)
+
+
 def settings_like(
     normal: AssociationSettings, *, application_protocol: int = pdus.APPLICATION_P1_1984
 ) -> X410Settings:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from client import x400ctl
-from mta.link import BindRefusedError
+from client.bind import BindRefusedError
 from p1.association.connection import BindRefused, P1Association
 from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.osi import Role
@@ -84,8 +84,14 @@ async def _pp_refusing() -> AsyncIterator[int]:
 async def test_ping_reads_pps_refusal_as_authentication_error() -> None:
     async with _pp_refusing() as port:
         with pytest.raises(BindRefusedError) as refused:
-            await x400ctl.ping(
-                "127.0.0.1", port, mta_name="aiox", password="wrong", dscp=0, timeout=DEADLINE
+            await asyncio.to_thread(
+                x400ctl.ping,
+                "127.0.0.1",
+                port,
+                mta_name="aiox",
+                password="wrong",
+                dscp=0,
+                timeout=DEADLINE,
             )
     assert refused.value.error is MTABindError.AUTHENTICATION_ERROR
     assert str(refused.value) == "authentication-error"
