@@ -74,14 +74,14 @@ until_ok 60 count_at_least 6 site-a.toml "$A"
 say "site B: the mailbox of $B"
 "$BIN/x400" inbox -c "$work/site-b.toml" -u "$B"
 say "site B: the flash message"
-flash_id=$("$BIN/x400" inbox -c "$work/site-b.toml" -u "$B" | awk '$3 == "flash" {print $1; exit}')
+flash_id=$("$BIN/x400" inbox -c "$work/site-b.toml" -u "$B" | awk '$3 == "flash" && !id {id = $1} END {print id}')
 "$BIN/x400" read "$flash_id" -c "$work/site-b.toml" -u "$B"
 say "site A: delivery reports in the mailbox of $A"
 "$BIN/x400" inbox -c "$work/site-a.toml" -u "$A"
 say "site A: connection slots to MTA-B"
 "$BIN/x400ctl" channels -c "$work/site-a.toml"
 say "site A: the log of the flash message"
-grep -E "flash" "$work/site-a.log" | head -n 4
+grep -m 4 -E "flash" "$work/site-a.log"
 
 say "stopping both MTAs"
 stop_all
