@@ -153,9 +153,12 @@ def plan_intake(
     now: datetime,
     subject_precedence: Callable[[str], Precedence | None] = lambda _: None,
     envelope: MessageEnvelope | Probe | Report | None = None,
+    precedence: Precedence | None = None,
 ) -> Plan:
     """What to do with ``apdu``, received from ``origin_peer`` (None: submitted locally).
-    ``envelope``: :func:`p1.mts.envelope.peek_envelope` of ``apdu``, if the caller has it.
+    ``envelope``: :func:`p1.mts.envelope.peek_envelope` of ``apdu``, and ``precedence``:
+    :func:`precedence_of` that envelope, if the caller has them (a report's precedence is
+    always its subject's as the queue knows it).
 
     A report carries no priority (X.411 12.2.1.3): it goes on at the precedence
     ``subject_precedence`` gives for the MTS identifier of its subject (the precedence
@@ -183,17 +186,25 @@ def plan_intake(
                 f"the envelope cannot be written with our trace: {error}"
             ) from error
 
-    return _plan_subject(write, envelope, site, origin_peer=origin_peer, now=now)
+    return _plan_subject(
+        write, envelope, site, origin_peer=origin_peer, now=now, precedence=precedence
+    )
 
 
 def plan_submission(
-    message: Message, site: Site, *, now: datetime, routes: Mapping[str, Route] | None = None
+    message: Message,
+    site: Site,
+    *,
+    now: datetime,
+    routes: Mapping[str, Route] | None = None,
+    precedence: Precedence | None = None,
 ) -> Plan:
     """The plan for a message submitted locally, whose envelope this MTA built: the same
     as :func:`plan_intake` of its encoding, but encoded once, with its trace.
 
     ``routes``: its recipients' routes by canonical O/R name, if the caller routed them
-    already (then they are not routed again; their extensions are still checked).
+    already (then they are not routed again; their extensions are still checked), and
+    ``precedence`` the one it was submitted at (then not read back from the envelope).
     TooLongError when its content, or the MTS-APDU with envelope and trace, is longer
     than ``site.max_message_size``."""
     _check_size(len(message.content), site.max_message_size)
@@ -211,7 +222,13 @@ def plan_submission(
         return apdu
 
     return _plan_subject(
-        write, message.envelope, site, origin_peer=None, now=now, routed=routes or {}
+        write,
+        message.envelope,
+        site,
+        origin_peer=None,
+        now=now,
+        routed=routes or {},
+        precedence=precedence,
     )
 
 
@@ -240,6 +257,7 @@ def _plan_subject(
     origin_peer: str | None,
     now: datetime,
     routed: Mapping[str, Route] | None = None,
+    precedence: Precedence | None = None,
 ) -> Plan:
     responsible = [r for r in envelope.recipients if origin_peer is None or r.responsible]
     loop = _loop(envelope.trace_information, envelope.internal_trace, site)
@@ -251,7 +269,7 @@ def _plan_subject(
     rejected, why = _unroutable(responsible, routes)
     if not queued:
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
-    precedence = precedence_of(envelope, site)
+    precedence = precedence_of(envelope, site) if precedence is None else precedence
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
         kind=ApduKind.PROBE if isinstance(envelope, Probe) else ApduKind.MESSAGE,

@@ -227,6 +227,7 @@ class IntakeUnits:
         now: datetime,
         origin_peer: str | None,
         envelope: MessageEnvelope | Probe | Report | None = None,
+        precedence: Precedence | None = None,
     ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
         """Take ``apdu`` (from a peer, or the local API): plan it, queue it, and deliver its
         local recipients, in the caller's transaction (one commit between the peer's
@@ -237,9 +238,10 @@ class IntakeUnits:
         claimed, and their mailbox entries are indexed from the envelope intake decoded.
         What cannot be delivered so (a probe, a report that does not decode) stays
         pending for the local deliverer, which reports what is wrong.  ``envelope``:
-        the APDU's, if the caller decoded it already.
+        the APDU's, and ``precedence`` a message's or a probe's, if the caller read them
+        already.
         """
-        plan = self._plan(session, apdu, now, origin_peer, envelope)
+        plan = self._plan(session, apdu, now, origin_peer, envelope, precedence)
         event = _intake_event(origin_peer)
         result, delivered = self._take_and_deliver(session, plan, now, event, content=None)
         return plan, result, delivered
@@ -251,6 +253,7 @@ class IntakeUnits:
         now: datetime,
         origin_peer: str | None,
         envelope: MessageEnvelope | Probe | Report | None = None,
+        precedence: Precedence | None = None,
     ) -> Plan:
         """:func:`mta.intake.plan.plan_intake`, a report at its subject's queued precedence."""
         return plan_intake(
@@ -260,6 +263,7 @@ class IntakeUnits:
             now=now,
             subject_precedence=lambda subject: TransitQueue(session).subject_precedence(subject),
             envelope=envelope,
+            precedence=precedence,
         )
 
     def _take_and_deliver(
@@ -331,7 +335,9 @@ class IntakeUnits:
         not encoded and read back.
         """
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
-        plan = plan_submission(message, self.site, now=now, routes=routes)
+        plan = plan_submission(
+            message, self.site, now=now, routes=routes, precedence=request.precedence
+        )
         result, delivered = self._take_and_deliver(
             session, plan, now, AuditEvent.SUBMITTED, content=message.content
         )
