@@ -33,6 +33,7 @@ Public API::
                                                          group-committed
         .enqueue(unit, *, durable=True, urgent=False) -> Future   the same, queued at once
         .close()
+    is_urgent(precedence) -> bool     work above routine goes first
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from typing import Any, ParamSpec, TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from p1.mts.precedence import Precedence
 from store import transaction
 
 __all__ = ["Database"]
@@ -59,6 +61,13 @@ _MAX_BATCH = 256
 """Most units committed together (bounds the work lost to one failed commit)."""
 
 _Waiting = tuple[Callable[[Session], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
+
+
+def is_urgent(precedence: Precedence) -> bool:
+    """Whether work for ``precedence`` goes ahead of routine work: in the database thread
+    (:meth:`Database.enqueue`) and in a connection's window
+    (:func:`mta.outbound.schedule.transfer_window`).  Everything above routine is."""
+    return precedence > Precedence.ROUTINE
 
 
 class Database:

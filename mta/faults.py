@@ -1,4 +1,4 @@
-"""Faults of what the store stands on: a full disk, a database that does not answer.
+"""Faults of what the store stands on, and conditions logged once, not per event.
 
 Such a fault is not a bug of ours and says nothing about the message at hand: a transfer
 the store cannot take is refused before it is confirmed, so the peer keeps the message
@@ -6,13 +6,17 @@ and tries again later (X.411 clause 12.2.1.1: responsibility passes only with th
 confirmation); a long-lived part that meets one waits and starts again.  Neither needs a
 traceback, and a condition that lasts minutes must not write a line per transfer:
 :class:`StoreCondition` logs when the store stops taking work and when it takes work
-again, with what was refused meanwhile.
+again, with what was refused meanwhile.  :class:`LogLimiter` does the same for any
+condition a peer or a user can repeat at will (a refused bind, a malformed request): one
+line per condition per interval, the next one counting what was left out.
 
 Public API::
 
     store_fault(error) -> str | None        why, when ``error`` is such a fault
     StoreCondition(clock=time.monotonic)
         .failed(reason, refused=True)   .succeeded()   .down -> str | None   .refused
+    LogLimiter(*, interval=60.0, clock=time.monotonic, conditions=1024)
+        .log(logger, level, key, message, *args) -> bool   .warning(...)
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from sqlalchemy import exc as sa_exc
 
@@ -101,3 +106,60 @@ class StoreCondition:
             self.refused,
         )
         self.down = None
+
+
+Clock = Callable[[], float]
+
+LOG_INTERVAL = 60.0
+"""Seconds between two lines about one condition (the lines between are counted)."""
+LOG_CONDITIONS = 1024
+"""Conditions a :class:`LogLimiter` remembers; the least recently logged goes first."""
+
+
+@dataclass(slots=True)
+class _Quiet:
+    until: float
+    left_out: int = 0
+
+
+class LogLimiter:
+    """At most one log line per condition (a key) per ``interval`` seconds; the next line
+    of that condition says how many were left out."""
+
+    def __init__(
+        self,
+        *,
+        interval: float = LOG_INTERVAL,
+        clock: Clock = time.monotonic,
+        conditions: int = LOG_CONDITIONS,
+    ) -> None:
+        self.interval = interval
+        self._clock = clock
+        self._conditions = conditions
+        self._quiet: dict[str, _Quiet] = {}
+
+    def log(
+        self, logger: logging.Logger, level: int, key: str, message: str, *args: object
+    ) -> bool:
+        """``logger.log(level, message, *args)`` unless ``key`` was logged within the
+        interval; whether the line was written."""
+        if not logger.isEnabledFor(level):
+            return False
+        now = self._clock()
+        quiet = self._quiet.pop(key, None)
+        if quiet is not None and now < quiet.until:
+            quiet.left_out += 1
+            self._quiet[key] = quiet
+            return False
+        self._quiet[key] = _Quiet(now + self.interval)
+        if len(self._quiet) > self._conditions:
+            del self._quiet[next(iter(self._quiet))]
+        if quiet is not None and quiet.left_out:
+            message += " (%d more suppressed)"
+            args = (*args, quiet.left_out)
+        logger.log(level, message, *args)
+        return True
+
+    def warning(self, logger: logging.Logger, key: str, message: str, *args: object) -> bool:
+        """:meth:`log` at WARNING."""
+        return self.log(logger, logging.WARNING, key, message, *args)

@@ -51,7 +51,8 @@ from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
 from mta import net
-from mta.inbound.guard import LogLimiter, Pace, Ticket
+from mta.faults import LogLimiter
+from mta.inbound.guard import Pace, Ticket
 from p1.association.base import SessionAssociation
 from p1.association.connection import (
     Aborted,

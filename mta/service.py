@@ -49,17 +49,17 @@ from mta.delivery.watch import MailboxWatch
 from mta.faults import StoreCondition, store_fault
 from mta.inbound.guard import Guard
 from mta.inbound.listeners import Listeners
-from mta.inbound.tolerance import ToleranceLog
 from mta.instance import StateLock
 from mta.intake.intake import Intake
 from mta.intake.plan import Site, domain_of
 from mta.intake.recent import RecentPrecedences
 from mta.intake.routing import Router
+from mta.intake.tolerance import ToleranceLog
 from mta.intake.units import IntakeUnits
 from mta.lifecycle import serve
 from mta.link import Timeouts
+from mta.metrics import Metrics
 from mta.operator.control import SocketFile, serve_control
-from mta.operator.metrics import Metrics
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
 from mta.outbound.channels import ChannelContext, SlotRunner

@@ -54,12 +54,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from config.schema import ConnectionLimits, MtaConfig
+from mta.faults import Clock, LogLimiter
 
 __all__ = [
     "DescriptorCap",
     "FailedBinds",
     "Guard",
-    "LogLimiter",
     "Pace",
     "Ticket",
     "address_key",
@@ -68,12 +68,6 @@ __all__ = [
 
 log = logging.getLogger("aiox400.guard")
 
-Clock = Callable[[], float]
-
-LOG_INTERVAL = 60.0
-"""Seconds between two lines about one condition (the lines between are counted)."""
-LOG_CONDITIONS = 1024
-"""Conditions a :class:`LogLimiter` remembers; the least recently logged goes first."""
 FAILED_BIND_ADDRESSES = 4096
 """Source addresses :class:`FailedBinds` remembers; the least recently failed goes first."""
 FAILED_BIND_MEMORY = 900.0
@@ -84,58 +78,6 @@ DESCRIPTOR_RESERVE = 64
 the database and its pool, spool files being written or read."""
 IPV6_PREFIX = 64
 """Length of the IPv6 prefix counted as one source address."""
-
-
-# --- log lines -----------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Quiet:
-    until: float
-    left_out: int = 0
-
-
-class LogLimiter:
-    """At most one log line per condition (a key) per ``interval`` seconds; the next line
-    of that condition says how many were left out."""
-
-    def __init__(
-        self,
-        *,
-        interval: float = LOG_INTERVAL,
-        clock: Clock = time.monotonic,
-        conditions: int = LOG_CONDITIONS,
-    ) -> None:
-        self.interval = interval
-        self._clock = clock
-        self._conditions = conditions
-        self._quiet: dict[str, _Quiet] = {}
-
-    def log(
-        self, logger: logging.Logger, level: int, key: str, message: str, *args: object
-    ) -> bool:
-        """``logger.log(level, message, *args)`` unless ``key`` was logged within the
-        interval; whether the line was written."""
-        if not logger.isEnabledFor(level):
-            return False
-        now = self._clock()
-        quiet = self._quiet.pop(key, None)
-        if quiet is not None and now < quiet.until:
-            quiet.left_out += 1
-            self._quiet[key] = quiet
-            return False
-        self._quiet[key] = _Quiet(now + self.interval)
-        if len(self._quiet) > self._conditions:
-            del self._quiet[next(iter(self._quiet))]
-        if quiet is not None and quiet.left_out:
-            message += " (%d more suppressed)"
-            args = (*args, quiet.left_out)
-        logger.log(level, message, *args)
-        return True
-
-    def warning(self, logger: logging.Logger, key: str, message: str, *args: object) -> bool:
-        """:meth:`log` at WARNING."""
-        return self.log(logger, logging.WARNING, key, message, *args)
 
 
 # --- progress of one association ---------------------------------------------------------

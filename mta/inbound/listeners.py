@@ -31,7 +31,7 @@ from config.schema import Listener, MtaConfig, Peer
 from mta import net
 from mta.inbound.guard import Guard
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from mta.transport import InboundSink, Refused
 from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindError, MTABindResult

@@ -33,15 +33,13 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
-from mta.database import Database
-from mta.delivery.watch import MailboxWatch
+from mta.database import Database, is_urgent
 from mta.faults import StoreCondition, store_fault
-from mta.inbound.tolerance import ToleranceLog
 from mta.intake.journal import log_intake, log_non_delivery
 from mta.intake.oversize import envelope_of, too_long_line
 from mta.intake.plan import IntakeError, MalformedApduError, Plan, precedence_of
@@ -49,9 +47,9 @@ from mta.intake.quarantine import full_refusal
 from mta.intake.recent import RecentPrecedences
 from mta.intake.routing import PeerRoute
 from mta.intake.submission import SubmitRequest
+from mta.intake.tolerance import ToleranceLog
 from mta.intake.units import IntakeUnits, LocalOutcome
-from mta.operator.metrics import Metrics
-from mta.outbound.schedule import is_urgent
+from mta.metrics import Metrics
 from mta.transport import Refused
 from p1.association.connection import TransferTooLong
 from p1.ber import Deviation
@@ -66,7 +64,7 @@ from p1.mts.envelope import (
 from p1.mts.precedence import Precedence
 from store import ApduKind
 
-__all__ = ["Intake", "Submitted", "Wake"]
+__all__ = ["Intake", "Submitted", "Wake", "Watchers"]
 
 log = logging.getLogger("aiox400.mta")
 
@@ -75,6 +73,13 @@ _T = TypeVar("_T")
 Wake = Callable[[Plan | None, bool], None]
 """Wake whoever carries what was queued: the plan (None: anything may be due), and
 whether its local recipients were delivered as it was taken in."""
+
+
+class Watchers(Protocol):
+    """The users waiting for their next delivery (:class:`mta.delivery.watch.MailboxWatch`)."""
+
+    def stored(self, users: Iterable[str], at: datetime) -> None:
+        """A delivery to ``users`` was committed at ``at``: wake whoever waits for one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,7 +99,7 @@ class Intake:
         db: Database,
         units: IntakeUnits,
         *,
-        watch: MailboxWatch,
+        watch: Watchers,
         wake: Wake,
         claim_ahead: Callable[[Iterable[str], Precedence], None],
         quarantine_bounds: Callable[[], QuarantineLimits],

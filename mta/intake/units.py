@@ -50,7 +50,7 @@ from mta.intake.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.intake.reports import Outcome, build_report, indicators_from, wants_report
 from mta.intake.routing import Route
 from mta.intake.submission import SubmitRequest, build_submission
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from p1.ber import Deviation
 from p1.errors import DecodeError
 from p1.mts.envelope import (
@@ -120,7 +120,7 @@ class LocalOutcome:
     """A delivery report was queued."""
     deviations: tuple[Deviation, ...] = ()
     """What its heading held outside the standard's form, read all the same (for the
-    log: :class:`mta.inbound.tolerance.ToleranceLog`)."""
+    log: :class:`mta.intake.tolerance.ToleranceLog`)."""
 
 
 class IntakeUnits:

@@ -102,7 +102,7 @@ from pathlib import Path
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
-from mta.inbound.guard import LogLimiter
+from mta.faults import LogLimiter
 from mta.operator.access import Caller
 from p1 import localapi as framing
 from p1.localapi import MAX_LINE, MAX_PAYLOAD, JsonObject

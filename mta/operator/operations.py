@@ -34,8 +34,7 @@ from sqlalchemy import Engine
 
 from config.view import effective_settings
 from mta.delivery.watch import MailboxWatch, WatchClosedError
-from mta.faults import store_fault
-from mta.inbound.guard import LogLimiter
+from mta.faults import LogLimiter, store_fault
 from mta.intake.plan import IntakeError
 from mta.intake.submission import SubmitRequest
 from mta.operator.access import (

@@ -6,7 +6,7 @@ say what the queue holds now, and the queue is read in the database thread
 thread would render a snapshot the loop refreshed some time before, so a scrape could
 show a queue emptied seconds ago.  Here a scrape awaits the store's figures (one
 grouped query, run like the local API's ``queue``), reads the slots and the guard on
-the loop, and renders the registry (:meth:`mta.operator.metrics.Metrics.render`); nothing
+the loop, and renders the registry (:meth:`mta.metrics.Metrics.render`); nothing
 blocks the loop but that rendering, a few kilobytes of text.
 
 The server is small and strict: a request head of at most ``MAX_REQUEST`` octets within
@@ -37,8 +37,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import Engine
 
 from mta import net
-from mta.inbound.guard import LogLimiter
-from mta.operator.metrics import Figures, SlotFigure
+from mta.faults import LogLimiter
+from mta.metrics import Figures, SlotFigure
 from mta.operator.views import Daemon
 from mta.transport import Channel, ConnectionState, SlotState
 from store import LOCAL_ROUTE, Quarantine, QuarantineTotals, transaction

@@ -25,7 +25,7 @@ from mta.faults import StoreCondition
 from mta.inbound.guard import Guard
 from mta.intake.intake import Submitted
 from mta.intake.submission import SubmitRequest
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from mta.supervisor import Supervisor
 from mta.transport import Channel
 

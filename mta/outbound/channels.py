@@ -80,8 +80,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
+from mta.database import is_urgent
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from mta.outbound import schedule
 from mta.outbound.outgoing import Outgoing, outgoing
 from mta.supervisor import Supervisor
@@ -211,7 +212,7 @@ class SlotRunner:
         self.name = f"{peer.name}/{'+'.join(p.label for p in slot.precedences)}"
         # A slot that carries urgent precedences claims ahead of routine work; the others
         # overlap claims with transfers (windows), as nothing urgent then waits.
-        self._urgent = any(schedule.is_urgent(p) for p in slot.precedences)
+        self._urgent = any(is_urgent(p) for p in slot.precedences)
         # Wake-ups are counted: a waiter notes the count before it looks at the queue and
         # waits only if no wake-up came since, so none is lost while it looks.
         self._wakes = 0

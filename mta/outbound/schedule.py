@@ -28,20 +28,12 @@ Public API::
     connections_wanted(slot, backlog) -> int
     should_close(slot, index, idle_for, backlog) -> bool
     transfer_window(slot, backlog) -> int
-    is_urgent(precedence) -> bool
 """
 
 from __future__ import annotations
 
 from config.schema import Slot, SlotMode
-from p1.mts.precedence import Precedence
-
-
-def is_urgent(precedence: Precedence) -> bool:
-    """Whether work for ``precedence`` goes ahead of routine work: in the database thread
-    (:meth:`mta.database.Database.enqueue`) and in a connection's window
-    (:func:`transfer_window`).  Everything above routine is."""
-    return precedence > Precedence.ROUTINE
+from mta.database import is_urgent
 
 
 def connections_wanted(slot: Slot, backlog: int) -> int:

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 
 from mta.database import Database
 from mta.intake.units import IntakeUnits, outcome_for, subject_of
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryReport
 from store import AuditEvent, AuditLog, QueueEntry, TransitQueue, transaction

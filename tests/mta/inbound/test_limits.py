@@ -27,7 +27,8 @@ import pytest
 from benchmarks import samples
 from client.api import ApiError, AsyncConnection
 from config.schema import ConnectionLimits
-from mta.inbound.guard import FailedBinds, Guard, LogLimiter, Pace, Ticket, address_key
+from mta.faults import LogLimiter
+from mta.inbound.guard import FailedBinds, Guard, Pace, Ticket, address_key
 from mta.link import LinkError, open_link
 from mta.operator.control import ControlError, JsonObject, serve_control
 from p1.association.connection import (

@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
-from mta.operator.metrics import WAITING_STATES, Figures, Metrics, SlotFigure
+from mta.metrics import WAITING_STATES, Figures, Metrics, SlotFigure
 from p1.mts.precedence import Precedence
 from p1.mts.report import DeliveryReport, NonDeliveryReason, NonDeliveryReport
 from store import RecipientState, open_database, transaction

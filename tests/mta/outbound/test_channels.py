@@ -17,7 +17,7 @@ import pytest
 from config.loader import load_config
 from config.schema import RetryPolicy
 from mta.link import LinkClosedError
-from mta.operator.metrics import Metrics
+from mta.metrics import Metrics
 from mta.outbound import channels, schedule
 from mta.outbound.channels import ChannelContext, SlotRunner, retry_delay
 from p1.mts.precedence import Precedence

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from config.schema import RetryPolicy, Slot, SlotMode
+from mta.database import is_urgent
 from mta.outbound.schedule import (
     MAX_WINDOW,
     connections_wanted,
-    is_urgent,
     should_close,
     transfer_window,
 )

@@ -1,4 +1,4 @@
-"""mta.inbound.tolerance: one WARNING per peer and field an hour for values read outside the
+"""mta.intake.tolerance: one WARNING per peer and field an hour for values read outside the
 standard's form, whatever element of a list the field is in."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from mta.inbound.tolerance import ToleranceLog
+from mta.intake.tolerance import ToleranceLog
 from p1.ber import Deviation
 
 TRACE = "MessageTransferEnvelope.trace-information[{}].domain-supplied-information.arrival-time"

@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Iterable
 
-from mta.inbound.guard import Clock, LogLimiter
+from mta.faults import Clock, LogLimiter
 from p1.ber import Deviation
 
 log = logging.getLogger("aiox400.tolerance")
