@@ -585,7 +585,7 @@ def test_ipn_kind_and_returned_ipm() -> None:
         (b"\xa0\x02\x31\x00\x00", "trailing"),
         (b"\xa0\x04\x31\x00\x31\x00", "heading SET and a body SEQUENCE"),
         (b"\xa0\x04\x31\x00\x30\x00", "this-IPM missing"),
-        (bytes.fromhex("a00b31076b0313013194003000"), "unexpected member"),
+        (bytes.fromhex("a00b31076b0313013194003000"), "unexpected [20]"),
     ],
 )
 def test_malformed_ipm_names_the_problem(data: bytes, why: str) -> None:
