@@ -72,8 +72,11 @@ randoms = st.randoms(use_true_random=False)
 
 Path = ber_forms.Path
 
-# Universal string types (X.690 8.7, 8.23.6): any of them may be segmented.
-_UNIVERSAL_STRINGS = frozenset({0x04, 0x0C, 0x12, 0x13, 0x14, 0x16, 0x1A, 0x1B, 0x1E})
+# Universal string types (X.690 8.7, 8.23.6), UTCTime and GeneralizedTime among them (X.680
+# 46.3, 47.3): any of them may be segmented.
+_UNIVERSAL_STRINGS = (
+    frozenset({0x04, 0x0C, 0x12, 0x13, 0x14, 0x16, 0x1A, 0x1B, 0x1E}) | ber_forms.TIMES
+)
 
 # --- MTS-APDUs ---------------------------------------------------------------------------
 
@@ -114,7 +117,12 @@ def _p1_opaque(path: Path, octet: int, contents: bytes) -> bool:
     )  # an O/R name's extension attribute other than common-name
 
 
-P1_FORMS = ber_forms.Rules(string=_p1_string, opaque=_p1_opaque, high_tags=True)
+def _p1_bits(path: Path, octet: int) -> bool:
+    """Universal BIT STRINGs and per-message-indicators ([APPLICATION 8] BIT STRING)."""
+    return octet in (ber_forms.BIT_STRING, 0x48)
+
+
+P1_FORMS = ber_forms.Rules(string=_p1_string, opaque=_p1_opaque, high_tags=True, bits=_p1_bits)
 
 
 @FORMS
@@ -284,7 +292,23 @@ def _ipms_string(path: Path, octet: int) -> bool:
         return True
     if octet == 0x88 and path == (0xA0, 0x31):
         return True
+    if octet in _HEADING_TIMES and len(path) == 2 and path[-1] == 0x31:
+        return True  # in the heading, itself in the IPM
     return octet == 0x83 and path[-1:] == (0x60,)
+
+
+_HEADING_TIMES = frozenset({0x89, 0x8A})  # expiry-time [9], reply-time [10]: UTCTime
+_RECIPIENTS = frozenset({0xA2, 0xA3, 0xA4})  # primary-, copy-, blind-copy-recipients
+
+
+def _ipms_bits(path: Path, octet: int) -> bool:
+    """Universal BIT STRINGs and a recipient's notification-requests ([1] BIT STRING)."""
+    if octet == ber_forms.BIT_STRING:
+        return True
+    # The heading's SET is in the IPM: its recipients' SETs are two levels down.
+    return (
+        octet == 0x81 and len(path) == 4 and path[1] == path[3] == 0x31 and path[2] in _RECIPIENTS
+    )
 
 
 def _ipms_opaque(path: Path, octet: int, contents: bytes) -> bool:
@@ -307,7 +331,9 @@ def _raw_extension(contents: bytes) -> bool:
     return contents.startswith(_RAW_EXTENSION_OIDS)
 
 
-IPMS_FORMS = ber_forms.Rules(string=_ipms_string, opaque=_ipms_opaque, high_tags=True)
+IPMS_FORMS = ber_forms.Rules(
+    string=_ipms_string, opaque=_ipms_opaque, high_tags=True, bits=_ipms_bits
+)
 
 
 @FORMS
