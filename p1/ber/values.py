@@ -70,9 +70,10 @@ def _int(view: View, body: int, end: int, is_constructed: int | bool, what: str)
     if is_constructed:
         raise DecodeError("an integer must be primitive", where=what)
     if not 0 < end - body <= MAX_INT_OCTETS:
+        why = f"integer of {end - body} octets is out of range"
         if body == end:
-            raise DecodeError("an integer needs at least one content octet", where=what)
-        raise DecodeError(f"integer of {end - body} octets is out of range", where=what)
+            why = "an integer needs at least one content octet (X.690 8.3.1)"
+        raise DecodeError(why, where=what)
     return int.from_bytes(view[body:end], "big", signed=True)
 
 
