@@ -7,14 +7,13 @@ decoder: the MTS-APDUs (message, report, probe, and :func:`peek_envelope`), the 
 :func:`with_trace_added`, the MTA-bind argument, result and error, the IPM and the IPN.
 
 The rules say what may change where, so that every form written is legal for the ASN.1
-type at that position: only string types (the universal ones, and the implicitly tagged
-ones named below) are ever segmented; INTEGER, ENUMERATED, BOOLEAN, OBJECT IDENTIFIER
-and BIT STRING values keep their primitive form (reform's segments are OCTET STRINGs,
-legal for a BIT STRING never); values the models keep as received (extension values,
-bilateral information, O/R name extension attributes, additional information, teletex
-parameters, IPMS extensions, body parts) keep their contents as they are.  UTCTime is
-never segmented here, and the MTA-bind values (read through asn1tools, which refuses a
-tag number below 31 in the high-number form) never get high-number tags.
+type at that position: string types (the universal ones, UTCTime and GeneralizedTime
+among them, and the implicitly tagged ones named below) are segmented in OCTET STRINGs,
+BIT STRINGs (the universal ones and the implicitly tagged ones named below) in BIT
+STRINGs; INTEGER, ENUMERATED, BOOLEAN and OBJECT IDENTIFIER values keep their primitive
+form; values the models keep as received (extension values, bilateral information, O/R
+name extension attributes, additional information, teletex parameters, IPMS extensions,
+body parts) keep their contents as they are.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1, ber
+from p1 import ber
 from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
@@ -58,6 +57,7 @@ from p1.mts.envelope import (
     message_content,
     peek_envelope,
 )
+from p1.mts.extension_view import normalised
 from p1.mts.extensions import with_internal_trace_entry
 from p1.mts.fields import decode_eits
 from p1.mts.relay import with_trace_added
@@ -221,16 +221,15 @@ def _bind_opaque(path: Path, octet: int, contents: bytes) -> bool:
     return octet == 0xA0 and path == (0xA1, 0xA1)
 
 
-# No high-number tags: asn1tools, which reads the bind, refuses them (see the docstring).
-BIND_FORMS = ber_forms.Rules(string=_bind_string, opaque=_bind_opaque)
+BIND_FORMS = ber_forms.Rules(string=_bind_string, opaque=_bind_opaque, high_tags=True)
 
 
-def _same_set(kept: bytes | None, original: bytes | None, type_name: str) -> bool:
-    """A SET kept as received reads as the original: its length octets may differ."""
+def _same_set(kept: bytes | None, original: bytes | None) -> bool:
+    """A SET kept as received is the original in another legal form: the same once both
+    are written with definite lengths, low tag numbers and strings in one segment."""
     if kept is None or original is None:
         return kept is original
-    read = asn1.decode("MTSAbstractService", type_name, kept)
-    return bool(read == asn1.decode("MTSAbstractService", type_name, original))
+    return normalised(kept) == normalised(original)
 
 
 @FORMS
@@ -242,8 +241,8 @@ def test_every_legal_form_of_a_bind_argument_decodes_to_the_same_value(
         ber_forms.reform(encode_bind_argument(argument), rnd, BIND_FORMS)
     )
     context, strong = decoded.security_context, decoded.strong_credentials
-    assert _same_set(context, argument.security_context, "SecurityContext")
-    assert _same_set(strong, argument.strong_credentials, "StrongCredentials")
+    assert _same_set(context, argument.security_context)
+    assert _same_set(strong, argument.strong_credentials)
     assert (
         dataclasses.replace(
             decoded,
@@ -261,7 +260,7 @@ def test_every_legal_form_of_a_bind_result_decodes_to_the_same_value(
 ) -> None:
     decoded = decode_bind_result(ber_forms.reform(encode_bind_result(result), rnd, BIND_FORMS))
     strong = decoded.strong_credentials
-    assert _same_set(strong, result.strong_credentials, "StrongCredentials")
+    assert _same_set(strong, result.strong_credentials)
     assert dataclasses.replace(decoded, strong_credentials=result.strong_credentials) == result
 
 
