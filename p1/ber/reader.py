@@ -93,12 +93,16 @@ def read_header(view: View, pos: int, end: int) -> tuple[int, int, int | None]:
         return key, p, None
     if first < 0x80:
         return key, p, first
+    if first == 0xFF:  # reserved for extension (X.690 8.1.3.5 c)
+        raise DecodeError("length octet 0xff is reserved", where=f"offset {p - 1}")
     count = first & 0x7F
-    if count > MAX_LENGTH_OCTETS or first == 0xFF:
-        raise DecodeError(f"length of {count} octets", where=f"offset {p - 1}")
     if p + count > end:
         raise DecodeError("truncated length", where=f"offset {p - 1}")
-    return key, p + count, int.from_bytes(view[p : p + count], "big")
+    # Any number of leading zero octets is BER (X.690 8.1.3.5); what is left must fit.
+    length = int.from_bytes(view[p : p + count], "big")
+    if length.bit_length() > 8 * MAX_LENGTH_OCTETS:
+        raise DecodeError(f"a length of {length.bit_length()} bits", where=f"offset {p - 1}")
+    return key, p + count, length
 
 
 def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:

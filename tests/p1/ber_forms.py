@@ -5,8 +5,8 @@ X.690 allows a sender to write it.
 encoder and asn1tools write) and writes it again with choices drawn at random for each
 TLV:
 
-- the length: short, long form with up to three extra leading zero octets (X.690
-  8.1.3.5), or indefinite for a constructed value (8.1.3.6);
+- the length: short, long form with extra leading zero octets (X.690 8.1.3.5: up to
+  three mostly, now and then a dozen), or indefinite for a constructed value (8.1.3.6);
 - a primitive string split into OCTET STRING segments, possibly nested (8.7.3.2, 8.23.6;
   UTCTime and GeneralizedTime too, VisibleStrings by X.680 46.3 and 47.3);
 - a primitive BIT STRING split into BIT STRING segments, possibly nested, only the last
@@ -154,5 +154,6 @@ def _identifier(octet: int, rnd: random.Random, rules: Rules) -> bytes:
 def _length(length: int, rnd: random.Random) -> bytes:
     if length < 0x80 and rnd.random() < 0.6:
         return bytes((length,))
-    size = max(1, (length.bit_length() + 7) // 8) + rnd.randint(0, 3)
+    extra = rnd.randint(0, 3) if rnd.random() < 0.95 else rnd.randint(4, 12)
+    size = max(1, (length.bit_length() + 7) // 8) + extra
     return bytes((0x80 | size,)) + length.to_bytes(size, "big")
