@@ -29,9 +29,9 @@ Modules (their public names are re-exported here: ``from p1 import ber`` then ``
 The reader accepts every legal BER form: definite (short or long, with leading zero
 octets) and indefinite lengths, constructed strings (OCTET STRING, BIT STRING, the
 character strings, UTCTime and GeneralizedTime) split at any point and nested to any
-depth, tag numbers in the high-number form.  Every
-malformed input raises :class:`p1.errors.DecodeError` (with where/why); values that cannot
-be encoded raise :class:`p1.errors.EncodeError`.
+depth, tag numbers in the high-number form.  Every malformed input raises
+:class:`p1.errors.DecodeError` (with where/why); values that cannot be encoded raise
+:class:`p1.errors.EncodeError`.
 """
 
 from __future__ import annotations

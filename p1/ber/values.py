@@ -1,5 +1,13 @@
-"""Primitive values read and written: INTEGER, ENUMERATED, BIT STRING, OBJECT IDENTIFIER,
-the ASCII string types and UTCTime (X.690 8.3, 8.4, 8.6, 8.19, 8.21; X.680 41, 47).
+"""Primitive values read and written: INTEGER, ENUMERATED, BOOLEAN, BIT STRING, OBJECT
+IDENTIFIER, the ASCII string types and UTCTime (X.690 8.2, 8.3, 8.4, 8.6, 8.19, 8.21;
+X.680 41, 47).
+
+Each value is decided in one function, which both forms of a TLV reach: the object
+(:class:`p1.ber.Tlv`: :func:`read_int`, :func:`read_bits`, :func:`read_oid`,
+:func:`read_text`...) and the tuple form of :func:`p1.ber.read` (:func:`integer`,
+:func:`bit_string` / :func:`bits`, :func:`oid`, :func:`text`...).  Strings, times and
+BIT STRINGs are read in any form, segments nested at any depth
+(:func:`p1.ber.segments`).
 
 Character strings: PrintableString and NumericString are read strictly, their alphabets
 (X.680 41.4) checked as they are read (:func:`read_text` by the value's universal tag or
