@@ -15,6 +15,14 @@ Compiling takes about a second; the result is cached on disk (see :func:`cache_d
 keyed by the module texts and the codec versions, so later processes load it in
 milliseconds.  Values are asn1tools' Python forms (dicts, tuples for CHOICE); the typed
 models in ``p1`` translate them to dataclasses.
+
+asn1tools is used as published, never patched.  The PDUs on the wire are read and
+written by the project's own codecs (:mod:`p1.ber`); asn1tools, an independent reading
+of the same modules, is what the tests check those codecs against, and reads the
+extension values :mod:`p1.mts.extension_view` shows to people.  It does not read every
+legal BER form (an open type or an extensible SEQUENCE in the indefinite form, a tag
+number below 31 in the high-number form): a caller gives it a value in definite,
+low-tag form (:func:`p1.mts.extension_view.normalised`).
 """
 
 from __future__ import annotations
@@ -30,7 +38,6 @@ from typing import Any
 
 import asn1tools
 
-from p1.asn1 import fixes
 from p1.errors import DecodeError, EncodeError
 
 ASN1_DIR = Path(__file__).resolve().parent
@@ -56,7 +63,7 @@ def cache_dir() -> Path:
 
 def _cache_key(files: list[Path]) -> str:
     digest = hashlib.sha256()
-    digest.update(f"{asn1tools.__version__}/{fixes.FIXES_VERSION}/{sys.version}".encode())
+    digest.update(f"{asn1tools.__version__}/{sys.version}".encode())
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
@@ -87,7 +94,6 @@ def _store_cached(path: Path, compiled: Any) -> None:
 
 def compile_uncached() -> Any:
     """Compile the modules now, ignoring the disk cache (for tests and benchmarks)."""
-    fixes.apply()
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
@@ -99,7 +105,6 @@ def compile_uncached() -> Any:
 @functools.cache
 def spec() -> Any:
     """The compiled specification, compiled or loaded from the cache once per process."""
-    fixes.apply()
     files = module_files()
     path = cache_dir() / f"asn1-{_cache_key(files)}.pickle"
     compiled = _load_cached(path)

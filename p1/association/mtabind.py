@@ -28,7 +28,15 @@ returns it as it is and appends a :class:`p1.ber.Deviation` to the caller's list
 Strong credentials and the security context are not modelled: they are kept as the BER
 of ``MTSAbstractService.StrongCredentials`` / ``MTSAbstractService.SecurityContext``
 (universal SET tag ``31``), byte for byte as received, so that signatures over them stay
-verifiable.  They are written back byte for byte too.
+verifiable.  They are written back byte for byte too.  Their structure is checked both
+ways: the security context is a SET OF SecurityLabel (:mod:`p1.mts.security_label`), the
+strong credentials a SET of bind-token [0] (a Token: [0] OBJECT IDENTIFIER, [1] its
+value), certificate [1] and certificate-selector [2], each constructed and present once,
+and, the SET being extensible, members of later versions.
+
+The values are read and written with :mod:`p1.ber` (every legal BER form is read);
+the ASN.1 in ``p1/asn1/MTAAbstractService.asn`` is the definition the tests check these
+bytes against.
 """
 
 from __future__ import annotations
@@ -37,9 +45,10 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from p1 import asn1
-from p1.ber import Deviation, Deviations
+from p1 import ber
+from p1.ber import Deviation, Deviations, Tlv
 from p1.errors import DecodeError, EncodeError
+from p1.mts.security_label import decode_security_label
 
 __all__ = [
     "MTABindArgument",
@@ -59,26 +68,32 @@ __all__ = [
     "wrap_bind_result",
 ]
 
-_MODULE = "MTAAbstractService"
-
-# Identifier octets (X.690 8.1.2): context-specific constructed [n] is 0xA0 | n.
-_TAG_INTEGER = 0x02  # MTABindError itself, when a product leaves its wrapper out
-_TAG_NULL = 0x05
-_TAG_SET = 0x31
-_TAG_IA5 = 0x16
-_TAG_OCTETS = 0x04
-_TAG_NAME = 0x80  # initiator-name / responder-name [0] IMPLICIT MTAName
-_TAG_AUTHENTICATED = 0xA1  # authenticated [1] SET
-_TAG_CREDENTIALS = 0xA1  # initiator- / responder-credentials [1] (explicit: a CHOICE)
-_TAG_STRONG = 0xA0  # Credentials.strong [0] StrongCredentials
-_TAG_PROTECTED = 0xA1  # Credentials.protected [1] ProtectedPassword
-_TAG_SECURITY_CONTEXT = 0xA2  # security-context [2] SecurityContext
-# The X.410 (1984) BIND macro encoding, kept in 1988 normal mode (RTSE user data).
+# Identifier octets (X.690 8.1.2) of the X.410 (1984) BIND macro encoding, kept in 1988
+# normal mode (RTSE user data): context-specific constructed [n] is 0xA0 | n.
 _WRAP_ARGUMENT = 0xB0  # [16] EXPLICIT
 _WRAP_RESULT = 0xB1  # [17] EXPLICIT
 _WRAP_ERROR = 0xB2  # [18] EXPLICIT
+_BARE_ERROR = 0x02  # MTABindError itself (an INTEGER), when a product leaves its wrapper out
 _ERROR_WRAPPER = "MTABindError wrapper [18]"
 _RTORJ_USER_DATA = "RTORJapdu.userDataRJ"
+
+# Tags of the MTA-bind types (X.411 clause 12.1.1; IMPLICIT TAGS but for the CHOICE).
+_AUTHENTICATED = ber.context(1)  # authenticated [1] SET
+_NAME = ber.context(0)  # initiator-name / responder-name [0] MTAName (IA5String)
+_CREDENTIALS = ber.context(1)  # initiator- / responder-credentials [1]: explicit, a CHOICE
+_STRONG = ber.context(0)  # Credentials.strong [0] StrongCredentials
+_PROTECTED = ber.context(1)  # Credentials.protected [1] ProtectedPassword
+_SECURITY_CONTEXT = ber.context(2)  # security-context [2] SecurityContext
+_ARGUMENT_MEMBERS = {
+    _NAME: "initiator-name",
+    _CREDENTIALS: "initiator-credentials",
+    _SECURITY_CONTEXT: "security-context",
+}
+_RESULT_MEMBERS = {_NAME: "responder-name", _CREDENTIALS: "responder-credentials"}
+_STRONG_MEMBERS = {0: "bind-token", 1: "certificate", 2: "certificate-selector"}
+"""StrongCredentials ::= SET {bind-token [0] Token OPTIONAL, certificate [1]
+Certificates OPTIONAL, ..., certificate-selector [2] CertificateAssertion OPTIONAL}"""
+_NULL = b"\x05\x00"  # unauthenticated NULL
 
 Password = str | bytes
 """``Password ::= CHOICE { ia5-string IA5String, octet-string OCTET STRING }``"""
@@ -178,44 +193,35 @@ class MTABindResult:
 def encode_bind_argument(argument: MTABindArgument) -> bytes:
     """BER of ``MTAAbstractService.MTABindArgument``; raises :class:`EncodeError`."""
     if argument.initiator_name is None:
-        return bytes([_TAG_NULL, 0])
+        return _NULL
     where = "MTABindArgument.authenticated"
-    parts = [
-        _tlv(_TAG_NAME, _ia5(argument.initiator_name, f"{where}.initiator-name")),
-        _tlv(
-            _TAG_CREDENTIALS,
-            _credentials(
-                argument.password, argument.strong_credentials, f"{where}.initiator-credentials"
-            ),
-        ),
-    ]
+    parts = _authenticated(
+        argument.initiator_name,
+        argument.password,
+        argument.strong_credentials,
+        where,
+        ("initiator-name", "initiator-credentials"),
+    )
     if argument.security_context is not None:
-        parts.append(
-            _retag(
-                argument.security_context,
-                "SecurityContext",
-                _TAG_SECURITY_CONTEXT,
-                f"{where}.security-context",
-            )
-        )
-    return _checked(_tlv(_TAG_AUTHENTICATED, b"".join(parts)), "MTABindArgument")
+        context = _checked_set(argument.security_context, f"{where}.security-context")
+        _check_security_context(context, f"{where}.security-context", EncodeError)
+        parts.append(ber.retag(argument.security_context, _SECURITY_CONTEXT))
+    return ber.constructed(_AUTHENTICATED, parts)
 
 
 def encode_bind_result(result: MTABindResult) -> bytes:
     """BER of ``MTAAbstractService.MTABindResult``; raises :class:`EncodeError`."""
     if result.responder_name is None:
-        return bytes([_TAG_NULL, 0])
+        return _NULL
     where = "MTABindResult.authenticated"
-    parts = [
-        _tlv(_TAG_NAME, _ia5(result.responder_name, f"{where}.responder-name")),
-        _tlv(
-            _TAG_CREDENTIALS,
-            _credentials(
-                result.password, result.strong_credentials, f"{where}.responder-credentials"
-            ),
-        ),
-    ]
-    return _checked(_tlv(_TAG_AUTHENTICATED, b"".join(parts)), "MTABindResult")
+    parts = _authenticated(
+        result.responder_name,
+        result.password,
+        result.strong_credentials,
+        where,
+        ("responder-name", "responder-credentials"),
+    )
+    return ber.constructed(_AUTHENTICATED, parts)
 
 
 def encode_bind_error(error: MTABindError) -> bytes:
@@ -224,57 +230,41 @@ def encode_bind_error(error: MTABindError) -> bytes:
         code = int(MTABindError(error))
     except ValueError:
         raise EncodeError(f"unknown MTA-bind error {error!r}", where="MTABindError") from None
-    return asn1.encode(_MODULE, "MTABindError", code)
+    return ber.tlv(ber.INTEGER, ber.int_contents(code))
+
+
+def _authenticated(
+    name: str, password: Password | None, strong: bytes | None, where: str, names: tuple[str, str]
+) -> list[bytes]:
+    """The name [0] and credentials [1] of the ``authenticated`` SET."""
+    name_where, credentials_where = f"{where}.{names[0]}", f"{where}.{names[1]}"
+    return [
+        ber.tlv(_NAME, ber.text_contents(name, name_where)),
+        ber.tlv(_CREDENTIALS, _credentials(password, strong, credentials_where), True),
+    ]
 
 
 def _credentials(password: Password | None, strong: bytes | None, where: str) -> bytes:
     # Credentials ::= CHOICE { simple Password, strong [0] StrongCredentials, ... }
     if strong is not None:
-        return _retag(strong, "StrongCredentials", _TAG_STRONG, f"{where}.strong")
+        _check_strong(_checked_set(strong, f"{where}.strong"), f"{where}.strong", EncodeError)
+        return ber.retag(strong, _STRONG)
     if isinstance(password, str):
-        return _tlv(_TAG_IA5, _ia5(password, f"{where}.simple.ia5-string"))
+        return ber.tlv(ber.IA5_STRING, ber.text_contents(password, f"{where}.simple.ia5-string"))
     if isinstance(password, bytes):
-        return _tlv(_TAG_OCTETS, password)
+        return ber.tlv(ber.OCTET_STRING, password)
     raise EncodeError("no credentials", where=where)
 
 
-def _ia5(text: str, where: str) -> bytes:
+def _checked_set(raw: bytes, where: str) -> Tlv:
+    """The one BER value ``raw`` holds, which must be a SET; an EncodeError if not."""
     try:
-        return text.encode("ascii")
-    except UnicodeEncodeError as exc:
-        raise EncodeError(f"not an IA5String: {text!r}", where=where) from exc
-
-
-def _retag(raw: bytes, type_name: str, tag: int, where: str) -> bytes:
-    """Give the BER of a SET-typed value (tag 31) its context tag, contents unchanged."""
-    try:
-        asn1.decode("MTSAbstractService", type_name, raw)
+        tlv = ber.read_single(raw, where)
     except DecodeError as exc:
-        raise EncodeError(f"not a valid {type_name}: {exc.why}", where=where) from exc
-    if raw[0] != _TAG_SET:
-        raise EncodeError(f"{type_name} must start with the SET tag 31", where=where)
-    return bytes([tag]) + raw[1:]
-
-
-def _checked(encoded: bytes, type_name: str) -> bytes:
-    # The value was assembled by hand to keep the raw parts byte for byte; the
-    # compiled type checks the result.
-    try:
-        asn1.decode(_MODULE, type_name, encoded)
-    except DecodeError as exc:  # pragma: no cover - the parts were checked above
-        raise EncodeError(exc.why, where=type_name) from exc
-    return encoded
-
-
-def _tlv(tag: int, contents: bytes) -> bytes:
-    return bytes([tag]) + _length(len(contents)) + contents
-
-
-def _length(size: int) -> bytes:
-    if size < 0x80:
-        return bytes([size])
-    octets = size.to_bytes((size.bit_length() + 7) // 8, "big")
-    return bytes([0x80 | len(octets)]) + octets
+        raise EncodeError(f"not one BER value: {exc.why}", where=where) from None
+    if tlv.tag != ber.SET or not tlv.constructed:
+        raise EncodeError(f"expected a SET, found {ber.tag_name(tlv.tag)}", where=where)
+    return tlv
 
 
 # --- decoding ---------------------------------------------------------------------------
@@ -282,140 +272,126 @@ def _length(size: int) -> bytes:
 
 def decode_bind_argument(data: bytes) -> MTABindArgument:
     """Decode ``MTAAbstractService.MTABindArgument``; raises only :class:`DecodeError`."""
-    data = bytes(data)
-    kind, body = asn1.decode(_MODULE, "MTABindArgument", data)
-    if kind == "unauthenticated":
+    members = _authenticated_members(data, "MTABindArgument", _ARGUMENT_MEMBERS)
+    if members is None:
         return MTABindArgument()
     where = "MTABindArgument.authenticated"
-    password, strong = _decode_credentials(
-        data, body["initiator-credentials"], f"{where}.initiator-credentials"
-    )
-    context = None
-    if "security-context" in body:
-        context = _raw_set(data, _TAG_SECURITY_CONTEXT)
+    name = _name(members, "initiator-name", where)
+    password, strong = _decode_credentials(members, "initiator-credentials", where)
+    context = members.get("security-context")
+    if context is not None:
+        _check_security_context(context, f"{where}.security-context", DecodeError)
     return MTABindArgument(
-        initiator_name=body["initiator-name"],
+        initiator_name=name,
         password=password,
         strong_credentials=strong,
-        security_context=context,
+        security_context=None if context is None else ber.retag(context.raw(), ber.SET),
     )
 
 
 def decode_bind_result(data: bytes) -> MTABindResult:
     """Decode ``MTAAbstractService.MTABindResult``; raises only :class:`DecodeError`."""
-    data = bytes(data)
-    kind, body = asn1.decode(_MODULE, "MTABindResult", data)
-    if kind == "unauthenticated":
+    members = _authenticated_members(data, "MTABindResult", _RESULT_MEMBERS)
+    if members is None:
         return MTABindResult()
-    password, strong = _decode_credentials(
-        data, body["responder-credentials"], "MTABindResult.authenticated.responder-credentials"
-    )
-    return MTABindResult(
-        responder_name=body["responder-name"], password=password, strong_credentials=strong
-    )
+    where = "MTABindResult.authenticated"
+    name = _name(members, "responder-name", where)
+    password, strong = _decode_credentials(members, "responder-credentials", where)
+    return MTABindResult(responder_name=name, password=password, strong_credentials=strong)
 
 
 def decode_bind_error(data: bytes) -> MTABindError:
     """Decode ``MTAAbstractService.MTABindError``; raises only :class:`DecodeError`."""
-    data = bytes(data)
-    code = asn1.decode(_MODULE, "MTABindError", data)
-    _, contents_start, contents_end, _ = _header(data, 0, len(data))
-    if contents_start == contents_end:  # (the compiled codec would read it as busy)
-        raise DecodeError("an INTEGER needs a contents octet (X.690 8.3.1)", where="MTABindError")
+    tlv = ber.expect(ber.read_single(data, "MTABindError"), ber.INTEGER, "MTABindError")
+    code = ber.read_int(tlv, "MTABindError")
     try:
         return MTABindError(code)
     except ValueError:
         raise DecodeError(f"unknown MTA-bind error {code}", where="MTABindError") from None
 
 
+def _authenticated_members(
+    data: bytes, type_name: str, names: dict[int, str]
+) -> ber.SetMembers | None:
+    """The members of the ``authenticated`` SET; None for ``unauthenticated`` (NULL)."""
+    tlv = ber.read_single(data, type_name)
+    if tlv.tag == ber.NULL:
+        if tlv.constructed or tlv.body != tlv.end:
+            raise DecodeError("a NULL has no contents", where=f"{type_name}.unauthenticated")
+        return None
+    if tlv.tag != _AUTHENTICATED:
+        found = ber.tag_name(tlv.tag)
+        raise DecodeError(f"expected NULL or [1], found {found}", where=type_name)
+    return ber.split_set(tlv, names, f"{type_name}.authenticated")
+
+
+def _name(members: ber.SetMembers, name: str, where: str) -> str:
+    """The MTAName ([0] IA5String) of the ``authenticated`` SET."""
+    return ber.read_text(members.need(name, where), f"{where}.{name}", ber.IA5_STRING)
+
+
 def _decode_credentials(
-    data: bytes, value: tuple[str, Any], where: str
+    members: ber.SetMembers, name: str, where: str
 ) -> tuple[Password | None, bytes | None]:
-    kind, inner = value
-    if kind == "simple":
-        secret = inner[1]
-        return (secret if isinstance(secret, str) else bytes(secret)), None
-    if kind == "strong":
-        credentials = _only_child(data, _child(data, _TAG_CREDENTIALS, where), where)
-        return None, bytes([_TAG_SET]) + data[credentials[0] + 1 : credentials[2]]
-    # X.411 12.1.1.1.1.2: an MTA bind carries simple or strong credentials only.
-    raise DecodeError(f"{kind} credentials are not allowed in an MTA bind", where=where)
+    """The password or strong credentials of ``[1] Credentials`` (X.411 12.1.1.1.1.2)."""
+    where = f"{where}.{name}"
+    choice = ber.only_child(members.need(name, where), where)
+    if choice.tag == ber.IA5_STRING:
+        return ber.read_text(choice, f"{where}.simple.ia5-string"), None
+    if choice.tag == ber.OCTET_STRING:
+        return ber.read_octets(choice, f"{where}.simple.octet-string"), None
+    if choice.tag == _STRONG:
+        _check_strong(choice, f"{where}.strong", DecodeError)
+        return None, ber.retag(choice.raw(), ber.SET)
+    if choice.tag == _PROTECTED:
+        # X.411 12.1.1.1.1.2: an MTA bind carries simple or strong credentials only.
+        raise DecodeError("protected credentials are not allowed in an MTA bind", where=where)
+    raise DecodeError(f"unexpected {ber.tag_name(choice.tag)}", where=where)
 
 
-def _raw_set(data: bytes, tag: int) -> bytes:
-    start, _, end = _child(data, tag, "MTABindArgument.authenticated")
-    return bytes([_TAG_SET]) + data[start + 1 : end]
+# --- the parts kept as received ---------------------------------------------------------
 
 
-def _child(data: bytes, tag: int, where: str) -> tuple[int, int, int]:
-    """The member of the outer ``authenticated`` SET that has identifier octet ``tag``."""
-    _, contents_start, contents_end, _ = _header(data, 0, len(data))
-    for child in _children(data, contents_start, contents_end):
-        if data[child[0]] == tag:
-            return child
-    raise DecodeError(f"no member with tag {tag:#04x}", where=where)
+def _check_security_context(tlv: Tlv, where: str, error: type[DecodeError | EncodeError]) -> None:
+    """``SecurityContext ::= SET SIZE (1..ub-security-labels) OF SecurityLabel``."""
+    try:
+        labels = ber.children(tlv, where)
+        if not labels:
+            raise DecodeError("a security context holds at least one label", where=where)
+        for index, label in enumerate(labels):
+            decode_security_label(label.raw(), f"{where}[{index}]")
+    except DecodeError as exc:
+        raise error(exc.why, where=exc.where or where) from None
 
 
-def _only_child(data: bytes, element: tuple[int, int, int], where: str) -> tuple[int, int, int]:
-    start, _, end = element
-    _, contents_start, contents_end, _ = _header(data, start, end)
-    children = list(_children(data, contents_start, contents_end))
-    if len(children) != 1:
-        raise DecodeError(f"expected one value, found {len(children)}", where=where)
-    return children[0]
+def _check_strong(tlv: Tlv, where: str, error: type[DecodeError | EncodeError]) -> None:
+    """StrongCredentials: its known members constructed and present once, a bind-token
+    a Token (``[0] OBJECT IDENTIFIER``, ``[1]`` its value)."""
+    try:
+        seen: set[int] = set()
+        for member in ber.children(tlv, where):
+            number = member.tag & 0xFFFFFF
+            name = _STRONG_MEMBERS.get(number) if member.tag >> 24 == ber.CONTEXT else None
+            if name is None:
+                continue  # an extension addition of a later version (X.680 52)
+            if number in seen:
+                raise DecodeError(f"{name} appears twice", where=where)
+            seen.add(number)
+            if number == 0:
+                _check_token(member, f"{where}.{name}")
+            else:
+                ber.children(member, f"{where}.{name}")
+    except DecodeError as exc:
+        raise error(exc.why, where=exc.where or where) from None
 
 
-def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
-    """(start, contents-start, end) of each TLV in ``data[start:end]``."""
-    children = []
-    while start < end:
-        _, contents_start, _, tlv_end = _header(data, start, end)
-        children.append((start, contents_start, tlv_end))
-        start = tlv_end
-    return children
-
-
-def _header(data: bytes, offset: int, limit: int) -> tuple[int, int, int, int]:
-    """(tag-end, contents-start, contents-end, tlv-end) of the TLV at ``offset``.
-
-    Follows X.690 8.1: multi-octet tags, short, long and indefinite lengths (the
-    contents of an indefinite-length value end before its end-of-contents octets).
-    """
-    position = _skip_tag(data, offset, limit)
-    first = _octet(data, position, limit)
-    position += 1
-    if first == 0x80:
-        if not data[offset] & 0x20:
-            raise DecodeError("indefinite length on a primitive value", where=f"offset {offset}")
-        contents_end = position
-        while data[contents_end : contents_end + 2] != b"\x00\x00":
-            contents_end = _header(data, contents_end, limit)[3]
-        return position, position, contents_end, contents_end + 2
-    size = first
-    if first & 0x80:
-        count = first & 0x7F
-        if position + count > limit or count > 8:
-            raise DecodeError("bad length octets", where=f"offset {offset}")
-        size = int.from_bytes(data[position : position + count], "big")
-        position += count
-    if position + size > limit:
-        raise DecodeError("value runs past its container", where=f"offset {offset}")
-    return position, position, position + size, position + size
-
-
-def _skip_tag(data: bytes, offset: int, limit: int) -> int:
-    if _octet(data, offset, limit) & 0x1F != 0x1F:
-        return offset + 1
-    position = offset + 1
-    while _octet(data, position, limit) & 0x80:
-        position += 1
-    return position + 1
-
-
-def _octet(data: bytes, position: int, limit: int) -> int:
-    if position >= limit:
-        raise DecodeError("truncated value", where=f"offset {position}")
-    return data[position]
+def _check_token(tlv: Tlv, where: str) -> None:
+    """``Token ::= SEQUENCE {token-type-identifier [0] OBJECT IDENTIFIER, token [1] ...}``"""
+    parts = ber.children(tlv, where)
+    if len(parts) != 2 or parts[0].tag != ber.context(0) or parts[1].tag != ber.context(1):
+        raise DecodeError("a Token is [0] OBJECT IDENTIFIER and [1] its value", where=where)
+    ber.read_oid(parts[0], f"{where}.token-type-identifier")
+    ber.only_child(parts[1], f"{where}.token")
 
 
 # --- the X.410 BIND macro wrappers ------------------------------------------------------
@@ -423,17 +399,17 @@ def _octet(data: bytes, position: int, limit: int) -> int:
 
 def wrap_bind_argument(encoded: bytes) -> bytes:
     """``[16] EXPLICIT`` around an encoded MTABindArgument (RTORQ user data)."""
-    return _tlv(_WRAP_ARGUMENT, bytes(encoded))
+    return ber.tlv_bytes(_WRAP_ARGUMENT, bytes(encoded))
 
 
 def wrap_bind_result(encoded: bytes) -> bytes:
     """``[17] EXPLICIT`` around an encoded MTABindResult (RTOAC user data)."""
-    return _tlv(_WRAP_RESULT, bytes(encoded))
+    return ber.tlv_bytes(_WRAP_RESULT, bytes(encoded))
 
 
 def wrap_bind_error(encoded: bytes) -> bytes:
     """``[18] EXPLICIT`` around an encoded MTABindError (RTORJ user data)."""
-    return _tlv(_WRAP_ERROR, bytes(encoded))
+    return ber.tlv_bytes(_WRAP_ERROR, bytes(encoded))
 
 
 def unwrap_bind_argument(data: bytes) -> bytes:
@@ -455,20 +431,17 @@ def unwrap_bind_error(data: bytes, deviations: Deviations | None = None) -> byte
     only the X.410 BIND-macro tag is missing.
     """
     data = bytes(data)
-    if data[:1] == bytes([_TAG_INTEGER]):
+    if data[:1] == bytes([_BARE_ERROR]):
         return _bare_error(data, deviations)
     if data[:1] != bytes([_WRAP_ERROR]):
         found = f"{data[0]:#04x}" if data else "nothing"
-        why = f"expected identifier {_WRAP_ERROR:#04x} or a bare INTEGER {_TAG_INTEGER:#04x}"
+        why = f"expected identifier {_WRAP_ERROR:#04x} or a bare INTEGER {_BARE_ERROR:#04x}"
         raise DecodeError(f"{why}, found {found}", where=_ERROR_WRAPPER)
     return _unwrap(data, _WRAP_ERROR, _ERROR_WRAPPER)
 
 
 def _bare_error(data: bytes, deviations: Deviations | None) -> bytes:
     """RTORJ user data holding the MTABindError INTEGER without its ``[18]`` wrapper."""
-    end = _header(data, 0, len(data))[3]
-    if end != len(data):
-        raise DecodeError(f"{len(data) - end} trailing byte(s)", where=_ERROR_WRAPPER)
     error = decode_bind_error(data)
     if deviations is not None:
         name = error.name.lower().replace("_", "-")
@@ -476,17 +449,9 @@ def _bare_error(data: bytes, deviations: Deviations | None) -> bytes:
     return data
 
 
-def _unwrap(data: bytes, tag: int, where: str) -> bytes:
-    if not data or data[0] != tag:
+def _unwrap(data: bytes, octet: int, where: str) -> bytes:
+    """The one value inside the explicit tag whose identifier octet is ``octet``."""
+    if not data or data[0] != octet:
         found = f"{data[0]:#04x}" if data else "nothing"
-        raise DecodeError(f"expected identifier {tag:#04x}, found {found}", where=where)
-    try:
-        _, contents_start, contents_end, end = _header(data, 0, len(data))
-        children = _children(data, contents_start, contents_end)
-    except RecursionError:
-        raise DecodeError("nesting too deep", where=where) from None
-    if end != len(data):
-        raise DecodeError(f"{len(data) - end} trailing byte(s)", where=where)
-    if len(children) != 1:
-        raise DecodeError(f"expected one value, found {len(children)}", where=where)
-    return data[contents_start:contents_end]
+        raise DecodeError(f"expected identifier {octet:#04x}, found {found}", where=where)
+    return ber.only_child(ber.read_single(data, where), where).raw()

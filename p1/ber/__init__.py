@@ -10,43 +10,35 @@ Modules (their public names are re-exported here: ``from p1 import ber`` then ``
 
     tags    tag classes and numbers, the universal tags, tag_name(tag)
     reader  the one reader: read(view, pos, end) -> FlatTlv = (key, start, body, end,
-            stop), single / items / octets; the same TLV as an object: Tlv,
+            stop), single / items / octets / segments; the same TLV as an object: Tlv,
             read_tlv(data, offset, limit), read_single(data, what), children(tlv),
-            read_header(view, pos, end) (the start of a value cut short),
-            expect / only_child / constructed_contents / read_octets
-    writer  identifier(tag, constructed), length_octets(n), tlv(tag, contents),
-            constructed(tag, parts), retag(encoding, tag)
-    values  read_int / int_contents, read_bits / bits_contents, read_oid / oid_contents,
-            read_text / text_contents, WireTime, read_utctime / utctime_text,
-            read_lenient_utctime and Deviation (values read outside the standard's form)
-    sets    split_set: a SET by member tag, keeping the received member order;
-            encode_set(tag, members, wire_order)
-    flat    values of TLVs in the tuple form (members / exact and the primitive values),
-            and the writers header / tlv_bytes / wrap / oid_tlv
+            tlv_of / flat (one form to the other), read_header(view, pos, end) (the
+            start of a value cut short), expect / only_child / constructed_contents /
+            read_octets
+    writer  by tag: identifier(tag, constructed), length_octets(n), tlv(tag, contents),
+            constructed(tag, parts), retag(encoding, tag); by identifier octet: header,
+            tlv_bytes, wrap; exact(tlv): the header is the one these write
+    values  each value read in one place, for both forms: read_int / integer,
+            int_contents, boolean, read_bits / bit_string / bits, bits_contents,
+            read_oid / oid / oid_text, oid_contents, oid_tlv, read_text / text,
+            text_contents, WireTime, read_utctime / utctime_text, read_lenient_utctime
+            and Deviation (values read outside the standard's form)
+    sets    split_set (by tag) / members (tuple form): a SET by member name, keeping the
+            received member order; encode_set(tag, members, wire_order)
 
-The reader accepts every legal BER form: definite (short or long) and indefinite lengths,
-constructed strings split at any point, tag numbers in the high-number form.  Every
-malformed input raises :class:`p1.errors.DecodeError` (with where/why); values that cannot
-be encoded raise :class:`p1.errors.EncodeError`.
+The reader accepts every legal BER form: definite (short or long, with leading zero
+octets) and indefinite lengths, constructed strings (OCTET STRING, BIT STRING, the
+character strings, UTCTime and GeneralizedTime) split at any point and nested to any
+depth, tag numbers in the high-number form.  Every malformed input raises
+:class:`p1.errors.DecodeError` (with where/why); values that cannot be encoded raise
+:class:`p1.errors.EncodeError`.
 """
 
 from __future__ import annotations
 
-from p1.ber.flat import (
-    bits,
-    boolean,
-    exact,
-    header,
-    integer,
-    members,
-    oid,
-    oid_tlv,
-    text,
-    tlv_bytes,
-    utctime,
-    wrap,
-)
 from p1.ber.reader import (
+    BIT_STRING_KEY,
+    OCTET_STRING_KEY,
     FlatTlv,
     Tlv,
     View,
@@ -55,6 +47,7 @@ from p1.ber.reader import (
     children,
     constructed_contents,
     expect,
+    flat,
     items,
     octets,
     only_child,
@@ -64,14 +57,17 @@ from p1.ber.reader import (
     read_octets,
     read_single,
     read_tlv,
+    segments,
     single,
     tag_of,
+    tlv_of,
 )
 from p1.ber.sets import (
     Member,
     SetMembers,
     encode_set,
     keep,
+    members,
     split_set,
 )
 from p1.ber.tags import (
@@ -99,20 +95,28 @@ from p1.ber.tags import (
     universal,
 )
 from p1.ber.values import (
+    OID_KEY,
     UTCTIME_PIVOT,
     Deviation,
     Deviations,
     Memo,
     WireTime,
+    bit_string,
+    bits,
     bits_contents,
     bits_to_numbers,
+    boolean,
     check_int,
     int_contents,
+    integer,
     is_oid,
     note_long_tag,
     note_long_tags,
     numbers_to_bits,
+    oid,
     oid_contents,
+    oid_text,
+    oid_tlv,
     parse_lenient_utctime,
     parse_utctime,
     read_bits,
@@ -122,22 +126,28 @@ from p1.ber.values import (
     read_oid,
     read_text,
     read_utctime,
+    text,
     text_contents,
     utctime_contents,
     utctime_text,
 )
 from p1.ber.writer import (
     constructed,
+    exact,
+    header,
     identifier,
     length_octets,
     retag,
     short_headers,
     tlv,
+    tlv_bytes,
+    wrap,
 )
 
 __all__ = [
     "APPLICATION",
     "BIT_STRING",
+    "BIT_STRING_KEY",
     "CONSTRUCTED",
     "CONTEXT",
     "ENUMERATED",
@@ -148,6 +158,8 @@ __all__ = [
     "NUMERIC_STRING",
     "OBJECT_IDENTIFIER",
     "OCTET_STRING",
+    "OCTET_STRING_KEY",
+    "OID_KEY",
     "PRINTABLE_STRING",
     "PRIVATE",
     "SEQUENCE",
@@ -166,6 +178,7 @@ __all__ = [
     "WireTime",
     "application",
     "as_view",
+    "bit_string",
     "bits",
     "bits_contents",
     "bits_to_numbers",
@@ -179,6 +192,7 @@ __all__ = [
     "encode_set",
     "exact",
     "expect",
+    "flat",
     "header",
     "identifier",
     "int_contents",
@@ -194,6 +208,7 @@ __all__ = [
     "octets",
     "oid",
     "oid_contents",
+    "oid_text",
     "oid_tlv",
     "only_child",
     "parse_lenient_utctime",
@@ -212,6 +227,7 @@ __all__ = [
     "read_tlv",
     "read_utctime",
     "retag",
+    "segments",
     "short_headers",
     "single",
     "split_set",
@@ -221,8 +237,8 @@ __all__ = [
     "text_contents",
     "tlv",
     "tlv_bytes",
+    "tlv_of",
     "universal",
-    "utctime",
     "utctime_contents",
     "utctime_text",
     "wrap",

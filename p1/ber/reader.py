@@ -37,7 +37,10 @@ FlatTlv: TypeAlias = tuple[int, int, int, int, int]
 View: TypeAlias = bytes | memoryview
 """What the reader reads: a view, or the bytes themselves (cheaper to slice)."""
 
-_OCTET_STRING_KEY = 0x04
+OCTET_STRING_KEY = 0x04
+"""The identifier of a primitive OCTET STRING, the segment of every string type."""
+BIT_STRING_KEY = 0x03
+"""The identifier of a primitive BIT STRING, the segment of a constructed one."""
 
 LOW_TAGS: tuple[tuple[int, bool] | None, ...] = tuple(
     None if first & 0x1F == 0x1F else ((first & 0xC0) << 24 | first & 0x1F, first & 0x20 != 0)
@@ -90,12 +93,16 @@ def read_header(view: View, pos: int, end: int) -> tuple[int, int, int | None]:
         return key, p, None
     if first < 0x80:
         return key, p, first
+    if first == 0xFF:  # reserved for extension (X.690 8.1.3.5 c)
+        raise DecodeError("length octet 0xff is reserved", where=f"offset {p - 1}")
     count = first & 0x7F
-    if count > MAX_LENGTH_OCTETS or first == 0xFF:
-        raise DecodeError(f"length of {count} octets", where=f"offset {p - 1}")
     if p + count > end:
         raise DecodeError("truncated length", where=f"offset {p - 1}")
-    return key, p + count, int.from_bytes(view[p : p + count], "big")
+    # Any number of leading zero octets is BER (X.690 8.1.3.5); what is left must fit.
+    length = int.from_bytes(view[p : p + count], "big")
+    if length.bit_length() > 8 * MAX_LENGTH_OCTETS:
+        raise DecodeError(f"a length of {length.bit_length()} bits", where=f"offset {p - 1}")
+    return key, p + count, length
 
 
 def _indefinite(view: View, key: int, pos: int, body: int, end: int, depth: int) -> FlatTlv:
@@ -162,7 +169,7 @@ def items(view: View, tlv: FlatTlv, what: str) -> list[FlatTlv]:
     """The TLVs inside a constructed value."""
     key, _, pos, end, _ = tlv
     if not key & CONSTRUCTED:
-        raise DecodeError("a constructed value was expected", where=what)
+        raise DecodeError(f"{tag_name(tag_of(key))} must be constructed", where=what)
     return _walk(view, pos, end)
 
 
@@ -178,26 +185,40 @@ def _walk(view: View, pos: int, end: int) -> list[FlatTlv]:
 
 
 def octets(view: View, tlv: FlatTlv, what: str) -> bytes:
-    """The octets of a string type, primitive or segmented (X.690 8.7.3, 8.23.6)."""
+    """The octets of a string type, primitive or segmented (X.690 8.7.3, 8.23.6): the
+    segments of every restricted character string, UTCTime and GeneralizedTime too
+    (X.680 43.3, 46.3), are OCTET STRINGs."""
     if not tlv[0] & CONSTRUCTED:
         return bytes(view[tlv[2] : tlv[3]])
-    return b"".join(_segments(view, tlv, what, 0))
+    return b"".join(segments(view, tlv, OCTET_STRING_KEY, what))
 
 
-def _segments(view: View, tlv: FlatTlv, what: str, depth: int) -> list[View]:
-    """The primitive segments of a constructed string, in order (X.690 8.7.3.2)."""
-    pieces = []
-    for item in items(view, tlv, what):
-        if item[0] & ~CONSTRUCTED != _OCTET_STRING_KEY:
-            found = tag_name(tag_of(item[0]))
-            raise DecodeError(f"expected [UNIVERSAL 4], found {found}", where=what)
-        if not item[0] & CONSTRUCTED:
+def segments(view: View, tlv: FlatTlv, segment_key: int, what: str) -> list[View]:
+    """The contents of the primitive segments of a string value, in order, whatever its
+    form: the value's own contents when it is primitive, else those of its segments,
+    nested to any depth (X.690 8.6.4, 8.7.3.2); every segment has the identifier
+    ``segment_key`` (primitive or constructed)."""
+    if not tlv[0] & CONSTRUCTED:
+        return [view[tlv[2] : tlv[3]]]
+    pieces: list[View] = []
+    _segments(view, tlv, segment_key, what, 0, pieces)
+    return pieces
+
+
+def _segments(
+    view: View, tlv: FlatTlv, segment_key: int, what: str, depth: int, pieces: list[View]
+) -> None:
+    for item in _walk(view, tlv[2], tlv[3]):
+        key = item[0]
+        if key & ~CONSTRUCTED != segment_key:
+            expected = tag_name(tag_of(segment_key))
+            raise DecodeError(f"expected {expected}, found {tag_name(tag_of(key))}", where=what)
+        if not key & CONSTRUCTED:
             pieces.append(view[item[2] : item[3]])
         elif depth < MAX_DEPTH:
-            pieces.extend(_segments(view, item, what, depth + 1))
+            _segments(view, item, segment_key, what, depth + 1, pieces)
         else:
             raise DecodeError("string segments nested too deep", where=what)
-    return pieces
 
 
 def as_view(data: bytes | bytearray | memoryview) -> memoryview:
@@ -247,11 +268,11 @@ new_tlv = tuple.__new__  # Tlv(...) without the Python-level __new__ of a NamedT
 
 def read_tlv(data: memoryview, offset: int, limit: int, depth: int = 0) -> Tlv:
     """The TLV that starts at ``offset`` and must end by ``limit``, as a :class:`Tlv`."""
-    return _as_tlv(data, read(data, offset, limit, depth))
+    return tlv_of(data, read(data, offset, limit, depth))
 
 
-def _as_tlv(data: memoryview, item: FlatTlv) -> Tlv:
-    """The TLV ``item`` of ``data`` as a :class:`Tlv`."""
+def tlv_of(data: memoryview, item: FlatTlv) -> Tlv:
+    """The TLV ``item`` (the tuple form) of ``data`` as a :class:`Tlv`."""
     key, start, body, end, stop = item
     low = LOW_TAGS[key] if key < 0x100 else None
     if low is not None:
@@ -261,11 +282,7 @@ def _as_tlv(data: memoryview, item: FlatTlv) -> Tlv:
 
 def read_single(data: bytes | bytearray | memoryview, what: str) -> Tlv:
     """The one TLV that ``data`` holds; trailing bytes are an error."""
-    view = as_view(data)
-    tlv = read_tlv(view, 0, len(view))
-    if tlv.stop != len(view):
-        raise DecodeError(f"{len(view) - tlv.stop} trailing byte(s) after the value", where=what)
-    return tlv
+    return tlv_of(*single(data, what))
 
 
 def children(tlv: Tlv, what: str) -> list[Tlv]:
@@ -273,7 +290,7 @@ def children(tlv: Tlv, what: str) -> list[Tlv]:
     data, _, offset, end, _, tag, is_constructed = tlv
     if not is_constructed:
         raise DecodeError(f"{tag_name(tag)} must be constructed", where=what)
-    return [_as_tlv(data, item) for item in _walk(data, offset, end)]
+    return [tlv_of(data, item) for item in _walk(data, offset, end)]
 
 
 def expect(tlv: Tlv, tag: int, what: str) -> Tlv:
@@ -317,4 +334,13 @@ def read_octets(tlv: Tlv, what: str) -> bytes:
     """The octets of an OCTET STRING (or string type) in primitive or constructed form."""
     if not tlv.constructed:
         return bytes(tlv.data[tlv.body : tlv.end])
-    return octets(tlv.data, (CONSTRUCTED, tlv.start, tlv.body, tlv.end, tlv.stop), what)
+    return octets(tlv.data, flat(tlv), what)
+
+
+def flat(tlv: Tlv) -> FlatTlv:
+    """``tlv`` in the tuple form (its key has the identifier's class, form and number)."""
+    _, start, body, end, stop, tag, is_constructed = tlv
+    key = (tag >> 24) | (CONSTRUCTED if is_constructed else 0)
+    number = tag & 0xFFFFFF
+    key |= number if number < 0x1F else 0x11F | number << 9
+    return key, start, body, end, stop

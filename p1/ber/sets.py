@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from p1.ber.reader import Tlv, read_tlv
-from p1.ber.tags import tag_name
+from p1.ber.reader import FlatTlv, Tlv, View, read, tag_of, tlv_of
+from p1.ber.tags import CONSTRUCTED, tag_name
 from p1.ber.writer import constructed
 from p1.errors import DecodeError
 
@@ -52,25 +52,45 @@ def split_set(tlv: Tlv, members: Mapping[int, str], what: str) -> SetMembers:
     if not is_constructed:
         raise DecodeError(f"{tag_name(tag)} must be constructed", where=what)
     found = _new_members(SetMembers)  # (no Python-level __init__)
-    get = members.get
+    for name, item in _sort(data, offset, end, members, True, what).items():
+        found[name] = tlv_of(data, item)
+    found.order = tuple(found)  # a dict keeps the order of insertion: the wire order
+    return found
+
+
+def members(view: View, tlv: FlatTlv, names: Mapping[int, str], what: str) -> dict[str, FlatTlv]:
+    """:func:`split_set` in the tuple form: ``names`` maps identifier octets (constructed
+    bit clear; :func:`p1.ber.read`'s key for a tag number above 30) to names."""
+    key, _, pos, end, _ = tlv
+    if not key & CONSTRUCTED:
+        raise DecodeError(f"{tag_name(tag_of(key))} must be constructed", where=what)
+    return _sort(view, pos, end, names, False, what)
+
+
+def _sort(
+    view: View, pos: int, end: int, names: Mapping[int, str], by_tag: bool, what: str
+) -> dict[str, FlatTlv]:
+    """The TLVs that fill ``pos:end`` by member name, in the order read; ``names`` is by
+    tag (``by_tag``) or by key.  An unknown or repeated member is reported once every
+    member has been read (so a value that does not even parse says that first)."""
+    found: dict[str, FlatTlv] = {}
+    get = names.get
     problem = ""
-    while offset < end:
-        child = read_tlv(data, offset, end, 1)
-        stop = child[4]
-        name = get(child[5])
+    while pos < end:
+        item = read(view, pos, end, 1)
+        key = item[0]
+        name = get(tag_of(key) if by_tag else key & ~CONSTRUCTED)
         if name is None or name in found:
-            # (Reported once every member has been read, as children() then the check would.)
             problem = problem or (
-                f"unexpected {tag_name(child.tag)}"
+                f"unexpected {tag_name(tag_of(key))}"
                 if name is None
                 else f"{name.replace('_', '-')} appears twice"
             )
         else:
-            found[name] = child
-        offset = stop
+            found[name] = item
+        pos = item[4]
     if problem:
         raise DecodeError(problem, where=what)
-    found.order = tuple(found)  # a dict keeps the order of insertion: the wire order
     return found
 
 

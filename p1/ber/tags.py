@@ -19,6 +19,7 @@ MAX_DEPTH = 64
 
 MAX_INT_OCTETS = 16
 MAX_LENGTH_OCTETS = 8
+"""Most significant octets in a definite length read (leading zero octets aside)."""
 
 
 def universal(number: int) -> int:

@@ -1,5 +1,13 @@
-"""Primitive values read and written: INTEGER, ENUMERATED, BIT STRING, OBJECT IDENTIFIER,
-the ASCII string types and UTCTime (X.690 8.3, 8.4, 8.6, 8.19, 8.21; X.680 41, 47).
+"""Primitive values read and written: INTEGER, ENUMERATED, BOOLEAN, BIT STRING, OBJECT
+IDENTIFIER, the ASCII string types and UTCTime (X.690 8.2, 8.3, 8.4, 8.6, 8.19, 8.21;
+X.680 41, 47).
+
+Each value is decided in one function, which both forms of a TLV reach: the object
+(:class:`p1.ber.Tlv`: :func:`read_int`, :func:`read_bits`, :func:`read_oid`,
+:func:`read_text`...) and the tuple form of :func:`p1.ber.read` (:func:`integer`,
+:func:`bit_string` / :func:`bits`, :func:`oid`, :func:`text`...).  Strings, times and
+BIT STRINGs are read in any form, segments nested at any depth
+(:func:`p1.ber.segments`).
 
 Character strings: PrintableString and NumericString are read strictly, their alphabets
 (X.680 41.4) checked as they are read (:func:`read_text` by the value's universal tag or
@@ -22,37 +30,68 @@ and :func:`escape_controls` / :func:`is_control`: import those from this module.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from p1.ber.reader import FlatTlv, Tlv, View, children, expect, octets, read_octets
+from p1.ber.reader import (
+    BIT_STRING_KEY,
+    FlatTlv,
+    Tlv,
+    View,
+    flat,
+    octets,
+    read_octets,
+    segments,
+)
 from p1.ber.tags import (
-    BIT_STRING,
     CONSTRUCTED,
     MAX_INT_OCTETS,
     NUMERIC_STRING,
     PRINTABLE_STRING,
     tag_name,
 )
+from p1.ber.writer import tlv_bytes
 from p1.errors import DecodeError, EncodeError
+
+OID_KEY = 0x06
+"""The identifier of an OBJECT IDENTIFIER (universal, primitive)."""
 
 # --- INTEGER, ENUMERATED, NULL ---------------------------------------------------------
 
 
 def read_int(tlv: Tlv, what: str) -> int:
     """The value of a primitive INTEGER or ENUMERATED (any tag)."""
-    data, _, start, end, _, _, is_constructed = tlv
+    return _int(tlv[0], tlv[2], tlv[3], tlv[6], what)
+
+
+def integer(view: View, tlv: FlatTlv, what: str) -> int:
+    """:func:`read_int` in the tuple form."""
+    return _int(view, tlv[2], tlv[3], tlv[0] & CONSTRUCTED, what)
+
+
+def _int(view: View, body: int, end: int, is_constructed: int | bool, what: str) -> int:
+    """An INTEGER or ENUMERATED from its contents ``body:end`` (X.690 8.3, 8.4)."""
     if is_constructed:
         raise DecodeError("an integer must be primitive", where=what)
-    body = data[start:end]
-    if not body:
-        raise DecodeError("an integer needs at least one content octet", where=what)
-    if len(body) > MAX_INT_OCTETS:
-        raise DecodeError(f"integer of {len(body)} octets is out of range", where=what)
-    return int.from_bytes(body, "big", signed=True)
+    if not 0 < end - body <= MAX_INT_OCTETS:
+        why = f"integer of {end - body} octets is out of range"
+        if body == end:
+            why = "an integer needs at least one content octet (X.690 8.3.1)"
+        raise DecodeError(why, where=what)
+    return int.from_bytes(view[body:end], "big", signed=True)
+
+
+def boolean(view: View, tlv: FlatTlv, what: str) -> bool:
+    """A BOOLEAN: any non-zero octet is TRUE (X.690 8.2)."""
+    if tlv[0] & CONSTRUCTED:
+        raise DecodeError("a BOOLEAN must be primitive", where=what)
+    if tlv[3] - tlv[2] != 1:
+        raise DecodeError("a BOOLEAN has one content octet", where=what)
+    return view[tlv[2]] != 0
 
 
 def int_contents(value: int) -> bytes:
@@ -85,33 +124,39 @@ def check_int(value: int, what: str, low: int, high: int) -> int:
 
 def read_bits(tlv: Tlv, what: str) -> tuple[bytes, int]:
     """``(octets, number of bits)`` of a BIT STRING; unused trailing bits are cleared."""
-    if tlv.constructed:
-        pieces = [_bit_segment(child, what) for child in children(tlv, what)]
-        if any(length % 8 for _, length in pieces[:-1]):
-            raise DecodeError("only the last BIT STRING segment may have unused bits", where=what)
-        return b"".join(p[0] for p in pieces), sum(p[1] for p in pieces)
-    return _bit_segment_body(tlv.data[tlv.body : tlv.end], what)
+    return bit_string(tlv.data, flat(tlv), what)
 
 
-def _bit_segment(tlv: Tlv, what: str) -> tuple[bytes, int]:
-    expect(tlv, BIT_STRING, what)
-    if tlv.constructed:
-        raise DecodeError("nested constructed BIT STRING segments", where=what)
-    return _bit_segment_body(tlv.contents(), what)
+def bits(view: View, tlv: FlatTlv, what: str) -> frozenset[int]:
+    """The numbers of the one bits of a BIT STRING (X.690 8.6), in any form."""
+    return bits_to_numbers(*bit_string(view, tlv, what))
 
 
-def _bit_segment_body(body: memoryview, what: str) -> tuple[bytes, int]:
-    if not body:
+def bit_string(view: View, tlv: FlatTlv, what: str) -> tuple[bytes, int]:
+    """``(octets, number of bits)`` of a BIT STRING in the tuple form, primitive or
+    segmented at any depth (X.690 8.6.4: only the last segment may have unused bits);
+    unused trailing bits are cleared."""
+    if not tlv[0] & CONSTRUCTED:
+        return _bit_segment(view[tlv[2] : tlv[3]], what)
+    pieces = [_bit_segment(piece, what) for piece in segments(view, tlv, BIT_STRING_KEY, what)]
+    if any(length % 8 for _, length in pieces[:-1]):
+        raise DecodeError("only the last BIT STRING segment may have unused bits", where=what)
+    return b"".join(p[0] for p in pieces), sum(p[1] for p in pieces)
+
+
+def _bit_segment(contents: View, what: str) -> tuple[bytes, int]:
+    """The bits of one primitive BIT STRING (segment) from its contents (X.690 8.6.2)."""
+    if not contents:
         raise DecodeError("a BIT STRING needs its unused-bits octet", where=what)
-    unused = body[0]
-    if unused > 7 or (unused and len(body) == 1):
+    unused = contents[0]
+    if unused > 7 or (unused and len(contents) == 1):
         raise DecodeError(
-            f"{unused} unused bits in a BIT STRING of {len(body) - 1} octets", where=what
+            f"{unused} unused bits in a BIT STRING of {len(contents) - 1} octets", where=what
         )
-    octets = bytearray(body[1:])
+    octets = bytearray(contents[1:])
     if unused:
         octets[-1] &= (0xFF << unused) & 0xFF
-    return bytes(octets), (len(body) - 1) * 8 - unused
+    return bytes(octets), (len(contents) - 1) * 8 - unused
 
 
 def bits_contents(octets: bytes, length: int) -> bytes:
@@ -185,12 +230,23 @@ def read_oid(tlv: Tlv, what: str) -> str:
     """Dotted text of a primitive OBJECT IDENTIFIER (X.690 8.19)."""
     if tlv.constructed:
         raise DecodeError("an OBJECT IDENTIFIER must be primitive", where=what)
-    key = bytes(tlv.data[tlv.body : tlv.end])
-    dotted = _OID_TEXTS.get(key)
+    return oid_text(bytes(tlv.data[tlv.body : tlv.end]), what)
+
+
+def oid(view: View, tlv: FlatTlv, what: str) -> str:
+    """An OBJECT IDENTIFIER (universal tag) in the tuple form, as dotted text."""
+    if tlv[0] != OID_KEY:
+        raise DecodeError(f"expected an OBJECT IDENTIFIER, found tag 0x{tlv[0]:02x}", where=what)
+    return oid_text(bytes(view[tlv[2] : tlv[3]]), what)
+
+
+def oid_text(contents: bytes, what: str) -> str:
+    """Dotted text of the OBJECT IDENTIFIER with contents octets ``contents``."""
+    dotted = _OID_TEXTS.get(contents)
     if dotted is None:
-        dotted = _read_oid_contents(key, what)
-        if len(key) <= _OID_CACHE_OCTETS:
-            _OID_TEXTS.remember(key, dotted)
+        dotted = _read_oid_contents(contents, what)
+        if len(contents) <= _OID_CACHE_OCTETS:
+            _OID_TEXTS.remember(contents, dotted)
     return dotted
 
 
@@ -243,6 +299,12 @@ def _oid_contents(text: str, what: str) -> bytes:
     return bytes(out)
 
 
+@functools.lru_cache(maxsize=1024)
+def oid_tlv(dotted: str) -> bytes:
+    """An OBJECT IDENTIFIER TLV; raises :class:`p1.errors.EncodeError`."""
+    return tlv_bytes(OID_KEY, oid_contents(dotted, "OBJECT IDENTIFIER"))
+
+
 def is_oid(text: str) -> bool:
     """``text`` is a dotted object identifier."""
     return bool(_OID_TEXT.match(text))
@@ -256,9 +318,12 @@ PRINTABLE_OCTETS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 NUMERIC_OCTETS = b"0123456789 "
 """The NumericString alphabet (X.680 41.4): digits and space."""
 _ALPHABETS = {
-    PRINTABLE_STRING: (PRINTABLE_OCTETS, "PrintableString"),
-    NUMERIC_STRING: (NUMERIC_OCTETS, "NumericString"),
+    PRINTABLE_STRING: (PRINTABLE_OCTETS, "PrintableString", bytes.isalnum),
+    NUMERIC_STRING: (NUMERIC_OCTETS, "NumericString", bytes.isdigit),
 }
+"""Per checked string type: its alphabet, its name and a quick test that passes most
+values (``isalnum()``, ASCII letters and digits only, takes a tenth of the time
+``translate()`` takes to list the octets outside the alphabet)."""
 
 
 def read_text(tlv: Tlv, what: str, string_type: int | None = None) -> str:
@@ -269,54 +334,49 @@ def read_text(tlv: Tlv, what: str, string_type: int | None = None) -> str:
     alphabet checked.  The alphabets of those two are checked (X.680 41.4): an octet
     outside raises a DecodeError naming it; IA5String takes any ASCII octet.
     """
+    contents = read_octets(tlv, what)
     alphabet = _ALPHABETS.get(tlv.tag if string_type is None else string_type)
-    if alphabet is not None:
-        contents = read_octets(tlv, what) if tlv.constructed else bytes(tlv.contents())
-        return _checked(contents, alphabet[0], alphabet[1], what)
-    try:
-        if not tlv.constructed:
-            return str(tlv.data[tlv.body : tlv.end], "ascii")
-        return read_octets(tlv, what).decode("ascii")
-    except UnicodeDecodeError as exc:
-        raise DecodeError(f"non-ASCII octet at {exc.start}", where=what) from None
+    return _decoded(contents, "ascii", what) if alphabet is None else _in(contents, alphabet, what)
+
+
+def text(view: View, tlv: FlatTlv, what: str, encoding: str = "ascii") -> str:
+    """A character string in the tuple form (any tag, primitive or segmented), decoded
+    with ``encoding`` (IA5String: ``ascii``; TeletexString: ``latin-1``)."""
+    return _decoded(octets(view, tlv, what), encoding, what)
 
 
 def printable_text(view: View, tlv: FlatTlv, what: str) -> str:
     """A PrintableString in the tuple form (any tag, primitive or segmented), its
     alphabet checked (X.680 41.4)."""
-    # (octets() inline for the usual primitive string: names have a dozen of them)
-    segmented = tlv[0] & CONSTRUCTED
-    contents = octets(view, tlv, what) if segmented else bytes(view[tlv[2] : tlv[3]])
-    # (isalnum(), ASCII letters and digits only, passes most values in a tenth of the
-    # time translate() takes to list the octets outside the alphabet)
-    if not contents.isalnum() and contents.translate(None, PRINTABLE_OCTETS):
-        raise _outside(contents, PRINTABLE_OCTETS, "PrintableString", what)
-    return contents.decode("ascii")
+    return _in(octets(view, tlv, what), _ALPHABETS[PRINTABLE_STRING], what)
 
 
 def numeric_text(view: View, tlv: FlatTlv, what: str) -> str:
     """A NumericString in the tuple form, its alphabet checked (X.680 41.4)."""
-    segmented = tlv[0] & CONSTRUCTED
-    contents = octets(view, tlv, what) if segmented else bytes(view[tlv[2] : tlv[3]])
-    if not contents.isdigit() and contents.translate(None, NUMERIC_OCTETS):
-        raise _outside(contents, NUMERIC_OCTETS, "NumericString", what)
+    return _in(octets(view, tlv, what), _ALPHABETS[NUMERIC_STRING], what)
+
+
+def _decoded(contents: bytes, encoding: str, what: str) -> str:
+    """``contents`` decoded, or a DecodeError naming the first octet that is not."""
+    try:
+        return contents.decode(encoding)
+    except UnicodeDecodeError as exc:
+        octet = f"0x{contents[exc.start]:02x}"
+        if encoding == "ascii":
+            raise DecodeError(f"non-ASCII octet at {exc.start} ({octet})", where=what) from None
+        raise DecodeError(f"octet {octet} at {exc.start} is not {encoding}", where=what) from None
+
+
+def _in(contents: bytes, alphabet: tuple[bytes, str, Callable[[bytes], bool]], what: str) -> str:
+    """``contents`` as text if every octet is in the ``alphabet`` (octets, type name,
+    quick test)."""
+    octets, type_name, quick = alphabet
+    if not quick(contents) and contents.translate(None, octets):
+        index = next(i for i, octet in enumerate(contents) if octet not in octets)
+        octet = contents[index]
+        shown = f"'{chr(octet)}'" if 0x20 < octet < 0x7F else f"0x{octet:02x}"
+        raise DecodeError(f"{shown} at {index} is not a {type_name} character", where=what)
     return contents.decode("ascii")
-
-
-def _checked(contents: bytes, alphabet: bytes, type_name: str, what: str) -> str:
-    """``contents`` as text if every octet is in ``alphabet``."""
-    if contents.translate(None, alphabet):
-        raise _outside(contents, alphabet, type_name, what)
-    return contents.decode("ascii")
-
-
-def _outside(contents: bytes, alphabet: bytes, type_name: str, what: str) -> DecodeError:
-    """The error for the first octet of ``contents`` outside ``alphabet``, written so
-    that it shows on one line."""
-    index = next(i for i, octet in enumerate(contents) if octet not in alphabet)
-    octet = contents[index]
-    shown = f"'{chr(octet)}'" if 0x20 < octet < 0x7F else f"0x{octet:02x}"
-    return DecodeError(f"{shown} at {index} is not a {type_name} character", where=what)
 
 
 def text_contents(text: str, what: str) -> bytes:

@@ -1,4 +1,7 @@
-"""Minimal definite-length writers: identifiers, lengths, TLVs (X.690 8.1, DER 10.1).
+"""Minimal definite-length writers: identifiers, lengths, TLVs (X.690 8.1, DER 10.1),
+by tag (:func:`tlv`, :func:`constructed`) or by identifier octet (:func:`tlv_bytes`,
+:func:`header`, :func:`wrap`, for the tuple form of :func:`p1.ber.read`); and
+:func:`exact`, whether a TLV read has the header these write.
 
 Part of :mod:`p1.ber`, which re-exports its public names.
 """
@@ -7,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from p1.ber.reader import as_view, read_identifier
+from p1.ber.reader import FlatTlv, as_view, read_identifier
 from p1.ber.tags import CLASS_NAMES, CONSTRUCTED
 
 # --- writing ---------------------------------------------------------------------------
@@ -17,8 +20,8 @@ def length_octets(length: int) -> bytes:
     """The definite length in its shortest form (X.690 8.1.3)."""
     if length < 0x80:
         return bytes((length,))
-    body = length.to_bytes((length.bit_length() + 7) // 8, "big")
-    return bytes((0x80 | len(body),)) + body
+    size = (length.bit_length() + 7) // 8
+    return bytes((0x80 | size,)) + length.to_bytes(size, "big")
 
 
 def identifier(tag: int, constructed: bool) -> bytes:
@@ -66,15 +69,37 @@ def tlv(tag: int, contents: bytes | bytearray | memoryview, constructed: bool = 
     key = tag << 1 | 1 if constructed else tag << 1
     if type(contents) is not bytes:
         contents = bytes(contents)
-    length = len(contents)
     head = _IDENTIFIERS.get(key)
-    if head is None:
-        head = identifier(tag, constructed)
-    elif length < 0x80:  # one identifier octet and a short length: tlv_bytes, inline
-        return (SHORT_HEADERS.get(head[0]) or short_headers(head[0]))[length] + contents
+    if head is not None:
+        return tlv_bytes(head[0], contents)
+    return b"%s%s%s" % (identifier(tag, constructed), length_octets(len(contents)), contents)
+
+
+def header(octet: int, length: int) -> bytes:
+    """A one-octet identifier and the shortest definite length (X.690 8.1.3)."""
     if length < 0x80:
-        return b"%s%c%s" % (head, length, contents)  # one copy of the contents
-    return b"%s%s%s" % (head, length_octets(length), contents)
+        return (SHORT_HEADERS.get(octet) or short_headers(octet))[length]
+    return bytes((octet,)) + length_octets(length)
+
+
+def tlv_bytes(octet: int, contents: bytes) -> bytes:
+    """One TLV with a one-octet identifier."""
+    length = len(contents)
+    if length < 0x80:  # (see short_headers)
+        return (SHORT_HEADERS.get(octet) or short_headers(octet))[length] + contents
+    return b"%c%s%s" % (octet, length_octets(length), contents)  # one copy of the contents
+
+
+def wrap(octet: int, chunks: list[bytes]) -> list[bytes]:
+    """A TLV around ``chunks`` as a list of chunks: the chunks are not copied."""
+    return [header(octet, sum(map(len, chunks))), *chunks]
+
+
+def exact(tlv: FlatTlv) -> bool:
+    """The header of ``tlv`` is the one this module writes: one identifier octet and
+    the shortest definite length."""
+    key, start, body, end, stop = tlv
+    return key < 0x100 and stop == end and body - start == 1 + len(length_octets(end - body))
 
 
 def constructed(tag: int, parts: Iterable[bytes]) -> bytes:

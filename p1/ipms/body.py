@@ -198,7 +198,7 @@ def _bit_string(view: View, tlv: FlatTlv, what: str) -> tuple[bytes, int] | None
     """(octets, unused bits) of a BIT STRING, primitive or segmented (X.690 8.6)."""
     if tlv[0] & ~CONSTRUCTED != _BITSTRING_OCTET:
         return None
-    octets, length = ber.read_bits(ber.read_tlv(ber.as_view(view), tlv[1], tlv[4]), what)
+    octets, length = ber.bit_string(view, tlv, what)
     return octets, len(octets) * 8 - length
 
 
@@ -534,7 +534,7 @@ def decode_body(view: View, body: FlatTlv, kind: ContentKind) -> tuple[BodyPart,
     """The body parts in ``body`` (the Body SEQUENCE)."""
     parts: list[BodyPart] = []
     for tlv in ber.items(view, body, "Body"):
-        if tlv[0] == _EXTENDED_OCTET and ber.exact(view, tlv):
+        if tlv[0] == _EXTENDED_OCTET and ber.exact(tlv):
             part = _extended_ia5_text(view, tlv, kind)
             if part is not None:
                 parts.append(part)

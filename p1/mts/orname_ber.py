@@ -6,18 +6,16 @@ Import the public names from :mod:`p1.mts.orname`; this module builds on its mod
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, Final
 
 from p1 import asn1, ber
 from p1.ber.values import numeric_text, printable_text
-from p1.errors import CodecError, DecodeError, EncodeError
+from p1.errors import CodecError, DecodeError
 from p1.mts.orname_model import (
     _A,
     _DEFAULTS,
     MODULE,
-    NAME_MODULE,
     ExtensionAttribute,
     ExtensionAttributeType,
     ORAddress,
@@ -103,24 +101,10 @@ def orname_to_asn1(name: ORName) -> dict[str, Any]:
     return value
 
 
-def _directory_name_to_asn1(data: bytes) -> Any:
-    if _directory_name_is_open_type():
-        return data
-    try:
-        return asn1.decode(NAME_MODULE, "Name", data)
-    except DecodeError as exc:
-        raise EncodeError(f"directory name is not a BER Name: {exc.why}", where="ORName") from exc
-
-
-@functools.cache
-def _directory_name_is_open_type() -> bool:
-    """Whether the module declares ``directory-name [0] ANY`` (then values are raw BER)."""
-    try:
-        members = asn1.codec(MODULE, "ORName")._type.root_members
-        member = next(m for m in members if m.name == "directory-name")
-        return type(member.inner).__name__ == "Any"
-    except (AttributeError, StopIteration, KeyError):
-        return False
+def _directory_name_to_asn1(data: bytes) -> bytes:
+    # ORName's ``directory-name [0] ANY`` in p1/asn1 (the standard's ``[0] Name``, the
+    # same bytes): the value is the Name's BER, carried as it is.
+    return data
 
 
 def _standard_from_asn1(standard: dict[str, Any]) -> dict[str, Any]:
@@ -205,12 +189,9 @@ def orname_from_asn1(value: dict[str, Any]) -> ORName:
 
 
 def _directory_name_from_asn1(directory: Any) -> bytes:
-    if isinstance(directory, bytes | bytearray):
-        return bytes(directory)
-    try:
-        return asn1.encode(NAME_MODULE, "Name", directory)
-    except EncodeError as exc:
-        raise DecodeError(f"directory name: {exc.why}", where="ORName.directory-name") from exc
+    if not isinstance(directory, bytes | bytearray):
+        raise DecodeError("not the BER of a Name", where="ORName.directory-name")
+    return bytes(directory)
 
 
 # --- BER, directly --------------------------------------------------------------------
@@ -664,8 +645,6 @@ def _write_name(name: ORName) -> bytes:
     directory_name = name.directory_name
     if directory_name is None:
         return _tlv(_ORNAME_OCTET, _write_address(name))
-    if not _directory_name_is_open_type():
-        raise _Unusual  # a Name to re-encode: asn1tools' job
     return _tlv(_ORNAME_OCTET, _write_address(name) + _open(_DIRECTORY_NAME_OCTET, directory_name))
 
 

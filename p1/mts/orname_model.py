@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from p1.ber.reader import read_single
 from p1.ber.values import escape_controls, is_control
+from p1.errors import DecodeError
 
 MODULE = "MTSAbstractService"
 NAME_MODULE = "InformationFramework"  # X.501: where MTSAbstractService imports Name from
@@ -450,38 +452,13 @@ def _problems(address: ORAddress) -> Iterable[str]:
         yield "value of `DN` is not one BER value"
 
 
-def _tlv_end(data: bytes, offset: int) -> int:
-    """Offset just past the BER TLV at ``offset`` (X.690 8.1); raises ValueError."""
-    first = data[offset]
-    offset += 1
-    if first & 0x1F == 0x1F:
-        while data[offset] & 0x80:
-            offset += 1
-        offset += 1
-    length = data[offset]
-    offset += 1
-    if length == 0x80:
-        if not first & 0x20:
-            raise ValueError("indefinite length on a primitive value")
-        while data[offset : offset + 2] != b"\0\0":
-            offset = _tlv_end(data, offset)
-        return offset + 2
-    if length & 0x80:
-        count = length & 0x7F
-        if offset + count > len(data):
-            raise ValueError("truncated length")
-        length = int.from_bytes(data[offset : offset + count], "big")
-        offset += count
-    if offset + length > len(data):
-        raise ValueError("truncated value")
-    return offset + length
-
-
 def _is_single_tlv(data: bytes) -> bool:
+    """``data`` is exactly one BER value (X.690 8.1), in any legal form."""
     try:
-        return bool(data) and _tlv_end(data, 0) == len(data)
-    except (ValueError, IndexError, RecursionError):
+        read_single(data, "DN")
+    except DecodeError:
         return False
+    return True
 
 
 # --- canonical forms ----------------------------------------------------------------

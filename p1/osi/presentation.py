@@ -754,21 +754,15 @@ def read_definite(view: memoryview, offset: int, end: int) -> tuple[int, int, in
     The quick reader of the transfer path, where each value is of a known shape: a caller
     that gets None hands the value to the full decoder, which says what is wrong with it.
     """
-    body = offset + 2
-    if body > end:
+    if offset >= min(end, len(view)) or view[offset] & 0x1F == 0x1F:
+        return None  # (a tag number in the long form: the general path's)
+    try:
+        octet, body, length = ber.read_header(view, offset, min(end, len(view)))
+    except DecodeError:
         return None
-    octet = view[offset]
-    length = view[offset + 1]
-    if octet & 0x1F == 0x1F:
+    if length is None or body + length > end:
         return None
-    if length & 0x80:
-        count = length & 0x7F
-        if not 0 < count <= 4 or body + count > end:
-            return None
-        length = int.from_bytes(view[body : body + count], "big")
-        body += count
-    stop = body + length
-    return None if stop > end else (octet, body, stop)
+    return octet, body, body + length
 
 
 def decode_pdv_view(data: bytes | memoryview) -> tuple[int, memoryview] | None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from p1 import asn1
+from p1 import asn1, ber
 from p1.errors import DecodeError
 
 MTA = "MTAAbstractService"
@@ -293,17 +293,19 @@ def test_message_envelope_with_unknown_private_extension_round_trips() -> None:
 
 
 def test_message_envelope_member_order_does_not_matter() -> None:
-    # BER allows a SET's members in any order (X.690 8.11.1): move content-type last.
+    # BER allows a SET's members in any order (X.690 8.11.1): move content-type elsewhere.
     encoded = asn1.encode(MTA, "MessageTransferEnvelope", message_envelope())
-    assert encoded[:2] == b"\x31\x81"
-    body = encoded[3:]
+    assert encoded[:1] == b"\x31"
+    members = [child.raw() for child in ber.children(ber.read_single(encoded, "env"), "env")]
     content_type = bytes.fromhex("06082b1a00a236000401")
-    assert body.startswith(content_type)
-    moved = body[len(content_type) :] + content_type
-    reordered = b"\x31\x81" + bytes([len(moved)]) + moved
-    assert asn1.decode(MTA, "MessageTransferEnvelope", reordered) == asn1.decode(
-        MTA, "MessageTransferEnvelope", encoded
-    )
+    others = [member for member in members if member != content_type]
+    assert len(others) == len(members) - 1
+    for position in (0, len(others)):
+        moved = [*others[:position], content_type, *others[position:]]
+        reordered = ber.constructed(ber.SET, moved)
+        assert reordered != encoded  # (asn1tools writes content-type third, as defined)
+        decoded = asn1.decode(MTA, "MessageTransferEnvelope", reordered)
+        assert decoded == asn1.decode(MTA, "MessageTransferEnvelope", encoded)
 
 
 def test_built_in_content_type_and_default_priority() -> None:

@@ -194,7 +194,7 @@ _TAGS = {ber.context(0): "a", ber.context(1): "b"}
     ("contents", "why"),
     [
         (b"\x82\x00\x80\x05", "truncated: 5 content octets announced, 0 present"),
-        (b"\x82\x00\x80\x00", "unexpected member with tag 0x82"),
+        (b"\x82\x00\x80\x00", "unexpected [2]"),  # as split_set says it
         (b"\x80\x00\x80\x00\x83\x00", "a appears twice"),  # the first problem wins
         (b"\x80\x00\x81\x01\x00", ""),
     ],

@@ -7,14 +7,13 @@ decoder: the MTS-APDUs (message, report, probe, and :func:`peek_envelope`), the 
 :func:`with_trace_added`, the MTA-bind argument, result and error, the IPM and the IPN.
 
 The rules say what may change where, so that every form written is legal for the ASN.1
-type at that position: only string types (the universal ones, and the implicitly tagged
-ones named below) are ever segmented; INTEGER, ENUMERATED, BOOLEAN, OBJECT IDENTIFIER
-and BIT STRING values keep their primitive form (reform's segments are OCTET STRINGs,
-legal for a BIT STRING never); values the models keep as received (extension values,
-bilateral information, O/R name extension attributes, additional information, teletex
-parameters, IPMS extensions, body parts) keep their contents as they are.  UTCTime is
-never segmented here, and the MTA-bind values (read through asn1tools, which refuses a
-tag number below 31 in the high-number form) never get high-number tags.
+type at that position: string types (the universal ones, UTCTime and GeneralizedTime
+among them, and the implicitly tagged ones named below) are segmented in OCTET STRINGs,
+BIT STRINGs (the universal ones and the implicitly tagged ones named below) in BIT
+STRINGs; INTEGER, ENUMERATED, BOOLEAN and OBJECT IDENTIFIER values keep their primitive
+form; values the models keep as received (extension values, bilateral information, O/R
+name extension attributes, additional information, teletex parameters, IPMS extensions,
+body parts) keep their contents as they are.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p1 import asn1, ber
+from p1 import ber
 from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
@@ -59,6 +58,7 @@ from p1.mts.envelope import (
     message_content,
     peek_envelope,
 )
+from p1.mts.extension_view import normalised
 from p1.mts.extensions import with_internal_trace_entry
 from p1.mts.fields import decode_eits
 from p1.mts.relay import with_trace_added
@@ -73,8 +73,11 @@ randoms = st.randoms(use_true_random=False)
 
 Path = ber_forms.Path
 
-# Universal string types (X.690 8.7, 8.23.6): any of them may be segmented.
-_UNIVERSAL_STRINGS = frozenset({0x04, 0x0C, 0x12, 0x13, 0x14, 0x16, 0x1A, 0x1B, 0x1E})
+# Universal string types (X.690 8.7, 8.23.6), UTCTime and GeneralizedTime among them (X.680
+# 46.3, 47.3): any of them may be segmented.
+_UNIVERSAL_STRINGS = (
+    frozenset({0x04, 0x0C, 0x12, 0x13, 0x14, 0x16, 0x1A, 0x1B, 0x1E}) | ber_forms.TIMES
+)
 
 # --- MTS-APDUs ---------------------------------------------------------------------------
 
@@ -115,7 +118,12 @@ def _p1_opaque(path: Path, octet: int, contents: bytes) -> bool:
     )  # an O/R name's extension attribute other than common-name
 
 
-P1_FORMS = ber_forms.Rules(string=_p1_string, opaque=_p1_opaque, high_tags=True)
+def _p1_bits(path: Path, octet: int) -> bool:
+    """Universal BIT STRINGs and per-message-indicators ([APPLICATION 8] BIT STRING)."""
+    return octet in (ber_forms.BIT_STRING, 0x48)
+
+
+P1_FORMS = ber_forms.Rules(string=_p1_string, opaque=_p1_opaque, high_tags=True, bits=_p1_bits)
 
 
 @pytest.mark.slow
@@ -216,16 +224,15 @@ def _bind_opaque(path: Path, octet: int, contents: bytes) -> bool:
     return octet == 0xA0 and path == (0xA1, 0xA1)
 
 
-# No high-number tags: asn1tools, which reads the bind, refuses them (see the docstring).
-BIND_FORMS = ber_forms.Rules(string=_bind_string, opaque=_bind_opaque)
+BIND_FORMS = ber_forms.Rules(string=_bind_string, opaque=_bind_opaque, high_tags=True)
 
 
-def _same_set(kept: bytes | None, original: bytes | None, type_name: str) -> bool:
-    """A SET kept as received reads as the original: its length octets may differ."""
+def _same_set(kept: bytes | None, original: bytes | None) -> bool:
+    """A SET kept as received is the original in another legal form: the same once both
+    are written with definite lengths, low tag numbers and strings in one segment."""
     if kept is None or original is None:
         return kept is original
-    read = asn1.decode("MTSAbstractService", type_name, kept)
-    return bool(read == asn1.decode("MTSAbstractService", type_name, original))
+    return normalised(kept) == normalised(original)
 
 
 @FORMS
@@ -237,8 +244,8 @@ def test_every_legal_form_of_a_bind_argument_decodes_to_the_same_value(
         ber_forms.reform(encode_bind_argument(argument), rnd, BIND_FORMS)
     )
     context, strong = decoded.security_context, decoded.strong_credentials
-    assert _same_set(context, argument.security_context, "SecurityContext")
-    assert _same_set(strong, argument.strong_credentials, "StrongCredentials")
+    assert _same_set(context, argument.security_context)
+    assert _same_set(strong, argument.strong_credentials)
     assert (
         dataclasses.replace(
             decoded,
@@ -256,7 +263,7 @@ def test_every_legal_form_of_a_bind_result_decodes_to_the_same_value(
 ) -> None:
     decoded = decode_bind_result(ber_forms.reform(encode_bind_result(result), rnd, BIND_FORMS))
     strong = decoded.strong_credentials
-    assert _same_set(strong, result.strong_credentials, "StrongCredentials")
+    assert _same_set(strong, result.strong_credentials)
     assert dataclasses.replace(decoded, strong_credentials=result.strong_credentials) == result
 
 
@@ -287,7 +294,23 @@ def _ipms_string(path: Path, octet: int) -> bool:
         return True
     if octet == 0x88 and path == (0xA0, 0x31):
         return True
+    if octet in _HEADING_TIMES and len(path) == 2 and path[-1] == 0x31:
+        return True  # in the heading, itself in the IPM
     return octet == 0x83 and path[-1:] == (0x60,)
+
+
+_HEADING_TIMES = frozenset({0x89, 0x8A})  # expiry-time [9], reply-time [10]: UTCTime
+_RECIPIENTS = frozenset({0xA2, 0xA3, 0xA4})  # primary-, copy-, blind-copy-recipients
+
+
+def _ipms_bits(path: Path, octet: int) -> bool:
+    """Universal BIT STRINGs and a recipient's notification-requests ([1] BIT STRING)."""
+    if octet == ber_forms.BIT_STRING:
+        return True
+    # The heading's SET is in the IPM: its recipients' SETs are two levels down.
+    return (
+        octet == 0x81 and len(path) == 4 and path[1] == path[3] == 0x31 and path[2] in _RECIPIENTS
+    )
 
 
 def _ipms_opaque(path: Path, octet: int, contents: bytes) -> bool:
@@ -310,7 +333,9 @@ def _raw_extension(contents: bytes) -> bool:
     return contents.startswith(_RAW_EXTENSION_OIDS)
 
 
-IPMS_FORMS = ber_forms.Rules(string=_ipms_string, opaque=_ipms_opaque, high_tags=True)
+IPMS_FORMS = ber_forms.Rules(
+    string=_ipms_string, opaque=_ipms_opaque, high_tags=True, bits=_ipms_bits
+)
 
 
 @pytest.mark.slow

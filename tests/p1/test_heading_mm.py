@@ -418,7 +418,9 @@ def _opaque(path: ber_forms.Path, octet: int, contents: bytes) -> bool:
     return IPMS_FORMS.opaque(path, octet, contents)
 
 
-FORMS = ber_forms.Rules(string=IPMS_FORMS.string, opaque=_opaque, high_tags=True)
+FORMS = ber_forms.Rules(
+    string=IPMS_FORMS.string, opaque=_opaque, high_tags=True, bits=IPMS_FORMS.bits
+)
 
 
 @pytest.mark.slow

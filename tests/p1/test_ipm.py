@@ -576,6 +576,61 @@ def test_ipn_kind_and_returned_ipm() -> None:
 # --- malformed input and bad values ---------------------------------------------------
 
 
+def _with_replaced(data: bytes, old: bytes, new: bytes) -> bytes:
+    """``data`` (DER) with the TLV ``old`` written as ``new``, the lengths around it
+    written again."""
+    tlv = ber.read_single(data, "value")
+    if tlv.raw() == old:
+        return new
+    if not tlv.constructed:
+        return data
+    children = ber.children(tlv, "value")
+    return ber.constructed(tlv.tag, [_with_replaced(c.raw(), old, new) for c in children])
+
+
+# notification-requests [1] BIT STRING {rn(0), nrn(1), ipm-return(2), ...} in the forms
+# X.690 8.6.4 allows: the bits in segments, nested, only the last with unused bits.
+_RN_NRN_RETURN = bytes.fromhex("810205e0")  # rn, nrn, ipm-return: 3 bits
+_SEGMENTED_REQUESTS = [
+    "a1070301000302" + "05e0",  # an empty segment, then the bits
+    "a180" + "2380030100" + "0000" + "030205e0" + "0000",  # nested, indefinite lengths
+    "a1090303" + "00e000" + "03020400",  # 16 bits in two octets, then 4 more: 20 bits
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("segmented", _SEGMENTED_REQUESTS)
+def test_notification_requests_in_a_constructed_bit_string(
+    kind: ContentKind, segmented: str
+) -> None:
+    flags = NotificationRequests.RN | NotificationRequests.NRN | NotificationRequests.IPM_RETURN
+    heading = Heading(
+        this_ipm=THIS_IPM,
+        primary_recipients=(Recipient(name=RECIPIENT, notification_requests=flags),),
+    )
+    ipm = IPM(heading=heading)
+    encoded = encode_ipm(ipm, kind)
+    assert _RN_NRN_RETURN in encoded
+    received = _with_replaced(encoded, _RN_NRN_RETURN, bytes.fromhex(segmented))
+    assert received != encoded
+    assert decode_ipm(received, kind) == ipm
+
+
+def test_only_the_last_notification_requests_segment_has_unused_bits() -> None:
+    heading = Heading(
+        this_ipm=THIS_IPM,
+        primary_recipients=(
+            Recipient(name=RECIPIENT, notification_requests=NotificationRequests.RN),
+        ),
+    )
+    encoded = encode_ipm(IPM(heading=heading), P2)
+    received = _with_replaced(
+        encoded, bytes.fromhex("81020780"), bytes.fromhex("a1080302078003020780")
+    )
+    with pytest.raises(DecodeError, match="only the last BIT STRING segment may have unused bits"):
+        decode_ipm(received, P2)
+
+
 @pytest.mark.parametrize(
     ("data", "why"),
     [
@@ -586,7 +641,7 @@ def test_ipn_kind_and_returned_ipm() -> None:
         (b"\xa0\x02\x31\x00\x00", "trailing"),
         (b"\xa0\x04\x31\x00\x31\x00", "heading SET and a body SEQUENCE"),
         (b"\xa0\x04\x31\x00\x30\x00", "this-IPM missing"),
-        (bytes.fromhex("a00b31076b0313013194003000"), "unexpected member"),
+        (bytes.fromhex("a00b31076b0313013194003000"), "unexpected [20]"),
     ],
 )
 def test_malformed_ipm_names_the_problem(data: bytes, why: str) -> None:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from p1 import asn1, ber
 from p1.association.mtabind import (
     MTABindArgument,
     MTABindError,
@@ -121,7 +122,7 @@ def test_bind_error_bytes(error: MTABindError, hex_: str) -> None:
 def test_unknown_bind_error_codes() -> None:
     with pytest.raises(DecodeError, match="unknown MTA-bind error 1"):
         decode_bind_error(b"\x02\x01\x01")
-    with pytest.raises(DecodeError, match=r"needs a contents octet \(X.690 8.3.1\)"):
+    with pytest.raises(DecodeError, match=r"at least one content octet \(X.690 8.3.1\)"):
         decode_bind_error(b"\x02\x00")  # not busy (0): no value at all
     with pytest.raises(EncodeError):
         encode_bind_error(7)  # type: ignore[arg-type]
@@ -150,10 +151,10 @@ def test_the_wrapped_bind_error_is_no_deviation() -> None:
         ("", "expected identifier 0xb2 or a bare INTEGER 0x02, found nothing"),
         ("0a0102", "expected identifier 0xb2 or a bare INTEGER 0x02, found 0x0a"),
         ("3003020102", "expected identifier 0xb2 or a bare INTEGER 0x02, found 0x30"),
-        ("0201", "runs past its container"),
+        ("0201", "1 content octets announced, 0 present"),
         ("020102ff", "1 trailing byte"),
         ("0280020000", "indefinite length on a primitive"),
-        ("0200", "needs a contents octet"),
+        ("0200", "at least one content octet"),
         ("020107", "unknown MTA-bind error 7"),
         ("020201ff", "unknown MTA-bind error 511"),
     ],
@@ -247,11 +248,11 @@ def test_values_that_cannot_be_encoded(argument: MTABindArgument) -> None:
         (unwrap_bind_argument, "", "found nothing"),
         (unwrap_bind_argument, "b1020500", "expected identifier 0xb0"),
         (unwrap_bind_argument, "b0020500ff", "1 trailing byte"),
-        (unwrap_bind_argument, "b00405000500", "expected one value, found 2"),
-        (unwrap_bind_argument, "b000", "expected one value, found 0"),
-        (unwrap_bind_argument, "b0030500", "runs past"),
-        (unwrap_bind_result, "b1800500", "truncated"),
-        (unwrap_bind_error, "b28402", "bad length"),
+        (unwrap_bind_argument, "b00405000500", "explicit tag holds 2 values, not one"),
+        (unwrap_bind_argument, "b000", "explicit tag holds 0 values, not one"),
+        (unwrap_bind_argument, "b0030500", "3 content octets announced, 2 present"),
+        (unwrap_bind_result, "b1800500", "missing end-of-contents"),
+        (unwrap_bind_error, "b28402", "truncated length"),
         (unwrap_bind_error, "b2020280", "indefinite length on a primitive"),
     ],
 )
@@ -304,3 +305,132 @@ def test_mutated_bind_values_raise_only_decode_error(
     for decoder in DECODERS:
         with contextlib.suppress(DecodeError):
             decoder(data)
+
+
+# --- the codec against asn1tools, an independent reader and writer of the same ASN.1 -------
+
+MTA = "MTAAbstractService"
+MTS = "MTSAbstractService"
+
+
+def _oracle_credentials(password: str | bytes | None, strong: bytes | None) -> object:
+    """asn1tools' value of ``Credentials`` (X.411 12.1.1.1.1.2)."""
+    if strong is not None:
+        return ("strong", asn1.decode(MTS, "StrongCredentials", strong))
+    if isinstance(password, str):
+        return ("simple", ("ia5-string", password))
+    return ("simple", ("octet-string", password))
+
+
+def _oracle_argument(argument: MTABindArgument) -> object:
+    """asn1tools' value of ``MTABindArgument``."""
+    if argument.initiator_name is None:
+        return ("unauthenticated", None)
+    fields = {
+        "initiator-name": argument.initiator_name,
+        "initiator-credentials": _oracle_credentials(
+            argument.password, argument.strong_credentials
+        ),
+    }
+    if argument.security_context is not None:
+        fields["security-context"] = asn1.decode(MTS, "SecurityContext", argument.security_context)
+    return ("authenticated", fields)
+
+
+def _oracle_result(result: MTABindResult) -> object:
+    """asn1tools' value of ``MTABindResult``."""
+    if result.responder_name is None:
+        return ("unauthenticated", None)
+    credentials = _oracle_credentials(result.password, result.strong_credentials)
+    return (
+        "authenticated",
+        {"responder-name": result.responder_name, "responder-credentials": credentials},
+    )
+
+
+_mta_names = st.text(st.characters(max_codepoint=0x7F), min_size=1, max_size=32)
+_passwords = st.one_of(
+    st.text(st.characters(max_codepoint=0x7F), max_size=62), st.binary(max_size=62)
+)
+_STRONGS = [
+    STRONG,
+    bytes.fromhex("3100"),  # every member is optional
+    # certificate-selector [2] CertificateAssertion { serialNumber [0] 7,
+    # privateKeyValid [5] GeneralizedTime }: an extension addition
+    bytes.fromhex("3116a214800107850f32303236303130313132303033305a"),
+]
+
+
+@st.composite
+def _arguments(draw: st.DrawFn) -> MTABindArgument:
+    if draw(st.booleans()):
+        return MTABindArgument()
+    strong = draw(st.sampled_from([None, *_STRONGS]))
+    return MTABindArgument(
+        initiator_name=draw(_mta_names),
+        password=draw(_passwords) if strong is None else None,
+        strong_credentials=strong,
+        security_context=draw(st.sampled_from([None, CONTEXT])),
+    )
+
+
+@st.composite
+def _results(draw: st.DrawFn) -> MTABindResult:
+    if draw(st.booleans()):
+        return MTABindResult()
+    strong = draw(st.sampled_from([None, *_STRONGS]))
+    return MTABindResult(
+        responder_name=draw(_mta_names),
+        password=draw(_passwords) if strong is None else None,
+        strong_credentials=strong,
+    )
+
+
+@settings(max_examples=examples(2))
+@given(_arguments())
+def test_bind_arguments_agree_with_asn1tools(argument: MTABindArgument) -> None:
+    ours = encode_bind_argument(argument)
+    assert asn1.decode(MTA, "MTABindArgument", ours) == _oracle_argument(argument)
+    theirs = asn1.encode(MTA, "MTABindArgument", _oracle_argument(argument))
+    assert decode_bind_argument(theirs) == argument
+    assert theirs == ours
+
+
+@settings(max_examples=examples(2))
+@given(_results())
+def test_bind_results_agree_with_asn1tools(result: MTABindResult) -> None:
+    ours = encode_bind_result(result)
+    assert asn1.decode(MTA, "MTABindResult", ours) == _oracle_result(result)
+    theirs = asn1.encode(MTA, "MTABindResult", _oracle_result(result))
+    assert decode_bind_result(theirs) == result
+    assert theirs == ours
+
+
+@pytest.mark.parametrize("error", list(MTABindError))
+def test_bind_errors_agree_with_asn1tools(error: MTABindError) -> None:
+    assert asn1.decode(MTA, "MTABindError", encode_bind_error(error)) == error
+    assert decode_bind_error(asn1.encode(MTA, "MTABindError", int(error))) is error
+
+
+@pytest.mark.parametrize(
+    ("strong", "asn1tools_refuses"),
+    [
+        ("3106a0048002510a", True),  # a bind-token without its [1] value
+        ("3108a0068002510a0500", True),  # a bind-token whose value is not [1]
+        ("3103810105", False),  # a certificate not constructed (asn1tools ignores the form)
+        ("3104a200a200", False),  # certificate-selector twice (asn1tools keeps the last)
+    ],
+)
+def test_strong_credentials_that_are_not_strong_credentials(
+    strong: str, asn1tools_refuses: bool
+) -> None:
+    data = bytes.fromhex(strong)
+    if asn1tools_refuses:
+        with pytest.raises(DecodeError):
+            asn1.decode(MTS, "StrongCredentials", data)
+    credentials = ber.tlv(ber.context(1), ber.retag(data, ber.context(0)), True)
+    received = ber.tlv(ber.context(1), ber.tlv(ber.context(0), b"M") + credentials, True)
+    with pytest.raises(DecodeError, match="strong"):
+        decode_bind_argument(received)
+    with pytest.raises(EncodeError, match="strong"):
+        encode_bind_argument(MTABindArgument(initiator_name="M", strong_credentials=data))
