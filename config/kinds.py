@@ -45,8 +45,6 @@ from config.values import (
     SlotMode,
 )
 from p1.errors import DecodeError
-from p1.mts.orname_model import ORName
-from p1.mts.orname_text import format_orname, parse_orname
 from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,
@@ -55,6 +53,8 @@ from p1.mts.precedence import (
     parse_dscp,
     parse_precedence,
 )
+from p1.orname.model import ORName
+from p1.orname.text import format_orname, parse_orname
 from p1.osi.selectors import (
     HEX_PREFIX,
     MAX_PSEL,

@@ -68,8 +68,8 @@ from config.schema import (
     default_local_domains,
 )
 from config.values import HIDDEN
-from p1.mts.orname_model import ORName
 from p1.mts.precedence import Precedence, PrecedenceTable
+from p1.orname.model import ORName
 
 __all__ = ["ConfigError", "load_config"]
 

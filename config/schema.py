@@ -92,9 +92,9 @@ from config.values import (
     Secret,
     SlotMode,
 )
-from p1.mts.orname_model import ORAddress, ORName
-from p1.mts.orname_text import format_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
+from p1.orname.model import ORAddress, ORName
+from p1.orname.text import format_orname
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
 __all__ = [

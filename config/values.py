@@ -22,7 +22,7 @@ import hmac
 from dataclasses import dataclass
 from pathlib import Path
 
-from p1.mts.orname_model import ORAddress, ORName
+from p1.orname.model import ORAddress, ORName
 
 __all__ = [
     "HIDDEN",

@@ -23,7 +23,7 @@ from mta import link as links
 from mta import net
 from p1.association.connection import AssociationSettings
 from p1.osi.rtse import DialogueMode
-from p1.osi.spdu import Kind
+from p1.osi.x225.spdu import Kind
 from tests.support import tshark
 
 pytestmark = pytest.mark.slow  # dumpcap, then tshark

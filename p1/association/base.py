@@ -50,12 +50,12 @@ from p1.osi import (
     StackLimits,
     cotp,
     session,
-    spdu,
 )
 from p1.osi.rtse import DialogueMode
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
 from p1.osi.selectors import format_selector
-from p1.osi.session_machine import State as SessionState
+from p1.osi.x225 import spdu
+from p1.osi.x225.machine import State as SessionState
 
 __all__ = [
     "TEMPORARILY_UNABLE",

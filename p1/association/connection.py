@@ -139,12 +139,12 @@ from p1.osi import (
     presentation,
     rtse,
     session,
-    spdu,
     tpdu,
 )
 from p1.osi.presentation import MTSE_CONTEXT
 from p1.osi.rtse_transfer import OutboundTransfer, Piece
 from p1.osi.selectors import format_selector
+from p1.osi.x225 import spdu
 
 __all__ = [
     "MTS_TRANSFER_CONTEXT",

@@ -21,7 +21,8 @@ from typing import Protocol
 from p1.association import x410_pdus as pdus
 from p1.association.x410_pdus import ConnectMode
 from p1.errors import DecodeError
-from p1.osi import DEFAULT_LIMITS, Event, Role, StackLimits, cotp, spdu
+from p1.osi import DEFAULT_LIMITS, Event, Role, StackLimits, cotp
+from p1.osi.x225 import spdu
 
 __all__ = ["ConnectSniffer"]
 

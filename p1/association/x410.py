@@ -87,10 +87,10 @@ from p1.osi import (
     StackLimits,
     cotp,
     session,
-    spdu,
 )
 from p1.osi.rtse import DialogueMode
 from p1.osi.rtse_transfer import OutboundTransfer, Piece
+from p1.osi.x225 import spdu
 
 __all__ = [
     "Aborted",

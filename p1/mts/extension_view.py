@@ -168,7 +168,7 @@ def _orname_text(value: dict[str, Any]) -> str | None:
     """An asn1tools ORName or ORAddress as its text form, through the project's model;
     None when the model refuses it (the structure is shown instead)."""
     from p1.mts.orname import format_orname
-    from p1.mts.orname_ber import orname_from_asn1
+    from p1.orname.ber import orname_from_asn1
 
     try:
         return format_orname(orname_from_asn1(value))

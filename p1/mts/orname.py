@@ -59,118 +59,118 @@ character outside, or an empty value, is a ``DecodeError`` naming the attribute.
 bounds are liberal: longer values decode, and :meth:`ORAddress.problems` says what is
 wrong with them.
 
-The models, their validation and canonical forms live in :mod:`p1.mts.orname_model`, the text
-forms in :mod:`p1.mts.orname_text` and the BER codec in :mod:`p1.mts.orname_ber`; this module is
+The models, their validation and canonical forms live in :mod:`p1.orname.model`, the text
+forms in :mod:`p1.orname.text` and the BER codec in :mod:`p1.orname.ber`; this module is
 the public face of all three.
 """
 
 from __future__ import annotations
 
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     decode_oraddress as decode_oraddress,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     decode_orname as decode_orname,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     encode_oraddress as encode_oraddress,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     encode_orname as encode_orname,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     oraddress_from_asn1 as oraddress_from_asn1,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     oraddress_to_asn1 as oraddress_to_asn1,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     orname_from_asn1 as orname_from_asn1,
 )
-from p1.mts.orname_ber import (
+from p1.orname.ber import (
     orname_to_asn1 as orname_to_asn1,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     MODULE as MODULE,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     NAME_MODULE as NAME_MODULE,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     NUMERIC_CHARACTERS as NUMERIC_CHARACTERS,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     PRINTABLE_CHARACTERS as PRINTABLE_CHARACTERS,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_COMMON_NAME_LENGTH as UB_COMMON_NAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_COUNTRY_NAME_ALPHA_LENGTH as UB_COUNTRY_NAME_ALPHA_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_COUNTRY_NAME_NUMERIC_LENGTH as UB_COUNTRY_NAME_NUMERIC_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_DOMAIN_DEFINED_ATTRIBUTE_TYPE_LENGTH as UB_DOMAIN_DEFINED_ATTRIBUTE_TYPE_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_DOMAIN_DEFINED_ATTRIBUTE_VALUE_LENGTH as UB_DOMAIN_DEFINED_ATTRIBUTE_VALUE_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_DOMAIN_DEFINED_ATTRIBUTES as UB_DOMAIN_DEFINED_ATTRIBUTES,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_DOMAIN_NAME_LENGTH as UB_DOMAIN_NAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_EXTENSION_ATTRIBUTES as UB_EXTENSION_ATTRIBUTES,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_GENERATION_QUALIFIER_LENGTH as UB_GENERATION_QUALIFIER_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_GIVEN_NAME_LENGTH as UB_GIVEN_NAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_INITIALS_LENGTH as UB_INITIALS_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_NUMERIC_USER_ID_LENGTH as UB_NUMERIC_USER_ID_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_ORGANIZATION_NAME_LENGTH as UB_ORGANIZATION_NAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_ORGANIZATIONAL_UNIT_NAME_LENGTH as UB_ORGANIZATIONAL_UNIT_NAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_ORGANIZATIONAL_UNITS as UB_ORGANIZATIONAL_UNITS,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_SURNAME_LENGTH as UB_SURNAME_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_TERMINAL_ID_LENGTH as UB_TERMINAL_ID_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     UB_X121_ADDRESS_LENGTH as UB_X121_ADDRESS_LENGTH,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     ExtensionAttribute as ExtensionAttribute,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     ExtensionAttributeType as ExtensionAttributeType,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     ORAddress as ORAddress,
 )
-from p1.mts.orname_model import (
+from p1.orname.model import (
     ORName as ORName,
 )
-from p1.mts.orname_text import Style as Style
-from p1.mts.orname_text import format_orname as format_orname
-from p1.mts.orname_text import parse_orname as parse_orname
+from p1.orname.text import Style as Style
+from p1.orname.text import format_orname as format_orname
+from p1.orname.text import parse_orname as parse_orname
 
 __all__ = [
     "ExtensionAttribute",

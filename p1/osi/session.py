@@ -1,7 +1,7 @@
 """Session layer: one X.225 (ISO 8327-1) version 2 session connection, sans I/O.
 
 Units in: TSDUs from the transport (``receive_tsdu``); units out: TSDUs (``tsdus_to_send``).
-SPDUs are coded by :mod:`p1.osi.spdu`.  The rules this machine follows:
+SPDUs are coded by :mod:`p1.osi.x225.spdu`.  The rules this machine follows:
 
 1. States and inputs are enums; ``TABLE`` maps (state, input) to the next state (X.225
    Annex A names the states).  A pair missing from it is a protocol error: a ``send_*``
@@ -18,15 +18,15 @@ SPDUs are coded by :mod:`p1.osi.spdu`.  The rules this machine follows:
    side that asked for it.
 4. Serial numbers (X.225 7.20-7.23): an activity starts at 1; MIP carries V(M) and
    increments it; several MIPs may wait for their MIA; AE carries V(M) and AEA echoes it.
-5. Category 2 SPDUs travel after an empty GT or PT in the same TSDU (p1.osi.spdu); a lone GT
+5. Category 2 SPDUs travel after an empty GT or PT in the same TSDU (p1.osi.x225.spdu); a lone GT
    or PT gives or asks for tokens.  SPDUs still in flight when this side has asked for a
    recovery (ED sent, AI / AD sent, GTC sent) are discarded, as X.225 prescribes.
 6. When a TSDU maximum size (PI 21) was agreed, DT SPDUs carry the enclosure item and
    longer SPDUs are segmented; segments received are joined up to limits.max_spdu_size.
    CN user data beyond 10,240 octets travels in CDO SPDUs after the responder's OA.
 
-Public API (the events are those of :mod:`p1.osi.session_events`, the state machine's data
-that of :mod:`p1.osi.session_machine`)::
+Public API (the events are those of :mod:`p1.osi.x225.events`, the state machine's data
+that of :mod:`p1.osi.x225.machine`)::
 
     RTSE_REQUIREMENTS = 0x0249; Token (Flag: DATA, MINOR_SYNC, MAJOR_ACTIVITY, RELEASE)
     SessionConnection(role, *, limits=DEFAULT_LIMITS, tsdu_maximum_size=0, data_views=False)
@@ -58,9 +58,9 @@ from p1.osi import (
     Role,
     StackLimits,
 )
-from p1.osi import spdu as codec
-from p1.osi.session_connect import MIN_TSDU_SIZE, Agreement, Establishment, Gathered
-from p1.osi.session_events import (
+from p1.osi.x225 import spdu as codec
+from p1.osi.x225.connect import MIN_TSDU_SIZE, Agreement, Establishment, Gathered
+from p1.osi.x225.events import (
     Aborted,
     ActivityDiscardConfirmed,
     ActivityDiscarded,
@@ -84,7 +84,7 @@ from p1.osi.session_events import (
     TokensGiven,
     TokensRequested,
 )
-from p1.osi.session_machine import (
+from p1.osi.x225.machine import (
     ALL_ON_INITIATOR,
     DATA_BIT,
     DISCARDED,
@@ -101,7 +101,7 @@ from p1.osi.session_machine import (
     token_bits_of,
     token_names,
 )
-from p1.osi.spdu import Kind, Requirement, Spdu
+from p1.osi.x225.spdu import Kind, Requirement, Spdu
 
 __all__ = [
     "RTSE_REQUIREMENTS",
@@ -235,7 +235,7 @@ class SessionConnection:
         return codec.encode_segments(unit, limit)
 
     def _emit_plain(self, kind: Kind, serial: int) -> None:
-        """Queue ``kind`` with only ``serial``, coded directly (see p1.osi.spdu's plain TSDUs)."""
+        """Queue ``kind`` with only ``serial``, coded directly (a plain TSDU, see x225.spdu)."""
         try:
             self._outbox.append(codec.encode_serial_tsdu(kind, serial))
         except EncodeError as error:
@@ -296,7 +296,7 @@ class SessionConnection:
         if self._syncs_from_peer is not points_by_peer or not self._va <= serial < self._vm:
             raise error(f"no minor sync point {serial} to confirm", layer=_LAYER)
 
-    # --- connection establishment (the negotiation itself: p1.osi.session_connect) ---------
+    # --- connection establishment (the negotiation itself: p1.osi.x225.connect) ---------
 
     def send_connect(
         self,
@@ -476,7 +476,7 @@ class SessionConnection:
 
     # --- activities and synchronization ----------------------------------------------
     #
-    # With no user data, the SPDUs of this section are queued as plain TSDUs (p1.osi.spdu),
+    # With no user data, the SPDUs of this section are queued as plain TSDUs (p1.osi.x225.spdu),
     # the data phase's common case; the receivers share their checks with the plain path.
 
     def send_activity_start(self, activity_id: bytes, user_data: bytes = b"") -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED_P1 = {
     "p1.errors",
-    "p1.mts.orname_model",
-    "p1.mts.orname_text",
+    "p1.orname.model",
+    "p1.orname.text",
     "p1.mts.precedence",
     "p1.osi.selectors",
     "p1.osi",  # StackLimits, the [limits] sizes

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 from p1.association import pdus, transfer
 from p1.errors import EncodeError
-from p1.osi import presentation, rtse, spdu
+from p1.osi import presentation, rtse
+from p1.osi.x225 import spdu
 from tests.fuzz.corpus import Recorded, message_apdu
 from tests.fuzz.layers import (
     DT,

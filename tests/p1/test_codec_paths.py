@@ -51,7 +51,8 @@ from p1.mts.fields import (
 )
 from p1.mts.orname import ExtensionAttribute, ORName, decode_orname, encode_orname
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID
-from tests.p1 import strategies, test_ipm
+from tests.p1 import strategies
+from tests.p1.ipms import test_ipm
 from tests.profiles import examples
 
 # --- O/R names: decoded values built without __init__ ---------------------------------

@@ -64,8 +64,8 @@ from p1.mts.fields import decode_eits
 from p1.mts.relay import with_trace_added
 from p1.mts.trace import InternalTraceEntry, TraceEntry
 from tests.p1 import ber_forms, strategies
-from tests.p1.test_ipm import IPNS, KINDS, P2, headings
-from tests.p1.test_mtabind import CONTEXT, STRONG
+from tests.p1.association.test_mtabind import CONTEXT, STRONG
+from tests.p1.ipms.test_ipm import IPNS, KINDS, P2, headings
 from tests.profiles import examples
 
 FORMS = settings(max_examples=examples(1), suppress_health_check=[HealthCheck.too_slow])
@@ -317,7 +317,7 @@ def _ipms_opaque(path: Path, octet: int, contents: bytes) -> bool:
     """Kept as received: IPMS extensions of types the models do not read, the body, O/R
     name extension attributes."""
     if octet == 0x30 and path == (0xA0,):
-        return True  # the body (tests/p1/test_body_forms.py covers its forms)
+        return True  # the body (tests/p1/ipms/test_body_forms.py covers its forms)
     if octet == 0x30 and _raw_extension(contents):
         return True
     return octet == 0x30 and path[-2:] == (0x60, 0x31) and not contents.startswith(b"\x80\x01\x01")

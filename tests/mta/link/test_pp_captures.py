@@ -24,7 +24,7 @@ import pytest
 from p1.association import x410_pdus
 from p1.mts.envelope import Report, decode_mts_apdu
 from p1.mts.orname import format_orname
-from p1.osi import spdu
+from p1.osi.x225 import spdu
 from tests.support.golden import load_tpkts, spdus, transferred_apdus
 from tests.support.sites import DEADLINE, Identity, ReservedPorts, Site, eventually
 

@@ -20,7 +20,7 @@ from p1.association.connection import (
     ConnectionRefused,
 )
 from p1.association.pdus import connect_data
-from p1.osi import presentation, rtse, spdu
+from p1.osi import presentation, rtse
 from p1.osi import tpdu as x224
 from p1.osi.selectors import (
     MAX_PSEL,
@@ -30,7 +30,8 @@ from p1.osi.selectors import (
     format_selector,
     parse_selector,
 )
-from tests.p1.association_pair import ARGUMENT, Pair, only_spdu, spdus, tpdus
+from p1.osi.x225 import spdu
+from tests.p1.association.pair import ARGUMENT, Pair, only_spdu, spdus, tpdus
 from tests.support.golden import load_tpkts
 
 TSEL = st.binary(min_size=1, max_size=MAX_TSEL)

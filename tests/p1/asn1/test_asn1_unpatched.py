@@ -14,7 +14,7 @@ import pytest
 
 from p1 import asn1, ber
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ROS = "Remote-Operations-Generic-ROS-PDUs"
 MTS = "MTSAbstractService"
 MTA = "MTAAbstractService"

@@ -25,8 +25,9 @@ from p1.association.connection import (
     State,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, Role, spdu
+from p1.osi import Event, Role
 from p1.osi.rtse import DialogueMode
+from p1.osi.x225 import spdu
 from tests.support import golden
 
 SUCCESS = "x400-ping-success"

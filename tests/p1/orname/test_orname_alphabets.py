@@ -29,8 +29,8 @@ from p1.mts.orname import (
     format_orname,
     parse_orname,
 )
-from p1.mts.orname_model import _escape, _written
-from p1.mts.orname_text import _join, _lex, _strip
+from p1.orname.model import _escape, _written
+from p1.orname.text import _join, _lex, _strip
 from tests.p1 import strategies
 from tests.profiles import examples
 

@@ -29,7 +29,7 @@ from p1.association.mtabind import MTABindArgument, MTABindResult
 from p1.association.pdus import plain_apdu
 from p1.association.transfer import decode_transfer, encode_transfer
 from p1.errors import DecodeError, EncodeError
-from p1.osi import Event, Role, cotp, presentation, rtse, spdu, tpkt
+from p1.osi import Event, Role, cotp, presentation, rtse, tpkt
 from p1.osi import tpdu as x224
 from p1.osi.rtse_transfer import (
     CHECKPOINT_UNIT,
@@ -40,8 +40,9 @@ from p1.osi.rtse_transfer import (
     Sync,
 )
 from p1.osi.session import DataReceived, DataViewReceived, SessionConnection
-from p1.osi.spdu import Kind, Spdu
-from tests.p1.test_session import RECIPES, Pair
+from p1.osi.x225 import spdu
+from p1.osi.x225.spdu import Kind, Spdu
+from tests.p1.osi.test_session import RECIPES, Pair
 from tests.profiles import examples
 
 SERIAL_KINDS = (Kind.MIP, Kind.MIA, Kind.MAP, Kind.MAA)

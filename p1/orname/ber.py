@@ -12,7 +12,7 @@ from typing import Any, Final
 from p1 import asn1, ber
 from p1.ber.values import numeric_text, printable_text
 from p1.errors import CodecError, DecodeError
-from p1.mts.orname_model import (
+from p1.orname.model import (
     _A,
     _DEFAULTS,
     MODULE,

@@ -39,9 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from p1.osi import LocalProtocolError, RemoteProtocolError, Role, StackLimits
-from p1.osi import spdu as codec
-from p1.osi.session_events import ConnectRequested
-from p1.osi.session_machine import (
+from p1.osi.x225 import spdu as codec
+from p1.osi.x225.events import ConnectRequested
+from p1.osi.x225.machine import (
     ALL_ON_INITIATOR,
     DEFAULT_REQUIREMENTS,
     SUPPORTED_REQUIREMENTS,
@@ -49,7 +49,7 @@ from p1.osi.session_machine import (
     available_tokens,
     resolve_setting,
 )
-from p1.osi.spdu import Kind, Requirement, Spdu
+from p1.osi.x225.spdu import Kind, Requirement, Spdu
 
 MIN_TSDU_SIZE = 64
 """A TSDU maximum size below this is treated as no limit (as ISODE does)."""

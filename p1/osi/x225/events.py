@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from p1.osi import Event
-from p1.osi.session_machine import Token
+from p1.osi.x225.machine import Token
 
 __all__ = [
     "Aborted",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from p1.errors import DecodeError
-from p1.mts.orname_model import (
+from p1.orname.model import (
     _SIMPLE,
     UB_ORGANIZATIONAL_UNITS,
     ExtensionAttribute,

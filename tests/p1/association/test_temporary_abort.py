@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from p1.association.connection import Aborted, TransferReceived
 from p1.osi.rtse import AbortReason
-from tests.p1.association_pair import apdu, feed, open_pair, user_abort_rtab
+from tests.p1.association.pair import apdu, feed, open_pair, user_abort_rtab
 
 
 def test_a_temporary_abort_during_a_transfer_carries_temporary_problem() -> None:

@@ -23,9 +23,10 @@ from p1.association.connection import (
     P1Association,
 )
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.osi import Event, Role, acse, presentation, rtse, session, spdu, tpdu
+from p1.osi import Event, Role, acse, presentation, rtse, session, tpdu
 from p1.osi.rtse import DialogueMode
 from p1.osi.tpkt import encode_tpkt
+from p1.osi.x225 import spdu
 
 TPKT_HEADER = 4
 DT_HEADER = 3

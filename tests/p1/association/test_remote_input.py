@@ -32,11 +32,12 @@ from p1.association.connection import (
 )
 from p1.association.mtabind import MTABindError, encode_bind_result, wrap_bind_result
 from p1.association.pdus import SUPPORTED_SYNTAXES, accept_data
-from p1.osi import LocalProtocolError, Role, presentation, rtse, session, spdu, tpdu
+from p1.osi import LocalProtocolError, Role, presentation, rtse, session, tpdu
 from p1.osi.rtse import AbortReason
-from p1.osi.spdu import Kind
 from p1.osi.tpkt import encode_tpkt
-from tests.p1.association_pair import (
+from p1.osi.x225 import spdu
+from p1.osi.x225.spdu import Kind
+from tests.p1.association.pair import (
     ARGUMENT,
     BIND_OPEN,
     RESULT,

@@ -1,8 +1,8 @@
 """O/R name models: ORAddress, ORName, ExtensionAttribute, validation and canonical forms.
 
 X.402 clause 18, X.411 clause 18.5.  Import from :mod:`p1.mts.orname`, which documents the
-whole API and re-exports these with the text forms (:mod:`p1.mts.orname_text`) and the BER
-codec (:mod:`p1.mts.orname_ber`).
+whole API and re-exports these with the text forms (:mod:`p1.orname.text`) and the BER
+codec (:mod:`p1.orname.ber`).
 """
 
 from __future__ import annotations

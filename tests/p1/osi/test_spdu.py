@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from p1.errors import DecodeError, EncodeError
-from p1.osi import spdu
-from p1.osi.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
+from p1.osi.x225 import spdu
+from p1.osi.x225.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
 from tests.profiles import examples
 from tests.support import golden
 

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import given
 
 from p1.errors import DecodeError, EncodeError
-from p1.mts import orname_ber, orname_model, orname_text
 from p1.mts.orname import ORName, decode_orname, encode_orname, format_orname, parse_orname
+from p1.orname import ber as orname_ber
+from p1.orname import model as orname_model
+from p1.orname import text as orname_text
 from tests.p1 import strategies
 
 SMITH = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"

@@ -24,7 +24,7 @@ from p1.association.mtabind import MTABindArgument, MTABindError
 from p1.osi import Role
 from tests.support import golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CAPTURE = "pp/03-ping-wrong-password"
 DEADLINE = 30.0
 """Seconds a step may take before the test fails instead of hanging."""

@@ -29,7 +29,7 @@ from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.relay import with_trace_added
 from p1.mts.trace import InternalTraceEntry, RoutingAction, TraceEntry
 from tests.p1 import strategies
-from tests.p1.test_envelope import GOLDEN_MESSAGE, GOLDEN_REPORT, make_envelope
+from tests.p1.mts.test_envelope import GOLDEN_MESSAGE, GOLDEN_REPORT, make_envelope
 from tests.profiles import examples
 
 HYPOTHESIS = settings(max_examples=examples(2), suppress_health_check=[HealthCheck.too_slow])

@@ -37,10 +37,11 @@ from p1.association.machine import State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.association.x410 import X410Association, X410Settings, settings_like
 from p1.association.x410_pdus import AbortReason, ConnectMode, RefuseReason
-from p1.osi import Event, LocalProtocolError, Role, spdu
+from p1.osi import Event, LocalProtocolError, Role
 from p1.osi.rtse import DialogueMode
+from p1.osi.x225 import spdu
 from tests.p1 import ber_forms
-from tests.p1.association_pair import spdu_bytes, spdu_kinds, spdus, tsdus
+from tests.p1.association.pair import spdu_bytes, spdu_kinds, spdus, tsdus
 from tests.support import golden, store_samples
 
 CAPTURE = "pp/30-pp-to-aiox-x410-mode"

@@ -55,14 +55,14 @@ from p1.osi import (
     acse,
     presentation,
     rtse,
-    spdu,
     tpdu,
 )
 from p1.osi.rtse import AbortReason, DialogueMode
 from p1.osi.rtse_transfer import CHECKPOINT_UNIT
-from p1.osi.spdu import Kind
 from p1.osi.tpkt import encode_tpkt
-from tests.p1.association_pair import (
+from p1.osi.x225 import spdu
+from p1.osi.x225.spdu import Kind
+from tests.p1.association.pair import (
     ARGUMENT,
     BIND_OPEN,
     RESULT,

@@ -31,10 +31,10 @@ from p1.mts.extensions import (
 )
 from p1.mts.fields import Criticality, GlobalDomainIdentifier
 from p1.mts.orname import encode_oraddress, encode_orname, parse_orname
-from p1.mts.orname_ber import orname_to_asn1
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID, LevelQualifier
 from p1.mts.security_label import SecurityLabel, security_label_extension
 from p1.mts.trace import InternalTraceEntry, TraceEntry, encode_trace
+from p1.orname.ber import orname_to_asn1
 from p1.render import Plain
 from tests.p1 import ber_forms
 from tests.profiles import examples

@@ -21,8 +21,8 @@ from __future__ import annotations
 import enum
 
 from p1.osi import Role
-from p1.osi import spdu as codec
-from p1.osi.spdu import Kind, Requirement, Spdu
+from p1.osi.x225 import spdu as codec
+from p1.osi.x225.spdu import Kind, Requirement, Spdu
 
 RTSE_REQUIREMENTS = 0x0249
 """Half-duplex, minor synchronize, activity management and exceptions (X.228 needs them)."""

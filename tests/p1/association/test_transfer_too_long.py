@@ -29,8 +29,8 @@ from p1.association.transfer import apdu_prefix, encode_transfer
 from p1.association.x410 import X410Association, X410Settings
 from p1.errors import DecodeError
 from p1.osi import Event, Role, StackLimits
-from p1.osi.spdu import Kind
-from tests.p1.association_pair import ARGUMENT, RESULT, Pair, apdu, open_pair, spdu_kinds
+from p1.osi.x225.spdu import Kind
+from tests.p1.association.pair import ARGUMENT, RESULT, Pair, apdu, open_pair, spdu_kinds
 
 LIMIT = 3000
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p1.osi import DEFAULT_LIMITS, Event, LocalProtocolError, Role, StackLimits, spdu
+from p1.osi import DEFAULT_LIMITS, Event, LocalProtocolError, Role, StackLimits
 from p1.osi.session import (
     RTSE_REQUIREMENTS,
     Aborted,
@@ -43,8 +43,9 @@ from p1.osi.session import (
     TokensGiven,
     TokensRequested,
 )
-from p1.osi.session_machine import DISCARDED, TABLE, Input, State
-from p1.osi.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
+from p1.osi.x225 import spdu
+from p1.osi.x225.machine import DISCARDED, TABLE, Input, State
+from p1.osi.x225.spdu import ConnectAcceptItem, Kind, Requirement, Spdu
 from tests.profiles import examples
 
 ALL_RTSE_TOKENS = Token.DATA | Token.MINOR_SYNC | Token.MAJOR_ACTIVITY
