@@ -404,6 +404,38 @@ class Figures:
     units_dropped: int
     path: list[dict[str, Any]]
     scope: dict[str, Any] | None = None
+    sites: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    """Per site (A: up to B's reading of the transfer; B: from it on), its hops and its
+    returns counted afresh: A and B run the same modules, and a module B uses after A did
+    is no return of the path into a module it left."""
+
+
+def _receives(kept: Kept) -> bool:
+    """Whether ``kept`` is where B reads the transfer: a hop into the association's
+    ``receive_data`` among the activations that carry the message (A's reading of the
+    confirmation is a resumption, and carries nothing)."""
+    return any(
+        hop.callee.startswith("p1.association") and hop.function.endswith("receive_data")
+        for hop in kept.hops
+    )
+
+
+def by_site(kept: Sequence[Kept], scope: str | None) -> dict[str, dict[str, int]]:
+    """Each site's hops and returns (``scope``: only hops with a side in that package,
+    and only returns into it)."""
+    boundary = next((n for n, k in enumerate(kept) if _receives(k)), len(kept))
+    sites: dict[str, dict[str, int]] = {}
+    for site, part in (("A", kept[:boundary]), ("B", kept[boundary:])):
+        calls = [hop for activation in part for hop in activation.hops]
+        if scope is not None:
+            calls = [h for h in calls if scope in (package_of(h.caller), package_of(h.callee))]
+        path = collapse(calls)
+        back = returns(path)
+        into = [
+            r for hop, r in zip(path, back, strict=True) if scope in (None, package_of(hop.callee))
+        ]
+        sites[site] = {"hops": len(path), "returns": sum(into)}
+    return sites
 
 
 def figures(tracer: Tracer, scope: str | None) -> Figures:
@@ -424,6 +456,10 @@ def figures(tracer: Tracer, scope: str | None) -> Figures:
         units_dropped=tracer.units_dropped,
         path=[asdict(hop) | {"return": r} for hop, r in zip(path, back, strict=True)],
         scope=None if scope is None else scoped(calls, scope),
+        sites={
+            "all": by_site(kept, None),
+            **({scope: by_site(kept, scope)} if scope is not None else {}),
+        },
     )
 
 
@@ -573,6 +609,11 @@ def text(result: Figures, identifier: str) -> str:
             f"returns into {s['package']} {s['returns']} (call-backs {s['callbacks']}), "
             f"{s['package']} modules {s['modules']}"
         ]
+    for name, sites in result.sites.items():
+        per = "; ".join(
+            f"site {s}: hops {v['hops']}, returns {v['returns']}" for s, v in sites.items()
+        )
+        lines.append(f"by site ({'all packages' if name == 'all' else name + '/ only'}): {per}")
     return "\n".join(lines)
 
 
@@ -615,6 +656,10 @@ def many(args: argparse.Namespace) -> int:
             s = result["scope"]
             row += f"; {s['package']}/ hops {s['hops']} inside {s['inside']} out {s['out_of']}"
             row += f" in {s['into']} returns {s['returns']} modules {s['modules']}"
+        for name, sites in result["sites"].items():
+            row += f"; {name} by site " + " ".join(
+                f"{s}:{v['hops']}/{v['returns']}" for s, v in sites.items()
+            )
         print(f"run {n}: {row}")
     first = _lines(results[0]["path"])
     differing = [n for n, r in enumerate(results, 1) if _lines(r["path"]) != first]
