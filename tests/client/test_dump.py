@@ -36,7 +36,7 @@ def _hex_lines(data: bytes) -> str:
 
 
 def test_the_committed_sample_is_the_sample_message() -> None:
-    # The README's example file; regenerate with _hex_lines(samples.message_bytes(300)).
+    # The example file of docs/operating.md; regenerate with _hex_lines(samples.message_bytes(300)).
     assert SAMPLE.read_text() == _hex_lines(samples.message_bytes(300))
 
 
