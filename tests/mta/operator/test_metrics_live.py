@@ -145,11 +145,17 @@ async def test_the_figures_move_with_a_transfer(lab: Lab, metrics_port: int) -> 
 
     def counted(s: Scrape) -> bool:
         # (a confirmation is marked in the queue with the connection's next claim, a
-        # moment after the transfer is counted)
+        # moment after the transfer is counted; and each permanent slot binds again once
+        # its own reconnection backoff ends, which may be after the transfers)
         sent = ((Precedence.FLASH, 3), (Precedence.ROUTINE, 2))
-        return all(_out(s, p) == n and _queued(s, p, "transferred") == n for p, n in sent)
+        marked = all(_out(s, p) == n and _queued(s, p, "transferred") == n for p, n in sent)
+        permanent = ("override+flash", "immediate", "priority")
+        up = all(s.value("aiox400_slot_state", peer="MTA-B", slot=k, state="up") for k in permanent)
+        return marked and up
 
-    after = await eventually(settled, counted, what="five transfers counted and marked")
+    after = await eventually(
+        settled, counted, what="five transfers counted and marked, the permanent slots up"
+    )
     for precedence, sent in ((Precedence.FLASH, 3), (Precedence.ROUTINE, 2)):
         labels = {"peer": "MTA-B", "precedence": precedence.label}
         assert after.value("aiox400_transfer_duration_seconds_count", **labels) == sent
