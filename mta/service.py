@@ -52,9 +52,7 @@ from mta.inbound.listeners import Listeners
 from mta.instance import StateLock
 from mta.intake.intake import Intake
 from mta.intake.plan import Site, domain_of
-from mta.intake.recent import RecentPrecedences
 from mta.intake.routing import Router
-from mta.intake.tolerance import ToleranceLog
 from mta.intake.units import IntakeUnits
 from mta.lifecycle import serve
 from mta.link import Timeouts
@@ -91,7 +89,7 @@ class Service:
             bind=config.connection_limits.bind_timeout, idle=config.connection_limits.idle_timeout
         )
         self.settings = settings or AssociationSettings(limits=config.limits)
-        self.site = Site(
+        site = Site(
             name=config.name,
             domain=domain_of(config.global_domain),
             router=Router(config),
@@ -120,7 +118,7 @@ class Service:
         """The counters and histograms; the Prometheus endpoint serves them when on."""
         self.guard = Guard.for_config(config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
-        self._intake_units = IntakeUnits(self.site, metrics=self.metrics)
+        self._intake_units = IntakeUnits(site, metrics=self.metrics)
         self._scrape: MetricsServer | None = None
 
     # --- parts -------------------------------------------------------------------------
@@ -144,19 +142,14 @@ class Service:
         return self._delivery
 
     @property
+    def site(self) -> Site:
+        """This MTA as intake sees it (its routes, precedence table, limits)."""
+        return self._intake_units.site
+
+    @property
     def store(self) -> StoreCondition:
         """Whether the store takes work (after :meth:`start`)."""
         return self.intake.store
-
-    @property
-    def recent(self) -> RecentPrecedences:
-        """The precedences of the messages taken in lately."""
-        return self.intake.recent
-
-    @property
-    def tolerated(self) -> ToleranceLog:
-        """What peers sent outside the standard's form and was read anyway."""
-        return self.intake.tolerated
 
     @property
     def listeners(self) -> Listeners:
@@ -317,7 +310,7 @@ class Service:
                 timeouts, bind=limits.bind_timeout, idle=limits.idle_timeout
             )
         site = dataclasses.replace(
-            self.site,
+            self._intake_units.site,
             router=Router(config),
             table=config.precedence_table,
             max_age=config.max_age,
@@ -327,7 +320,7 @@ class Service:
         runners = self.peers.build(config, context)
         self.guard.reconfigure(config)
         # From here on nothing fails: the parts are swapped with no await in between.
-        self.config, self.settings, self.timeouts, self.site = config, settings, timeouts, site
+        self.config, self.settings, self.timeouts = config, settings, timeouts
         self._intake_units.site = site
         if self._listeners is not None:
             self._listeners.reconfigure(config, settings, timeouts)

@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from config.schema import Listener, MtaConfig, Peer
@@ -183,17 +183,22 @@ class _Inbound(Responder):
 
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
-        try:
+        with _refusal():
             await self.listeners.sink.receive(apdu, self.peer.name)
-        except Refused as refused:
-            raise TransferRefusedError(str(refused), temporary=refused.temporary) from refused
 
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
-        try:
+        with _refusal():
             await self.listeners.sink.receive_too_long(event, self.peer.name)
-        except Refused as refused:
-            raise TransferRefusedError(str(refused), temporary=refused.temporary) from refused
+
+
+@contextlib.contextmanager
+def _refusal() -> Iterator[None]:
+    """The sink's :class:`Refused` as the association's refusal (the peer keeps it)."""
+    try:
+        yield
+    except Refused as refused:
+        raise TransferRefusedError(str(refused), temporary=refused.temporary) from refused
 
 
 def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:

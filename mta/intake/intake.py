@@ -142,7 +142,7 @@ class Intake:
             now=now,
             origin_peer=peer,
             envelope=envelope,
-            precedence=None if isinstance(envelope, Report) else precedence,
+            precedence=precedence,
         )
         try:
             plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))

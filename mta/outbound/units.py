@@ -36,7 +36,6 @@ from sqlalchemy.orm import Session
 
 from mta.database import Database
 from mta.intake.units import IntakeUnits, outcome_for, subject_of
-from mta.metrics import Metrics
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryReport
 from store import AuditEvent, AuditLog, QueueEntry, TransitQueue, transaction
@@ -52,11 +51,6 @@ class OutboundUnits:
         self.engine = engine
         self.intake = intake
         self.owner = owner
-
-    @property
-    def metrics(self) -> Metrics:
-        """The daemon's counters (intake's)."""
-        return self.intake.metrics
 
     def claim_in(
         self,
@@ -192,11 +186,6 @@ class TransferQueue:
     def __init__(self, db: Database, units: OutboundUnits) -> None:
         self.db = db
         self.units = units
-
-    @property
-    def metrics(self) -> Metrics:
-        """The daemon's counters."""
-        return self.units.metrics
 
     def claim(
         self,
