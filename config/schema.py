@@ -449,7 +449,19 @@ class ConnectionLimits:
     )
     max_unbound: int = field(
         default=32,
-        metadata=value(COUNT, "Inbound P1 connections that have not yet completed an MTA-bind."),
+        metadata=value(
+            COUNT,
+            "Inbound P1 connections that have not yet completed an MTA-bind, from addresses "
+            "other than the configured peers' hosts (theirs are never refused for it).",
+        ),
+    )
+    max_unbound_per_address: int = field(
+        default=4,
+        metadata=value(
+            COUNT,
+            "Of those, from one IP address: a newcomer over it takes the place of that "
+            "address's oldest unbound connection.",
+        ),
     )
     max_bytes_before_bind: int = field(
         default=32 * 1024,
