@@ -19,7 +19,7 @@ import pytest
 
 from p1.association.mtabind import MTABindArgument
 from tests.fuzz.attack_churn import SOURCES_MANY, SOURCES_ONE, Churn, Served, transfers
-from tests.support.sites import A, Lab
+from tests.support.sites import A, Lab, until
 
 pytestmark = pytest.mark.slow  # a daemon under a flood for some seconds
 
@@ -66,3 +66,28 @@ async def test_a_peer_from_another_address_gets_a_place_while_many_addresses_chu
 ) -> None:
     served = await served_during_churn(lab, SOURCES_MANY, source="127.0.0.9")
     assert served.served >= TRANSFERS // 2, served.errors
+
+
+async def test_a_peer_configured_by_host_name_is_known_once_resolved(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    lab.b.settings["peers"][0]["host"] = "localhost"
+    lab.b.settings.setdefault("peers", []).append(
+        {
+            **lab.b.settings["peers"][0],
+            "name": "MTA-X",
+            "host": "no-such-host.invalid",
+            "routes": ["C=GB;ADMD= ;PRMD=SITEX"],
+        }
+    )
+    await lab.b.start()
+    guard = lab.b.running.guard
+    await until(lambda: "127.0.0.1" in guard.known, what="localhost resolved", timeout=15.0)
+    await until(
+        lambda: any("no-such-host.invalid" in m for m in caplog.messages),
+        what="the host that does not resolve said",
+        timeout=15.0,
+    )
+    [line] = [m for m in caplog.messages if "no-such-host.invalid" in m]
+    assert line.startswith("cannot resolve peer MTA-X's host 'no-such-host.invalid'")
+    assert line.endswith("its connections are admitted as a stranger's")
