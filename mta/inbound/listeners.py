@@ -39,7 +39,7 @@ import functools
 import ipaddress
 import logging
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
 from config.schema import Listener, MtaConfig, Peer
@@ -150,7 +150,7 @@ class Listeners:
             await asyncio.sleep(TICK)
             self.guard.tick()
 
-    def _chore(self, work: Any) -> None:
+    def _chore(self, work: Coroutine[Any, Any, None]) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)
         self._chores.add(task)
         task.add_done_callback(self._chores.discard)
@@ -161,7 +161,7 @@ class Listeners:
         tasks = [*self._inbound]
         for task in tasks:
             task.cancel()
-        for task in tasks:
+        for task in [*tasks, *self._chores]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         for server in self.servers:
