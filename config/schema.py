@@ -314,9 +314,9 @@ class Peer:
     )
     their_credentials: Credentials = field(
         metadata=secret(
-            "What the peer must present in its MTA-binds (with its name), as an "
-            "IA5String.  Not set: the peer is not authenticated; its binds are accepted on "
-            "its name and answered unauthenticated, without this MTA's password.",
+            "What the peer must present in its MTA-binds (with its name).  Not set: the "
+            "peer is not authenticated; its binds are accepted on its name and answered "
+            "unauthenticated, without this MTA's password.",
             name="peer_password",
         )
     )

@@ -10,12 +10,13 @@ sink returned, so this MTA is responsible for it only once it is committed (X.41
 12.2.1.1).  A :class:`mta.transport.Refused` becomes the association's refusal.
 
 Passwords (X.411 12.1.1.1.1.2: ``Password ::= CHOICE { ia5-string IA5String,
-octet-string OCTET STRING }``, in both modes): a configured ``peer_password`` is an
-IA5String, so it matches only the ia5-string alternative with the same characters; the
-octet-string alternative is another value of the CHOICE and is refused, whatever its
-octets.  A peer configured without ``peer_password`` is not authenticated: its bind is
-accepted on its name, and answered ``unauthenticated`` (NULL, X.411 12.1.1.2), so that
-neither this MTA's name nor its password goes to whoever claims that name.
+octet-string OCTET STRING }``, each of 62 at most, in both modes; the codec refuses any
+other type or length): both alternatives are the standard's, and PP 6.0 sends the
+octet-string one, so a configured ``peer_password`` (ASCII text) matches either
+alternative carrying its octets.  Strong credentials never match a configured password.
+A peer configured without ``peer_password`` is not authenticated: its bind is accepted on
+its name, and answered ``unauthenticated`` (NULL, X.411 12.1.1.2), so that neither this
+MTA's name nor its password goes to whoever claims that name.
 
 The configured peers' hosts are resolved at start and at each reload, and their
 addresses handed to the guard (:meth:`mta.inbound.guard.Guard.know`): a peer's own
@@ -263,12 +264,10 @@ def _refusal() -> Iterator[None]:
 
 def _wrong_password(expected: Secret, argument: MTABindArgument) -> str | None:
     """What is wrong with the password ``argument`` presents, or None when it is the
-    configured one: an IA5String of the same characters (X.411 12.1.1.1.1.2)."""
+    configured one, in either alternative of Password (X.411 12.1.1.1.1.2)."""
     presented = argument.password
     if presented is None:
         return "strong credentials where a password is configured"
-    if isinstance(presented, bytes):
-        return "a password sent as an OCTET STRING (the configured one is an IA5String)"
     return None if expected.matches(presented) else "wrong password"
 
 
