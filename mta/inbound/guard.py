@@ -22,9 +22,10 @@ unauthenticated peer can make the daemon hold is bounded here, and kept cheap to
     a newcomer takes the place of the oldest unbound connection of the address holding
     the most; when its own address is among those holding the most, of its own oldest.
     A place only ever passes from an address holding at least as many as the
-    newcomer's (max-min fairness), so no address gains by opening more, and however
-    many addresses churn, a newcomer is admitted and keeps its place until every
-    connection older than it has gone: as many arrivals as there are places.  OpenSSH's
+    newcomer's (max-min fairness), so no address gains by opening more; however many
+    addresses churn, a newcomer is admitted, and one alone on its address gives way only
+    after every connection older than it: it keeps its place for about as many arrivals
+    as there are places.  OpenSSH's
     MaxStartups drops newcomers at random instead, which under a flood refuses a real
     peer with the flood's odds; taking the oldest place costs the flood, whose
     connections are the oldest idle ones, and spares a peer that binds promptly.
@@ -36,12 +37,14 @@ unauthenticated peer can make the daemon hold is bounded here, and kept cheap to
   cost the daemon as a whole, so that guesses from many addresses are slowed too: past a
   burst of ``FAILED_BIND_BURST`` failures from strangers (one forgiven per
   ``failed_bind_delay``), every stranger's bind waits as well, doubled per further
-  failure up to ``failed_bind_delay_max``.  With every stranger's bind waiting that
-  long and ``max_unbound`` places for them, guesses cannot be answered faster than
-  ``max_unbound / failed_bind_delay_max`` a second, however many addresses they come
-  from; known peers' binds are not delayed by others' failures.  Failed binds are
-  logged as counts (:class:`BindFailures`): the first after a quiet interval at once,
-  the rest as one line per interval saying how many from how many addresses.
+  failure up to ``failed_bind_delay_max``.  Guessing faster than the level drains keeps
+  every stranger's bind waiting ``failed_bind_delay_max`` on ``max_unbound`` places, so
+  in the long run guesses are answered at about the larger of ``1 / failed_bind_delay``
+  and ``max_unbound / failed_bind_delay_max`` a second (about one with the defaults),
+  however many addresses they come from; known peers' binds are not delayed by others'
+  failures.  Failed binds are logged as counts (:class:`BindFailures`): the first after
+  a quiet interval at once, the rest as one line per interval saying how many from how
+  many addresses.
 - :class:`Pace`: once bound, an association may stay silent ``idle_timeout`` while nothing
   is in progress; once a PDU has begun to arrive, the peer must send ``min_progress``
   octets per ``progress_interval`` until it is complete.
