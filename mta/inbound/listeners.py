@@ -137,9 +137,12 @@ class Listeners:
                     "alone and answered unauthenticated (without this MTA's password)",
                     peer.name,
                 )
-        self.guard.know(_literal_addresses(config))
-        if any(_literal(peer.host) is None for peer in config.peers):
-            self._chore(self._resolve(config))
+        literal = _literal_addresses(config)
+        if all(_literal(peer.host) is not None for peer in config.peers):
+            self.guard.know(literal)
+            return
+        self.guard.know(literal | self.guard.known)  # (until resolved: none lost meanwhile)
+        self._chore(self._resolve(config))
 
     async def _resolve(self, config: MtaConfig) -> None:
         addresses = await peer_addresses(config)
@@ -300,7 +303,7 @@ async def peer_addresses(config: MtaConfig) -> set[str]:
                 "a stranger's",
                 peer.name,
                 peer.host,
-                error or "timed out",
+                str(error) or "timed out",
             )
             continue
         addresses.update(str(info[4][0]) for info in found)
