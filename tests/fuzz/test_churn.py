@@ -5,8 +5,8 @@ each connection lives, which prefix of a CR it sends, FIN or RST) and runs it fr
 address, then from two hundred, against site B of the lab with its default ``[limits]``,
 while MTA-A transfers from its configured host.  Every transfer is served, the daemon
 logs no traceback and nothing at ERROR, and once the attacker has gone the guard's counts
-are back to zero (no connection is counted twice or forgotten).  The long run, with the
-figures before and now, is ``benchmarks/churn.py``.
+are back to zero (no connection is counted twice or forgotten).  The long run is
+``benchmarks/churn.py``.
 """
 
 from __future__ import annotations
