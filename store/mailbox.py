@@ -381,11 +381,12 @@ def index_message(
     originator = _originator(content, envelope)
     label = _security_label(envelope.extensions)
     message_type = None if heading is None else _message_type(heading.message_type)
+    precedence = _HeadingPrecedence(heading)
     return tuple(
         MailboxIndex(
             mts_identifier=envelope.mts_identifier.text,
             kind=ApduKind.MESSAGE,
-            precedence=_or(_heading_precedence(heading, user), envelope.precedence),
+            precedence=_or(precedence.of(user), envelope.precedence),
             subject=subject,
             originator=originator,
             security_label=label,
@@ -446,24 +447,35 @@ def _or(given: Precedence | None, otherwise: Precedence) -> Precedence:
     return otherwise if given is None else given
 
 
-def _heading_precedence(heading: Heading | None, user: str) -> Precedence | None:
-    """The precedence the originator gave ``user``.
+class _HeadingPrecedence:
+    """The precedence the originator gave each user.
 
     STANAG 4406 Annex A: primary-precedence for action recipients, copy-precedence for
     information (copy and blind copy) recipients.  A user the heading does not name (a
-    list member, say) gets the primary precedence.
+    list member, say) gets the primary precedence.  The heading's names are read once
+    for all users of a message.
     """
-    if heading is None:
-        return None
-    primary = {r.name.canonical for r in heading.primary_recipients if r.name is not None}
-    copies = {
-        r.name.canonical
-        for r in (*heading.copy_recipients, *heading.blind_copy_recipients)
-        if r.name is not None
-    }
-    if user in copies and user not in primary and heading.copy_precedence is not None:
-        return heading.copy_precedence
-    return heading.primary_precedence
+
+    def __init__(self, heading: Heading | None) -> None:
+        self.heading = heading
+        self.copies: frozenset[str] = frozenset()
+        if heading is None or heading.copy_precedence is None:
+            return
+        primary = {r.name.canonical for r in heading.primary_recipients if r.name is not None}
+        self.copies = frozenset(
+            r.name.canonical
+            for r in (*heading.copy_recipients, *heading.blind_copy_recipients)
+            if r.name is not None and r.name.canonical not in primary
+        )
+
+    def of(self, user: str) -> Precedence | None:
+        """``user``'s precedence; None when there is no heading."""
+        heading = self.heading
+        if heading is None:
+            return None
+        if heading.copy_precedence is not None and user in self.copies:
+            return heading.copy_precedence
+        return heading.primary_precedence
 
 
 def _originator(content: Heading | IPN | None, envelope: MessageEnvelope) -> str | None:
