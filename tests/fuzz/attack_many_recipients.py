@@ -28,6 +28,7 @@ Public API::
     daemon_config(directory, port, peer_port) -> Path
     await transfer(port, apdu, *, timeout) -> None
     await run_attack(directory, cases, *, command) -> Outcome
+    await answers(control) -> bool   await wait_answering(control, process)
     Outcome .problems() -> list[str]
     A_DOMAIN, B_DOMAIN, A_NAME, A_PASSWORD, MAX_LINE, user_name(n)
 """
@@ -276,7 +277,7 @@ async def run_attack(
     outcome = Outcome()
     try:
         control = directory / "state" / "control.sock"
-        await _answering(control, process)
+        await wait_answering(control, process)
         apdus = [case_apdu(case) for case in attack]
         large = asyncio.ensure_future(_all(port, apdus))
         await asyncio.sleep(0)  # (the first large transfer is on its way: ordering only)
@@ -285,7 +286,7 @@ async def run_attack(
             await transfer(port, small)
             outcome.one_recipient_delivered = True
         await large
-        outcome.answering = await _answers(control)
+        outcome.answering = await answers(control)
     finally:
         process.terminate()
         process.wait(timeout=120)
@@ -299,15 +300,15 @@ async def _all(port: int, apdus: Sequence[bytes]) -> None:
         await transfer(port, apdu)
 
 
-async def _answering(control: Path, process: subprocess.Popen[bytes]) -> None:
+async def wait_answering(control: Path, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 120
-    while not await _answers(control):
+    while not await answers(control):
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("MTA-B did not start")
         await asyncio.sleep(0.05)
 
 
-async def _answers(control: Path) -> bool:
+async def answers(control: Path) -> bool:
     try:
         response, _ = await asyncio.wait_for(call_async(control, {"op": "status"}), 60)
     except (OSError, TimeoutError):
