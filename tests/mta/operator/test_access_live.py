@@ -270,7 +270,7 @@ async def test_a_user_acts_only_as_itself(site: Site, caplog: pytest.LogCaptureF
 async def test_an_unknown_account_is_refused_everything(
     site: Site, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="aiox400.api")
+    caplog.set_level(logging.WARNING, logger="aiox400.control")
     bob = Caller(site, OUTSIDER)
     why = (
         "account bin (uid 2) may not use this MTA: it is neither in an operators group "
@@ -284,4 +284,4 @@ async def test_an_unknown_account_is_refused_everything(
         assert answer.code == 1 and answer.err == why, answer
     assert await site.inbox(BOB) == []
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any(line.startswith("refused status to account bin (uid 2)") for line in warned)
+    assert any(line == f"refused a local API connection: {why}" for line in warned), warned
