@@ -21,12 +21,14 @@ Public API::
 
     ApiDaemon(directory, *, users=None)     .start() .stop() .rss_kib()  (see live.Daemon)
     Attacker(uid, gid, seed, rounds, hold_seconds)
+    main(argv)   the long run: python -m tests.fuzz.attack_api --rounds 5000 --hold 30
     await attack(daemon, attacker) -> ApiReport   (starts and stops the daemon)
             .problems(max_rss_growth_kib) .table()
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -35,6 +37,8 @@ import os
 import random
 import socket
 import statistics
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -217,10 +221,9 @@ def _malformed(rng: random.Random) -> bytes:
         return b'{"op": "submit", "content_length": %d}\nabc' % rng.randrange(4, 10_000_000)
     if kind == 6:
         return b'{"op": "submit", "content_length": %d}\n' % (2**30 + rng.randrange(2**32))
-    value = rng.choice(
-        [None, True, -1, 2**63 - 1, -(2**63), 1.5, "", "x" * 5000, [], {}, [[[]]], "C=ZZ"]
-    )
-    request = {"op": op, rng.choice(_FIELDS): value}
+    values: list[object] = [None, True, -1, 2**63 - 1, -(2**63), 1.5, "", "x" * 5000, [], {}]
+    value = rng.choice([*values, [[[]]], "C=ZZ"])
+    request: dict[str, object] = {"op": op, rng.choice(_FIELDS): value}
     if kind == 7:
         request[rng.choice(_FIELDS)] = [value] * rng.randrange(1, 1000)
     return json.dumps(request).encode() + b"\n"
@@ -385,3 +388,28 @@ async def _ask(daemon: ApiDaemon, report: ApiReport) -> None:
 async def _status(daemon: ApiDaemon) -> dict[str, object]:
     answer, _ = await asyncio.wait_for(call_async(daemon.socket, {"op": "status"}), 30)
     return answer
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The long run: ``python -m tests.fuzz.attack_api --rounds 5000 --hold 30``."""
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz.attack_api")
+    parser.add_argument("--rounds", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hold", type=float, default=30.0, help="seconds to hold after")
+    parser.add_argument("--uid", type=int, default=65534)
+    parser.add_argument("--gid", type=int, default=65534)
+    parser.add_argument("--no-access", action="store_true", help="run without [access]")
+    args = parser.parse_args(argv)
+    directory = Path(tempfile.mkdtemp(prefix="aiox400-api-abuse-", dir="/tmp"))
+    attacker = Attacker(args.uid, args.gid, args.seed, args.rounds, args.hold)
+    report = asyncio.run(attack(ApiDaemon(directory, access=not args.no_access), attacker))
+    print(f"local API abuse, {args.rounds} requests, seed {args.seed}, in {directory}")
+    print(report.table())
+    problems = report.problems(max_rss_growth_kib=3 * MESSAGE_SIZE // 1024)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
