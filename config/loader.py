@@ -622,6 +622,13 @@ def _check_retry(table: _Table, policy: RetryPolicy) -> None:
 
 
 def _check_connection_limits(table: _Table, limits: ConnectionLimits) -> None:
+    if limits.api_operator_connections >= limits.max_api_connections:
+        raise table.error(
+            "api_operator_connections",
+            table.data.get("api_operator_connections", limits.api_operator_connections),
+            f"an integer less than {table.key('max_api_connections')} "
+            f"({limits.max_api_connections})",
+        )
     if limits.failed_bind_delay_max < limits.failed_bind_delay:
         raise table.error(
             "failed_bind_delay_max",

@@ -509,6 +509,29 @@ class ConnectionLimits:
         default=300.0,
         metadata=value(DURATION, "Time a local API connection may stay silent between requests."),
     )
+    api_operator_connections: int = field(
+        default=8,
+        metadata=value(
+            COUNT,
+            "Of max_api_connections, the places only operators may take (root, the daemon's "
+            "account and, with [access], its operators); less than max_api_connections.",
+        ),
+    )
+    max_api_connections_per_uid: int = field(
+        default=8,
+        metadata=value(
+            COUNT, "Local API connections at once of one account that is not an operator."
+        ),
+    )
+    max_api_pending_per_uid: int = field(
+        default=64 * 1024 * 1024,
+        metadata=value(
+            SIZE,
+            "Content octets the requests of one account that is not an operator may hold "
+            "in the daemon at once (being read or taken in); a request alone is held up "
+            "to max_message_size.",
+        ),
+    )
 
 
 DEFAULT_CONNECTION_LIMITS = ConnectionLimits()

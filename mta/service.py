@@ -57,6 +57,7 @@ from mta.intake.units import IntakeUnits
 from mta.lifecycle import serve
 from mta.link import Timeouts
 from mta.metrics import Metrics
+from mta.operator.admission import ApiLimits
 from mta.operator.control import SocketFile, serve_control
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
@@ -218,10 +219,12 @@ class Service:
 
     async def _start_parts(self) -> None:
         limits = self.config.connection_limits
+        api = LocalApi(self, self.intake, self.watch)
         self._control = await serve_control(
             self.config.control_socket,
-            LocalApi(self, self.intake, self.watch),
-            max_connections=limits.max_api_connections,
+            api,
+            policy=api.policy,
+            limits=ApiLimits.of(limits),
             idle_timeout=limits.api_idle_timeout,
             max_payload=self.config.limits.max_message_size,
         )

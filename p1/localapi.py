@@ -13,14 +13,22 @@ Public API::
     FramingError                              the line cannot be read as a header
     PayloadTooLargeError(FramingError)        ... it announces more content than allowed
     MAX_LINE, MAX_PAYLOAD                     the most a request's line and content may be
+    INTEGER_RANGE                             the integers a header may hold
+
+A header is JSON as RFC 8259 defines it: ``NaN`` and ``Infinity`` are refused, and so are
+a number too large for a float and an integer outside :data:`INTEGER_RANGE` (a signed
+64-bit integer, what the store's columns hold), before it is converted: the digits of a
+longer one are never read as a number.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import Any, NoReturn
 
 __all__ = [
+    "INTEGER_RANGE",
     "MAX_LINE",
     "MAX_PAYLOAD",
     "FramingError",
@@ -37,6 +45,13 @@ MAX_PAYLOAD = 1024 * 1024 * 1024
 ``max_message_size``: content over that (up to this) is read, discarded and refused, so
 the client reads the answer; a request announcing more is refused and its connection
 closed."""
+
+INTEGER_RANGE = range(-(2**63), 2**63)
+"""The integers a header may hold: a signed 64-bit integer."""
+_INTEGER_DIGITS = len(str(2**63))
+"""Digits of the longest integer in :data:`INTEGER_RANGE`."""
+_SHOWN = 24
+"""Characters of a refused number shown in the refusal."""
 
 JsonObject = dict[str, Any]
 
@@ -78,11 +93,13 @@ def parse_header(
     the line is not one; PayloadTooLargeError when it announces more than
     ``max_payload``."""
     try:
-        header = json.loads(line)
+        header = json.loads(line, parse_int=_integer, parse_float=_real, parse_constant=_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise FramingError(f"{what} is not JSON: {error}") from error
     except RecursionError as error:
         raise FramingError(f"{what} is nested too deeply") from error
+    except _NumberError as error:
+        raise FramingError(f"{what} holds {error}") from error
     if not isinstance(header, dict):
         raise FramingError(f"{what} is not a JSON object")
     size = header.get(CONTENT_LENGTH, 0)
@@ -92,3 +109,34 @@ def parse_header(
     if max_payload is not None and size > max_payload:
         raise PayloadTooLargeError(size, max_payload)
     return header, size
+
+
+class _NumberError(ValueError):
+    """A number the header may not hold (raised from the JSON reader's hooks)."""
+
+
+def _integer(text: str) -> int:
+    """An integer of the header, read only when it can be in :data:`INTEGER_RANGE`."""
+    digits = text.lstrip("-")
+    if len(digits) <= _INTEGER_DIGITS:
+        value = int(text)
+        if value in INTEGER_RANGE:
+            return value
+    shown = text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(digits)} digits)"
+    raise _NumberError(
+        f"the integer {shown}, outside {INTEGER_RANGE.start}..{INTEGER_RANGE.stop - 1}"
+    )
+
+
+def _real(text: str) -> float:
+    """A number with a fraction or exponent, refused when it overflows to infinity."""
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= _SHOWN else f"{text[:_SHOWN]}..."
+        raise _NumberError(f"the number {shown}, too large")
+    return value
+
+
+def _constant(text: str) -> NoReturn:
+    """``NaN``, ``Infinity``, ``-Infinity``: not JSON (RFC 8259 clause 6)."""
+    raise _NumberError(f"{text}, which is not a JSON number")

@@ -59,7 +59,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from store._sql import table as core_table
-from store.models import Base, MailboxEntry, QuarantineEntry, QueuedMessage
+from store.models import Base, MailboxContent, MailboxEntry, QuarantineEntry, QueuedMessage
 from store.spool import SPOOL_OPTION, Spool, SpoolError
 
 __all__ = [
@@ -195,7 +195,7 @@ def sweep_spool(engine: Engine) -> int:
         return 0
     named: set[str] = set()
     with engine.connect() as connection:
-        for model in (QueuedMessage, MailboxEntry, QuarantineEntry):
+        for model in (QueuedMessage, MailboxContent, MailboxEntry, QuarantineEntry):
             column = core_table(model).c.apdu_file
             rows = connection.execute(select(column).where(column.is_not(None)))
             named.update(str(row[0]) for row in rows)

@@ -4,6 +4,13 @@ Delivery is idempotent: an entry is unique on (MTS identifier, user), so deliver
 same message to the same user twice (a retry after a crash between delivery and its
 bookkeeping, or a duplicate transfer) stores it once.
 
+A message is stored once however many users it is delivered to: each distinct APDU of a
+delivery is one content row (in a spool file when large, :mod:`store.spool`), and each
+user's entry names it.  Deleting an entry deletes its content with the last entry naming
+it, the file once the transaction commits (:mod:`store.sql.mailbox` says why two
+deletions at once never keep or delete a content wrongly).  An entry of a database made
+before contents existed holds its own APDU, and is read and deleted as it was made.
+
 On delivery the store reads what a user's listing shows from the message itself
 (:func:`index_apdu`): for an IPM (P2 or P772 content, X.420 clause 7; STANAG 4406 Annex A)
 the subject, the originator and the precedence the originator gave this user (primary or
@@ -41,7 +48,7 @@ Public API::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, cast
@@ -166,13 +173,29 @@ class MessageStore:
         Raises :class:`p1.errors.DecodeError` if an APDU is not an MTS-APDU and
         ValueError for a probe (probes are answered, never delivered).
         """
-        rows = [
-            {**_row(d, now), **apdu_columns(self.spool, self.session, d.apdu)} for d in deliveries
-        ]
+        rows = [_row(d, now) for d in deliveries]
+        contents = self._store_contents(d.apdu for d in deliveries)
+        for row, delivery in zip(rows, deliveries, strict=True):
+            row["content_id"] = contents[delivery.apdu]
         new = sql.INSERT_NEW.insert(connection_of(self.session), rows)
         ids = {(mts_identifier, user): entry_id for entry_id, mts_identifier, user in new}
         # The first delivery of a key takes the new id; a repeat in the batch is a duplicate.
-        return tuple(ids.pop((row["mts_identifier"], row["user"]), None) for row in rows)
+        made = [ids.pop((row["mts_identifier"], row["user"]), None) for row in rows]
+        named = {r["content_id"] for r, i in zip(rows, made, strict=True) if i is not None}
+        unnamed = set(contents.values()) - named  # (every delivery of it a duplicate)
+        if unnamed:
+            self._delete_unnamed(unnamed)
+        return tuple(made)
+
+    def _store_contents(self, apdus: Iterable[bytes]) -> dict[bytes, int]:
+        """One content row for each distinct APDU of ``apdus`` (a large one in a spool
+        file); their ids by APDU."""
+        distinct = list(dict.fromkeys(apdus))
+        rows = [
+            {"size": len(apdu), **apdu_columns(self.spool, self.session, apdu)} for apdu in distinct
+        ]
+        made = sql.INSERT_CONTENTS.insert(connection_of(self.session), rows)
+        return {apdu: row.id for apdu, row in zip(distinct, made, strict=True)}
 
     def list(self, user: str, *, unread_only: bool = False) -> tuple[MailboxSummary, ...]:
         """``user``'s entries, most urgent first, then in delivery order."""
@@ -202,7 +225,7 @@ class MessageStore:
             return None
         return MailboxMessage(
             **_summary_fields(row),
-            apdu=stored_apdu(self.spool, row.apdu, row.apdu_file, f"mailbox entry {row.id}"),
+            apdu=stored_apdu(self.spool, row.apdu, row.apdu_file, _what(row)),
         )
 
     def mark_read(self, user: str, entry_ids: Sequence[int], *, read: bool = True) -> int:
@@ -220,12 +243,32 @@ class MessageStore:
         later is caught by the transit queue's received keys, not here.
         """
         files: list[str | None] = []
+        contents: set[int] = set()
+        deleted = 0
         for part in chunks(sorted(set(entry_ids))):
-            result = self.session.execute(sql.delete_entries(user, part))
-            files += [row.apdu_file for row in result]
+            rows = self.session.execute(sql.delete_entries(user, part)).all()
+            deleted += len(rows)
+            files += [row.apdu_file for row in rows]
+            contents.update(row.content_id for row in rows if row.content_id is not None)
+        self._discard(files)
+        if contents:
+            self._delete_unnamed(contents)
+        return deleted
+
+    def _delete_unnamed(self, content_ids: Collection[int]) -> None:
+        """Delete those of ``content_ids`` that no entry names any more, their files once
+        the caller commits; each is locked first (:mod:`store.sql.mailbox`)."""
+        files: list[str | None] = []
+        for part in chunks(sorted(content_ids)):
+            self.session.execute(sql.lock_contents(part)).all()
+            files += [
+                row.apdu_file for row in self.session.execute(sql.delete_unnamed_contents(part))
+            ]
+        self._discard(files)
+
+    def _discard(self, files: Sequence[str | None]) -> None:
         if self.spool is not None:
             self.spool.discard_after_commit(self.session, files)
-        return len(files)
 
     def unread_count(self, user: str) -> int:
         """How many of ``user``'s entries are unread."""
@@ -250,6 +293,12 @@ def _summary_fields(row: AnyRow) -> dict[str, Any]:
     }
 
 
+def _what(row: AnyRow) -> str:
+    """How an error names the APDU of an entry."""
+    where = "" if row.content_id is None else f" (content {row.content_id})"
+    return f"mailbox entry {row.id}{where}"
+
+
 def _summary(row: AnyRow) -> MailboxSummary:
     return MailboxSummary(**_summary_fields(row))
 
@@ -272,6 +321,8 @@ def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
         "message_type": index.message_type,
         "delivered_at": now,
         "read": False,
+        "apdu_file": None,
+        "apdu": b"",
     }
 
 
@@ -330,11 +381,12 @@ def index_message(
     originator = _originator(content, envelope)
     label = _security_label(envelope.extensions)
     message_type = None if heading is None else _message_type(heading.message_type)
+    precedence = _HeadingPrecedence(heading)
     return tuple(
         MailboxIndex(
             mts_identifier=envelope.mts_identifier.text,
             kind=ApduKind.MESSAGE,
-            precedence=_or(_heading_precedence(heading, user), envelope.precedence),
+            precedence=_or(precedence.of(user), envelope.precedence),
             subject=subject,
             originator=originator,
             security_label=label,
@@ -395,24 +447,35 @@ def _or(given: Precedence | None, otherwise: Precedence) -> Precedence:
     return otherwise if given is None else given
 
 
-def _heading_precedence(heading: Heading | None, user: str) -> Precedence | None:
-    """The precedence the originator gave ``user``.
+class _HeadingPrecedence:
+    """The precedence the originator gave each user.
 
     STANAG 4406 Annex A: primary-precedence for action recipients, copy-precedence for
     information (copy and blind copy) recipients.  A user the heading does not name (a
-    list member, say) gets the primary precedence.
+    list member, say) gets the primary precedence.  The heading's names are read once
+    for all users of a message.
     """
-    if heading is None:
-        return None
-    primary = {r.name.canonical for r in heading.primary_recipients if r.name is not None}
-    copies = {
-        r.name.canonical
-        for r in (*heading.copy_recipients, *heading.blind_copy_recipients)
-        if r.name is not None
-    }
-    if user in copies and user not in primary and heading.copy_precedence is not None:
-        return heading.copy_precedence
-    return heading.primary_precedence
+
+    def __init__(self, heading: Heading | None) -> None:
+        self.heading = heading
+        self.copies: frozenset[str] = frozenset()
+        if heading is None or heading.copy_precedence is None:
+            return
+        primary = {r.name.canonical for r in heading.primary_recipients if r.name is not None}
+        self.copies = frozenset(
+            r.name.canonical
+            for r in (*heading.copy_recipients, *heading.blind_copy_recipients)
+            if r.name is not None and r.name.canonical not in primary
+        )
+
+    def of(self, user: str) -> Precedence | None:
+        """``user``'s precedence; None when there is no heading."""
+        heading = self.heading
+        if heading is None:
+            return None
+        if heading.copy_precedence is not None and user in self.copies:
+            return heading.copy_precedence
+        return heading.primary_precedence
 
 
 def _originator(content: Heading | IPN | None, envelope: MessageEnvelope) -> str | None:

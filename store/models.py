@@ -8,6 +8,7 @@ Tables::
                  unique key that makes an inbound duplicate (a peer re-sending after a lost
                  acknowledgement) detectable
     mailbox      delivered messages and reports, per user
+    contents     the APDU of a delivery, one row however many mailbox entries name it
     audit        what happened to which message, when
     quarantine   MTS-APDUs peers transferred that could not be taken in, kept as received
 
@@ -23,7 +24,8 @@ most urgent first, then oldest) reads one index of one table.
 Public API::
 
     Base, LOCAL_ROUTE, ApduKind, RecipientState, FINAL_STATES, UtcDateTime, to_utc, from_utc
-    QueuedMessage, QueuedRecipient, ReceivedKey, MailboxEntry, AuditEntry, QuarantineEntry
+    QueuedMessage, QueuedRecipient, ReceivedKey, MailboxEntry, MailboxContent, AuditEntry,
+    QuarantineEntry
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ __all__ = [
     "ApduKind",
     "AuditEntry",
     "Base",
+    "MailboxContent",
     "MailboxEntry",
     "QuarantineEntry",
     "QueuedMessage",
@@ -253,6 +256,22 @@ class ReceivedKey(Base):
     origin_peer: Mapped[str | None] = mapped_column(_PEER)
 
 
+class MailboxContent(Base):
+    """The MTS-APDU of one delivery, named by the mailbox entry of each of its users: a
+    message for many local users is stored once.  Deleted with the last entry naming it."""
+
+    __tablename__ = "contents"
+    __table_args__ = _NEVER_REUSE_IDS
+
+    id: Mapped[int] = mapped_column(_ID, primary_key=True)
+    size: Mapped[int] = mapped_column(Integer)
+    apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)
+    """The spool file holding the APDU (:mod:`store.spool`), or None: it is in ``apdu``."""
+    apdu: Mapped[bytes] = mapped_column(LargeBinary)
+    """The BER of the delivered MTS-APDU, empty when spooled; last (see
+    :class:`QueuedMessage`)."""
+
+
 class MailboxEntry(Base):
     """A message or report delivered to a user of this MTA."""
 
@@ -261,6 +280,7 @@ class MailboxEntry(Base):
         UniqueConstraint("mts_identifier", "user", name="uq_mailbox_delivery"),
         Index("ix_mailbox_user", "user", "read"),
         Index("ix_mailbox_user_id", "user", "id"),  # a user's newest entries (``wait``)
+        Index("ix_mailbox_content", "content_id"),  # is a content still named?
         _NEVER_REUSE_IDS,
     )
 
@@ -280,11 +300,19 @@ class MailboxEntry(Base):
     """For display: the P772 message-type heading extension (STANAG 4406 Annex A)."""
     delivered_at: Mapped[datetime] = mapped_column(UtcDateTime)
     read: Mapped[bool] = mapped_column(Boolean, default=False)
+    content_id: Mapped[int | None] = mapped_column(
+        ForeignKey("contents.id"), nullable=True, default=None
+    )
+    """The :class:`MailboxContent` holding the APDU; None: the entry holds it itself
+    (``apdu_file`` or ``apdu``), as entries of a database made before the contents
+    table do."""
     apdu_file: Mapped[str | None] = mapped_column(_FILE, nullable=True)
-    """The spool file holding the APDU (:mod:`store.spool`), or None: it is in ``apdu``."""
+    """The spool file holding the APDU (:mod:`store.spool`) of an entry without
+    ``content_id``, or None."""
     apdu: Mapped[bytes] = mapped_column(LargeBinary)
-    """The BER of the delivered MTS-APDU (envelope and content), empty when spooled.
-    Last, so that a listing does not read through it (see :class:`QueuedMessage`)."""
+    """The BER of the delivered MTS-APDU of an entry without ``content_id`` not spooled;
+    else empty.  Last, so that a listing does not read through it (see
+    :class:`QueuedMessage`)."""
 
 
 class AuditEntry(Base):

@@ -28,6 +28,7 @@ Public API::
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -40,7 +41,7 @@ from sqlalchemy.orm import Session
 from config.schema import QuarantineLimits
 from mta.database import Database, is_urgent
 from mta.faults import StoreCondition, store_fault
-from mta.intake.journal import log_intake, log_non_delivery
+from mta.intake.journal import few, log_intake, log_non_delivery
 from mta.intake.oversize import envelope_of, too_long_line
 from mta.intake.plan import IntakeError, MalformedApduError, Plan, precedence_of
 from mta.intake.quarantine import full_refusal
@@ -62,13 +63,17 @@ from p1.mts.envelope import (
     peek_envelope,
 )
 from p1.mts.precedence import Precedence
-from store import ApduKind
+from store import ApduKind, Enqueued
 
 __all__ = ["Intake", "Submitted", "Wake", "Watchers"]
 
 log = logging.getLogger("aiox400.mta")
 
 _T = TypeVar("_T")
+
+_PREPARED = 64
+"""Recipients from which a transfer is planned and indexed outside the database thread
+(below, the hand-over to a worker thread costs more than it spares)."""
 
 Wake = Callable[[Plan | None, bool], None]
 """Wake whoever carries what was queued: the plan (None: anything may be due), and
@@ -136,15 +141,8 @@ class Intake:
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
         precedence = precedence_of(envelope, self.units.site, self.recent.of)
-        unit = functools.partial(
-            self.units.receive_and_deliver_in,
-            apdu=apdu,
-            now=now,
-            origin_peer=peer,
-            envelope=envelope,
-            precedence=precedence,
-        )
         try:
+            unit = await self._receiving_unit(apdu, peer, now, envelope, precedence)
             plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
         except MalformedApduError as error:
             await self._quarantine(apdu, peer, str(error), now)
@@ -161,6 +159,37 @@ class Intake:
         if isinstance(envelope, Report) and result is not None and result.queued:
             log_non_delivery(envelope, peer)
         self._after(plan, delivered)
+
+    async def _receiving_unit(
+        self,
+        apdu: bytes,
+        peer: str,
+        now: datetime,
+        envelope: MessageEnvelope | Probe | Report | None,
+        precedence: Precedence,
+    ) -> Callable[[Session], tuple[Plan, Enqueued | None, LocalOutcome | None]]:
+        """The database unit taking a transfer in.  A message for many recipients is
+        planned and indexed in a worker thread first, so that the database thread only
+        writes it (others' units are not held up by its routing and its heading)."""
+        units = self.units
+        if isinstance(envelope, MessageEnvelope) and len(envelope.recipients) >= _PREPARED:
+            prepared = await asyncio.to_thread(
+                units.prepare,
+                apdu=apdu,
+                now=now,
+                origin_peer=peer,
+                envelope=envelope,
+                precedence=precedence,
+            )
+            return functools.partial(units.take_prepared_in, prepared=prepared, now=now)
+        return functools.partial(
+            units.receive_and_deliver_in,
+            apdu=apdu,
+            now=now,
+            origin_peer=peer,
+            envelope=envelope,
+            precedence=precedence,
+        )
 
     async def receive_too_long(self, event: TransferTooLong, peer: str) -> None:
         """Take a transfer from ``peer`` over ``max_message_size``; return once the
@@ -261,11 +290,12 @@ class Intake:
             return
         self.watch.stored(outcome.users, datetime.now(UTC))
         log.info(
-            "delivered %s %s (%s) to %s%s",
+            "delivered %s %s (%s) to %d user(s): %s%s",
             outcome.kind.value,
             outcome.mts_identifier,
             outcome.precedence.label,
-            ", ".join(outcome.users),
+            len(outcome.users),
+            few(outcome.users),
             "; delivery report queued" if outcome.reported else "",
         )
         if outcome.reported:

@@ -3,23 +3,41 @@
 Lines name the MTS identifier, the kind and precedence, the peer or user, and what
 happened, so that ``journalctl -u aiox400-mta | grep ID`` tells a message's story.
 
+A line naming recipients names the first :data:`NAMED` and counts the others, so that
+a message for thousands of recipients is one line of bounded length.
+
 Public API::
 
     log_intake(verb, plan, result, where)
     log_non_delivery(report, peer)     a non-delivery report received, at WARNING
+    few(names) -> str                  "a, b, c and 9997 more"
+    NAMED
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Final
 
 from mta.intake.plan import Plan
 from p1.mts.report import NonDeliveryReport, Report
 from store import Enqueued
 
-__all__ = ["log_intake", "log_non_delivery"]
+__all__ = ["NAMED", "few", "log_intake", "log_non_delivery"]
 
 log = logging.getLogger("aiox400.mta")
+
+NAMED: Final = 3
+"""Recipients a log line names; it counts the others."""
+
+
+def few(names: Sequence[str], total: int | None = None) -> str:
+    """The first :data:`NAMED` of ``names``, and how many more there are of ``total``
+    (``len(names)`` unless given: the caller may pass only the first few)."""
+    count = len(names) if total is None else total
+    shown = ", ".join(names[:NAMED])
+    return shown if count <= NAMED else f"{shown} and {count - NAMED} more"
 
 
 def log_intake(verb: str, plan: Plan, result: Enqueued | None, where: str) -> None:
@@ -28,27 +46,33 @@ def log_intake(verb: str, plan: Plan, result: Enqueued | None, where: str) -> No
     if message is not None and result is not None:
         if result.queued:
             log.info(
-                "%s %s %s (%s, %d octets) %s for %s",
+                "%s %s %s (%s, %d octets) %s for %d recipient(s): %s",
                 verb,
                 message.kind.value,
                 message.mts_identifier,
                 message.precedence.label,
                 len(message.apdu),
                 where,
-                ", ".join(f"{r.recipient} via {r.route}" for r in message.recipients),
+                len(message.recipients),
+                few(
+                    [f"{r.recipient} via {r.route}" for r in message.recipients[:NAMED]],
+                    len(message.recipients),
+                ),
             )
         if result.duplicates:
             log.info(
-                "duplicate %s %s: already have %s",
+                "duplicate %s %s: already have %d recipient(s): %s",
                 message.mts_identifier,
                 where,
-                ", ".join(result.duplicates),
+                len(result.duplicates),
+                few(result.duplicates),
             )
-    for outcome in plan.rejected:
+    if plan.rejected:
         log.warning(
-            "non-delivered %s to %s: %s",
+            "non-delivered %s to %d recipient(s): %s: %s",
             plan.subject.mts_identifier.text if plan.subject else "?",
-            outcome.recipient.canonical,
+            len(plan.rejected),
+            few([outcome.recipient.canonical for outcome in plan.rejected]),
             plan.why,
         )
 
@@ -72,7 +96,7 @@ def log_non_delivery(report: Report, peer: str) -> None:
         peer,
         report.content.subject_identifier.text,
         _reporter(report),
-        "; ".join(f"{name}: {_outcome(outcome)}" for name, outcome in failed),
+        few([f"{name}: {_outcome(outcome)}" for name, outcome in failed]),
     )
 
 

@@ -24,6 +24,8 @@ Public API::
     IntakeUnits(site, *, metrics=None)        .site is replaced on reload
         .receive_and_deliver_in(session, *, apdu, now, origin_peer, envelope=None)
                     -> (Plan, Enqueued | None, LocalOutcome | None)
+        .prepare(*, apdu, now, origin_peer, envelope, precedence) -> Prepared   (no session)
+        .take_prepared_in(session, *, prepared, now) -> the same as receive_and_deliver_in
         .submit_in(session, *, request, now)
                     -> (mts identifier, Plan, Enqueued | None, LocalOutcome | None)
         .quarantine_in(session, *, apdu, peer, reason, now, bounds) -> Kept
@@ -90,6 +92,7 @@ __all__ = [
     "CONTENT_TOO_LONG",
     "IntakeUnits",
     "LocalOutcome",
+    "Prepared",
     "delivered_records",
     "outcome_for",
     "subject_of",
@@ -121,6 +124,16 @@ class LocalOutcome:
     deviations: tuple[Deviation, ...] = ()
     """What its heading held outside the standard's form, read all the same (for the
     log: :class:`mta.intake.tolerance.ToleranceLog`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """A transfer's plan and its local recipients' mailbox indexes, worked out before
+    anything is written (:meth:`IntakeUnits.prepare`)."""
+
+    plan: Plan
+    indexes: Mapping[str, MailboxIndex] | None
+    """None: its local recipients are left to the local deliverer."""
 
 
 class IntakeUnits:
@@ -246,6 +259,39 @@ class IntakeUnits:
         result, delivered = self._take_and_deliver(session, plan, now, event, content=None)
         return plan, result, delivered
 
+    def prepare(
+        self,
+        *,
+        apdu: bytes,
+        now: datetime,
+        origin_peer: str,
+        envelope: MessageEnvelope,
+        precedence: Precedence,
+    ) -> Prepared:
+        """What :meth:`receive_and_deliver_in` works out before it writes, for a message
+        from ``origin_peer`` (its plan and its local recipients' mailbox indexes): it
+        needs no session, so that the caller may run it outside the database thread and
+        hand the result to :meth:`take_prepared_in`.  Raises as
+        :meth:`receive_and_deliver_in` does."""
+        plan = plan_intake(
+            apdu,
+            self.site,
+            origin_peer=origin_peer,
+            now=now,
+            envelope=envelope,
+            precedence=precedence,
+        )
+        return Prepared(plan=plan, indexes=_local_indexes(plan, None))
+
+    def take_prepared_in(
+        self, session: Session, *, prepared: Prepared, now: datetime
+    ) -> tuple[Plan, Enqueued | None, LocalOutcome | None]:
+        """:meth:`receive_and_deliver_in` of what :meth:`prepare` worked out."""
+        result, delivered = self._write(
+            session, prepared.plan, now, AuditEvent.RECEIVED, prepared.indexes
+        )
+        return prepared.plan, result, delivered
+
     def _plan(
         self,
         session: Session,
@@ -277,8 +323,19 @@ class IntakeUnits:
     ) -> tuple[Enqueued | None, LocalOutcome | None]:
         """Queue ``plan`` with its local recipients delivered (``content``: the message's
         content octets if the caller has them); the audit records in one statement."""
+        return self._write(session, plan, now, event, _local_indexes(plan, content))
+
+    def _write(
+        self,
+        session: Session,
+        plan: Plan,
+        now: datetime,
+        event: AuditEvent,
+        indexes: Mapping[str, MailboxIndex] | None,
+    ) -> tuple[Enqueued | None, LocalOutcome | None]:
+        """Queue ``plan``, its local recipients delivered with ``indexes`` (None: left
+        to the local deliverer)."""
         journal: list[AuditRecord] = []
-        indexes = _local_indexes(plan, content)
         route = None if indexes is None else LOCAL_ROUTE
         results = self._enqueue(session, (plan,), now, event, journal, delivered_route=route)
         result = results[0] if results else None

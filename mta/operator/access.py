@@ -16,23 +16,40 @@ Rules:
    originator, and list, wait on, read and delete the entries of the mailboxes of those
    names (a mailbox is named by its O/R name's canonical form, as the store names it).
 4. Anyone else is refused every request, with an answer saying how to get access.
+5. A user's submitted IPM (P2 or P772 content, X.420 clause 7.2.1; STANAG 4406 Annex A)
+   names as its heading's originator one of the user's O/R names, or none (an IPN its
+   ipn-originator, X.420 clause 8.2.1): the originator a recipient's listing shows is
+   the one the MTA vouches for, as in the envelope.  An originator given only as a
+   free-form name, and a heading that does not decode, are refused; content of another
+   type carries no heading and is not read.
 
 Each operation needs one of three things (:data:`NEEDS`); an operation not in the table
 is for operators only.
 
+A connection is judged before its first request is read (:func:`standing`): root and
+the daemon's own account, and with ``[access]`` the operators, take the places kept for
+operators and are not bounded per account; with ``[access]`` a user is bounded per
+account (:mod:`mta.operator.admission`) and anyone else is answered its refusal and
+closed at once, holding nothing; without ``[access]`` every other caller is bounded per
+account (the socket's mode let it connect).
+
 Public API::
 
     Role.OPERATOR | Role.USER | Role.OUTSIDER
+    Standing.OPERATOR | Standing.BOUNDED | Standing.REFUSED
     Need.OPERATOR | Need.OWN_NAME | Need.OWN_MAILBOX       NEEDS: op -> Need
-    Caller(pid, uid, gid, groups, account)                  .who
+    Caller(pid, uid, gid, groups, account, groups_known)    .who
     Policy(daemon_uid, operator_gids, operator_groups, users, display, source)  .enforced
         Policy.open(daemon_uid)                             no [access]: all are operators
         Policy.of(access, source, daemon_uid, daemon_gid)   from the configuration
     Grant(role, names, shown)                               .owns(canonical)
     grant(policy, caller) -> Grant
+    standing(policy, caller) -> Standing                    at the connection's accept
+    unwelcome(policy, caller) -> str                        why a connection is refused
     refusal(policy, caller, grant, op) -> str | None        why the op is refused
     not_own_name(caller, grant, name) -> str                a submission as another
     not_own_mailbox(caller, grant, mailbox) -> str          another's mailbox
+    not_own_heading(caller, grant, content_type, content) -> str | None   rule 5
 """
 
 from __future__ import annotations
@@ -45,7 +62,9 @@ from types import MappingProxyType
 from typing import Final
 
 from config.schema import Access
-from p1.mts.orname import format_orname
+from p1.errors import DecodeError
+from p1.ipms.ipm import IPN, ContentKind, decode_content_heading
+from p1.mts.orname import ORName, format_orname
 
 __all__ = [
     "NEEDS",
@@ -54,10 +73,14 @@ __all__ = [
     "Need",
     "Policy",
     "Role",
+    "Standing",
     "grant",
+    "not_own_heading",
     "not_own_mailbox",
     "not_own_name",
     "refusal",
+    "standing",
+    "unwelcome",
 ]
 
 
@@ -70,6 +93,17 @@ class Role(enum.Enum):
     """May submit as its own O/R names and use their mailboxes."""
     OUTSIDER = "outsider"
     """May do nothing."""
+
+
+class Standing(enum.Enum):
+    """How a connection is admitted to the local API, from its caller alone."""
+
+    OPERATOR = "operator"
+    """May take the places kept for operators; not bounded per account."""
+    BOUNDED = "bounded"
+    """Bounded per account (connections, content held), outside the operators' places."""
+    REFUSED = "refused"
+    """Told why and closed before any request is read."""
 
 
 class Need(enum.Enum):
@@ -123,7 +157,11 @@ class Caller:
     groups: frozenset[int] = frozenset()
     """Its supplementary groups."""
     account: str | None = None
-    """Its account's name in the password database; None when the uid has none."""
+    """Its account's name in the password database; None when the uid has none (or
+    it was not looked up yet)."""
+    groups_known: bool = True
+    """Whether ``groups`` holds the caller's supplementary groups (False: the kernel did
+    not say, and the group database was not read yet)."""
 
     @property
     def who(self) -> str:
@@ -208,16 +246,33 @@ def grant(policy: Policy, caller: Caller) -> Grant:
     return Grant(role=Role.USER, names=names, shown=policy.display.get(caller.uid, names))
 
 
+def standing(policy: Policy, caller: Caller) -> Standing:
+    """How ``caller``'s connection is admitted (the module's connection rule)."""
+    if caller.uid in (0, policy.daemon_uid):
+        return Standing.OPERATOR
+    if not policy.enforced:
+        return Standing.BOUNDED
+    role = grant(policy, caller).role
+    if role is Role.OPERATOR:
+        return Standing.OPERATOR
+    return Standing.BOUNDED if role is Role.USER else Standing.REFUSED
+
+
+def unwelcome(policy: Policy, caller: Caller) -> str:
+    """The answer to a caller that ``[access]`` neither maps nor makes an operator."""
+    return (
+        f"{caller.who} may not use this MTA: it is neither in an operators group "
+        f"({policy.operator_groups}) nor in [access.users] of {policy.source}"
+    )
+
+
 def refusal(policy: Policy, caller: Caller, grant: Grant, op: str) -> str | None:
     """Why ``op`` is refused to ``caller`` whatever its arguments; None if it may be
     asked (a user's request is then checked against its names)."""
     if grant.role is Role.OPERATOR:
         return None
     if grant.role is Role.OUTSIDER:
-        return (
-            f"{caller.who} may not use this MTA: it is neither in an operators group "
-            f"({policy.operator_groups}) nor in [access.users] of {policy.source}"
-        )
+        return unwelcome(policy, caller)
     if NEEDS.get(op, Need.OPERATOR) is Need.OPERATOR:
         return f"{caller.who} may not {op}: only operators ({policy.operator_groups}) may"
     return None
@@ -234,6 +289,42 @@ def not_own_name(caller: Caller, grant: Grant, name: str) -> str:
 def not_own_mailbox(caller: Caller, grant: Grant, mailbox: str) -> str:
     """The answer to a user asking for the mailbox ``mailbox``, which is not its own."""
     return f"{caller.who} may use only the mailbox of {_either(grant.shown)}, not that of {mailbox}"
+
+
+_IPM_CONTENT_TYPES: Final = frozenset(kind.value for kind in ContentKind)
+
+
+def not_own_heading(
+    caller: Caller, grant: Grant, content_type: object, content: bytes
+) -> str | None:
+    """Why a user may not submit ``content`` of ``content_type`` (rule 5); None if it
+    may."""
+    if grant.role is Role.OPERATOR or content_type not in _IPM_CONTENT_TYPES:
+        return None
+    assert isinstance(content_type, int | str)
+    try:
+        heading = decode_content_heading(content, content_type)
+    except DecodeError as error:
+        return f"{caller.who} may submit only an IPM whose heading reads: {error}"
+    field = "ipn-originator" if isinstance(heading, IPN) else "originator"
+    descriptor = heading.ipn_originator if isinstance(heading, IPN) else heading.originator
+    if descriptor is None:
+        return None
+    name = descriptor.formal_name
+    if name is not None and grant.owns(name.canonical):
+        return None
+    shown = f"the free-form name {descriptor.free_form_name!r}" if name is None else _shown(name)
+    return (
+        f"{caller.who} may give as the heading's {field} only {_either(grant.shown)} "
+        f"(its O/R names in [access.users]), not {shown}"
+    )
+
+
+def _shown(name: ORName) -> str:
+    try:
+        return format_orname(name)
+    except (DecodeError, ValueError):
+        return name.canonical
 
 
 def _either(names: tuple[str, ...]) -> str:

@@ -92,18 +92,22 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import logging
 import os
 import pwd
 import socket
 import struct
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final, NoReturn, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
 from mta.faults import LogLimiter
-from mta.operator.access import Caller
+from mta.operator import access
+from mta.operator.access import Caller, Policy, Standing
+from mta.operator.admission import ApiLimits, Places
 from p1 import localapi as framing
 from p1.localapi import MAX_LINE, MAX_PAYLOAD, JsonObject
 
@@ -118,6 +122,7 @@ __all__ = [
     "JsonObject",
     "SocketFile",
     "peer_caller",
+    "peer_credentials",
     "sees_every_account",
     "serve_control",
 ]
@@ -172,20 +177,26 @@ async def serve_control(
     path: Path,
     handler: Handler,
     *,
-    max_connections: int = DEFAULT_CONNECTION_LIMITS.max_api_connections,
+    policy: Policy | None = None,
+    limits: ApiLimits | None = None,
     idle_timeout: float | None = DEFAULT_CONNECTION_LIMITS.api_idle_timeout,
     max_payload: int = MAX_PAYLOAD,
 ) -> asyncio.Server:
     """Listen on the unix socket ``path`` (replacing a stale socket file).
 
     A socket file on which another process answers is not replaced:
-    :class:`ControlSocketInUseError`.  At most ``max_connections`` at once: one more is
-    told so and closed.  A connection that sends no request for ``idle_timeout``
-    seconds (or does not read its answer for as long) is closed; a request being
-    answered, such as a long ``wait``, is not idle.  A request's content over
-    ``max_payload`` octets (the daemon gives its ``max_message_size``) is read and
-    discarded, then refused, so that the client, which wrote it all, reads the answer;
-    one announcing more than :data:`MAX_PAYLOAD` is refused and its connection closed.
+    :class:`ControlSocketInUseError`.  Each connection is judged by its caller's
+    credentials under ``policy`` (default: no ``[access]``, :func:`Policy.open` for this
+    process's uid) before anything is read from it (:func:`mta.operator.access.standing`):
+    a refused caller is told why and closed; the others are counted in ``limits``'s
+    places (:mod:`mta.operator.admission`), one too many being told so and closed.  A
+    connection that sends no request for ``idle_timeout`` seconds (or does not read its
+    answer for as long) is closed; a request being answered, such as a long ``wait``, is
+    not idle.  A request's content over ``max_payload`` octets (the daemon gives its
+    ``max_message_size``) is, from an operator, read and discarded, then refused, so that
+    the client, which wrote it all, reads the answer; from another caller, and over what
+    its account may hold, it is refused unread and the connection closed; one announcing
+    more than :data:`MAX_PAYLOAD` is refused and its connection closed.
     """
     await _remove_stale(path)
     mode = handler.socket_mode
@@ -193,19 +204,16 @@ async def serve_control(
     path.parent.mkdir(mode=folder_mode, parents=True, exist_ok=True)
     if mode & 0o007:
         _warn_if_closed(path.parent)
-    clients = _Clients(max_connections, idle_timeout, min(max_payload, MAX_PAYLOAD))
+    clients = _Clients(
+        policy or Policy.open(os.getuid()),
+        Places(limits or ApiLimits()),
+        idle_timeout,
+        min(max_payload, MAX_PAYLOAD),
+    )
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            if clients.admit():
-                try:
-                    caller = await _caller(writer, clients)
-                    while caller and await _answer(reader, writer, handler, caller, clients):
-                        pass
-                finally:
-                    clients.release()
-            else:
-                await _send(writer, clients.refusal(), b"", clients)
+            await _serve(reader, writer, handler, clients)
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -219,13 +227,75 @@ async def serve_control(
         raise
 
 
-async def _caller(writer: asyncio.StreamWriter, clients: _Clients) -> Caller | None:
-    """Who connected; None (and a rate-limited line) if the kernel cannot say."""
+async def _serve(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    handler: Handler,
+    clients: _Clients,
+) -> None:
+    """One connection: judged and counted at once (no await before it is counted, so
+    that a flood of connections cannot pass the bounds), then its requests answered."""
+    caller = _credentials(writer, clients)
+    if caller is None:
+        return
+    if not caller.groups_known and clients.policy.enforced:
+        caller = await _named(caller)  # a kernel without SO_PEERGROUPS: ask the database
+    standing = access.standing(clients.policy, caller)
+    if standing is Standing.REFUSED:
+        await _refuse(writer, caller, clients)
+        return
+    why = clients.places.enter(caller.uid, standing)
+    if why is not None:
+        clients.notes.warning(
+            log,
+            f"full:{caller.uid}",
+            "closed a local API connection of uid %d at once: %s",
+            caller.uid,
+            why,
+        )
+        await _send(writer, {"ok": False, "error": why}, b"", clients)
+        return
     try:
-        return await asyncio.to_thread(peer_caller, writer.get_extra_info("socket"))
+        caller = await _named(caller)
+        session = _Session(caller, standing)
+        while await _answer(reader, writer, handler, session, clients):
+            pass
+    finally:
+        clients.places.leave(caller.uid)
+
+
+async def _refuse(writer: asyncio.StreamWriter, caller: Caller, clients: _Clients) -> None:
+    """Tell a caller ``[access]`` does not know why it may not use the MTA, reading
+    nothing.  Its account's name is looked up for the answer while fewer than
+    ``max_api_connections`` refusals are under way; past that (a flood of connections)
+    it is closed without one."""
+    quiet = clients.refusing >= clients.places.limits.connections
+    if not quiet:
+        clients.refusing += 1
+        try:
+            caller = await _named(caller)
+        finally:
+            clients.refusing -= 1
+    why = access.unwelcome(clients.policy, caller)
+    clients.notes.warning(log, f"refused:{caller.uid}", "refused a local API connection: %s", why)
+    if not quiet:
+        await _send(writer, {"ok": False, "error": why}, b"", clients)
+
+
+def _credentials(writer: asyncio.StreamWriter, clients: _Clients) -> Caller | None:
+    """Who connected, as the kernel recorded it (no account name yet); None (and a
+    rate-limited line) if the kernel cannot say."""
+    try:
+        return peer_credentials(writer.get_extra_info("socket"))
     except OSError as error:
         clients.notes.warning(log, "credentials", "local API caller unknown (%s): closed", error)
         return None
+
+
+async def _named(caller: Caller) -> Caller:
+    """``caller`` with its account's name (and, where the kernel did not give them, its
+    groups) from the databases, read off the event loop."""
+    return await asyncio.to_thread(_with_account, caller)
 
 
 def _bound(path: Path, mode: int) -> socket.socket:
@@ -298,63 +368,74 @@ class SocketFile:
 
 
 class _Clients:
-    """The local API's connections: how many are open, how long they may idle."""
+    """The local API's connections: who may connect, what each account holds, how long
+    a connection may idle."""
 
-    def __init__(self, most: int, idle: float | None, max_payload: int) -> None:
-        self.most = most
+    def __init__(
+        self, policy: Policy, places: Places, idle: float | None, max_payload: int
+    ) -> None:
+        self.policy = policy
+        self.places = places
         self.idle = idle
         self.max_payload = max_payload
-        """The most content octets a request may carry (more is read, discarded, refused)."""
-        self.open = 0
+        """The most content octets a request may carry (more is refused)."""
+        self.refusing = 0
+        """Refused connections whose account's name is being looked up."""
         self.notes = LogLimiter()
 
-    def admit(self) -> bool:
-        """Count one more connection; False (and a rate-limited line) when it is one too
-        many."""
-        if self.open >= self.most:
-            self.notes.warning(
-                log,
-                "full",
-                "closed a local API connection at once: max_api_connections (%d)",
-                self.most,
-            )
-            return False
-        self.open += 1
-        return True
 
-    def release(self) -> None:
-        """One connection fewer."""
-        self.open -= 1
+@dataclass(frozen=True, slots=True)
+class _Session:
+    """One admitted connection's caller and how it was admitted."""
 
-    def refusal(self) -> JsonObject:
-        return {
-            "ok": False,
-            "error": f"the MTA has {self.most} local API connections open; try later",
-        }
+    caller: Caller
+    standing: Standing
 
 
 async def _answer(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     handler: Handler,
-    caller: Caller,
+    session: _Session,
     clients: _Clients,
 ) -> bool:
     """Answer the next request; whether the connection may carry another."""
     framed = True  # a refused request whose content was not read ends the connection
+    held = 0
     try:
         async with asyncio.timeout(clients.idle):
-            request, payload = await _read_request(reader, clients.max_payload)
+            request, held = await _read_header(reader, session, clients)
+            payload = await reader.readexactly(held) if held else b""
     except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+        clients.places.release(session.caller.uid, held)
         return False  # idle too long, or gone
     except _FramingError as error:
         framed = False
-        response, data = _error(error), b""
+        response, data = _refused(error, session, clients), b""
     except ControlError as error:
-        response, data = _error(error), b""
+        response, data = _refused(error, session, clients), b""
     else:
-        response, data = await _handle(handler, request, payload, caller, clients)
+        try:
+            response, data = await _handle(handler, request, payload, session.caller, clients)
+        finally:
+            clients.places.release(session.caller.uid, held)
     return await _send(writer, response, data, clients) and framed
+
+
+def _refused(error: ControlError, session: _Session, clients: _Clients) -> JsonObject:
+    """The answer to a request refused before it reached the handler; a caller that is
+    not an operator gets one rate-limited line for it (an operator's own tools are
+    trusted to say so)."""
+    if session.standing is Standing.BOUNDED:
+        caller = session.caller
+        clients.notes.warning(
+            log,
+            f"request:{caller.uid}",
+            "refused a local API request of %s: %s",
+            caller.who,
+            error,
+        )
+    return _error(error)
 
 
 async def _handle(
@@ -399,7 +480,11 @@ class _FramingError(ControlError):
     """The request cannot be delimited: nothing after it on the connection can be read."""
 
 
-async def _read_request(reader: asyncio.StreamReader, max_payload: int) -> tuple[JsonObject, bytes]:
+async def _read_header(
+    reader: asyncio.StreamReader, session: _Session, clients: _Clients
+) -> tuple[JsonObject, int]:
+    """The next request's header and the content octets that follow it, counted as the
+    account's (:meth:`Places.hold`) until the caller releases them."""
     try:
         line = await reader.readuntil(b"\n")
     except asyncio.LimitOverrunError as error:
@@ -408,13 +493,25 @@ async def _read_request(reader: asyncio.StreamReader, max_payload: int) -> tuple
         request, size = framing.parse_header(line, max_payload=MAX_PAYLOAD)
     except framing.FramingError as error:
         raise _FramingError(str(error)) from error
-    if size > max_payload:
-        await _discard(reader, size)
-        raise ControlError(str(framing.PayloadTooLargeError(size, max_payload)))
-    payload = await reader.readexactly(size) if size else b""
     if not isinstance(request.get("op"), str):
-        raise ControlError('request must be a JSON object with "op"')
-    return request, payload
+        await _skip(reader, size, session, 'request must be a JSON object with "op"')
+    if size > clients.max_payload:
+        too_large = framing.PayloadTooLargeError(size, clients.max_payload)
+        await _skip(reader, size, session, str(too_large))
+    over = clients.places.hold(session.caller.uid, session.standing, size)
+    if over is not None:
+        raise _FramingError(over)
+    return request, size
+
+
+async def _skip(reader: asyncio.StreamReader, size: int, session: _Session, why: str) -> NoReturn:
+    """Refuse a request, passing over its content: an operator's is read and discarded
+    (its client reads the answer after writing it all) and the connection kept; another
+    caller's is left unread and the connection closed after the answer."""
+    if session.standing is not Standing.OPERATOR and size:
+        raise _FramingError(why)
+    await _discard(reader, size)
+    raise ControlError(why)
 
 
 # --- who called ------------------------------------------------------------------------
@@ -425,17 +522,32 @@ def peer_caller(sock: socket.socket) -> Caller:
     recorded it at connect (``SO_PEERCRED``); its supplementary groups from
     ``SO_PEERGROUPS``, else from the group database; its account's name from the password
     database.  Blocking (the databases may be remote): call it off the event loop."""
+    return _with_account(peer_credentials(sock))
+
+
+def peer_credentials(sock: socket.socket) -> Caller:
+    """What the kernel says of the process at the other end of ``sock``, without asking
+    any database: pid, uid, gid (``SO_PEERCRED``) and the supplementary groups
+    (``SO_PEERGROUPS``; none where the kernel does not say, see :func:`peer_caller`).
+    Two system calls: fit for the event loop."""
     pid, uid, gid = _PEERCRED.unpack(
         sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size)
     )
+    groups = _peer_groups(sock)
+    return Caller(
+        pid=pid, uid=uid, gid=gid, groups=groups or frozenset(), groups_known=groups is not None
+    )
+
+
+def _with_account(caller: Caller) -> Caller:
+    """``caller`` with its account's name from the password database, and its groups
+    from the group database if the kernel did not give them.  Blocking."""
     try:
-        account: str | None = pwd.getpwuid(uid).pw_name
+        account: str | None = pwd.getpwuid(caller.uid).pw_name
     except KeyError:
         account = None
-    groups = _peer_groups(sock)
-    if groups is None:
-        groups = _account_groups(account, gid)
-    return Caller(pid=pid, uid=uid, gid=gid, groups=groups, account=account)
+    groups = caller.groups if caller.groups_known else _account_groups(account, caller.gid)
+    return dataclasses.replace(caller, account=account, groups=groups, groups_known=True)
 
 
 def _peer_groups(sock: socket.socket) -> frozenset[int] | None:

@@ -25,10 +25,11 @@ import asyncio
 import gc
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Engine
 
@@ -45,6 +46,7 @@ from mta.operator.access import (
     Policy,
     Role,
     grant,
+    not_own_heading,
     not_own_mailbox,
     not_own_name,
     refusal,
@@ -58,7 +60,7 @@ from mta.operator.control import (
 )
 from mta.operator.views import Daemon, Submitter
 from mta.transport import ConnectionState, Refused, SlotState
-from p1.errors import DecodeError
+from p1.errors import DecodeError, EncodeError
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
@@ -121,7 +123,7 @@ class LocalApi:
         operation = _OPERATIONS.get(request["op"])
         if operation is None:
             raise ControlError(f"unknown op {request['op']!r}; known: {', '.join(_OPERATIONS)}")
-        request = await self._authorised(request, caller)
+        request = await self._authorised(request, caller, payload)
         try:
             return await operation(self, request, payload)
         except ControlError:
@@ -135,14 +137,17 @@ class LocalApi:
 
     # --- access ------------------------------------------------------------------------
 
-    async def _authorised(self, request: JsonObject, caller: Caller) -> JsonObject:
+    async def _authorised(self, request: JsonObject, caller: Caller, payload: bytes) -> JsonObject:
         """``request`` as ``caller`` may ask it (a user's own name filled in where it
-        left it out); ControlError, logged, if it may not."""
+        left it out, its content's heading checked); ControlError, logged, if it may
+        not."""
         op: str = request["op"]
         granted = grant(self.policy, caller)
         why = refusal(self.policy, caller, granted, op)
         if why is None and granted.role is Role.USER:
             request, why = await self._as_user(request, caller, granted)
+            if why is None and op == "submit":
+                why = not_own_heading(caller, granted, request.get("content_type"), payload)
         if why is not None:
             self.refusals.warning(
                 log, f"{caller.uid}:{op}", "refused %s to %s: %s", op, caller.who, why
@@ -198,7 +203,7 @@ class LocalApi:
             raise ControlError("submit needs the content after the request line")
         try:
             submitted = await self.intake.submit(submission)
-        except IntakeError as error:
+        except (IntakeError, EncodeError) as error:
             raise ControlError(f"message refused: {error}") from error
         except Refused as refused:
             raise ControlError(_store_refusal(refused.fault or str(refused))) from refused
@@ -696,9 +701,15 @@ def _precedence(request: JsonObject) -> Precedence:
         raise ControlError(str(error)) from error
 
 
+_OBJECT_IDENTIFIER: Final = re.compile(r"[0-2](\.(0|[1-9][0-9]{0,38})){2,30}")
+"""A content type's dotted object identifier: arcs no longer than a UUID's (X.667)."""
+
+
 def _content_type(request: JsonObject) -> ContentType:
     value = request.get("content_type")
-    if isinstance(value, int) or (isinstance(value, str) and value.count(".") >= 2):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _OBJECT_IDENTIFIER.fullmatch(value):
         return value
     raise ControlError("content_type must be a built-in number (22) or an object identifier")
 

@@ -33,8 +33,9 @@ Applied:
     limits        ``[limits]``: the connection limits apply to the inbound connections
                   accepted and the binds answered from now on, the stack's limits and
                   timeouts to the associations that begin from now on; the associations
-                  up keep theirs.  ``max_api_connections`` and ``api_idle_timeout``
-                  belong to the local API's server: they need a restart.
+                  up keep theirs.  The ``api`` keys (``max_api_connections``,
+                  ``api_idle_timeout``, ...) belong to the local API's server: they
+                  need a restart.
     retention     ``[retention]``, from the next pruning round
     max_age       for what is taken in from now on (a queued message keeps its expiry)
     retry         for the next failed transfer
@@ -100,7 +101,13 @@ APPLIED: Final = (
     "retention",
 )
 """The :class:`MtaConfig` fields a reload applies (any other needs a restart)."""
-_API_LIMITS: Final = ("max_api_connections", "api_idle_timeout")
+_API_LIMITS: Final = (
+    "max_api_connections",
+    "api_idle_timeout",
+    "api_operator_connections",
+    "max_api_connections_per_uid",
+    "max_api_pending_per_uid",
+)
 """``[limits]`` keys of the local API's server, which is built at start."""
 _UNCOMPARED: Final = frozenset({"source"})
 _KEYS: Final = {"precedence_table": "dscp", "connection_limits": "limits"}

@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from config.schema import P1Protocol
+from mta.intake.journal import NAMED, few
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
 from p1.mts.envelope import (
@@ -78,7 +79,8 @@ def outgoing(entry: QueueEntry, protocol: P1Protocol) -> Outgoing:
         result.apdu if kept else b"",
         dataclasses.replace(entry, recipients=left_out),
         _UNABLE_TO_DOWNGRADE,
-        f"recipient(s) {', '.join(map(str, sorted(refused)))} cannot be down-graded",
+        f"recipient(s) {few([str(n) for n in sorted(refused)[:NAMED]], len(refused))} "
+        "cannot be down-graded",
         result.removed,
     )
 

@@ -141,6 +141,9 @@ failed_bind_delay = 0.5
 failed_bind_delay_max = "1m"
 max_api_connections = 7
 api_idle_timeout = "90s"
+api_operator_connections = 2
+max_api_connections_per_uid = 3
+max_api_pending_per_uid = "8MiB"
 
 [quarantine]
 max_messages = 50

@@ -15,7 +15,10 @@ from mta.operator.control import ControlError, JsonObject, serve_control
 from p1 import localapi as framing
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers(framing.INTEGER_RANGE.start, framing.INTEGER_RANGE.stop - 1)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=12,
 )
@@ -49,13 +52,43 @@ def test_what_is_encoded_parses_back_with_the_length_of_its_payload(
         (b'{"content_length": true}\n', "content_length must be 0..100, an integer"),
         (b'{"content_length": "3"}\n', "content_length must be 0..100, an integer"),
         (b"[" * 100_000 + b"]" * 100_000 + b"\n", "request is nested too deeply"),
+        (
+            b'{"op": "read", "id": ' + b"7" * 5000 + b"}\n",
+            "request holds the integer 777777777777777777777777... (5000 digits), outside "
+            "-9223372036854775808..9223372036854775807",
+        ),
+        (b'{"id": -9223372036854775809}\n', "request holds the integer -9223372036854775809, "),
+        (b'{"timeout": NaN}\n', "request holds NaN, which is not a JSON number"),
+        (b'{"timeout": -Infinity}\n', "request holds -Infinity, which is not a JSON number"),
+        (b'{"timeout": 1e400}\n', "request holds the number 1e400, too large"),
     ],
-    ids=["text", "not-utf8", "array", "negative", "too-big", "float", "bool", "string", "deep"],
+    ids=[
+        "text",
+        "not-utf8",
+        "array",
+        "negative",
+        "too-big",
+        "float",
+        "bool",
+        "string",
+        "deep",
+        "5000-digits",
+        "below-int64",
+        "nan",
+        "infinity",
+        "float-overflow",
+    ],
 )
 def test_a_header_that_cannot_be_read_says_why(line: bytes, why: str) -> None:
     with pytest.raises(framing.FramingError) as caught:
         framing.parse_header(line, max_payload=100)
     assert str(caught.value).startswith(why)
+
+
+def test_the_widest_integers_are_read() -> None:
+    line = b'{"a": -9223372036854775808, "b": 9223372036854775807, "c": -0}'
+    header, _ = framing.parse_header(line, max_payload=None)
+    assert header == {"a": -(2**63), "b": 2**63 - 1, "c": 0}
 
 
 def test_without_a_limit_any_length_is_taken() -> None:

@@ -15,7 +15,7 @@ from store.quarantine import Quarantine
 from store.queue import TransitQueue
 from tests.support.store_samples import T0, new_message
 
-TABLES = ["audit", "mailbox", "messages", "quarantine", "received", "recipients"]
+TABLES = ["audit", "contents", "mailbox", "messages", "quarantine", "received", "recipients"]
 
 
 def test_the_schema_is_created(engine: Engine) -> None:

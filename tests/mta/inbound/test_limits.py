@@ -550,7 +550,9 @@ async def impatient(tmp_path: Path) -> AsyncIterator[Site]:
 @pytest.fixture
 async def crowded(tmp_path: Path) -> AsyncIterator[Site]:
     """Site A alone, with three local API connections at most."""
-    async with solo_with(tmp_path / "solo", max_api_connections=3) as site:
+    async with solo_with(
+        tmp_path / "solo", max_api_connections=3, api_operator_connections=1
+    ) as site:
         yield site
 
 
@@ -589,7 +591,7 @@ async def test_local_api_connections_over_the_cap_are_told_and_closed(
         writer.close()
         assert answer == {
             "ok": False,
-            "error": "the MTA has 3 local API connections open; try later",
+            "error": "the MTA has 3 local API connections open; try later (max_api_connections 3)",
         }
     finally:
         await held.pop().close()
@@ -603,7 +605,7 @@ async def test_local_api_connections_over_the_cap_are_told_and_closed(
     await eventually(status, lambda s: s["ok"] is True, what="a connection once one closed")
     for connection in held:
         await connection.close()
-    assert len(messages(caplog, "max_api_connections (3)")) == 1
+    assert len(messages(caplog, "(max_api_connections 3)")) == 1
 
 
 class Recursing:

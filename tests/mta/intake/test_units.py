@@ -239,13 +239,15 @@ def test_a_transfer_for_a_local_user_is_queued_and_delivered_in_few_statements(
         counted = list(seen)
         session.connection().connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
     assert delivered is not None
-    # Received key, message, recipient (queued as delivered), mailbox entry, and one
-    # audit insert for both records: no claim, no update, no savepoint.
+    # Received key, message, recipient (queued as delivered), the delivered content and
+    # its mailbox entry, and one audit insert for both records: no claim, no update, no
+    # savepoint.
     # (SQLite traces an insert of several rows once per row: repeats are collapsed.)
     assert [table for table, _ in itertools.groupby(s.split()[2] for s in counted)] == [
         "received",
         "messages",
         "recipients",
+        "contents",
         "mailbox",
         "audit",
     ]

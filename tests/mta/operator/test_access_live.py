@@ -20,7 +20,7 @@ import pwd
 import shutil
 import stat
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -30,6 +30,17 @@ import pytest
 
 from client import x400, x400ctl
 from client.api import ApiError, call
+from p1.ipms.ipm import (
+    IPM,
+    ContentKind,
+    Heading,
+    IPMIdentifier,
+    ORDescriptor,
+    Recipient,
+    TextBodyPart,
+    encode_ipm,
+)
+from p1.mts.orname import parse_orname
 from tests.support.sites import Site, eventually, solo_site
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="becoming other accounts needs root")
@@ -270,7 +281,7 @@ async def test_a_user_acts_only_as_itself(site: Site, caplog: pytest.LogCaptureF
 async def test_an_unknown_account_is_refused_everything(
     site: Site, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="aiox400.api")
+    caplog.set_level(logging.WARNING, logger="aiox400.control")
     bob = Caller(site, OUTSIDER)
     why = (
         "account bin (uid 2) may not use this MTA: it is neither in an operators group "
@@ -284,4 +295,60 @@ async def test_an_unknown_account_is_refused_everything(
         assert answer.code == 1 and answer.err == why, answer
     assert await site.inbox(BOB) == []
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any(line.startswith("refused status to account bin (uid 2)") for line in warned)
+    assert any(line == f"refused a local API connection: {why}" for line in warned), warned
+
+
+def _submitted(socket: Path, content: bytes, content_type: int | str) -> Callable[[], Outcome]:
+    def run() -> Outcome:
+        request = {
+            "op": "submit",
+            "originator": ALICE,
+            "recipients": [BOB],
+            "content_type": content_type,
+        }
+        try:
+            response, _ = call(socket, request, content)
+        except ApiError as error:
+            return Outcome(1, "", str(error))
+        return Outcome(0, repr(response), "")
+
+    return run
+
+
+def _ipm(originator: ORDescriptor | None, kind: ContentKind) -> bytes:
+    heading = Heading(
+        this_ipm=IPMIdentifier(user=parse_orname(ALICE), user_relative_identifier="1"),
+        originator=originator,
+        primary_recipients=(Recipient(name=parse_orname(BOB)),),
+        subject="orders",
+    )
+    return encode_ipm(IPM(heading=heading, body=(TextBodyPart(data=b"text"),)), kind)
+
+
+COMMANDER = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=commander"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [ContentKind.P772, ContentKind.P2], ids=["p772", "p2"])
+async def test_a_user_gives_only_its_own_name_as_the_headings_originator(
+    site: Site, kind: ContentKind
+) -> None:
+    def submit(originator: ORDescriptor | None) -> Awaitable[Outcome]:
+        content = _ipm(originator, kind)
+        return as_account(USER, _submitted(site.socket, content, kind.value))
+
+    forged = await submit(ORDescriptor(formal_name=parse_orname(COMMANDER)))
+    assert forged.code == 1 and forged.err == (
+        f"account daemon (uid 1) may give as the heading's originator only {ALICE} (its O/R "
+        f"names in [access.users]), not {COMMANDER}"
+    ), forged
+    free = await submit(ORDescriptor(free_form_name="commander"))
+    assert free.code == 1 and free.err.endswith("not the free-form name 'commander'"), free
+    garbled = await as_account(USER, _submitted(site.socket, b"\xa0\x80junk", kind.value))
+    assert garbled.code == 1 and "may submit only an IPM whose heading reads" in garbled.err
+    assert (await submit(ORDescriptor(formal_name=parse_orname(ALICE)))).code == 0
+    assert (await submit(None)).code == 0  # no originator in the heading: the envelope's
+    entries = await delivered(site, BOB, 2)
+    assert sorted(entry["originator"] for entry in entries) == [ALICE, ALICE]
+    operator = await as_account(OPERATOR, _submitted(site.socket, _ipm(None, kind), kind.value))
+    assert operator.code == 0, operator  # an operator's submission is not read

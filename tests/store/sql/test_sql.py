@@ -36,6 +36,7 @@ from store import ApduKind, RecipientState, transaction
 from store._sql import connection_of, table
 from store.models import (
     AuditEntry,
+    MailboxContent,
     MailboxEntry,
     QueuedMessage,
     QueuedRecipient,
@@ -443,6 +444,7 @@ def mailbox_row(name: str, user: str, **changes: Any) -> dict[str, Any]:
         "message_type": None,
         "delivered_at": at(1),
         "read": False,
+        "content_id": None,
         "apdu_file": None,
         "apdu": b"\x01\x02\x03",
     }
@@ -521,6 +523,14 @@ INSERTS = (
         lambda dialect: _skipping(
             dialect, MAILBOX, ("mts_identifier", "user"), ("id", "mts_identifier", "user")
         ),
+    ),
+    InsertCase(
+        mailbox_sql.INSERT_CONTENTS,
+        (
+            {"size": 3, "apdu_file": None, "apdu": b"\x01\x02\x03"},
+            {"size": 70000, "apdu_file": "i.ber", "apdu": b""},
+        ),
+        lambda _: insert(table(MailboxContent)).returning(table(MailboxContent).c.id),
     ),
     InsertCase(
         audit_sql.INSERT,
