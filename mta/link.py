@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -189,6 +190,7 @@ class Link:
         self._before_bind = before_bind
         self._pace: Pace | None = None
         self._turn_asked = False  # the peer's RT-TURN-PLEASE, not answered yet
+        self._lost: str | None = None  # why the connection failed under us, when it did
         transport = writer.transport
         self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
         if before_bind is not None and self._transport is not None:
@@ -213,9 +215,17 @@ class Link:
             self._transport.resume_reading()
 
     async def flush(self) -> None:
-        """Write what the association queued."""
+        """Write what the association queued; LinkClosedError when the connection is
+        lost (reset by the peer) meanwhile."""
         if self._write():
+            await self._drain()
+
+    async def _drain(self) -> None:
+        try:
             await self._writer.drain()
+        except ConnectionError as error:
+            self._lost = self._lost or _connection_error(error)
+            raise LinkClosedError(f"the connection was lost: {self._lost}") from None
 
     def _write(self) -> bool:
         """Hand what the association queued to the transport; whether there was any.
@@ -266,12 +276,22 @@ class Link:
             events = self.association.receive_data(data)
         else:
             events = self.association.receive_eof()
-        self._ready.extend(events)
+        self._ready.extend(self._with_loss(events))
         if self._pace is not None:
             now = asyncio.get_running_loop().time()
             self._pace.received(len(data), complete=bool(events), now=now)
         if self._write():  # (no drain to await when the read answers nothing)
-            await self._writer.drain()
+            await self._drain()
+
+    def _with_loss(self, events: list[Event]) -> list[Event]:
+        """``events``, the abort of a lost connection saying why it was lost."""
+        if self._lost is None:
+            return events
+        why = f"the connection was lost: {self._lost}"
+        return [
+            dataclasses.replace(e, why=why) if type(e) is Aborted and e.by_peer else e
+            for e in events
+        ]
 
     def _sniff(self, data: bytes) -> list[Event]:
         """Read ``data`` for the connection's mode; once told, the association's events."""
@@ -322,10 +342,12 @@ class Link:
         return data
 
     async def _read(self, size: int) -> bytes:
+        """Up to ``size`` octets; b"" at the end, a reset included (the association's
+        end says which, once: :meth:`_with_loss`)."""
         try:
             return await self._reader.read(size)
         except ConnectionError as error:
-            log.info("%s: connection error: %s", self.peer, error)
+            self._lost = _connection_error(error)
             return b""
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
@@ -555,15 +577,17 @@ async def serve_link(
         await _serve(serving)
     except TimeoutError:
         if link.is_bound:
-            log.warning("%s: timed out, aborting", peer)
+            serving.fault(logging.WARNING, "timed-out", "%s: timed out, aborting", peer)
         else:
             notes.warning(log, "bind-timeout", "%s: no MTA-bind within %g s", peer, timeouts.bind)
         await link.abort("timed out")
     except SlowPeerError as error:
         # An idle bound association ended on time is housekeeping (a permanent slot's
         # initiator connects again at once); a PDU sent too slowly is the peer's fault.
-        level = logging.INFO if error.idle else logging.WARNING
-        log.log(level, "%s: %s, aborting", peer, error)
+        if error.idle:
+            log.info("%s: %s, aborting", peer, error)
+        else:
+            serving.fault(logging.WARNING, "slow", "%s: %s, aborting", peer, error)
         await link.abort(str(error))
     except TooMuchBeforeBindError as error:
         notes.warning(log, "before-bind", "%s: %s, closing", peer, error)
@@ -577,12 +601,19 @@ async def serve_link(
         )
         await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
-        serving.info("%s: %s", peer, error)
+        serving.fault(logging.INFO, "lost", "%s: %s", peer, error)
     except asyncio.CancelledError:  # the MTA is stopping
         await abort_on_stop(link)
         raise
-    except Exception:  # the daemon serves on: nothing was confirmed, the peer retries
-        log.exception("%s: failed while serving, aborting", peer)
+    except Exception:  # a bug of ours; the daemon serves on: nothing was confirmed
+        notes.log(
+            log,
+            logging.ERROR,
+            "responder-failure",
+            "%s: failed while serving, aborting",
+            peer,
+            exc_info=True,
+        )
         await link.abort("responder failure")
     finally:
         await link.close()
@@ -630,6 +661,16 @@ class _Serving:
         else:
             self.notes.log(log, logging.INFO, "unbound-end", message, *args)
 
+    def fault(self, level: int, kind: str, message: str, *args: object) -> None:
+        """Log the peer's fault of ``kind`` (a reset, a timeout, a protocol error): one line
+        per interval for every unbound peer together (anyone can make those), and per
+        source address for a bound one."""
+        if not self.link.is_bound:
+            self.notes.log(log, level, f"unbound {kind}", message, *args)
+            return
+        source = self.ticket.address if self.ticket is not None else self.link.peer
+        self.notes.log(log, level, f"{kind} {source}", message, *args)
+
 
 async def _serve(serving: _Serving) -> None:
     """Answer the peer's events in order until its association ends.
@@ -643,8 +684,11 @@ async def _serve(serving: _Serving) -> None:
         if isinstance(event, ConnectionRefused):
             _refused_address(serving, event)
             return
-        if isinstance(event, Released | Aborted):
-            serving.info("%s: %s", link.peer, _ended(event))
+        if isinstance(event, Released):
+            serving.info("%s: released", link.peer)
+            return
+        if isinstance(event, Aborted):
+            serving.fault(logging.INFO, "aborted", "%s: %s", link.peer, _ended(event))
             return
         if not link.association.closed:  # (else the event that ended it is queued next)
             await _answer(serving, event)
@@ -767,10 +811,14 @@ def _mode(association: SessionAssociation, event: BindRequested) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def _ended(event: Released | Aborted) -> str:
-    if isinstance(event, Released):
-        return "released"
+def _ended(event: Aborted) -> str:
     return f"aborted ({'by the peer' if event.by_peer else 'by us'}): {event.why}"
+
+
+def _connection_error(error: ConnectionError) -> str:
+    """What a system error on a peer's connection says ("connection reset by peer");
+    asyncio's own, which names no system error, is a reset met while writing."""
+    return error.strerror.lower() if error.strerror else "reset by the peer"
 
 
 def _peer_name(writer: asyncio.StreamWriter) -> str:
