@@ -16,6 +16,10 @@ alone.  :func:`run_resets` plays cuts to a real ``x400-mta`` (:class:`tests.fuzz
 .Daemon`) and reports what they did to it: its log (lines, tracebacks), its memory, and
 whether a valid transfer is delivered afterwards.
 
+The long run (a table of what it found; exit status 1 when it found anything)::
+
+    python -m tests.fuzz.attack_resets --cases 100000 [--seed 7] [--concurrency 16] [--keep DIR]
+
 Public API::
 
     Cut(record, octets, wait)  .writes() .describe()
@@ -28,18 +32,21 @@ Public API::
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import random
 import re
 import socket
 import struct
+import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.fuzz.corpus import Recorded
+from tests.fuzz.corpus import Recorded, ours
 from tests.fuzz.live import (
     Daemon,
     LogReport,
@@ -47,7 +54,11 @@ from tests.fuzz.live import (
     _valid_transfer,
     read_log,
 )
+from tests.fuzz.mutate import DEFAULT_SEED
 
+MAX_FAULT_LINES = 40
+"""Lines a run may make, binds and messages aside: a handful of conditions, each logged
+once a minute (a line per reset without the rate limit)."""
 ANSWER_WAIT = 0.3
 """Seconds a waiting cut gives the daemon to answer one write before the next."""
 _ROUTINE = re.compile(r"bind from .* accepted|(received|delivered) message|: released$")
@@ -250,3 +261,26 @@ async def run_resets(
         report.exit_code = await daemon.stop()
     report.log = read_log(daemon.log, {})
     return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz.attack_resets", description=__doc__)
+    parser.add_argument("--cases", type=int, default=10_000, help="connections reset")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--concurrency", type=int, default=8, help="connections at once")
+    parser.add_argument("--keep", type=Path, help="directory for the daemon (kept afterwards)")
+    args = parser.parse_args(argv)
+    directory = args.keep or Path(tempfile.mkdtemp(prefix="aiox400-resets-"))
+    print(f"resets at every stage -> x400-mta in {directory}")
+    resetter = Resetter(ours(), args.seed)
+    cuts = (resetter.cut(index) for index in range(args.cases))
+    report = asyncio.run(run_resets(cuts, directory, concurrency=args.concurrency, progress=True))
+    print(report.table())
+    problems = report.problems(max_lines=MAX_FAULT_LINES)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,14 +19,11 @@ from mta import net
 from mta.inbound.guard import Guard
 from p1.association.connection import BindRequested, TransferTooLong
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from tests.fuzz.attack_resets import Cut, run_resets, stage_cuts
+from tests.fuzz.attack_resets import MAX_FAULT_LINES, Cut, run_resets, stage_cuts
 from tests.fuzz.corpus import message_apdu, ours
 
 ROUNDS = 8
 """Times each stage of each conversation is played (some 900 resets in all)."""
-MAX_FAULT_LINES = 40
-"""Lines the resets may make, binds and messages aside: a handful of conditions, each
-once per minute (without the rate limit: at least one per reset)."""
 
 
 @pytest.mark.slow
