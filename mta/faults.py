@@ -163,7 +163,7 @@ class LogLimiter:
         if quiet is not None and quiet.left_out:
             message += " (%d more suppressed)"
             args = (*args, quiet.left_out)
-        logger.log(level, message, *args, exc_info=exc_info)
+        logger.log(level, message, *args, exc_info=exc_info or None)
         return True
 
     def warning(self, logger: logging.Logger, key: str, message: str, *args: object) -> bool:

@@ -57,8 +57,8 @@ from tests.fuzz.live import (
 from tests.fuzz.mutate import DEFAULT_SEED
 
 MAX_FAULT_LINES = 40
-"""Lines a run may make, binds and messages aside: a handful of conditions, each logged
-once a minute (a line per reset without the rate limit)."""
+"""Lines a run may make per minute, binds and messages aside: a handful of conditions,
+each logged once a minute (a line per reset without the rate limit)."""
 ANSWER_WAIT = 0.3
 """Seconds a waiting cut gives the daemon to answer one write before the next."""
 _ROUTINE = re.compile(r"bind from .* accepted|(received|delivered) message|: released$")
@@ -175,14 +175,15 @@ class ResetReport:
 
     def problems(self, *, max_lines: int) -> list[str]:
         """What the run found wrong (empty: nothing); ``max_lines``: of
-        :attr:`fault_lines`."""
+        :attr:`fault_lines` per minute begun (each condition is logged once a minute)."""
         found = [f"traceback {t.error} after {t.message!r}" for t in self.log.tracebacks]
         found += [f"CRITICAL: {line}" for line in self.log.critical]
         faults = self.fault_lines
-        if len(faults) > max_lines:
+        allowed = max_lines * (1 + int(self.seconds // 60))
+        if len(faults) > allowed:
             found.append(
-                f"{len(faults)} log lines for {self.cases} resets (at most {max_lines}), "
-                f"the first: {faults[:3]}"
+                f"{len(faults)} log lines for {self.cases} resets in {self.seconds:.0f} s "
+                f"(at most {allowed}), the first: {faults[:3]}"
             )
         if not self.delivered_after:
             found.append("the valid transfer after the resets was not delivered")
