@@ -1,7 +1,7 @@
 """The memory bound peers may fill together: octets of inbound PDUs not yet taken in.
 
 A bound peer may send a PDU of up to ``max_message_size`` octets, and the stack holds
-every octet of it until the PDU is complete (X.224 13.7: class 0 reassembles a TSDU before
+every octet of it until the PDU is complete (X.224 clause 8: class 0 reassembles a TSDU before
 the session sees any of it); ``max_connections_per_address`` peers at once may each do so.
 The :class:`InboundBudget` is the bound on all of them together (``[limits]
 max_inbound_buffer``): each association's :class:`Share` takes the octets it reads from
@@ -37,7 +37,7 @@ class InboundBudget:
         self.octets = octets
         """The bound (``max_inbound_buffer``)."""
         self.used = 0
-        """Octets the shares hold now."""
+        """Octets the shares hold."""
 
     def share(self, most: int) -> Share:
         """A share for one association that keeps at most ``most`` octets of a PDU."""
@@ -55,7 +55,7 @@ class Share:
         self._budget = budget
         self._most = most
         self.held = 0
-        """Octets held now."""
+        """Octets this share holds."""
 
     def take(self, octets: int) -> bool:
         """Hold ``octets`` more (no more than the share's most); False, nothing taken,
