@@ -477,6 +477,16 @@ class ConnectionLimits:
     progress_interval: float = field(
         default=30.0, metadata=value(DURATION, "Time over which min_progress is measured.")
     )
+    max_inbound_buffer: int = field(
+        default=256 * 1024 * 1024,
+        metadata=value(
+            SIZE,
+            "Octets of inbound PDUs not yet taken in that all bound peers together may make "
+            "the daemon hold; a read past it aborts its association as a temporary problem "
+            "(no less than max_tsdu_size + max_message_size).",
+            derived="256 MiB, or max_tsdu_size + max_message_size when that is more",
+        ),
+    )
     failed_bind_delay: float = field(
         default=1.0,
         metadata=value(

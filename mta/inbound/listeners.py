@@ -29,6 +29,7 @@ from typing import Any
 
 from config.schema import Listener, MtaConfig, Peer
 from mta import net
+from mta.inbound.budget import InboundBudget
 from mta.inbound.guard import Guard
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.metrics import Metrics
@@ -64,6 +65,8 @@ class Listeners:
         self.settings = settings
         self.timeouts = timeouts
         self.servers: list[asyncio.Server] = []
+        self.budget = InboundBudget(config.connection_limits.max_inbound_buffer)
+        """What every inbound association's PDUs may hold together."""
         self._inbound: set[asyncio.Task[Any]] = set()
 
     @property
@@ -93,6 +96,7 @@ class Listeners:
     ) -> None:
         """Serve new connections and binds on ``config`` (listeners stay as they were)."""
         self.config, self.settings, self.timeouts = config, settings, timeouts
+        self.budget.resize(config.connection_limits.max_inbound_buffer)
 
     def close(self) -> None:
         """Accept no more connections."""
@@ -142,6 +146,7 @@ class Listeners:
                     settings=listener_settings(self.settings, listener),
                     timeouts=self.timeouts,
                     ticket=ticket,
+                    budget=self.budget,
                 )
         finally:
             ticket.release()

@@ -136,6 +136,7 @@ bind_timeout = "20s"
 idle_timeout = "20m"
 min_progress = 512
 progress_interval = "1m"
+max_inbound_buffer = "200MiB"
 failed_bind_delay = 0.5
 failed_bind_delay_max = "1m"
 max_api_connections = 7
