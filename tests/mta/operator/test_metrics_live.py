@@ -4,7 +4,8 @@ Site A serves ``[metrics]``; B is down while A queues messages at two precedence
 A's queue gauges show them waiting and its slots show no bound connection; once B is
 up they are transferred, and the counters, the latency histogram and the connection
 gauges move as they must.  Binds refused both ways are counted; the endpoint answers
-only GET on its path; and a daemon without ``[metrics]`` listens on nothing more.
+only GET on its path; a daemon without ``[metrics]`` listens on nothing more, and one
+whose ``[metrics]`` table has no ``listen`` does not start.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +23,11 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
+from mta.daemon import EXIT_CONFIG
 from mta.link import BindRefusedError, open_link
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
+from tests.support.process import MTA
 from tests.support.sites import Lab, ReservedPorts, Site, eventually, solo_site
 
 Labels = frozenset[tuple[str, str]]
@@ -312,6 +316,18 @@ async def test_without_metrics_nothing_more_listens(tmp_path: Path) -> None:
         await on.stop()
         reserved.close()
     assert _listening_sockets() == before
+
+
+@pytest.mark.slow
+def test_a_metrics_table_without_listen_stops_the_start(tmp_path: Path) -> None:
+    site = solo_site(tmp_path)
+    site.settings["metrics"] = {}
+    config = site.write()
+    assert "\n[metrics]\n" in config.read_text()
+    done = subprocess.run([str(MTA), "--config", str(config)], capture_output=True, timeout=60)
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert f"{config}: metrics.listen is missing: expected address:port" in done.stderr.decode()
+    assert b"Traceback" not in done.stderr
 
 
 DASHBOARD = Path(__file__).parents[3] / "deploy" / "grafana" / "aiox400.json"
