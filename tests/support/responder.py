@@ -6,6 +6,7 @@ Listens on 127.0.0.1, port 0 unless ``--port``; prints the bound port on the fir
 stdout, then serves associations: binds from an ``--accept`` pair are accepted with our name
 and password, others refused with authentication-error; transfers are confirmed at once.
 ``--silent`` accepts TCP connections and never answers (for timeout tests);
+``--refuse-transfers`` refuses every transfer as a full disk would (temporary);
 ``--malformed-ac`` accepts every bind with an AC SPDU whose length runs past its TSDU
 (a protocol error in the bind's answer).
 """
@@ -28,16 +29,20 @@ _AC = 14
 
 
 class _Responder:
-    def __init__(self, name: str, password: str, accepted: set[tuple[str, str]]) -> None:
+    def __init__(
+        self, name: str, password: str, accepted: set[tuple[str, str]], *, refuse: bool = False
+    ) -> None:
         self.result = MTABindResult(responder_name=name, password=password)
         self.accepted = accepted
+        self.refuse = refuse
 
     async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
         pair = (event.argument.initiator_name or "", str(event.argument.password or ""))
         return self.result if pair in self.accepted else MTABindError.AUTHENTICATION_ERROR
 
     async def on_transfer(self, apdu: bytes) -> None:
-        return None
+        if self.refuse:
+            raise links.TransferRefusedError("the store is full", temporary=True)
 
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
         raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
@@ -45,7 +50,8 @@ class _Responder:
 
 async def _main(args: argparse.Namespace) -> None:
     pairs = {tuple(p.split(":", 1)) for p in args.accept}
-    responder = _Responder(args.name, args.password, {(a, b) for a, b in pairs})
+    accepted = {(a, b) for a, b in pairs}
+    responder = _Responder(args.name, args.password, accepted, refuse=args.refuse_transfers)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if args.silent:
@@ -92,6 +98,7 @@ def main() -> None:
     parser.add_argument("--accept", action="append", default=[])
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--malformed-ac", action="store_true")
+    parser.add_argument("--refuse-transfers", action="store_true")
     asyncio.run(_main(parser.parse_args()))
 
 
