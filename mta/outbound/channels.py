@@ -84,7 +84,7 @@ from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta.database import is_urgent
-from mta.faults import LogLimiter
+from mta.faults import LOG_INTERVAL, LogLimiter
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
 from mta.metrics import Metrics
 from mta.outbound import schedule
@@ -132,6 +132,14 @@ _LOSSES_COUNTED = 16
 long before (from 1 s, doubling, it passes a minute at the seventh)."""
 
 
+DEFERRAL_LOG_INTERVAL = LOG_INTERVAL
+"""Seconds between two lines about one peer's deferred transfers."""
+
+
+def _deferral_notes() -> LogLimiter:
+    return LogLimiter(interval=DEFERRAL_LOG_INTERVAL)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelContext:
     """What every slot runner of an MTA shares."""
@@ -141,7 +149,7 @@ class ChannelContext:
     config: MtaConfig
     timeouts: Timeouts = field(default_factory=Timeouts)
     settings: AssociationSettings = field(default_factory=AssociationSettings)
-    notes: LogLimiter = field(default_factory=LogLimiter)
+    notes: LogLimiter = field(default_factory=_deferral_notes)
     """The lines about deferred transfers, one per peer per interval."""
 
 
