@@ -1,10 +1,11 @@
 """A peer's text on an operator's terminal: every command, run as the installed process,
 shows the control characters a peer put in a message escaped.
 
-MTA-A transfers to site B (A itself stays down) a message whose MTS identifier, O/R
-names, subject and body hold terminal escapes, CR and LF, C1 controls and bidirectional
-overrides; one recipient is B's, the other A's, so the message is both in B's mailbox and
-waiting in B's queue.  A second transfer does not decode and goes to the quarantine.
+MTA-A transfers to site B (A itself stays down) a message whose MTS identifier,
+originator's free-form name, subject and body hold terminal escapes, CR and LF, C1
+controls and bidirectional overrides (:func:`tests.fuzz.attack_peer_text.hostile_message`);
+one recipient is B's, the other A's, so the message is both in B's mailbox and waiting
+in B's queue.  A second transfer does not decode and goes to the quarantine.
 Then ``x400 inbox`` and ``read``, ``x400-dump`` of the stored octets, ``x400ctl queue``
 (each form), ``track``, ``status``, ``channels`` and ``quarantine`` (each form) must
 write no control character but the line feeds between lines (and tabs); nor may the
@@ -16,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,30 +24,10 @@ from pathlib import Path
 import pytest
 
 from mta.daemon import log_handler
-from mta.intake.plan import domain_of
-from p1.ipms.ipm import (
-    IPM,
-    P772_CONTENT_TYPE,
-    ContentKind,
-    Heading,
-    IPMIdentifier,
-    ORDescriptor,
-    Recipient,
-    TextBodyPart,
-    encode_ipm,
-)
-from p1.mts.envelope import (
-    Message,
-    MessageEnvelope,
-    MTSIdentifier,
-    PerRecipientIndicators,
-    RecipientField,
-    TraceEntry,
-    encode_mts_apdu,
-)
-from p1.mts.orname import ORName, parse_orname
-from p1.mts.precedence import Precedence
-from tests.support.sites import SENT, A, Lab, eventually, transfer_as_a
+from p1.mts.orname import parse_orname
+from tests.fuzz import attack_peer_text
+from tests.fuzz.attack_peer_text import hostile_message
+from tests.support.sites import Lab, eventually, transfer_as_a
 
 pytestmark = pytest.mark.slow
 
@@ -63,43 +43,6 @@ are PrintableString, read strictly, so a descriptor's free-form name is where a 
 carries text."""
 BODY = "line one\r\nline two\x1b[2J\roverwritten\x85 \u202egnp.exe\u2066x\u2069\u200f"
 """General text in UTF-8: a lone CR, C1 and the bidirectional formatting characters."""
-
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-"""What must not reach a terminal: every control character but tab and line feed."""
-
-
-def hostile_message(local_user: ORName, remote_user: ORName) -> tuple[bytes, str]:
-    """The message MTA-A transfers, and its MTS identifier's text."""
-    domain = domain_of(parse_orname(A.domain))
-    identifier = MTSIdentifier(global_domain_identifier=domain, local_identifier=LOCAL_IDENTIFIER)
-    eve = parse_orname(f"{A.domain};O=HQ;S=Eve")  # (PrintableString: no control characters)
-    indicators = PerRecipientIndicators(
-        responsibility=True, originating_mta_non_delivery_report=True
-    )
-    envelope = MessageEnvelope(
-        mts_identifier=identifier,
-        originator_name=eve,
-        content_type=P772_CONTENT_TYPE,
-        trace_information=(TraceEntry(global_domain_identifier=domain, arrival_time=SENT),),
-        recipients=tuple(
-            RecipientField(
-                recipient_name=name,
-                originally_specified_recipient_number=number,
-                per_recipient_indicators=indicators,
-            )
-            for number, name in enumerate((local_user, remote_user), start=1)
-        ),
-    ).with_precedence(Precedence.PRIORITY)
-    heading = Heading(
-        this_ipm=IPMIdentifier(user=eve, user_relative_identifier="x"),
-        originator=ORDescriptor(formal_name=eve, free_form_name=FREE_FORM),
-        primary_recipients=(Recipient(name=local_user), Recipient(name=remote_user)),
-        subject=SUBJECT,
-        primary_precedence=Precedence.PRIORITY,
-    )
-    body = (TextBodyPart.from_text(BODY),)
-    content = encode_ipm(IPM(heading=heading, body=body), ContentKind.P772)
-    return encode_mts_apdu(Message(envelope=envelope, content=content)), identifier.text
 
 
 @pytest.fixture
@@ -126,9 +69,7 @@ async def run(*argv: str, stdin: bytes = b"") -> tuple[bytes, bytes]:
 
 
 def raw_controls(output: bytes) -> list[str]:
-    """The control characters in ``output`` that are not tab or line feed (CR LF
-    counts as a line end)."""
-    return RAW.findall(output.decode("utf-8").replace("\r\n", "\n"))
+    return attack_peer_text.raw_controls(output.decode("utf-8"))
 
 
 async def test_no_command_shows_a_peers_control_characters(lab: Lab) -> None:
@@ -150,7 +91,14 @@ async def test_no_command_shows_a_peers_control_characters(lab: Lab) -> None:
 async def _transfer_and_show(lab: Lab, log: io.StringIO) -> None:
     site = lab.b
     jones = site.address("Jones")
-    apdu, mts_identifier = hostile_message(parse_orname(jones), parse_orname(lab.a.address("X")))
+    apdu, mts_identifier = hostile_message(
+        parse_orname(jones),
+        parse_orname(lab.a.address("X")),
+        local_identifier=LOCAL_IDENTIFIER,
+        subject=SUBJECT,
+        free_form=FREE_FORM,
+        body=BODY,
+    )
     await transfer_as_a(site, apdu)
     as_printable = apdu.replace(b"\x16\x15\x1b[2J", b"\x13\x15\x1b[2J", 1)  # IA5 -> Printable
     assert as_printable != apdu
