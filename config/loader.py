@@ -57,6 +57,7 @@ from config.schema import (
     Credentials,
     Listener,
     MaxAge,
+    MetricsEndpoint,
     MtaConfig,
     Peer,
     Retention,
@@ -653,7 +654,18 @@ def _check_connection_limits(table: _Table, limits: ConnectionLimits) -> None:
         )
 
 
+def _check_metrics(table: _Table, endpoint: MetricsEndpoint) -> None:
+    if not endpoint.enabled:
+        raise table.error(
+            "listen",
+            MISSING,
+            'address:port, as in listen = "127.0.0.1:9464" (a [metrics] table without '
+            "listen would answer nowhere; leave the table out for no endpoint)",
+        )
+
+
 _CHECKS: Mapping[type, Any] = {
     RetryPolicy: _check_retry,
     ConnectionLimits: _check_connection_limits,
+    MetricsEndpoint: _check_metrics,
 }

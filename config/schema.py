@@ -597,8 +597,9 @@ DEFAULT_RETENTION = Retention()
 class MetricsEndpoint:
     """Where the daemon answers Prometheus scrapes (``[metrics]``; :mod:`mta.metrics`).
 
-    Off unless ``listen`` is configured: figures about the queue and the peers are for
-    the operator's network only.
+    Off unless the ``[metrics]`` table is there, and then ``listen`` is required (the
+    loader refuses a table without it): figures about the queue and the peers are for
+    the operator's network only, on the address the operator chose.
     """
 
     host: str | None = field(
@@ -606,7 +607,8 @@ class MetricsEndpoint:
         metadata=value(
             LISTEN,
             "Address and port to answer scrapes on (9464 is the port Prometheus' registry "
-            "gives exporters that have none of their own).  Not set: no endpoint.",
+            "gives exporters that have none of their own).  Required in a [metrics] table: "
+            "one without it is refused, since it would answer nowhere.",
             name="listen",
             into=("host", "port"),
         ),
@@ -860,7 +862,11 @@ class MtaConfig:
     )
     metrics: MetricsEndpoint = field(
         default=DEFAULT_METRICS,
-        metadata=section(MetricsEndpoint, "The Prometheus endpoint; off unless listen is set."),
+        metadata=section(
+            MetricsEndpoint,
+            "The Prometheus endpoint.  Not set: no endpoint; a [metrics] table must set listen.",
+            optional=True,
+        ),
     )
     access: Access | None = field(
         default=None,

@@ -418,11 +418,8 @@ def configurations(draw: st.DrawFn) -> dict[str, Any]:
             },
         ),
         "metrics": st.fixed_dictionaries(
-            {},
-            optional={
-                "listen": st.sampled_from(["127.0.0.1:1", "[::]:9464", "host-a:80"]),
-                "path": st.sampled_from(["/m", "/metrics"]),
-            },
+            {"listen": st.sampled_from(["127.0.0.1:1", "[::]:9464", "host-a:80"])},
+            optional={"path": st.sampled_from(["/m", "/metrics"])},
         ),
         "listeners": st.lists(
             st.fixed_dictionaries(
