@@ -12,7 +12,8 @@ Public API::
     bind_and_release(host, port, argument, *, settings=None, dscp=0, timeout=10.0) -> Bound
     Bound(responder_name, bind_seconds)
     BindRefusedError(error, why)     the peer refused the bind
-    AssociationError                 it ended otherwise (aborted, the connection closed)
+    AssociationError                 it ended otherwise (aborted, the connection closed,
+                                     an answer that breaks the protocol)
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ def _until(
 
 def _check(event: Event) -> None:
     """Raise for an event that ends the association."""
+    if isinstance(event, BindRefused) and not event.by_peer:
+        raise AssociationError(f"protocol error in the bind's answer: {event.why}")
     if isinstance(event, BindRefused):
         raise BindRefusedError(event.error, event.why)
     if isinstance(event, Aborted):

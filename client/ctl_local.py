@@ -44,6 +44,7 @@ from typing import Any, BinaryIO, TextIO
 from client.api import ApiError, call, socket_path
 from config.loader import ConfigError, load_config
 from config.view import effective_settings, render
+from p1.ber.values import escape_controls
 
 __all__ = ["COMMANDS", "add_commands", "run", "table"]
 
@@ -322,7 +323,9 @@ def _delete(path: Path, args: argparse.Namespace, out: TextIO) -> int:
             file=out,
         )
     for message_id in sorted({b["message_id"] for b in busy}):
-        identifier = next(b["mts_identifier"] for b in busy if b["message_id"] == message_id)
+        identifier = escape_controls(
+            next(b["mts_identifier"] for b in busy if b["message_id"] == message_id)
+        )
         print(
             f"x400ctl delete: message {message_id} {identifier} is being transferred now: "
             "not deleted (hold it, or try again once the transfer ended)",
@@ -428,8 +431,10 @@ def table(
     header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Collection[int] = ()
 ) -> list[str]:
     """``header`` and ``rows`` as lines of columns as wide as their widest cell, two
-    spaces apart; the columns numbered in ``right`` aligned right."""
-    cells = [[str(cell) for cell in row] for row in (header, *rows)]
+    spaces apart; the columns numbered in ``right`` aligned right.  A cell's control
+    characters are escaped (:func:`p1.ber.values.escape_controls`): a peer's text stays
+    in its cell."""
+    cells = [[escape_controls(str(cell)) for cell in row] for row in (header, *rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return [
         "  ".join(
@@ -460,11 +465,12 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
     if response.get("store"):
-        print(f"STORE UNAVAILABLE: {response['store']} (transfers refused unconfirmed)", file=out)
+        store = escape_controls(response["store"])
+        print(f"STORE UNAVAILABLE: {store} (transfers refused unconfirmed)", file=out)
     for part in response.get("degraded", ()):
         print(
             f"DEGRADED {part['part']}: {part['failures']} failure(s) in {part['since']:.0f} s, "
-            f"last: {part['last_error']}",
+            f"last: {escape_controls(part['last_error'])}",
             file=out,
         )
 
@@ -528,7 +534,7 @@ def _list(response: dict[str, Any], out: TextIO) -> None:
     for line, r in zip(lines[1:], recipients, strict=True):
         print(line, file=out)
         if r["last_error"]:
-            print(f"    last error: {r['last_error']}", file=out)
+            print(f"    last error: {escape_controls(r['last_error'])}", file=out)
 
 
 def _channels(response: dict[str, Any], out: TextIO) -> None:
@@ -545,7 +551,7 @@ def _channels(response: dict[str, Any], out: TextIO) -> None:
             file=out,
         )
         for c in slot["connections"]:
-            error = f"  last error: {c['last_error']}" if c["last_error"] else ""
+            error = f"  last error: {escape_controls(c['last_error'])}" if c["last_error"] else ""
             print(
                 f"  #{c['index']} {c['state']} for {c['since']:.0f} s,"
                 f" {c['transfers']} transfer(s){error}",
@@ -601,9 +607,9 @@ def _quarantine_list(entries: list[dict[str, Any]], out: TextIO) -> None:
 def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
     print(f"id:       {entry['id']}", file=out)
     print(f"received: {entry['received_at']}", file=out)
-    print(f"peer:     {entry['peer']}", file=out)
+    print(f"peer:     {escape_controls(entry['peer'])}", file=out)
     print(f"octets:   {entry['size']}", file=out)
-    print(f"reason:   {entry['reason']}", file=out)
+    print(f"reason:   {escape_controls(entry['reason'])}", file=out)
     print(f"the octets: x400ctl quarantine show {entry['id']} --raw | x400-dump -", file=out)
 
 

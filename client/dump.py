@@ -19,6 +19,11 @@ hex text (whitespace allowed).  The kind is auto-detected, or given with ``--as`
 * ``bind``: MTABindArgument, MTABindResult or MTABindError (X.411 clause 12.1.1), bare or
   inside its RTSE wrapper (``[16]``, ``[17]``, ``[18]``).
 
+The text form shows every control character of the PDU's strings escaped (``\\xHH``,
+``\\uHHHH``: terminal escapes, C1 controls, bidirectional overrides), a text of many lines
+on lines of its own; ``--json`` writes them as JSON's ``\\uHHHH`` escapes, the values
+whole.
+
 Exit status: 0 decoded, 1 the input is not a valid PDU of the kind (the reason and where
 it was found go to standard error), 2 bad usage or an unreadable file.
 """
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from client.cli import terminal_text
 from p1.errors import DecodeError
 from p1.render import HEX_LIMIT, TEXT_LIMIT, Plain, to_plain, to_text
 
@@ -274,23 +280,25 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``x400-dump``; returns the exit status."""
     args = _parser().parse_args(argv)
+    out, err = terminal_text(sys.stdout), terminal_text(sys.stderr)
     try:
         data = read_input(args.file)
     except OSError as exc:
-        print(f"x400-dump: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"x400-dump: cannot read {args.file}: {exc.strerror or exc}", file=err)
         return 2
     options = Options(with_content=not args.no_content, full_bytes=args.full)
     try:
         decoded = decode_any(data, args.kind, options)
     except DecodeError as exc:
-        print(f"x400-dump: {args.file}: not a valid PDU: {exc}", file=sys.stderr)
+        print(f"x400-dump: {args.file}: not a valid PDU: {exc}", file=err)
         return 1
-    if args.json:
-        print(json.dumps({"kind": decoded.kind, "value": decoded.plain}, indent=2))
+    if args.json:  # ASCII: every control and non-ASCII character a \uHHHH escape
+        print(json.dumps({"kind": decoded.kind, "value": decoded.plain}, indent=2), file=out)
     else:
         model = decoded.plain.get("@type") if isinstance(decoded.plain, dict) else None
-        print(f"kind: {decoded.kind}" + (f" ({model})" if model else ""))
-        print(to_text(decoded.plain))
+        print(f"kind: {decoded.kind}" + (f" ({model})" if model else ""), file=out)
+        print(to_text(decoded.plain), file=out)
+    out.flush()
     return 0
 
 

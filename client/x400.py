@@ -38,8 +38,8 @@ from typing import Any, Final, NoReturn, TextIO
 from tqdm import tqdm
 
 from client.api import ApiError, Connection, call, socket_path
-from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe
-from p1.ber.values import escape_controls
+from client.cli import EXIT_INTERRUPTED, TerminalText, quiet_broken_pipe, terminal_text
+from p1.ber.values import escape_controls, escape_text
 from p1.errors import DecodeError
 from p1.ipms.ipm import (
     IPM,
@@ -188,7 +188,7 @@ def _progress(total: int, err: TextIO) -> tqdm[NoReturn]:
     (nothing in a pipe or a log)."""
     return tqdm(
         total=total,
-        file=err,
+        file=_unescaped(err),  # the bar is drawn with CR and escapes of its own
         unit="msg",
         disable=total < 2 or not err.isatty(),
         leave=False,
@@ -203,8 +203,13 @@ def _say(progress: tqdm[NoReturn], line: str, stream: TextIO) -> None:
     if progress.disable:
         print(line, file=stream, flush=True)
     else:
-        progress.write(line, file=stream)
+        progress.write(escape_controls(line), file=_unescaped(stream))
         stream.flush()
+
+
+def _unescaped(stream: TextIO) -> TextIO:
+    """The stream behind a :class:`client.cli.TerminalText`, for the progress bar."""
+    return stream.stream if isinstance(stream, TerminalText) else stream
 
 
 # --- inbox / read / delete ---------------------------------------------------------------
@@ -258,8 +263,8 @@ def _inbox_heading(out: TextIO) -> None:
 def _inbox_line(m: dict[str, Any], out: TextIO) -> None:
     when = datetime.fromisoformat(m["delivered_at"]).strftime("%Y-%m-%d %H:%M:%S")
     flag = " " if m["read"] else "N"
-    origin = m["originator"] or "-"
-    details = [m["subject"] or "", *_marks(m)]
+    origin = escape_controls(m["originator"] or "-")
+    details = [escape_controls(detail) for detail in (m["subject"] or "", *_marks(m))]
     print(
         f"{m['id']:>5}  {flag} {m['precedence']:<10} {m['kind']:<7} {when}  {origin}"
         + "".join(f"\n{'':47}{line}" for line in details if line),
@@ -289,20 +294,20 @@ def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         sys.stdout.buffer.write(apdu)
         return EXIT_OK
     summary = response["message"]
-    print(f"MTS identifier: {summary['mts_identifier']}", file=out)
+    print(f"MTS identifier: {escape_controls(summary['mts_identifier'])}", file=out)
     print(f"delivered:      {summary['delivered_at']}", file=out)
     print(f"precedence:     {summary['precedence']}", file=out)
     try:
         _show_apdu(decode_mts_apdu(apdu), out)
     except DecodeError as error:
-        print(f"(the stored message does not decode: {error})", file=out)
+        print(f"(the stored message does not decode: {escape_controls(str(error))})", file=out)
     return EXIT_OK
 
 
 def _show_apdu(apdu: object, out: TextIO) -> None:
     if isinstance(apdu, Report):
         content = apdu.content
-        print(f"report on:      {content.subject_identifier.text}", file=out)
+        print(f"report on:      {escape_controls(content.subject_identifier.text)}", file=out)
         _show_security_label(apdu.envelope.extensions, out)
         _show_extensions(apdu.envelope.extensions, out)
         for r in content.recipients:
@@ -381,7 +386,7 @@ def _on_a_line_of_its_own(extension: ExtensionField) -> bool:
 def _show_security_label(extensions: Sequence[ExtensionField], out: TextIO) -> None:
     shown = format_security_label(extensions)
     if shown is not None:
-        print(f"security label: {shown}", file=out)
+        print(f"security label: {escape_controls(shown)}", file=out)
 
 
 def format_security_label(extensions: Sequence[ExtensionField]) -> str | None:
@@ -398,17 +403,14 @@ def format_security_label(extensions: Sequence[ExtensionField]) -> str | None:
         return f"message-security-label {value} (does not decode: {exc})"
 
 
-_UNSAFE: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-"""Control characters a terminal acts on, other than tab and line ends."""
-
-
 def format_body_part(part: BodyPart) -> str:
     """How ``read`` shows a body part: the text of a text-like one (IA5 or general text,
-    ADatP-3, ACP 127 data, corrections, teletex, videotex), its control characters but
-    tab and line ends written ``\\xHH``; else its type and size."""
+    ADatP-3, ACP 127 data, corrections, teletex, videotex), its lines kept and every
+    other control character escaped (:func:`p1.ber.values.escape_text`); else its type
+    and size."""
     text = body_part_text(part)
     if text is not None:
-        return _UNSAFE.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
+        return escape_text(text)
     return f"[{body_part_type(part)} body part: {body_part_size(part)} octets]"
 
 
@@ -682,8 +684,8 @@ def main(
 
     Ctrl-C ends it with one line and 130; a reader of the output that went away
     (``x400 inbox | head``) ends it quietly with 141, as SIGPIPE would."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out = terminal_text(out or sys.stdout)
+    err = terminal_text(err or sys.stderr)
     try:
         args = _parser().parse_args(argv)
         result: int = args.run(args, out, err)

@@ -23,6 +23,7 @@ reader went away.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import sys
 from collections.abc import Sequence
@@ -31,11 +32,12 @@ from importlib import metadata
 from client import ctl_local
 from client.api import ApiError
 from client.bind import AssociationError, BindRefusedError, Bound, bind_and_release
-from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe
+from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe, terminal_text
 from config.schema import P1Protocol
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings, initiator_settings
+from p1.ber.values import escape_controls
 from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
 from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
@@ -219,7 +221,7 @@ def _ping_command(args: argparse.Namespace) -> int:
     except (OSError, AssociationError) as error:
         print(f"x400ctl ping: {where}: {error}", file=sys.stderr)
         return EXIT_FAILED
-    name = result.responder_name or "(unauthenticated)"
+    name = escape_controls(result.responder_name or "(unauthenticated)")
     print(
         f"{where}: bound to {name} in {result.bind_seconds * 1000:.1f} ms "
         f"(DSCP {dscp_name(dscp)}), released"
@@ -237,10 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run x400ctl with ``argv`` (default: the command line); returns the exit code.
 
     Ctrl-C ends it with one line and 130; a reader that went away (``| head``) ends it
-    quietly with 141, as SIGPIPE would."""
+    quietly with 141, as SIGPIPE would.  Everything it prints goes through
+    :class:`client.cli.TerminalText`: a peer's text reaches no terminal raw."""
     try:
-        code = _main(argv)
-        sys.stdout.flush()
+        with (
+            contextlib.redirect_stdout(terminal_text(sys.stdout)),
+            contextlib.redirect_stderr(terminal_text(sys.stderr)),
+        ):
+            code = _main(argv)
+            sys.stdout.flush()
     except KeyboardInterrupt:
         print("x400ctl: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

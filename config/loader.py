@@ -49,6 +49,7 @@ from typing import Any, Final, TypeVar
 from config.declare import FILE_SUFFIX, Form, Key, declared, file_keys, section_keys
 from config.kinds import FILE_NAME, OR_NAME, PASSWORD, UB_PASSWORD_LENGTH, Invalid, Kind
 from config.schema import (
+    DEFAULT_CONNECTION_LIMITS,
     DEFAULT_STATE_DIR,
     NO_SELECTORS,
     AddressPrefix,
@@ -56,6 +57,7 @@ from config.schema import (
     Credentials,
     Listener,
     MaxAge,
+    MetricsEndpoint,
     MtaConfig,
     Peer,
     Retention,
@@ -70,6 +72,7 @@ from config.schema import (
 from config.values import HIDDEN
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
+from p1.osi import DEFAULT_LIMITS, StackLimits
 
 __all__ = ["ConfigError", "load_config"]
 
@@ -349,6 +352,7 @@ class _Loader:
         if "access" in read:
             self.check_accounts(top, domains)
         self.check_retention(top, read)
+        self.check_inbound_buffer(top, read)
         read["listeners"] = self.listeners(read.get("listeners", []))
         table = read.get("precedence_table", PrecedenceTable())
         read["peers"] = self.peers(read.get("peers", []), read["name"], read.get("password"), table)
@@ -471,6 +475,25 @@ class _Loader:
                 "may retry a transfer that long, and a retry after its key is forgotten "
                 "is delivered twice",
             )
+
+    def check_inbound_buffer(self, top: _Table, read: _Read) -> None:
+        """The buffer of all bound peers holds one association's largest PDU; unset, it is
+        raised to that when the stack's sizes are."""
+        limits: ConnectionLimits = read.get("connection_limits", DEFAULT_CONNECTION_LIMITS)
+        stack: StackLimits = read.get("limits", DEFAULT_LIMITS)
+        least = stack.max_tsdu_size + stack.max_message_size
+        if limits.max_inbound_buffer >= least:
+            return
+        raw = top.data.get("limits", {})
+        if not isinstance(raw, dict) or "max_inbound_buffer" not in raw:
+            read["connection_limits"] = dataclasses.replace(limits, max_inbound_buffer=least)
+            return
+        raise _Table(self.file, "limits", raw).error(
+            "max_inbound_buffer",
+            raw["max_inbound_buffer"],
+            f"a size no less than max_tsdu_size + max_message_size ({least} octets): "
+            "one association may hold that much of a PDU",
+        )
 
     def check_routes(
         self, top: _Table, local_domains: tuple[AddressPrefix, ...], peers: tuple[Peer, ...]
@@ -638,7 +661,18 @@ def _check_connection_limits(table: _Table, limits: ConnectionLimits) -> None:
         )
 
 
+def _check_metrics(table: _Table, endpoint: MetricsEndpoint) -> None:
+    if not endpoint.enabled:
+        raise table.error(
+            "listen",
+            MISSING,
+            'address:port, as in listen = "127.0.0.1:9464" (a [metrics] table without '
+            "listen would answer nowhere; leave the table out for no endpoint)",
+        )
+
+
 _CHECKS: Mapping[type, Any] = {
     RetryPolicy: _check_retry,
     ConnectionLimits: _check_connection_limits,
+    MetricsEndpoint: _check_metrics,
 }

@@ -490,6 +490,16 @@ class ConnectionLimits:
     progress_interval: float = field(
         default=30.0, metadata=value(DURATION, "Time over which min_progress is measured.")
     )
+    max_inbound_buffer: int = field(
+        default=256 * 1024 * 1024,
+        metadata=value(
+            SIZE,
+            "Octets of inbound PDUs not yet taken in that all bound peers together may make "
+            "the daemon hold; a read past it aborts its association as a temporary problem "
+            "(no less than max_tsdu_size + max_message_size).",
+            derived="256 MiB, or max_tsdu_size + max_message_size when that is more",
+        ),
+    )
     failed_bind_delay: float = field(
         default=1.0,
         metadata=value(
@@ -600,8 +610,9 @@ DEFAULT_RETENTION = Retention()
 class MetricsEndpoint:
     """Where the daemon answers Prometheus scrapes (``[metrics]``; :mod:`mta.metrics`).
 
-    Off unless ``listen`` is configured: figures about the queue and the peers are for
-    the operator's network only.
+    Off unless the ``[metrics]`` table is there, and then ``listen`` is required (the
+    loader refuses a table without it): figures about the queue and the peers are for
+    the operator's network only, on the address the operator chose.
     """
 
     host: str | None = field(
@@ -609,7 +620,8 @@ class MetricsEndpoint:
         metadata=value(
             LISTEN,
             "Address and port to answer scrapes on (9464 is the port Prometheus' registry "
-            "gives exporters that have none of their own).  Not set: no endpoint.",
+            "gives exporters that have none of their own).  Required in a [metrics] table: "
+            "one without it is refused, since it would answer nowhere.",
             name="listen",
             into=("host", "port"),
         ),
@@ -863,7 +875,11 @@ class MtaConfig:
     )
     metrics: MetricsEndpoint = field(
         default=DEFAULT_METRICS,
-        metadata=section(MetricsEndpoint, "The Prometheus endpoint; off unless listen is set."),
+        metadata=section(
+            MetricsEndpoint,
+            "The Prometheus endpoint.  Not set: no endpoint; a [metrics] table must set listen.",
+            optional=True,
+        ),
     )
     access: Access | None = field(
         default=None,

@@ -121,7 +121,7 @@ class _Writer:
         elif key.form is Form.SECRET:
             self.secret(name, value, default)
         elif key.form is Form.SECTION:
-            self.section(name, key, value)
+            self.section(name, key, value, default)
         elif key.form is Form.TABLES:
             for index, item in enumerate(value):
                 self.table(f"{name}[{index}].", item)
@@ -150,9 +150,9 @@ class _Writer:
         else:
             self.add(name, toml_value(HIDDEN), default=secret == default)
 
-    def section(self, name: str, key: Key, value: Any) -> None:
-        if value is None:
-            self.add(name, NOT_SET, default=True)
+    def section(self, name: str, key: Key, value: Any, default: Any) -> None:
+        if value is None or (key.optional and value == default):
+            self.add(name, NOT_SET, default=True)  # an optional table left out
         elif key.spec is not None:
             given, defaults = key.spec.values(value), key.spec.values(key.spec.default)
             for item, item_key in key.spec.keys.items():

@@ -16,7 +16,7 @@ Public API::
     StoreCondition(clock=time.monotonic)
         .failed(reason, refused=True)   .succeeded()   .down -> str | None   .refused
     LogLimiter(*, interval=60.0, clock=time.monotonic, conditions=1024)
-        .log(logger, level, key, message, *args) -> bool   .warning(...)
+        .log(logger, level, key, message, *args, exc_info=False) -> bool   .warning(...)
 """
 
 from __future__ import annotations
@@ -139,10 +139,16 @@ class LogLimiter:
         self._quiet: dict[str, _Quiet] = {}
 
     def log(
-        self, logger: logging.Logger, level: int, key: str, message: str, *args: object
+        self,
+        logger: logging.Logger,
+        level: int,
+        key: str,
+        message: str,
+        *args: object,
+        exc_info: bool = False,
     ) -> bool:
-        """``logger.log(level, message, *args)`` unless ``key`` was logged within the
-        interval; whether the line was written."""
+        """``logger.log(level, message, *args, exc_info=exc_info)`` unless ``key`` was
+        logged within the interval; whether the line was written."""
         if not logger.isEnabledFor(level):
             return False
         now = self._clock()
@@ -157,7 +163,7 @@ class LogLimiter:
         if quiet is not None and quiet.left_out:
             message += " (%d more suppressed)"
             args = (*args, quiet.left_out)
-        logger.log(level, message, *args)
+        logger.log(level, message, *args, exc_info=exc_info or None)
         return True
 
     def warning(self, logger: logging.Logger, key: str, message: str, *args: object) -> bool:

@@ -26,7 +26,7 @@ Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
     LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError,
-        SlowPeerError, TooMuchBeforeBindError
+        SlowPeerError, TooMuchBeforeBindError, BufferSpentError
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
         .give_turn() / take_turn(priority, timeout) / answer_turn_request()
@@ -35,7 +35,7 @@ Public API::
     async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu);
         on_transfer_too_long(event)
-    async serve_link(reader, writer, responder, *, settings, timeouts, ticket)
+    async serve_link(reader, writer, responder, *, settings, timeouts, ticket, budget)
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable
@@ -52,6 +53,7 @@ from typing import Final, Protocol
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
 from mta import net
 from mta.faults import LogLimiter
+from mta.inbound.budget import InboundBudget, Share
 from mta.inbound.guard import Pace, Ticket
 from p1.association.base import SessionAssociation
 from p1.association.connection import (
@@ -138,6 +140,11 @@ class TooMuchBeforeBindError(LinkError):
     """A peer sent more than it may before its MTA-bind was accepted."""
 
 
+class BufferSpentError(LinkError):
+    """A bound peer's read would take the octets of PDUs held for all peers past
+    ``max_inbound_buffer`` (:mod:`mta.inbound.budget`)."""
+
+
 class TransferRefusedError(LinkError):
     """Raised by a :class:`Responder` that cannot take a transfer: the association is
     aborted, so the peer keeps responsibility and tries again later.  ``temporary``: the
@@ -170,6 +177,7 @@ class Link:
         peer: str,
         before_bind: int | None = None,
         sniffing: Sniffing | None = None,
+        share: Share | None = None,
     ) -> None:
         """``before_bind``: octets the peer may send until :meth:`bound` (None: no bound).
         Until then the connection is read only while the association asks for more, at
@@ -178,7 +186,10 @@ class Link:
 
         ``sniffing`` (responder): the connection's mode is told from its CN first, and
         ``association`` (the normal-mode responder) replaced by the X.410-1984 one when
-        the CN is of that mode."""
+        the CN is of that mode.
+
+        ``share`` (responder): once bound, what is read is held against it until the
+        PDU it makes was answered (the next read); BufferSpentError when it cannot be."""
         self.association = association
         self._sniffing = sniffing
         self.peer = peer
@@ -189,6 +200,9 @@ class Link:
         self._before_bind = before_bind
         self._pace: Pace | None = None
         self._turn_asked = False  # the peer's RT-TURN-PLEASE, not answered yet
+        self._lost: str | None = None  # why the connection failed under us, when it did
+        self._share = share
+        self._answered = False  # the last read's events were answered: its octets are free
         transport = writer.transport
         self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
         if before_bind is not None and self._transport is not None:
@@ -213,9 +227,17 @@ class Link:
             self._transport.resume_reading()
 
     async def flush(self) -> None:
-        """Write what the association queued."""
+        """Write what the association queued; LinkClosedError when the connection is
+        lost (reset by the peer) meanwhile."""
         if self._write():
+            await self._drain()
+
+    async def _drain(self) -> None:
+        try:
             await self._writer.drain()
+        except ConnectionError as error:
+            self._lost = self._lost or _connection_error(error)
+            raise LinkClosedError(f"the connection was lost: {self._lost}") from None
 
     def _write(self) -> bool:
         """Hand what the association queued to the transport; whether there was any.
@@ -259,19 +281,44 @@ class Link:
         self._ready.extend(events)
 
     async def _read_once(self) -> None:
-        data = await self._receive()
+        data = self._held(await self._receive())
         if self._sniffing is not None:
             events = self._sniff(data)
         elif data:
             events = self.association.receive_data(data)
         else:
             events = self.association.receive_eof()
-        self._ready.extend(events)
+        self._ready.extend(self._with_loss(events))
+        self._answered = bool(events)
         if self._pace is not None:
             now = asyncio.get_running_loop().time()
             self._pace.received(len(data), complete=bool(events), now=now)
         if self._write():  # (no drain to await when the read answers nothing)
-            await self._writer.drain()
+            await self._drain()
+
+    def _held(self, data: bytes) -> bytes:
+        """``data``, held against the share once bound; the octets of the PDU the last
+        read completed are given back first (its events were answered before this read)."""
+        share = self._share
+        if share is None or not self.is_bound:
+            return data
+        if self._answered:
+            share.give_back()
+        if not share.take(len(data)):
+            raise BufferSpentError(
+                "max_inbound_buffer is spent: the PDUs of bound peers hold all of it"
+            )
+        return data
+
+    def _with_loss(self, events: list[Event]) -> list[Event]:
+        """``events``, the abort of a lost connection saying why it was lost."""
+        if self._lost is None:
+            return events
+        why = f"the connection was lost: {self._lost}"
+        return [
+            dataclasses.replace(e, why=why) if type(e) is Aborted and e.by_peer else e
+            for e in events
+        ]
 
     def _sniff(self, data: bytes) -> list[Event]:
         """Read ``data`` for the connection's mode; once told, the association's events."""
@@ -322,10 +369,12 @@ class Link:
         return data
 
     async def _read(self, size: int) -> bytes:
+        """Up to ``size`` octets; b"" at the end, a reset included (the association's
+        end says which, once: :meth:`_with_loss`)."""
         try:
             return await self._reader.read(size)
         except ConnectionError as error:
-            log.info("%s: connection error: %s", self.peer, error)
+            self._lost = _connection_error(error)
             return b""
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
@@ -435,7 +484,9 @@ class Link:
 
     async def close(self) -> None:
         """Close the TCP connection (after writing what is queued)."""
-        with contextlib.suppress(ConnectionError):
+        if self._share is not None:
+            self._share.give_back()
+        with contextlib.suppress(ConnectionError, LinkClosedError):
             await self.flush()
         self._writer.close()
         with contextlib.suppress(ConnectionError):
@@ -524,6 +575,7 @@ async def serve_link(
     settings: AssociationSettings | None = None,
     timeouts: Timeouts | None = None,
     ticket: Ticket | None = None,
+    budget: InboundBudget | None = None,
 ) -> None:
     """Run one inbound association to its end; never raises for the peer's faults.
 
@@ -532,7 +584,8 @@ async def serve_link(
     answered only after the delay they earned.  Once bound, it is held to a :class:`Pace`
     of ``timeouts.idle`` and ``min_progress`` per ``progress_interval``.  The limits are
     ``ticket``'s (the daemon's ``[limits]``; the defaults without one), and so is the log
-    of what unbound peers do, rate-limited.
+    of what unbound peers do, rate-limited.  What a bound peer sends is held against
+    ``budget`` (:mod:`mta.inbound.budget`; None: no bound).
     """
     timeouts = timeouts or Timeouts()
     limits = ticket.limits if ticket is not None else DEFAULT_CONNECTION_LIMITS
@@ -548,6 +601,7 @@ async def serve_link(
         peer=peer,
         before_bind=limits.max_bytes_before_bind,
         sniffing=sniffing,
+        share=_share(budget, normal),
     )
     notes = ticket.warnings if ticket is not None else LogLimiter(interval=0.0)
     serving = _Serving(link, responder, timeouts, limits, ticket, notes)
@@ -555,19 +609,24 @@ async def serve_link(
         await _serve(serving)
     except TimeoutError:
         if link.is_bound:
-            log.warning("%s: timed out, aborting", peer)
+            serving.fault(logging.WARNING, "timed-out", "%s: timed out, aborting", peer)
         else:
             notes.warning(log, "bind-timeout", "%s: no MTA-bind within %g s", peer, timeouts.bind)
         await link.abort("timed out")
     except SlowPeerError as error:
         # An idle bound association ended on time is housekeeping (a permanent slot's
         # initiator connects again at once); a PDU sent too slowly is the peer's fault.
-        level = logging.INFO if error.idle else logging.WARNING
-        log.log(level, "%s: %s, aborting", peer, error)
+        if error.idle:
+            log.info("%s: %s, aborting", peer, error)
+        else:
+            serving.fault(logging.WARNING, "slow", "%s: %s, aborting", peer, error)
         await link.abort(str(error))
     except TooMuchBeforeBindError as error:
         notes.warning(log, "before-bind", "%s: %s, closing", peer, error)
         await link.abort(str(error))
+    except BufferSpentError as error:
+        notes.warning(log, "inbound-buffer", "%s: %s; aborted, to be retried later", peer, error)
+        await link.abort(str(error), temporary=True)
     except TransferRefusedError as error:
         log.log(
             logging.INFO if error.temporary else logging.WARNING,
@@ -577,15 +636,30 @@ async def serve_link(
         )
         await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
-        serving.info("%s: %s", peer, error)
+        serving.fault(logging.INFO, "lost", "%s: %s", peer, error)
     except asyncio.CancelledError:  # the MTA is stopping
         await abort_on_stop(link)
         raise
-    except Exception:  # the daemon serves on: nothing was confirmed, the peer retries
-        log.exception("%s: failed while serving, aborting", peer)
+    except Exception:  # a bug of ours; the daemon serves on: nothing was confirmed
+        notes.log(
+            log,
+            logging.ERROR,
+            "responder-failure",
+            "%s: failed while serving, aborting",
+            peer,
+            exc_info=True,
+        )
         await link.abort("responder failure")
     finally:
         await link.close()
+
+
+def _share(budget: InboundBudget | None, settings: AssociationSettings) -> Share | None:
+    """A share of ``budget`` for an association on ``settings``: it keeps at most a TSDU
+    being reassembled and the transfer it adds to."""
+    if budget is None:
+        return None
+    return budget.share(settings.limits.max_tsdu_size + settings.limits.max_message_size)
 
 
 def _responder(settings: AssociationSettings, mode: ConnectMode) -> SessionAssociation:
@@ -630,6 +704,16 @@ class _Serving:
         else:
             self.notes.log(log, logging.INFO, "unbound-end", message, *args)
 
+    def fault(self, level: int, kind: str, message: str, *args: object) -> None:
+        """Log the peer's fault of ``kind`` (a reset, a timeout, a protocol error): one line
+        per interval for every unbound peer together (anyone can make those), and per
+        source address for a bound one."""
+        if not self.link.is_bound:
+            self.notes.log(log, level, f"unbound {kind}", message, *args)
+            return
+        source = self.ticket.address if self.ticket is not None else self.link.peer
+        self.notes.log(log, level, f"{kind} {source}", message, *args)
+
 
 async def _serve(serving: _Serving) -> None:
     """Answer the peer's events in order until its association ends.
@@ -643,8 +727,11 @@ async def _serve(serving: _Serving) -> None:
         if isinstance(event, ConnectionRefused):
             _refused_address(serving, event)
             return
-        if isinstance(event, Released | Aborted):
-            serving.info("%s: %s", link.peer, _ended(event))
+        if isinstance(event, Released):
+            serving.info("%s: released", link.peer)
+            return
+        if isinstance(event, Aborted):
+            serving.fault(logging.INFO, "aborted", "%s: %s", link.peer, _ended(event))
             return
         if not link.association.closed:  # (else the event that ended it is queued next)
             await _answer(serving, event)
@@ -755,10 +842,14 @@ def _mode(association: SessionAssociation, event: BindRequested) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def _ended(event: Released | Aborted) -> str:
-    if isinstance(event, Released):
-        return "released"
+def _ended(event: Aborted) -> str:
     return f"aborted ({'by the peer' if event.by_peer else 'by us'}): {event.why}"
+
+
+def _connection_error(error: ConnectionError) -> str:
+    """What a system error on a peer's connection says ("connection reset by peer");
+    asyncio's own, which names no system error, is a reset met while writing."""
+    return error.strerror.lower() if error.strerror else "reset by the peer"
 
 
 def _peer_name(writer: asyncio.StreamWriter) -> str:

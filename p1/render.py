@@ -5,8 +5,9 @@ into JSON-ready lists, dicts, strings and numbers: O/R names in their text form,
 enumerations by name, times in ISO 8601, text-like byte strings as text and others in
 hex, long ones summarised by length and a prefix.  Fields at their default value are left
 out, as on the wire; each model carries its class under ``@type``.  ``to_text(plain)``
-lays the same out as indented ``key: value`` lines.  Nothing here knows a particular
-model: new fields appear without changes.
+lays the same out as indented ``key: value`` lines, every control character of a value
+escaped (:func:`p1.ber.values.escape_controls`: a peer's text stays on its line).
+Nothing here knows a particular model: new fields appear without changes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import dataclasses
 import datetime
 import enum
 from collections.abc import Mapping, Sequence
+
+from p1.ber.values import escape_controls
 
 Plain = None | bool | int | float | str | list["Plain"] | dict[str, "Plain"]
 
@@ -112,7 +115,7 @@ def _text_lines(plain: Plain, indent: int) -> list[str]:
                 lines.extend(_text_lines(item, indent + 1))
             elif isinstance(item, str) and "\n" in item:
                 lines.append(f"{pad}{key}: |")  # text bodies keep their lines
-                lines.extend(f"{pad}  {line}" for line in item.replace("\r\n", "\n").split("\n"))
+                lines.extend(f"{pad}  {escape_controls(line)}" for line in _lines(item))
             else:
                 lines.append(f"{pad}{key}: {_scalar(item)}")
         return lines
@@ -129,6 +132,10 @@ def _text_lines(plain: Plain, indent: int) -> list[str]:
                 lines.extend(sub[1:])
         return lines
     return [f"{pad}{_scalar(plain)}"]
+
+
+def _lines(text: str) -> list[str]:
+    return text.replace("\r\n", "\n").split("\n")
 
 
 def _has_content(item: dict[str, Plain] | list[Plain]) -> bool:
@@ -152,4 +159,4 @@ def _scalar(item: Plain) -> str:
         return "[]"
     if isinstance(item, str) and (item != item.strip() or item == ""):
         return repr(item)  # a lone space (ADMD " ") must stay visible
-    return item if isinstance(item, str) else str(item)
+    return escape_controls(item if isinstance(item, str) else str(item))

@@ -26,6 +26,7 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from mta.faults import LogLimiter
 from mta.intake.units import IntakeUnits, LocalOutcome, delivered_records, outcome_for, subject_of
 from p1.errors import DecodeError
 from p1.mts.precedence import Precedence
@@ -62,6 +63,8 @@ class DeliveryUnits:
         self.engine = engine
         self.intake = intake
         self.owner = owner
+        self.notes = LogLimiter()
+        """Lines the content of peers' messages can repeat at will, each once a minute."""
 
     def deliver_local_in(
         self, session: Session, *, now: datetime, limit: int = 50
@@ -82,7 +85,7 @@ class DeliveryUnits:
         if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
             MessageStore(session).deliver_many(
                 [
-                    Delivery(user=user, apdu=entry.apdu, index=_mailbox_index(entry, user))
+                    Delivery(user=user, apdu=entry.apdu, index=self._mailbox_index(entry, user))
                     for user in users
                 ],
                 now,
@@ -137,21 +140,36 @@ class DeliveryUnits:
                 )
         return count
 
-
-def _mailbox_index(entry: QueueEntry, user: str) -> MailboxIndex:
-    """What ``user``'s listing shows of the queued ``entry``.  An APDU that was accepted
-    is delivered whatever its content holds: when it cannot be indexed, it is stored as
-    received and listed with :data:`UNDECODABLE` as its subject."""
-    try:
-        return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
-    except DecodeError as error:
-        log.warning("%s: %s for %s: %s", entry.mts_identifier, UNDECODABLE, user, error)
-    except Exception:  # a fault of ours: the user still gets the message
-        log.exception("%s: %s for %s", entry.mts_identifier, UNDECODABLE, user)
-    return MailboxIndex(
-        mts_identifier=entry.mts_identifier,
-        kind=entry.kind,
-        precedence=entry.precedence,
-        subject=UNDECODABLE,
-        originator=None,
-    )
+    def _mailbox_index(self, entry: QueueEntry, user: str) -> MailboxIndex:
+        """What ``user``'s listing shows of the queued ``entry``.  An APDU that was
+        accepted is delivered whatever its content holds: when it cannot be indexed, it
+        is stored as received and listed with :data:`UNDECODABLE` as its subject, and
+        one line a minute says so (a peer may send such content in every transfer)."""
+        try:
+            return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
+        except DecodeError as error:
+            self.notes.warning(
+                log,
+                "undecodable",
+                "%s: delivered as %s: %s",
+                entry.mts_identifier,
+                UNDECODABLE,
+                error,
+            )
+        except Exception:  # a fault of ours: the user still gets the message
+            self.notes.log(
+                log,
+                logging.ERROR,
+                "index-failure",
+                "%s: delivered as %s",
+                entry.mts_identifier,
+                UNDECODABLE,
+                exc_info=True,
+            )
+        return MailboxIndex(
+            mts_identifier=entry.mts_identifier,
+            kind=entry.kind,
+            precedence=entry.precedence,
+            subject=UNDECODABLE,
+            originator=None,
+        )

@@ -46,6 +46,7 @@ from typing import Any, Final
 from config.schema import Listener, MtaConfig, Peer
 from config.values import Secret
 from mta import net
+from mta.inbound.budget import InboundBudget
 from mta.inbound.guard import Guard
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.metrics import Metrics
@@ -86,6 +87,8 @@ class Listeners:
         self.settings = settings
         self.timeouts = timeouts
         self.servers: list[asyncio.Server] = []
+        self.budget = InboundBudget(config.connection_limits.max_inbound_buffer)
+        """What every inbound association's PDUs may hold together."""
         self._inbound: set[asyncio.Task[Any]] = set()
         self._chores: set[asyncio.Task[None]] = set()  # resolving peers, the guard's ticks
 
@@ -118,6 +121,7 @@ class Listeners:
     ) -> None:
         """Serve new connections and binds on ``config`` (listeners stay as they were)."""
         self.config, self.settings, self.timeouts = config, settings, timeouts
+        self.budget.resize(config.connection_limits.max_inbound_buffer)
         self._know_peers(config)
 
     def close(self) -> None:
@@ -202,6 +206,7 @@ class Listeners:
                     settings=listener_settings(self.settings, listener),
                     timeouts=self.timeouts,
                     ticket=ticket,
+                    budget=self.budget,
                 )
         finally:
             ticket.release()

@@ -47,6 +47,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
+from mta.faults import LogLimiter
 from mta.intake.plan import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
 from mta.intake.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.intake.reports import Outcome, build_report, indicators_from, wants_report
@@ -142,6 +143,8 @@ class IntakeUnits:
     def __init__(self, site: Site, *, metrics: Metrics | None = None) -> None:
         self.site = site
         self.metrics = metrics or Metrics()
+        self.notes = LogLimiter()
+        """Lines a peer's messages can repeat at will, each once a minute."""
 
     def new_identifier(self) -> MTSIdentifier:
         """A fresh MTS identifier in this MTA's domain (random: unique across restarts)."""
@@ -281,7 +284,7 @@ class IntakeUnits:
             envelope=envelope,
             precedence=precedence,
         )
-        return Prepared(plan=plan, indexes=_local_indexes(plan, None))
+        return Prepared(plan=plan, indexes=_local_indexes(plan, None, self.notes))
 
     def take_prepared_in(
         self, session: Session, *, prepared: Prepared, now: datetime
@@ -323,7 +326,7 @@ class IntakeUnits:
     ) -> tuple[Enqueued | None, LocalOutcome | None]:
         """Queue ``plan`` with its local recipients delivered (``content``: the message's
         content octets if the caller has them); the audit records in one statement."""
-        return self._write(session, plan, now, event, _local_indexes(plan, content))
+        return self._write(session, plan, now, event, _local_indexes(plan, content, self.notes))
 
     def _write(
         self,
@@ -549,11 +552,14 @@ def outcome_for(
     )
 
 
-def _local_indexes(plan: Plan, content: bytes | None) -> dict[str, MailboxIndex] | None:
+def _local_indexes(
+    plan: Plan, content: bytes | None, notes: LogLimiter
+) -> dict[str, MailboxIndex] | None:
     """The mailbox index of each local recipient of ``plan``, read from what intake
     decoded, before anything is written; None when there is none, or when they are left
     to the local deliverer (a probe, a message whose delivery is deferred, an APDU
-    whose content or report cannot be read here)."""
+    whose content or report cannot be read here: the deliverer stores it marked as such
+    and says so)."""
     message = plan.message
     if message is None or all(r.route != LOCAL_ROUTE for r in message.recipients):
         return None
@@ -562,8 +568,17 @@ def _local_indexes(plan: Plan, content: bytes | None) -> dict[str, MailboxIndex]
     users = [r.recipient for r in message.recipients if r.route == LOCAL_ROUTE]
     try:
         indexes = _indexes(message, plan.subject, content, users)
-    except Exception:  # the local deliverer tries again and reports what is wrong
-        log.exception("%s: cannot index for immediate delivery", message.mts_identifier)
+    except DecodeError:  # the peer's data: the local deliverer marks it and logs it
+        return None
+    except Exception:  # a fault of ours; the local deliverer tries again
+        notes.log(
+            log,
+            logging.ERROR,
+            "cannot-index",
+            "%s: cannot index for immediate delivery",
+            message.mts_identifier,
+            exc_info=True,
+        )
         return None
     return None if indexes is None else dict(zip(users, indexes, strict=True))
 

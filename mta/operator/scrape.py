@@ -10,8 +10,12 @@ the loop, and renders the registry (:meth:`mta.metrics.Metrics.render`); nothing
 blocks the loop but that rendering, a few kilobytes of text.
 
 The server is small and strict: a request head of at most ``MAX_REQUEST`` octets within
-``REQUEST_TIMEOUT`` seconds, ``MAX_CLIENTS`` scrapes at once (others are closed at
-once), one request per connection (``Connection: close``).  GET on the configured path
+``REQUEST_TIMEOUT`` seconds, ``MAX_CLIENTS`` connections at once, one request per
+connection (``Connection: close``).  Each connection is served by a task of its own.  A
+connection beyond ``MAX_CLIENTS`` takes the place of the one that has waited longest
+for its request head (that one is closed): a scraper sends its request as soon as it
+connects, so connections that say nothing cannot keep it out, however many there are;
+it is refused only while every place is answering a request already.  GET on the configured path
 answers 200 with :data:`prometheus_client.CONTENT_TYPE_LATEST`; another path 404,
 another method 405, a malformed head 400, one too long 431.  A scrape that cannot read
 the store answers 503, with one log line per minute (:class:`mta.inbound.guard.LogLimiter`),
@@ -63,6 +67,8 @@ class MetricsServer:
         self.service = service
         self._server = server
         self._clients: set[asyncio.Task[None]] = set()
+        self._waiting: dict[asyncio.Task[None], None] = {}
+        """The clients that have not sent their request head yet, oldest first."""
         self._notes = LogLimiter()
 
     @classmethod
@@ -117,23 +123,43 @@ class MetricsServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._clients) >= MAX_CLIENTS:
+        if len(self._clients) >= MAX_CLIENTS and not self._make_room():
             writer.transport.abort()
             return
         self._clients.add(task)
+        self._waiting[task] = None
         try:
-            # Cancelled by close(): end quietly (Python 3.11's streams would report a
-            # cancelled handler to the loop's exception handler as an error).
+            # Cancelled by close() or to make room: end quietly (Python 3.11's streams
+            # would report a cancelled handler to the loop's exception handler as an error).
             with contextlib.suppress(asyncio.CancelledError):
                 await self._exchange(reader, writer)
         finally:
             self._clients.discard(task)
+            self._waiting.pop(task, None)
             writer.transport.abort()
+
+    def _make_room(self) -> bool:
+        """Close the connection that has waited longest for its request head; False
+        when every connection is being answered."""
+        if not self._waiting:
+            return False
+        oldest = next(iter(self._waiting))
+        del self._waiting[oldest]
+        self._clients.discard(oldest)
+        oldest.cancel()
+        self._notes.warning(
+            log,
+            "displaced",
+            "metrics: %d connections at once: closed the one idle longest",
+            MAX_CLIENTS,
+        )
+        return True
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT):
                 head = await reader.readuntil(b"\r\n\r\n")
+            self._answering(asyncio.current_task())
         except asyncio.LimitOverrunError:
             await _send(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE)
             return
@@ -141,6 +167,11 @@ class MetricsServer:
             return  # nothing sensible to answer: the client went, or said nothing
         status, body = await self._answer(head)
         await _send(writer, status, body)
+
+    def _answering(self, task: asyncio.Task[None] | None) -> None:
+        """``task`` has its request: it keeps its place until answered."""
+        if task is not None:
+            self._waiting.pop(task, None)
 
     async def _answer(self, head: bytes) -> tuple[HTTPStatus, bytes]:
         request = _request_line(head)

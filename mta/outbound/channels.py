@@ -40,7 +40,10 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   fails its first transfer) is retried at once, once: that try is not counted, and the
   error it records makes the next failure wait (:func:`retry_delay`).  Attempts are
   counted per recipient, by its claims, so each message's backoff starts from
-  ``retry.initial`` whatever the messages before it met.
+  ``retry.initial`` whatever the messages before it met.  The WARNING about a deferred
+  transfer is written once a minute per peer (:class:`mta.faults.LogLimiter`, shared by
+  the peer's slots), the next one counting those left out: a peer that refuses every
+  transfer for an hour (its disk full) costs a line a minute, not one per message.
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A message claimed when its connection is cancelled
@@ -57,7 +60,7 @@ next connections, the ``[retry]`` policy for its next failure.
 
 Public API::
 
-    ChannelContext(db, units, config, timeouts, settings)
+    ChannelContext(queue, metrics, config, timeouts, settings, notes)
     slot_settings(base, selectors, protocol)
     SlotRunner(context, peer, slot, *, on_connected=None, parts=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
@@ -81,6 +84,7 @@ from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta.database import is_urgent
+from mta.faults import LOG_INTERVAL, LogLimiter
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
 from mta.metrics import Metrics
 from mta.outbound import schedule
@@ -128,6 +132,14 @@ _LOSSES_COUNTED = 16
 long before (from 1 s, doubling, it passes a minute at the seventh)."""
 
 
+DEFERRAL_LOG_INTERVAL = LOG_INTERVAL
+"""Seconds between two lines about one peer's deferred transfers."""
+
+
+def _deferral_notes() -> LogLimiter:
+    return LogLimiter(interval=DEFERRAL_LOG_INTERVAL)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChannelContext:
     """What every slot runner of an MTA shares."""
@@ -137,6 +149,8 @@ class ChannelContext:
     config: MtaConfig
     timeouts: Timeouts = field(default_factory=Timeouts)
     settings: AssociationSettings = field(default_factory=AssociationSettings)
+    notes: LogLimiter = field(default_factory=_deferral_notes)
+    """The lines about deferred transfers, one per peer per interval."""
 
 
 @dataclass(slots=True)
@@ -785,14 +799,14 @@ class SlotRunner:
         self.wake()
 
     def _log_put_back(self, failed: QueueEntry, why: str, delay: float | None) -> None:
-        name, peer = failed.mts_identifier, self.peer.name
+        name, peer, notes = failed.mts_identifier, self.peer.name, self.context.notes
         if delay is None:
-            log.warning("retrying %s to %s at once: %s (the connection had idled)", name, peer, why)
+            message = "retrying %s to %s at once: %s (the connection had idled)"
+            notes.warning(log, f"retrying to {peer}", message, name, peer, why)
             return
+        message = "deferred %s to %s: %s; attempt %d, next in %.1f s"
         attempts = _attempts(failed)
-        log.warning(
-            "deferred %s to %s: %s; attempt %d, next in %.1f s", name, peer, why, attempts, delay
-        )
+        notes.warning(log, f"deferred to {peer}", message, name, peer, why, attempts, delay)
 
     async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
         """The MTA stops: an idle association is released (RT-CLOSE), one caught in a

@@ -452,7 +452,7 @@ class SessionAssociation:
         if self.state is State.CLOSED:
             return []
         if self._close() is State.BINDING:
-            return [BindRefused(error=None, why=why)]
+            return [BindRefused(error=None, why=why, by_peer=by_peer)]
         return [Aborted(by_peer=by_peer, why=why)]
 
     # --- bytes in and out -------------------------------------------------------------

@@ -56,10 +56,14 @@ class BindAccepted(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BindRefused(Event):
-    """MTA-BIND confirmation, refused: the MTABindError, or None with ``why``."""
+    """MTA-BIND confirmation, refused: the MTABindError, or None with ``why``.
+
+    ``by_peer`` False: no refusal came; the peer's answer broke the protocol (a malformed
+    AC, CPA, AARE or bind result) and this end gave the bind up."""
 
     error: MTABindError | None
     why: str
+    by_peer: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,7 +25,8 @@ tag number written in the long form).
 
 Part of :mod:`p1.ber`, which re-exports its public names but the string checks
 (``PRINTABLE_OCTETS``, ``NUMERIC_OCTETS``, :func:`printable_text`, :func:`numeric_text`)
-and :func:`escape_controls` / :func:`is_control`: import those from this module.
+and :func:`escape_controls` / :func:`escape_text` / :func:`is_control`: import those from
+this module.
 """
 
 from __future__ import annotations
@@ -389,19 +390,37 @@ def text_contents(text: str, what: str) -> bytes:
         raise EncodeError(f"non-ASCII character at {exc.start} of {text!r}", where=what) from None
 
 
-_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-"""Control characters (C0, DEL, C1) and the Unicode line and paragraph separators: what
-would end a line of a log or a listing, or hide in a name."""
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+"""Control characters (C0, DEL, C1), the Unicode line and paragraph separators and the
+bidirectional formatting characters (Unicode Standard Annex 9: the marks U+061C,
+U+200E, U+200F, the embeddings, overrides and isolates U+202A-U+202E, U+2066-U+2069):
+what would end a line of a log or a listing, act on a terminal, or make text read in
+another order than it is stored (the "Trojan Source" reordering)."""
+
+_CONTROLS_BUT_LINES = re.compile(
+    r"\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+)
+""":data:`_CONTROLS` but tab and the line ends (LF, CR LF): what :func:`escape_text`
+escapes."""
 
 
 def escape_controls(text: str) -> str:
     """``text`` with each control character written as ``\\xHH`` (C0, DEL and C1) or
-    ``\\uHHHH`` (U+2028, U+2029), everything else as it is: text a peer sent stays on
-    one line and shows what it holds.  (The O/R name text form reads these escapes back,
-    see :mod:`p1.mts.orname`.)"""
+    ``\\uHHHH`` (line and paragraph separators, bidirectional formatting), everything
+    else as it is: text a peer sent stays on one line and shows what it holds.  (The O/R
+    name text form reads these escapes back, see :mod:`p1.mts.orname`.)"""
     if text.isprintable():  # (the usual case: one C call)
         return text
     return _CONTROLS.sub(_control_escape, text)
+
+
+def escape_text(text: str) -> str:
+    """Text of many lines (a body part, a listing) as :func:`escape_controls` writes one
+    line: its line ends kept (LF and CR LF), and tabs, every other control character
+    escaped, so that a lone CR cannot overwrite what a line showed."""
+    if text.isprintable():
+        return text
+    return _CONTROLS_BUT_LINES.sub(_control_escape, text)
 
 
 def _control_escape(match: re.Match[str]) -> str:

@@ -92,6 +92,26 @@ def test_ping_of_a_closed_port_is_a_connection_error(capsys: pytest.CaptureFixtu
     assert f"127.0.0.1 port {port}:" in capsys.readouterr().err
 
 
+@pytest.fixture
+def malformed_ac() -> Iterator[int]:
+    process, port = _start("--name", "mta-b", "--accept", "mta-a:a-pw", "--malformed-ac")
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_ping_of_a_malformed_accept_is_a_protocol_error(malformed_ac: int) -> None:
+    command = [str(Path(sys.executable).with_name("x400ctl")), "ping", "127.0.0.1"]
+    command += [str(malformed_ac), "--mta-name", "mta-a", "--password", "a-pw"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == x400ctl.EXIT_FAILED == 4, done.stderr
+    assert done.stderr.splitlines() == [
+        f"x400ctl ping: 127.0.0.1 port {malformed_ac}: protocol error in the bind's answer: "
+        "session: AC SPDU: LI 254 runs past the TSDU"
+    ]
+    assert done.stdout == ""
+
+
 def test_ping_refuses_a_bad_dscp(capsys: pytest.CaptureFixture[str]) -> None:
     assert _ping(1, "--password", "x", "--dscp", "CS9") == x400ctl.EXIT_USAGE
     assert "--dscp" in capsys.readouterr().err

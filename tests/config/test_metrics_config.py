@@ -1,4 +1,5 @@
-"""``[metrics]``: off by default, the listen address in its forms, and clear errors."""
+"""``[metrics]``: off by default, the listen address in its forms (required in the table),
+and clear errors."""
 
 from __future__ import annotations
 
@@ -29,8 +30,12 @@ def test_there_is_no_endpoint_by_default(tmp_path: Path) -> None:
     assert metrics.path == "/metrics"
 
 
-def test_an_empty_table_is_no_endpoint_either(tmp_path: Path) -> None:
-    assert not load(tmp_path, "[metrics]\n").metrics.enabled
+@pytest.mark.parametrize("table", ["[metrics]\n", '[metrics]\npath = "/m"\n'])
+def test_a_table_without_listen_is_refused_naming_file_and_key(tmp_path: Path, table: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(tmp_path, table)
+    assert str(refused.value).startswith(f"{tmp_path / 'site-a.toml'}: metrics.listen is missing")
+    assert "would answer nowhere" in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -137,6 +137,7 @@ bind_timeout = "20s"
 idle_timeout = "20m"
 min_progress = 512
 progress_interval = "1m"
+max_inbound_buffer = "200MiB"
 failed_bind_delay = 0.5
 failed_bind_delay_max = "1m"
 max_api_connections = 7
@@ -418,11 +419,8 @@ def configurations(draw: st.DrawFn) -> dict[str, Any]:
             },
         ),
         "metrics": st.fixed_dictionaries(
-            {},
-            optional={
-                "listen": st.sampled_from(["127.0.0.1:1", "[::]:9464", "host-a:80"]),
-                "path": st.sampled_from(["/m", "/metrics"]),
-            },
+            {"listen": st.sampled_from(["127.0.0.1:1", "[::]:9464", "host-a:80"])},
+            optional={"path": st.sampled_from(["/m", "/metrics"])},
         ),
         "listeners": st.lists(
             st.fixed_dictionaries(

@@ -4,7 +4,8 @@ Site A serves ``[metrics]``; B is down while A queues messages at two precedence
 A's queue gauges show them waiting and its slots show no bound connection; once B is
 up they are transferred, and the counters, the latency histogram and the connection
 gauges move as they must.  Binds refused both ways are counted; the endpoint answers
-only GET on its path; and a daemon without ``[metrics]`` listens on nothing more.
+only GET on its path; a daemon without ``[metrics]`` listens on nothing more, and one
+whose ``[metrics]`` table has no ``listen`` does not start.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import asyncio
 import json
 import os
 import re
+import subprocess
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +24,12 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
+from mta.daemon import EXIT_CONFIG
 from mta.link import BindRefusedError, open_link
+from mta.operator.scrape import MAX_CLIENTS, MetricsServer
 from p1.association.mtabind import MTABindArgument
 from p1.mts.precedence import Precedence
+from tests.support.process import MTA
 from tests.support.sites import Lab, ReservedPorts, Site, eventually, solo_site
 
 Labels = frozenset[tuple[str, str]]
@@ -312,6 +318,53 @@ async def test_without_metrics_nothing_more_listens(tmp_path: Path) -> None:
         await on.stop()
         reserved.close()
     assert _listening_sockets() == before
+
+
+@pytest.mark.slow
+async def test_idle_connections_do_not_keep_a_scrape_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    reserved = ReservedPorts(1)
+    port = reserved.ports[0]
+    site = solo_site(tmp_path)
+    site.settings["metrics"] = {"listen": f"127.0.0.1:{port}"}
+    service = await site.start()
+    idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3 * MAX_CLIENTS)]
+    try:
+        server = service._scrape
+        assert server is not None
+        await eventually(  # the server has taken them: every place is held by one
+            lambda: _accepted(server), lambda n: n >= MAX_CLIENTS, what="idle connections"
+        )
+        url = f"http://127.0.0.1:{port}/metrics"
+        for _ in range(3):  # as a scraper does, again and again while they stay
+            with await asyncio.to_thread(urllib.request.urlopen, url, timeout=30) as answer:
+                assert answer.status == 200
+                assert b"aiox400_store_up 1.0" in await asyncio.to_thread(answer.read)
+        assert len(server._clients) <= MAX_CLIENTS
+        displaced = [r for r in caplog.records if "closed the one idle longest" in r.message]
+        assert len(displaced) == 1  # one line a minute, however many were displaced
+    finally:
+        for _, writer in idle:
+            writer.close()
+        await site.stop()
+        reserved.close()
+
+
+async def _accepted(server: MetricsServer) -> int:
+    return len(server._clients)
+
+
+@pytest.mark.slow
+def test_a_metrics_table_without_listen_stops_the_start(tmp_path: Path) -> None:
+    site = solo_site(tmp_path)
+    site.settings["metrics"] = {}
+    config = site.write()
+    assert "\n[metrics]\n" in config.read_text()
+    done = subprocess.run([str(MTA), "--config", str(config)], capture_output=True, timeout=60)
+    assert done.returncode == EXIT_CONFIG, done.stderr
+    assert f"{config}: metrics.listen is missing: expected address:port" in done.stderr.decode()
+    assert b"Traceback" not in done.stderr
 
 
 DASHBOARD = Path(__file__).parents[3] / "deploy" / "grafana" / "aiox400.json"

@@ -233,6 +233,7 @@ async def test_a_refused_message_is_retried_once_at_once_then_backs_off_from_ini
 ) -> None:
     caplog.set_level(logging.INFO, logger="aiox400.channel")
     monkeypatch.setattr(channels, "_RECONNECT", RECONNECT)
+    monkeypatch.setattr(channels, "DEFERRAL_LOG_INTERVAL", 0.0)  # each deferral, to read
     connections = lab.a.settings["peers"][0]["slots"][0]["max_connections"]
     receiver = Receiver()
     await lab.a.start()

@@ -16,6 +16,7 @@ from p1.ber.values import (
     NUMERIC_OCTETS,
     PRINTABLE_OCTETS,
     escape_controls,
+    escape_text,
     numeric_text,
     printable_text,
     read_text,
@@ -34,7 +35,7 @@ from p1.orname.text import _join, _lex, _strip
 from tests.p1 import strategies
 from tests.profiles import examples
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 """What no text form, canonical form or escaped text may hold."""
 
 
@@ -118,12 +119,32 @@ def test_the_tuple_form_readers_check_their_alphabets() -> None:
         ("a\r\n\tb\x00\x7f", "a\\x0d\\x0a\\x09b\\x00\\x7f"),
         ("next\x85line\u2028and\u2029", "next\\x85line\\u2028and\\u2029"),
         ("\x1b[31mred", "\\x1b[31mred"),
+        ("gnp\u202e.exe\u2066\u2069\u200e", "gnp\\u202e.exe\\u2066\\u2069\\u200e"),
+        ("\u200f\u061c", "\\u200f\\u061c"),
         ("Müller, 東京 \\x0a", "Müller, 東京 \\x0a"),  # printable text is left alone
         ("", ""),
     ],
 )
 def test_escape_controls(text: str, shown: str) -> None:
     assert escape_controls(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("one\r\ntwo\n\tthree", "one\r\ntwo\n\tthree"),
+        ("over\rwrite\r", "over\\x0dwrite\\x0d"),
+        ("\x1b]0;title\x07\x9b2J\u202e", "\\x1b]0;title\\x07\\x9b2J\\u202e"),
+    ],
+)
+def test_escape_text_keeps_line_ends_and_tabs(text: str, shown: str) -> None:
+    assert escape_text(text) == shown
+
+
+@given(st.text())
+def test_escaped_lines_hold_no_other_control_character(text: str) -> None:
+    escaped = escape_text(text).replace("\r\n", "\n")
+    assert CONTROL.search(escaped.replace("\n", "").replace("\t", "")) is None
 
 
 @given(st.text())
