@@ -12,7 +12,7 @@ log (lines, tracebacks) and the time a real peer takes:
 
 * idle flood: ``--idle`` connections opened, 64 at a time, from 40 loopback source
   addresses (127.0.2.1 ...) and left silent; meanwhile the local API's ``status`` and, once the
-  flood's connections have waited past their grace (a tenth of ``bind_timeout``), MTA-A
+  flood's connections are 3.2 s old (past a tenth of ``bind_timeout``), MTA-A
   from 127.0.0.1: connect, bind, transfer a 1 KB message, release;
 * unbound streamers: ``--streamers`` peers from 127.0.3.1 ... each send a CR, then,
   instead of their MTA-bind, DT TPDUs of one TSDU that never ends, up to
@@ -226,7 +226,8 @@ async def idle_flood(daemon: Daemon, count: int) -> Row:
     await asyncio.sleep(1.0)
     descriptors = daemon.descriptors()
     status = await api_status(daemon.socket)
-    # The flood's unbound connections keep their places for a tenth of bind_timeout.
+    # The real peer tries once the flood is 3.2 s old, so that a tree whose policy lets
+    # an unbound connection give way only after a tenth of bind_timeout is measured too.
     await asyncio.sleep(max(0.0, 3.2 - (time.monotonic() - started)))
     elapsed, attempts = await real_peer_until_through(daemon.port, 30)
     descriptors = max(descriptors, daemon.descriptors())

@@ -30,10 +30,11 @@ Public API::
     MaxAge(override, flash, immediate, priority, routine, deferred)   .of(precedence)
     LogLevel.DEBUG ... LogLevel.CRITICAL
     ConnectionLimits(max_connections, max_connections_per_address, max_unbound,
-                     max_bytes_before_bind, bind_timeout, idle_timeout, min_progress,
-                     progress_interval, failed_bind_delay, failed_bind_delay_max,
-                     max_api_connections, api_idle_timeout, api_operator_connections,
-                     max_api_connections_per_uid, max_api_pending_per_uid)
+                     max_unbound_per_address, max_bytes_before_bind, bind_timeout,
+                     idle_timeout, min_progress, progress_interval, failed_bind_delay,
+                     failed_bind_delay_max, max_api_connections, api_idle_timeout,
+                     api_operator_connections, max_api_connections_per_uid,
+                     max_api_pending_per_uid)
     QuarantineLimits(max_messages, max_bytes)
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
     DEFAULT_QUARANTINE

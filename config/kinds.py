@@ -347,8 +347,15 @@ def _password(raw: object) -> Secret:
     if raw == HIDDEN:
         raise Invalid(f"the password itself ({HIDDEN} is what x400ctl config shows for it)")
     if isinstance(raw, str) and raw and raw.isascii():
+        if len(raw) > UB_PASSWORD_LENGTH:
+            raise Invalid(_TOO_LONG.format(length=len(raw)))
         return Secret(raw)
     raise Invalid()
+
+
+UB_PASSWORD_LENGTH = 62
+"""X.411's ub-password-length: the longest password an MTA-bind carries."""
+_TOO_LONG = "a password of 62 characters at most (X.411 ub-password-length), not {length}"
 
 
 def _hidden_secret(value: Secret) -> object:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from config.declare import FILE_SUFFIX, Form, Key, declared, file_keys, section_keys
-from config.kinds import FILE_NAME, OR_NAME, PASSWORD, Invalid, Kind
+from config.kinds import FILE_NAME, OR_NAME, PASSWORD, UB_PASSWORD_LENGTH, Invalid, Kind
 from config.schema import (
     DEFAULT_CONNECTION_LIMITS,
     DEFAULT_STATE_DIR,
@@ -400,6 +400,13 @@ class _Loader:
         if not text.isascii():
             raise table.error(
                 key, name, f"an ASCII password in {path} (X.411 simple credentials are IA5)"
+            )
+        if len(text) > UB_PASSWORD_LENGTH:
+            raise table.error(
+                key,
+                name,
+                f"a password of {UB_PASSWORD_LENGTH} characters at most in {path} "
+                f"(X.411 ub-password-length), not {len(text)}",
             )
         return Secret(text, source=path)
 

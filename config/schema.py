@@ -314,8 +314,9 @@ class Peer:
     )
     their_credentials: Credentials = field(
         metadata=secret(
-            "What the peer must present in its MTA-binds (with its name).  Not set: its "
-            "password is not checked.",
+            "What the peer must present in its MTA-binds (with its name).  Not set: the "
+            "peer is not authenticated; its binds are accepted on its name and answered "
+            "unauthenticated, without this MTA's password.",
             name="peer_password",
         )
     )
@@ -449,7 +450,19 @@ class ConnectionLimits:
     )
     max_unbound: int = field(
         default=32,
-        metadata=value(COUNT, "Inbound P1 connections that have not yet completed an MTA-bind."),
+        metadata=value(
+            COUNT,
+            "Inbound P1 connections that have not yet completed an MTA-bind, from addresses "
+            "other than the configured peers' hosts (theirs are never refused for it).",
+        ),
+    )
+    max_unbound_per_address: int = field(
+        default=4,
+        metadata=value(
+            COUNT,
+            "Of those, from one IP address: a newcomer over it takes the place of that "
+            "address's oldest unbound connection.",
+        ),
     )
     max_bytes_before_bind: int = field(
         default=32 * 1024,

@@ -820,19 +820,7 @@ def _refused(serving: _Serving, name: str | None, error: MTABindError) -> None:
     if ticket is None:
         log.warning("%s: bind from %r refused: %s", peer, name, why)
         return
-    failures, delay = ticket.bind_refused()
-    serving.notes.warning(
-        log,
-        f"bind-refused {ticket.address}",
-        "%s: bind from %r refused: %s; %d failed bind(s) in a row from %s, the next "
-        "bind from there waits %g s",
-        peer,
-        name,
-        why,
-        failures,
-        ticket.address,
-        delay,
-    )
+    ticket.bind_refused(f"{peer}: bind from {name!r} refused: {why}")  # (counted, logged)
 
 
 def _pace(serving: _Serving) -> Pace:

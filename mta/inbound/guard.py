@@ -4,16 +4,47 @@ Anyone who reaches a listener can open connections and send octets before the MT
 says who it is (X.411 12.1.1: the bind authenticates the peer), so everything an
 unauthenticated peer can make the daemon hold is bounded here, and kept cheap to refuse:
 
-- :class:`Guard` admits inbound P1 connections at accept: a total over all listeners, a
-  count per source address and a count of connections without a completed MTA-bind.  One
-  over a count is closed at once, unless an unbound connection that has waited longer than
-  a bind takes (a tenth of ``bind_timeout``) gives way to it: the oldest of the source
-  address that holds the most of them, or of the newcomer's own address when that is the
-  count it exceeds.  So a flood of idle connections does not keep a real peer out.
+- :class:`Guard` admits inbound P1 connections at accept: a total over all listeners
+  (``max_connections``), a count per source address (``max_connections_per_address``)
+  and the connections without a completed MTA-bind.  The policy for those, unbound:
+
+  * The configured peers' hosts, resolved to addresses at start and at each reload
+    (:meth:`Guard.know`), are known: their connections do not count against
+    ``max_unbound``, are never refused for it and never give way to a stranger's.  A
+    peer's slots never wait behind a flood, as Postfix's postscreen lets its allowlist
+    past every test.
+  * A stranger's address holds at most ``max_unbound_per_address`` unbound connections
+    (a small share of ``max_unbound``, as anvil counts connections per client and
+    OpenSSH's PerSourceMaxStartups limits unauthenticated ones per source); its next
+    takes the place of its own oldest, so a host churning connections only replaces its
+    own.
+  * When the strangers' ``max_unbound`` places (or all ``max_connections``) are taken,
+    a newcomer takes the place of the oldest unbound connection of the address holding
+    the most; when its own address is among those holding the most, of its own oldest.
+    A place only ever passes from an address holding at least as many as the
+    newcomer's (max-min fairness), so no address gains by opening more; however many
+    addresses churn, a newcomer is admitted, and one alone on its address gives way only
+    after every connection older than it: it keeps its place for about as many arrivals
+    as there are places.  OpenSSH's
+    MaxStartups drops newcomers at random instead, which under a flood refuses a real
+    peer with the flood's odds; taking the oldest place costs the flood, whose
+    connections are the oldest idle ones, and spares a peer that binds promptly.
+    Bound connections never give way; a connection refused is closed before anything
+    is read.
 - Failed binds cost their source: the next bind from an address whose binds failed waits
   ``failed_bind_delay``, doubled per further failure up to ``failed_bind_delay_max``,
-  before any answer (a refusal never comes sooner than an acceptance would).  Another
-  address is not delayed; the table of addresses is bounded and forgets quiet ones.
+  before any answer (a refusal never comes sooner than an acceptance would).  They also
+  cost the daemon as a whole, so that guesses from many addresses are slowed too: past a
+  burst of ``FAILED_BIND_BURST`` failures from strangers (one forgiven per
+  ``failed_bind_delay``), every stranger's bind waits as well, doubled per further
+  failure up to ``failed_bind_delay_max``.  Guessing faster than the level drains keeps
+  every stranger's bind waiting ``failed_bind_delay_max`` on ``max_unbound`` places, so
+  in the long run guesses are answered at about the larger of ``1 / failed_bind_delay``
+  and ``max_unbound / failed_bind_delay_max`` a second (about one with the defaults),
+  however many addresses they come from; known peers' binds are not delayed by others'
+  failures.  Failed binds are logged as counts (:class:`BindFailures`): the first after
+  a quiet interval at once, the rest as one line per interval saying how many from how
+  many addresses.
 - :class:`Pace`: once bound, an association may stay silent ``idle_timeout`` while nothing
   is in progress; once a PDU has begun to arrive, the peer must send ``min_progress``
   octets per ``progress_interval`` until it is complete.
@@ -23,21 +54,25 @@ unauthenticated peer can make the daemon hold is bounded here, and kept cheap to
   RLIMIT_NOFILE; the soft limit is raised towards the hard one, else the cap is lowered
   (an accept that fails for want of a descriptor makes asyncio log a traceback).
 
-Synchronous, with an injected clock; :mod:`mta.service`, :mod:`mta.link` and
-:mod:`mta.operator.control` apply them.  IPv6 sources count per /64 (one host or site holds one).
+Synchronous, with an injected clock; :mod:`mta.service`, :mod:`mta.link`,
+:mod:`mta.inbound.listeners` and :mod:`mta.operator.control` apply them.  IPv6 sources
+count per /64 (one host or site holds one).
 
 Public API::
 
     Guard(limits, *, max_connections=None, clock)    Guard.for_config(config)
         .admit(peername, close) -> Ticket | None    (None: refused, logged; close it)
+        .know(addresses)    the configured peers' addresses
         .reconfigure(config)    a reload's [limits], for the connections and binds to come
-        .limits  .warnings  .connections  .unbound
-    Ticket  .address  .limits  .warnings  .bind_delay()  .bind_refused() -> (failures, delay)
-            .bind_accepted()  .release()
+        .tick()    log the failed binds counted, once their interval is over
+        .limits  .warnings  .connections  .unbound  .known
+    Ticket  .address  .known  .limits  .warnings  .bind_delay()
+            .bind_refused(detail) -> (failures, delay)  .bind_accepted()  .release()
     Pace(idle=, min_octets=, interval=, now=)  .deadline()  .waiting(now)  .idle_now
         .received(n, complete=, now=)  .expired(now) -> why | None
-    FailedBinds(delay=, maximum=, clock)  .delay(address)  .failed(address)  .succeeded(address)
-        .bound(delay=, maximum=)
+    FailedBinds(delay=, maximum=, clock)  .delay(address, known=)  .failed(address, known=)
+        .succeeded(address)  .global_delay()  .bound(delay=, maximum=)
+    BindFailures(interval=, clock)  .failed(address, line)  .tick(delay)
     LogLimiter(interval=60, clock)  .log(logger, level, key, message, *args)  .warning(...)
     address_key(host) -> str
     descriptor_cap(connections, reserve) -> DescriptorCap(connections, soft, raised_from)
@@ -48,15 +83,17 @@ from __future__ import annotations
 import collections
 import ipaddress
 import logging
+import math
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from config.schema import ConnectionLimits, MtaConfig
 from mta.faults import Clock, LogLimiter
 
 __all__ = [
+    "BindFailures",
     "DescriptorCap",
     "FailedBinds",
     "Guard",
@@ -78,6 +115,10 @@ DESCRIPTOR_RESERVE = 64
 the database and its pool, spool files being written or read."""
 IPV6_PREFIX = 64
 """Length of the IPv6 prefix counted as one source address."""
+FAILED_BIND_BURST = 10.0
+"""Failed binds from strangers the daemon takes before every stranger's bind waits."""
+FAILED_BIND_REPORT = 60.0
+"""Seconds over which failed binds are counted for one log line."""
 
 
 # --- progress of one association ---------------------------------------------------------
@@ -155,11 +196,14 @@ class _Failures:
 
 
 class FailedBinds:
-    """Failed MTA-binds by source address, and how long the next bind from there waits.
+    """Failed MTA-binds by source address and over all strangers, and how long the next
+    bind waits.
 
     At most ``capacity`` addresses are remembered (the least recently failed is forgotten
     first), and an address is forgotten once ``FAILED_BIND_MEMORY`` seconds past its
-    longest delay have gone by without a failure.
+    longest delay have gone by without a failure.  The strangers' failures fill one
+    level, which drains by one per ``delay`` seconds: past ``burst``, every stranger's
+    bind waits ``delay``, doubled per failure beyond, up to ``maximum``.
     """
 
     def __init__(
@@ -169,31 +213,42 @@ class FailedBinds:
         maximum: float,
         clock: Clock = time.monotonic,
         capacity: int = FAILED_BIND_ADDRESSES,
+        burst: float = FAILED_BIND_BURST,
     ) -> None:
         self.base = delay
         self.maximum = maximum
+        self.burst = burst
         self._clock = clock
         self._capacity = capacity
         self._memory = FAILED_BIND_MEMORY + maximum
         self._table: dict[str, _Failures] = {}
+        self._level = 0.0  # the strangers' failures not yet drained
+        self._level_at = clock()
 
     def __len__(self) -> int:
         return len(self._table)
 
     def bound(self, *, delay: float, maximum: float) -> None:
         """New delays (a reload): the failures counted so far stay counted."""
+        self._drained()
         self.base = delay
         self.maximum = maximum
         self._memory = FAILED_BIND_MEMORY + maximum
 
-    def delay(self, address: str) -> float:
-        """Seconds a bind from ``address`` waits before it is answered (0: none)."""
-        failures = self._current(address)
-        if failures is None or self.base == 0:
-            return 0.0
-        return min(self.maximum, self.base * 2.0 ** min(failures.count - 1, 64))
+    def delay(self, address: str, *, known: bool = False) -> float:
+        """Seconds a bind from ``address`` waits before it is answered (0: none);
+        ``known``: a configured peer's address, not slowed by strangers' failures."""
+        own = self._delay_after(self._current(address))
+        return own if known else max(own, self.global_delay())
 
-    def failed(self, address: str) -> int:
+    def global_delay(self) -> float:
+        """Seconds every stranger's bind waits for the strangers' failures (0: none)."""
+        excess = self._drained() - self.burst
+        if self.base == 0 or excess < 0:
+            return 0.0
+        return min(self.maximum, self.base * math.pow(2.0, min(excess, 64.0)))
+
+    def failed(self, address: str, *, known: bool = False) -> int:
         """A bind from ``address`` failed; how many have failed in a row from there."""
         failures = self._current(address) or _Failures(0, 0.0)
         failures.count += 1
@@ -202,11 +257,26 @@ class FailedBinds:
         self._table[address] = failures
         if len(self._table) > self._capacity:
             del self._table[next(iter(self._table))]
+        if not known:
+            self._level = self._drained() + 1.0
         return failures.count
 
     def succeeded(self, address: str) -> None:
         """A bind from ``address`` was accepted: it starts afresh."""
         self._table.pop(address, None)
+
+    def _delay_after(self, failures: _Failures | None) -> float:
+        if failures is None or self.base == 0:
+            return 0.0
+        return min(self.maximum, self.base * 2.0 ** min(failures.count - 1, 64))
+
+    def _drained(self) -> float:
+        """The strangers' level now, drained since it was last looked at."""
+        now = self._clock()
+        drained = (now - self._level_at) / self.base if self.base > 0 else self._level
+        self._level = max(0.0, self._level - drained)
+        self._level_at = now
+        return self._level
 
     def _current(self, address: str) -> _Failures | None:
         failures = self._table.get(address)
@@ -214,6 +284,55 @@ class FailedBinds:
             del self._table[address]
             return None
         return failures
+
+
+class BindFailures:
+    """Failed binds in the log as counts: the first after a quiet interval at once, with
+    its details; those that follow within ``interval`` as one WARNING when it is over,
+    saying how many, from how many addresses, the most from which.  So a guessing flood
+    from a thousand addresses is one line a minute, not a line per address."""
+
+    def __init__(self, *, interval: float = FAILED_BIND_REPORT, clock: Clock = time.monotonic):
+        self.interval = interval
+        self._clock = clock
+        self._since: float | None = None  # when the interval being counted began
+        self._count = 0
+        self._addresses: collections.Counter[str] = collections.Counter()
+
+    def failed(self, address: str, line: str, delay: float) -> None:
+        """A bind from ``address`` failed (``line``: what to say of it when it is said at
+        once); ``delay``: what strangers' binds wait now."""
+        self.tick(delay)
+        if self._since is None:
+            log.warning("%s", line)
+            self._since = self._clock()
+            return
+        self._count += 1
+        self._addresses[address] += 1
+        if len(self._addresses) > FAILED_BIND_ADDRESSES:  # (keep the heaviest)
+            del self._addresses[min(self._addresses, key=self._addresses.__getitem__)]
+
+    def tick(self, delay: float) -> None:
+        """Say what the interval counted, once it is over; ``delay``: what strangers'
+        binds wait now."""
+        if self._since is None or self._clock() - self._since < self.interval:
+            return
+        if not self._count:
+            self._since = None  # quiet: the next failure is said at once
+            return
+        [(heaviest, most)] = self._addresses.most_common(1)
+        log.warning(
+            "%d more failed bind(s) in the last %.0f s from %d address(es), the most (%d) "
+            "from %s; a bind from an address not a peer's waits %g s",
+            self._count,
+            self._clock() - self._since,
+            len(self._addresses),
+            most,
+            heaviest,
+            delay,
+        )
+        self._since, self._count = self._clock(), 0
+        self._addresses.clear()
 
 
 # --- admission -------------------------------------------------------------------------------
@@ -229,6 +348,9 @@ class Ticket:
     close: Callable[[], None] = field(repr=False)
     """Ends the connection at once (when it must give way to another)."""
     guard: Guard = field(repr=False)
+    known: bool = False
+    """From a configured peer's address: not counted against ``max_unbound``, never
+    giving way to a stranger, its bind not slowed by strangers' failures."""
     unbound: bool = True
     released: bool = False
 
@@ -242,13 +364,12 @@ class Ticket:
 
     def bind_delay(self) -> float:
         """Seconds to wait before answering this connection's MTA-bind."""
-        return self.guard.failed_binds.delay(self.address)
+        return self.guard.failed_binds.delay(self.address, known=self.known)
 
-    def bind_refused(self) -> tuple[int, float]:
-        """Its bind was refused: failures in a row from its address, and the delay the next
-        bind from there will wait."""
-        failures = self.guard.failed_binds.failed(self.address)
-        return failures, self.guard.failed_binds.delay(self.address)
+    def bind_refused(self, detail: str) -> tuple[int, float]:
+        """Its bind was refused (``detail``: by whom, why, for the log): failures in a row
+        from its address, and the delay the next bind from there will wait."""
+        return self.guard.bind_refused(self, detail)
 
     def bind_accepted(self) -> None:
         """Its bind was accepted: no longer unbound; its address starts afresh."""
@@ -274,16 +395,19 @@ class Guard:
         self.max_connections = max_connections or limits.max_connections
         """Inbound connections at once: ``limits.max_connections``, or fewer when the
         open-file limit is lower (:meth:`for_config`)."""
-        self.grace = limits.bind_timeout / 10
-        """Seconds an unbound connection keeps its place before a newcomer may take it."""
         self.warnings = LogLimiter(clock=clock)
         self.failed_binds = FailedBinds(
             delay=limits.failed_bind_delay, maximum=limits.failed_bind_delay_max, clock=clock
         )
+        self.failures = BindFailures(clock=clock)
         self._clock = clock
+        self.known: frozenset[str] = frozenset()
+        """The configured peers' addresses (:func:`address_key`)."""
         self._per_address: collections.Counter[str] = collections.Counter()
-        self._unbound_per_address: collections.Counter[str] = collections.Counter()
-        self._unbound: dict[Ticket, None] = {}  # oldest first
+        self._unbound: dict[Ticket, None] = {}  # every unbound connection, oldest first
+        self._strangers: collections.Counter[str] = collections.Counter()
+        """Unbound connections per address, of addresses not known."""
+        self._stranger_count = 0
         self.connections = 0
         """Inbound connections admitted and not yet ended."""
 
@@ -301,10 +425,14 @@ class Guard:
         limits = config.connection_limits
         self.limits = limits
         self.max_connections = _fitted(config)
-        self.grace = limits.bind_timeout / 10
         self.failed_binds.bound(
             delay=limits.failed_bind_delay, maximum=limits.failed_bind_delay_max
         )
+
+    def know(self, addresses: Iterable[str]) -> None:
+        """The configured peers' addresses (their hosts resolved), for the connections
+        admitted from now on."""
+        self.known = frozenset(address_key(address) for address in addresses)
 
     @property
     def unbound(self) -> int:
@@ -315,57 +443,77 @@ class Guard:
         """A ticket for a connection from ``peername`` (a socket address); None when it is
         refused (the caller closes it at once; a rate-limited line says why)."""
         address = address_key(_host(peername))
-        ticket = Ticket(address, self._clock(), close, self)
-        refusal = self._make_room(address)
+        known = address in self.known
+        refusal = self._make_room(address, known)
         if refusal is not None:
             key, why = refusal
             self.warnings.warning(log, key, "closed a connection from %s at once: %s", address, why)
             return None
+        ticket = Ticket(address, self._clock(), close, self, known)
         self.connections += 1
         self._per_address[address] += 1
         self._unbound[ticket] = None
-        self._unbound_per_address[address] += 1
+        if not known:
+            self._strangers[address] += 1
+            self._stranger_count += 1
         return ticket
 
-    def _make_room(self, address: str) -> tuple[str, str] | None:
-        """Evict an unbound connection if one must give way; else which count is full
-        (its key and the text naming it), or None when there is room."""
-        per_address = self.limits.max_connections_per_address
-        if self._per_address[address] >= per_address and not self._evict(
-            self._oldest_unbound(address), address
-        ):
+    def bind_refused(self, ticket: Ticket, detail: str) -> tuple[int, float]:
+        """``ticket``'s bind was refused: counted and logged (:class:`BindFailures`);
+        failures in a row from its address, and what its next bind waits."""
+        address, known = ticket.address, ticket.known
+        failures = self.failed_binds.failed(address, known=known)
+        delay = self.failed_binds.delay(address, known=known)
+        line = (
+            f"{detail}; {failures} failed bind(s) in a row from {address}, "
+            f"the next bind from there waits {delay:g} s"
+        )
+        self.failures.failed(address, line, self.failed_binds.global_delay())
+        return failures, delay
+
+    def tick(self) -> None:
+        """Log the failed binds counted, once their interval is over."""
+        self.failures.tick(self.failed_binds.global_delay())
+
+    def _make_room(self, address: str, known: bool) -> tuple[str, str] | None:
+        """Make room for a newcomer from ``address`` by closing an unbound connection
+        if one must give way; else which count is full (its key and the text naming it),
+        or None when there is room."""
+        limits = self.limits
+        per_address = limits.max_connections_per_address
+        if self._per_address[address] >= per_address:
+            if self._evict(self._oldest_of(address), address):
+                return None
             return "max_connections_per_address", f"max_connections_per_address ({per_address})"
+        share_full = not known and self._strangers[address] >= limits.max_unbound_per_address
+        if share_full and self._evict(self._oldest_of(address), address):
+            return None  # its newest took its own oldest's place
         if self.connections >= self.max_connections:
             key, cap = "max_connections", self.max_connections
-        elif len(self._unbound) >= self.limits.max_unbound:
-            key, cap = "max_unbound", self.limits.max_unbound
+        elif not known and self._stranger_count >= limits.max_unbound:
+            key, cap = "max_unbound", limits.max_unbound
         else:
             return None
-        if self._evict(self._most_waiting(), address):
+        if self._evict(self._heaviest(address, known), address):
             return None
         return key, f"{key} ({cap})"
 
-    def _oldest_unbound(self, address: str) -> Ticket | None:
-        """The oldest unbound connection from ``address``, if past its grace."""
-        settled = self._clock() - self.grace
-        for ticket in self._unbound:
-            if ticket.since > settled:
-                return None
-            if ticket.address == address:
-                return ticket
-        return None
+    def _oldest_of(self, address: str) -> Ticket | None:
+        """The oldest unbound connection from ``address``."""
+        return next((ticket for ticket in self._unbound if ticket.address == address), None)
 
-    def _most_waiting(self) -> Ticket | None:
-        """The oldest unbound connection past its grace from the address holding the most
-        unbound connections."""
-        settled = self._clock() - self.grace
+    def _heaviest(self, newcomer: str, known: bool) -> Ticket | None:
+        """The stranger's unbound connection to give way to a newcomer from ``newcomer``:
+        the oldest of the address holding the most (the oldest such address on a tie),
+        or the newcomer's own oldest when its address holds as many."""
         chosen, most = None, 0
         for ticket in self._unbound:
-            if ticket.since > settled:
-                break
-            count = self._unbound_per_address[ticket.address]
+            count = 0 if ticket.known else self._strangers[ticket.address]
             if count > most:
                 chosen, most = ticket, count
+        own = 0 if known else self._strangers[newcomer]
+        if own and own >= most:
+            return self._oldest_of(newcomer)
         return chosen
 
     def _evict(self, ticket: Ticket | None, newcomer: str) -> bool:
@@ -376,7 +524,7 @@ class Guard:
         waited = self._clock() - ticket.since
         self.warnings.warning(
             log,
-            "evicted",
+            "evicted for a peer" if newcomer in self.known else "evicted",
             "closed a connection from %s, unbound after %.1f s, to admit one from %s",
             ticket.address,
             waited,
@@ -403,7 +551,9 @@ class Guard:
 
     def _forget_unbound(self, ticket: Ticket) -> None:
         del self._unbound[ticket]
-        _decrement(self._unbound_per_address, ticket.address)
+        if not ticket.known:
+            _decrement(self._strangers, ticket.address)
+            self._stranger_count -= 1
 
 
 def _decrement(counter: collections.Counter[str], key: str) -> None:

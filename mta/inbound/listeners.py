@@ -9,12 +9,26 @@ inbound sink (:class:`mta.transport.InboundSink`, intake); it is confirmed only 
 sink returned, so this MTA is responsible for it only once it is committed (X.411
 12.2.1.1).  A :class:`mta.transport.Refused` becomes the association's refusal.
 
+Passwords (X.411 12.1.1.1.1.2: ``Password ::= CHOICE { ia5-string IA5String,
+octet-string OCTET STRING }``, each of 62 at most, in both modes; the codec refuses any
+other type or length): both alternatives are the standard's, and PP 6.0 sends the
+octet-string one, so a configured ``peer_password`` (ASCII text) matches either
+alternative carrying its octets.  Strong credentials never match a configured password.
+A peer configured without ``peer_password`` is not authenticated: its bind is accepted on
+its name, and answered ``unauthenticated`` (NULL, X.411 12.1.1.2), so that neither this
+MTA's name nor its password goes to whoever claims that name.
+
+The configured peers' hosts are resolved at start and at each reload, and their
+addresses handed to the guard (:meth:`mta.inbound.guard.Guard.know`): a peer's own
+connections never wait behind strangers'.
+
 Public API::
 
     Listeners(config, sink, *, guard, metrics, reachable, settings, timeouts)
         await .start() -> list[asyncio.Server]     .close()  await .stop()
         .reconfigure(config, settings, timeouts)   (a reload: new connections use them)
     listener_settings(base, listener) -> AssociationSettings
+    await peer_addresses(config) -> set[str]       the configured peers' hosts, resolved
 """
 
 from __future__ import annotations
@@ -23,11 +37,14 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import ipaddress
 import logging
-from collections.abc import Callable, Iterator
-from typing import Any
+import socket
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, Final
 
 from config.schema import Listener, MtaConfig, Peer
+from config.values import Secret
 from mta import net
 from mta.inbound.budget import InboundBudget
 from mta.inbound.guard import Guard
@@ -35,11 +52,16 @@ from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.metrics import Metrics
 from mta.transport import InboundSink, Refused
 from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
-from p1.association.mtabind import MTABindError, MTABindResult
+from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 
-__all__ = ["Listeners", "listener_settings"]
+__all__ = ["Listeners", "listener_settings", "peer_addresses"]
 
 log = logging.getLogger("aiox400.mta")
+
+RESOLVE_TIMEOUT: Final = 10.0
+"""Seconds a peer's host may take to resolve (a host that does not is a stranger's)."""
+TICK: Final = 5.0
+"""Seconds between the guard's looks at the failed binds it counted."""
 
 
 class Listeners:
@@ -68,6 +90,7 @@ class Listeners:
         self.budget = InboundBudget(config.connection_limits.max_inbound_buffer)
         """What every inbound association's PDUs may hold together."""
         self._inbound: set[asyncio.Task[Any]] = set()
+        self._chores: set[asyncio.Task[None]] = set()  # resolving peers, the guard's ticks
 
     @property
     def associations(self) -> set[asyncio.Task[Any]]:
@@ -81,6 +104,8 @@ class Listeners:
 
     async def start(self) -> None:
         """Listen on every configured address (raises if one cannot be bound)."""
+        self._know_peers(self.config)
+        self._chore(self._tick())
         for listener in self.config.listeners:
             server = await net.start_marked_server(
                 functools.partial(self._accept, listener),
@@ -97,11 +122,46 @@ class Listeners:
         """Serve new connections and binds on ``config`` (listeners stay as they were)."""
         self.config, self.settings, self.timeouts = config, settings, timeouts
         self.budget.resize(config.connection_limits.max_inbound_buffer)
+        self._know_peers(config)
 
     def close(self) -> None:
         """Accept no more connections."""
         for server in self.servers:
             server.close()
+        for chore in self._chores:
+            chore.cancel()
+
+    def _know_peers(self, config: MtaConfig) -> None:
+        """Tell the guard the peers' addresses: those written as addresses at once, the
+        rest once resolved."""
+        for peer in config.peers:
+            if peer.their_credentials.password is None:
+                log.warning(
+                    "peer %s has no peer_password: its binds are accepted on its name "
+                    "alone and answered unauthenticated (without this MTA's password)",
+                    peer.name,
+                )
+        literal = _literal_addresses(config)
+        if all(_literal(peer.host) is not None for peer in config.peers):
+            self.guard.know(literal)
+            return
+        self.guard.know(literal | self.guard.known)  # (until resolved: none lost meanwhile)
+        self._chore(self._resolve(config))
+
+    async def _resolve(self, config: MtaConfig) -> None:
+        addresses = await peer_addresses(config)
+        if config is self.config:  # (not overtaken by a reload)
+            self.guard.know(addresses)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK)
+            self.guard.tick()
+
+    def _chore(self, work: Coroutine[Any, Any, None]) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(work)
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
 
     async def stop(self) -> None:
         """End every association being served, and wait for the listeners to close."""
@@ -109,7 +169,7 @@ class Listeners:
         tasks = [*self._inbound]
         for task in tasks:
             task.cancel()
-        for task in tasks:
+        for task in [*tasks, *self._chores]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         for server in self.servers:
@@ -172,14 +232,18 @@ class _Inbound(Responder):
             metrics.bind_refused("", "in", "unknown-mta")
             return MTABindError.AUTHENTICATION_ERROR
         expected = peer.their_credentials.password
-        if expected is not None and not expected.matches(argument.password or ""):
-            notes.warning(
-                log, f"password {peer.name}", "bind refused: wrong password from %s", peer.name
-            )
-            metrics.bind_refused(peer.name, "in", "wrong-password")
-            return MTABindError.AUTHENTICATION_ERROR
+        if expected is not None:
+            wrong = _wrong_password(expected, argument)
+            if wrong is not None:
+                notes.warning(
+                    log, f"password {peer.name}", "bind refused: %s from %s", wrong, peer.name
+                )
+                metrics.bind_refused(peer.name, "in", "wrong-password")
+                return MTABindError.AUTHENTICATION_ERROR
         self.peer = peer
         self.listeners.reachable(peer.name)
+        if expected is None:  # not authenticated: nothing of ours goes to it
+            return MTABindResult()
         ours = peer.our_credentials
         password = ours.password or config.password
         return MTABindResult(
@@ -204,6 +268,51 @@ def _refusal() -> Iterator[None]:
         yield
     except Refused as refused:
         raise TransferRefusedError(str(refused), temporary=refused.temporary) from refused
+
+
+def _wrong_password(expected: Secret, argument: MTABindArgument) -> str | None:
+    """What is wrong with the password ``argument`` presents, or None when it is the
+    configured one, in either alternative of Password (X.411 12.1.1.1.1.2)."""
+    presented = argument.password
+    if presented is None:
+        return "strong credentials where a password is configured"
+    return None if expected.matches(presented) else "wrong password"
+
+
+def _literal(host: str) -> str | None:
+    """``host`` as an IP address, when it is written as one."""
+    try:
+        return str(ipaddress.ip_address(host.partition("%")[0]))
+    except ValueError:
+        return None
+
+
+def _literal_addresses(config: MtaConfig) -> set[str]:
+    return {address for peer in config.peers if (address := _literal(peer.host)) is not None}
+
+
+async def peer_addresses(config: MtaConfig) -> set[str]:
+    """The addresses of ``config``'s peers' hosts; a host that cannot be resolved within
+    RESOLVE_TIMEOUT is left out, with a WARNING (its connections are then a stranger's)."""
+    loop = asyncio.get_running_loop()
+    addresses = _literal_addresses(config)
+    for peer in config.peers:
+        if _literal(peer.host) is not None:
+            continue
+        try:
+            async with asyncio.timeout(RESOLVE_TIMEOUT):
+                found = await loop.getaddrinfo(peer.host, None, type=socket.SOCK_STREAM)
+        except (OSError, TimeoutError) as error:
+            log.warning(
+                "cannot resolve peer %s's host %r (%s): its connections are admitted as "
+                "a stranger's",
+                peer.name,
+                peer.host,
+                str(error) or "timed out",
+            )
+            continue
+        addresses.update(str(info[4][0]) for info in found)
+    return addresses
 
 
 def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:

@@ -96,7 +96,11 @@ Certificates OPTIONAL, ..., certificate-selector [2] CertificateAssertion OPTION
 _NULL = b"\x05\x00"  # unauthenticated NULL
 
 Password = str | bytes
-"""``Password ::= CHOICE { ia5-string IA5String, octet-string OCTET STRING }``"""
+"""``Password ::= CHOICE { ia5-string IA5String (SIZE (0..ub-password-length)),
+octet-string OCTET STRING (SIZE (0..ub-password-length)) }``: a ``str`` is the first
+alternative, ``bytes`` the second; they are different values, never equal to each other."""
+UB_PASSWORD_LENGTH = 62
+"""``ub-password-length`` (X.411 Annex B, MTSUpperBounds): characters or octets."""
 
 
 # MTABindError ::= INTEGER {busy(0), authentication-error(2),
@@ -249,11 +253,13 @@ def _credentials(password: Password | None, strong: bytes | None, where: str) ->
     if strong is not None:
         _check_strong(_checked_set(strong, f"{where}.strong"), f"{where}.strong", EncodeError)
         return ber.retag(strong, _STRONG)
+    if password is None:
+        raise EncodeError("no credentials", where=where)
+    if len(password) > UB_PASSWORD_LENGTH:
+        raise EncodeError(f"a password is {UB_PASSWORD_LENGTH} long at most", where=where)
     if isinstance(password, str):
         return ber.tlv(ber.IA5_STRING, ber.text_contents(password, f"{where}.simple.ia5-string"))
-    if isinstance(password, bytes):
-        return ber.tlv(ber.OCTET_STRING, password)
-    raise EncodeError("no credentials", where=where)
+    return ber.tlv(ber.OCTET_STRING, password)
 
 
 def _checked_set(raw: bytes, where: str) -> Tlv:
@@ -337,9 +343,9 @@ def _decode_credentials(
     where = f"{where}.{name}"
     choice = ber.only_child(members.need(name, where), where)
     if choice.tag == ber.IA5_STRING:
-        return ber.read_text(choice, f"{where}.simple.ia5-string"), None
+        return _bounded(ber.read_text(choice, f"{where}.simple.ia5-string"), where), None
     if choice.tag == ber.OCTET_STRING:
-        return ber.read_octets(choice, f"{where}.simple.octet-string"), None
+        return _bounded(ber.read_octets(choice, f"{where}.simple.octet-string"), where), None
     if choice.tag == _STRONG:
         _check_strong(choice, f"{where}.strong", DecodeError)
         return None, ber.retag(choice.raw(), ber.SET)
@@ -347,6 +353,16 @@ def _decode_credentials(
         # X.411 12.1.1.1.1.2: an MTA bind carries simple or strong credentials only.
         raise DecodeError("protected credentials are not allowed in an MTA bind", where=where)
     raise DecodeError(f"unexpected {ber.tag_name(choice.tag)}", where=where)
+
+
+def _bounded(password: Password, where: str) -> Password:
+    """``password`` within SIZE (0..ub-password-length), else a DecodeError."""
+    if len(password) > UB_PASSWORD_LENGTH:
+        raise DecodeError(
+            f"a password of {len(password)}, over ub-password-length ({UB_PASSWORD_LENGTH})",
+            where=f"{where}.simple",
+        )
+    return password
 
 
 # --- the parts kept as received ---------------------------------------------------------

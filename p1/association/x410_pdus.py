@@ -40,6 +40,8 @@ The module, as X.410 (1984) writes it (transcribed in ISODE's OACS module, acsap
     -- without strong credentials and security context:
     --   CHOICE { NULL, [1] IMPLICIT SET { mTAName [0] IMPLICIT IA5String,
     --                                     password [1] CHOICE { IA5String, OCTET STRING } } }
+    -- read with 1988's decoder (the password's two alternatives kept apart, each within
+    -- ub-password-length); strong credentials or a security context are refused.
 
 ``applicationProtocol`` 1 is the 1984 MTS transfer protocol (P1), 12 the 1988 MTS transfer
 protocol in X.410-1984 mode (X.419); ISODE reads an absent one as 1 and also knows a
@@ -408,13 +410,23 @@ def encode_bind_result_1984(result: MTABindResult) -> bytes:
 
 
 def decode_bind_argument_1984(data: bytes) -> MTABindArgument:
-    """The 1984 bind argument (NULL or name and password); raises only DecodeError."""
-    return decode_bind_argument(data)
+    """The 1984 bind argument (NULL or name and password); raises only DecodeError, also
+    for strong credentials or a security context, which the 1984 value has no place for."""
+    argument = decode_bind_argument(data)
+    if argument.strong_credentials is not None or argument.security_context is not None:
+        raise DecodeError(
+            "strong credentials and security contexts are 1988 only", where="1984 bind argument"
+        )
+    return argument
 
 
 def decode_bind_result_1984(data: bytes) -> MTABindResult:
-    """The 1984 bind result (NULL or name and password); raises only DecodeError."""
-    return decode_bind_result(data)
+    """The 1984 bind result (NULL or name and password); raises only DecodeError, also
+    for strong credentials, which the 1984 value has no place for."""
+    result = decode_bind_result(data)
+    if result.strong_credentials is not None:
+        raise DecodeError("strong credentials are 1988 only", where="1984 bind result")
+    return result
 
 
 _REFUSALS = {

@@ -205,6 +205,12 @@ ERRORS: list[tuple[str, str, str]] = [
         "(X.411 simple credentials are an IA5String)",
     ),
     (
+        "password-too-long",
+        HEAD + f'password = "{"p" * 63}"\n',
+        "password = <hidden>: expected a password of 62 characters at most "
+        "(X.411 ub-password-length), not 63",
+    ),
+    (
         "password-empty",
         HEAD + 'password = ""\n',
         "password = <hidden>: expected a non-empty ASCII password "
@@ -659,6 +665,11 @@ def test_peer_password_overrides_the_mta_password(tmp_path: Path) -> None:
         (b"", 0o600, "a file holding a password ({path} is empty)"),
         (b"\n", 0o400, "a file holding a password ({path} is empty)"),
         (b"p\xe4ss\n", 0o600, "an ASCII password in {path} (X.411 simple credentials are IA5)"),
+        (
+            b"p" * 63 + b"\n",
+            0o600,
+            "a password of 62 characters at most in {path} (X.411 ub-password-length), not 63",
+        ),
     ],
 )
 def test_bad_password_file(tmp_path: Path, content: bytes, mode: int, expected: str) -> None:

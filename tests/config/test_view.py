@@ -131,6 +131,7 @@ max_connect_data_size = "32KiB"
 max_connections = 100
 max_connections_per_address = 8
 max_unbound = 9
+max_unbound_per_address = 3
 max_bytes_before_bind = "16KiB"
 bind_timeout = "20s"
 idle_timeout = "20m"

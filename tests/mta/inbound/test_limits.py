@@ -28,7 +28,7 @@ from benchmarks import samples
 from client.api import ApiError, AsyncConnection
 from config.schema import ConnectionLimits
 from mta.faults import LogLimiter
-from mta.inbound.guard import FailedBinds, Guard, Pace, Ticket, address_key
+from mta.inbound.guard import BindFailures, FailedBinds, Guard, Pace, Ticket, address_key
 from mta.link import LinkError, open_link
 from mta.operator.control import ControlError, JsonObject, serve_control
 from p1.association.connection import (
@@ -72,47 +72,81 @@ def admit(guard: Guard, host: str, closed: list[str] | None = None) -> Ticket | 
     return guard.admit((host, 40000), close)
 
 
-def test_each_count_refuses_the_connection_over_it() -> None:
+def test_each_count_refuses_the_connection_over_it_when_all_are_bound() -> None:
     clock = Clock()
     guard = guard_of(clock, max_connections=4, max_connections_per_address=2, max_unbound=3)
-    first, second = admit(guard, "10.0.0.1"), admit(guard, "10.0.0.1")
-    assert first is not None and second is not None
+
+    def bound(host: str) -> Ticket:
+        ticket = admit(guard, host)
+        assert ticket is not None
+        ticket.bind_accepted()
+        return ticket
+
+    first, second = bound("10.0.0.1"), bound("10.0.0.1")
     assert admit(guard, "10.0.0.1") is None  # per address
-    third = admit(guard, "10.0.0.2")
-    assert third is not None
-    assert admit(guard, "10.0.0.3") is None  # unbound
-    third.bind_accepted()
-    fourth = admit(guard, "10.0.0.3")
-    assert fourth is not None
-    fourth.bind_accepted()
+    third, fourth = bound("10.0.0.2"), bound("10.0.0.3")
     assert admit(guard, "10.0.0.4") is None  # total
     for ticket in (first, second, third, fourth, first):  # (a second release: nothing)
         ticket.release()
     assert (guard.connections, guard.unbound) == (0, 0)
 
 
-def test_an_unbound_connection_past_its_grace_gives_way_to_a_newcomer() -> None:
+def test_an_unbound_place_goes_from_the_address_holding_the_most() -> None:
     clock = Clock()
     closed: list[str] = []
-    guard = guard_of(clock, max_connections=10, max_unbound=4, bind_timeout=10.0)
+    guard = guard_of(clock, max_connections=10, max_unbound=4, max_unbound_per_address=3)
     flood = [admit(guard, "10.0.0.9", closed) for _ in range(3)]
     other = admit(guard, "10.0.0.8", closed)
     assert None not in flood and other is not None
-    assert admit(guard, "10.0.0.1", closed) is None  # all within their grace (1 s)
-    clock.now += 1.5
-    newcomer = admit(guard, "10.0.0.1", closed)
-    assert newcomer is not None
-    assert closed == ["10.0.0.9"]  # the oldest of the address holding the most
-    assert flood[0] is not None and flood[0].released
+    newcomers = [admit(guard, "10.0.0.1", closed) for _ in range(3)]
+    assert None not in newcomers
+    # 9 held three, then two: its oldest gave way twice; then 1 held as many as anyone
+    # (two): its own oldest gave way.  The address holding one kept it.
+    assert closed == ["10.0.0.9", "10.0.0.9", "10.0.0.1"]
+    assert [t.released for t in flood if t] == [True, True, False]
+    assert [t.released for t in newcomers if t] == [True, False, False]
+    assert not other.released
     assert (guard.connections, guard.unbound) == (4, 4)
-    newcomer.bind_accepted()
-    flood[0].release()  # (its task ends later: counted once)
-    assert (guard.connections, guard.unbound) == (4, 3)
+    assert newcomers[0] is not None
+    newcomers[0].release()  # (its task ends later: counted once)
+    assert (guard.connections, guard.unbound) == (4, 4)
+
+
+def test_an_address_over_its_share_replaces_its_own_oldest() -> None:
+    clock = Clock()
+    closed: list[str] = []
+    guard = guard_of(clock, max_unbound=32, max_unbound_per_address=2)
+    tickets = [admit(guard, "10.0.0.5", closed) for _ in range(5)]
+    others = [admit(guard, f"10.0.1.{n}", closed) for n in range(3)]
+    assert None not in tickets and None not in others
+    assert closed == ["10.0.0.5"] * 3
+    assert [t.released for t in tickets if t] == [True, True, True, False, False]
+    assert (guard.connections, guard.unbound) == (5, 5)
+
+
+def test_a_known_peer_is_not_counted_against_max_unbound_and_never_gives_way() -> None:
+    clock = Clock()
+    closed: list[str] = []
+    guard = guard_of(clock, max_connections=5, max_unbound=2, max_unbound_per_address=2)
+    guard.know(["10.0.0.7", "::ffff:10.0.0.6"])
+    assert guard.known == {"10.0.0.7", "10.0.0.6"}
+    strangers = [admit(guard, "10.0.0.9", closed), admit(guard, "10.0.0.8", closed)]
+    peers = [admit(guard, "10.0.0.7", closed) for _ in range(3)]
+    assert None not in strangers and None not in peers and closed == []
+    assert all(t.known for t in peers if t) and not any(t.known for t in strangers if t)
+    assert (guard.connections, guard.unbound) == (5, 5)
+    # All places taken: a stranger takes a stranger's, a peer too; never a peer's.
+    assert admit(guard, "10.0.0.1", closed) is not None
+    assert admit(guard, "10.0.0.6", closed) is not None
+    assert closed == ["10.0.0.9", "10.0.0.8"]
+    assert not any(t.released for t in peers if t)
+    assert (guard.connections, guard.unbound) == (5, 5)
 
 
 def test_a_bound_connection_never_gives_way() -> None:
     clock = Clock()
     guard = guard_of(clock, max_connections=2, max_connections_per_address=2)
+    guard.know(["10.0.0.3"])
     for _ in range(2):
         ticket = admit(guard, "10.0.0.1")
         assert ticket is not None
@@ -120,6 +154,7 @@ def test_a_bound_connection_never_gives_way() -> None:
     clock.now += 3600
     assert admit(guard, "10.0.0.1") is None
     assert admit(guard, "10.0.0.2") is None
+    assert admit(guard, "10.0.0.3") is None
 
 
 def test_failed_binds_double_the_delay_up_to_the_maximum_per_address() -> None:
@@ -128,18 +163,63 @@ def test_failed_binds_double_the_delay_up_to_the_maximum_per_address() -> None:
     assert binds.delay("10.0.0.1") == 0.0
     delays = []
     for _ in range(5):
-        binds.failed("10.0.0.1")
-        delays.append(binds.delay("10.0.0.1"))
+        binds.failed("10.0.0.1", known=True)
+        delays.append(binds.delay("10.0.0.1", known=True))
     assert delays == [1.0, 2.0, 4.0, 5.0, 5.0]
     assert binds.delay("10.0.0.2") == 0.0
     binds.succeeded("10.0.0.1")
     assert binds.delay("10.0.0.1") == 0.0
     for host in ("10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"):
-        binds.failed(host)
+        binds.failed(host, known=True)
     assert len(binds) == 3 and binds.delay("10.0.0.1") == 0.0  # the least recent went
     clock.now += 10_000
     assert binds.delay("10.0.0.4") == 0.0  # forgotten
     assert FailedBinds(delay=0.0, maximum=0.0).delay("10.0.0.1") == 0.0
+
+
+def test_failed_binds_from_many_addresses_slow_every_strangers_bind() -> None:
+    clock = Clock()
+    binds = FailedBinds(delay=1.0, maximum=8.0, clock=clock, burst=3.0)
+    delays = []
+    for n in range(7):
+        binds.failed(f"10.0.2.{n}")
+        delays.append(binds.delay("10.0.9.9"))  # an address that never failed
+    assert delays == [0.0, 0.0, 1.0, 2.0, 4.0, 8.0, 8.0]
+    assert binds.delay("10.0.9.9", known=True) == 0.0  # a peer's is not slowed
+    assert binds.delay("10.0.2.0") == 8.0  # (its own would be 1 s)
+    clock.now += 2.0  # two failures forgiven
+    assert binds.global_delay() == 4.0
+    clock.now += 5.0
+    assert binds.global_delay() == 0.0
+    binds.failed("10.0.0.1", known=True)  # a peer's failures cost only its address
+    assert binds.global_delay() == 0.0
+    quiet = FailedBinds(delay=0.0, maximum=0.0, clock=clock, burst=1.0)
+    for n in range(5):
+        quiet.failed(f"10.0.2.{n}")
+    assert quiet.global_delay() == 0.0
+
+
+def test_failed_binds_are_logged_as_a_count_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    failures = BindFailures(interval=60.0, clock=clock)
+    failures.failed("10.0.0.1", "first one, in full", 0.0)
+    for n in range(99):
+        failures.failed(f"10.0.3.{n % 40}", "not said", 4.0)
+        clock.now += 0.1
+    failures.tick(4.0)  # (within the interval: nothing)
+    clock.now += 60.0
+    failures.tick(30.0)
+    clock.now += 61.0
+    failures.tick(0.0)  # a quiet interval: nothing, and the next is said at once
+    failures.failed("10.0.0.2", "after the quiet, in full", 0.0)
+    assert caplog.messages == [
+        "first one, in full",
+        "99 more failed bind(s) in the last 70 s from 40 address(es), the most (3) from "
+        "10.0.3.0; a bind from an address not a peer's waits 30 s",
+        "after the quiet, in full",
+    ]
 
 
 def test_log_limiter_writes_one_line_per_condition_per_interval(
@@ -325,44 +405,42 @@ async def read_to_end(reader: asyncio.StreamReader) -> bytes:
 
 
 @pytest.mark.slow
-async def test_connections_over_the_cap_are_closed_at_once_while_a_peer_still_binds(
+async def test_connections_over_the_cap_give_way_and_a_peer_still_binds(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    port = await start_b(lab, max_connections=20, max_unbound=20, bind_timeout="20s")
+    port = await start_b(
+        lab, max_connections=20, max_unbound=20, max_unbound_per_address=20, bind_timeout="20s"
+    )
     streams = [
         await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.2", 0))
         for _ in range(30)
     ]
-    ends = {asyncio.create_task(read_to_end(reader)) for reader, _ in streams}
+    ends = [asyncio.create_task(read_to_end(reader)) for reader, _ in streams]
 
-    def closed() -> int:
-        return sum(task.done() for task in ends)
+    def closed() -> list[int]:
+        return [n for n, task in enumerate(ends) if task.done()]
 
     try:
-        # The ten over max_connections, at once; the others wait for their bind (20 s) ...
-        await until(lambda: closed() >= 10, what="ten connections closed", timeout=10.0)
+        # Over max_connections, each newcomer took the place of the address's oldest ...
+        await until(lambda: len(closed()) >= 10, what="ten connections closed", timeout=10.0)
         guard = lab.b.running.guard
-        assert (closed(), guard.connections, guard.unbound) == (10, 20, 20)
-        # ... until one of them, past its grace (2 s), gives way to a real peer.
-        elapsed = await eventually(
-            lambda: try_bind_and_transfer_as_a(port),
-            lambda elapsed: elapsed is not None,
-            what="the real peer bound and transferred",
-        )
-        assert elapsed is not None and elapsed < 10.0
+        assert (closed(), guard.connections, guard.unbound) == ([*range(10)], 20, 20)
+        # ... and the real peer, from its configured host, takes the oldest place left.
+        assert await bind_and_transfer_as_a(port) < DEADLINE
         await until(
-            lambda: (closed(), guard.connections, guard.unbound) == (11, 19, 19),
+            lambda: (len(closed()), guard.connections, guard.unbound) == (11, 19, 19),
             what="the connection that gave way closed, the real peer's ended",
         )
+        assert closed() == [*range(11)]
     finally:
         for task in ends:
             task.cancel()
         for _, writer in streams:
             writer.close()
-    refused = messages(caplog, "at once: max_connections (20)")
-    assert len(refused) == 1  # one line for ten refusals (a minute's worth)
-    assert refused[0].startswith("closed a connection from 127.0.0.2 at once")
+    evicted = messages(caplog, "to admit one from 127.0.0.2")
+    assert len(evicted) == 1  # one line for ten (a minute's worth)
+    assert evicted[0].startswith("closed a connection from 127.0.0.2, unbound after ")
     assert len(messages(caplog, "to admit one from 127.0.0.1")) == 1
 
 

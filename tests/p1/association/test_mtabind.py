@@ -434,3 +434,31 @@ def test_strong_credentials_that_are_not_strong_credentials(
         decode_bind_argument(received)
     with pytest.raises(EncodeError, match="strong"):
         encode_bind_argument(MTABindArgument(initiator_name="M", strong_credentials=data))
+
+
+def test_the_password_alternatives_stay_apart() -> None:
+    """Password is a CHOICE: an IA5String and an OCTET STRING of the same octets are two
+    values (X.411 12.1.1.1.1.2), and each decodes as the alternative it was sent as."""
+    text = MTABindArgument(initiator_name="A", password="secret")
+    octets = MTABindArgument(initiator_name="A", password=b"secret")
+    assert decode_bind_argument(encode_bind_argument(text)).password == "secret"
+    assert decode_bind_argument(encode_bind_argument(octets)).password == b"secret"
+    assert encode_bind_argument(text) != encode_bind_argument(octets)
+
+
+@pytest.mark.parametrize("password", ["p" * 63, b"p" * 63])
+def test_a_password_over_ub_password_length_is_refused_both_ways(password: str | bytes) -> None:
+    tag = ber.IA5_STRING if isinstance(password, str) else ber.OCTET_STRING
+    long = ber.constructed(
+        ber.context(1),
+        [
+            ber.tlv(ber.context(0), b"A"),
+            ber.tlv(ber.context(1), ber.tlv(tag, b"p" * 63), True),
+        ],
+    )
+    with pytest.raises(DecodeError, match=r"a password of 63, over ub-password-length \(62\)"):
+        decode_bind_argument(long)
+    with pytest.raises(EncodeError, match="62 long at most"):
+        encode_bind_argument(MTABindArgument(initiator_name="A", password=password))
+    at_bound = MTABindArgument(initiator_name="A", password=password[:62])
+    assert decode_bind_argument(encode_bind_argument(at_bound)) == at_bound

@@ -34,9 +34,16 @@ from p1.association.events import (
 )
 from p1.association.inbound import ConnectSniffer
 from p1.association.machine import State
-from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.association.mtabind import (
+    MTABindArgument,
+    MTABindError,
+    MTABindResult,
+    encode_bind_argument,
+    encode_bind_result,
+)
 from p1.association.x410 import X410Association, X410Settings, settings_like
 from p1.association.x410_pdus import AbortReason, ConnectMode, RefuseReason
+from p1.errors import DecodeError
 from p1.osi import Event, LocalProtocolError, Role
 from p1.osi.rtse import DialogueMode
 from p1.osi.x225 import spdu
@@ -245,6 +252,29 @@ def test_1988_only_bind_fields_are_refused_in_1984_mode() -> None:
     strong = MTABindArgument(initiator_name="a", strong_credentials=b"\x31\x00")
     with pytest.raises(LocalProtocolError):
         X410Association(Role.INITIATOR).send_bind(strong)
+
+
+SECURITY_CONTEXT = bytes.fromhex("3109310702010306022a03")
+"""SET OF SecurityLabel { classification confidential(3), policy 1.2.3 }"""
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        MTABindArgument(initiator_name="a", strong_credentials=b"\x31\x00"),
+        MTABindArgument(initiator_name="a", password="p", security_context=SECURITY_CONTEXT),
+    ],
+)
+def test_1988_only_bind_fields_received_in_1984_mode_do_not_decode(
+    argument: MTABindArgument,
+) -> None:
+    with pytest.raises(DecodeError, match="1988 only"):
+        pdus.decode_bind_argument_1984(encode_bind_argument(argument))
+    result = MTABindResult(responder_name="b", strong_credentials=b"\x31\x00")
+    with pytest.raises(DecodeError, match="1988 only"):
+        pdus.decode_bind_result_1984(encode_bind_result(result))
+    plain = MTABindArgument(initiator_name="a", password=b"p")
+    assert pdus.decode_bind_argument_1984(encode_bind_argument(plain)) == plain
 
 
 # --- our two ends in memory -------------------------------------------------------------
