@@ -160,9 +160,11 @@ async def run(args: argparse.Namespace) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--seed", type=int, default=29)
-    parser.add_argument("--tree", type=Path, default=None)
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of each scenario (20)")
+    parser.add_argument("--seed", type=int, default=29, help="the attacker's seed (29)")
+    parser.add_argument(
+        "--tree", type=Path, default=None, help="run the x400-mta of another checkout"
+    )
     args = parser.parse_args()
     with own_descriptors(2048):
         rows = asyncio.run(run(args))

@@ -130,9 +130,17 @@ async def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--users", type=int, default=10_000)
-    parser.add_argument("--body", type=int, default=630_000)
-    parser.add_argument("--tree", type=Path)
-    parser.add_argument("--fuzz", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--users", type=int, default=10_000, help="local users the large message names (10000)"
+    )
+    parser.add_argument(
+        "--body", type=int, default=630_000, help="octets of its body text (630000)"
+    )
+    parser.add_argument(
+        "--tree", type=Path, help="run the x400-mta of another checkout (a figure before a change)"
+    )
+    parser.add_argument(
+        "--fuzz", type=int, default=0, help="instead, N messages of the many-recipients attacker"
+    )
+    parser.add_argument("--seed", type=int, default=7, help="the attacker's seed (7)")
     sys.exit(asyncio.run(main(parser.parse_args())))

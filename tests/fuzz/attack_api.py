@@ -393,11 +393,11 @@ async def _status(daemon: ApiDaemon) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     """The long run: ``python -m tests.fuzz.attack_api --rounds 5000 --hold 30``."""
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.attack_api")
-    parser.add_argument("--rounds", type=int, default=5000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=5000, help="malformed requests sent")
+    parser.add_argument("--seed", type=int, default=1, help="the random seed (1)")
     parser.add_argument("--hold", type=float, default=30.0, help="seconds to hold after")
-    parser.add_argument("--uid", type=int, default=65534)
-    parser.add_argument("--gid", type=int, default=65534)
+    parser.add_argument("--uid", type=int, default=65534, help="the attacker's uid (nobody)")
+    parser.add_argument("--gid", type=int, default=65534, help="the attacker's gid")
     parser.add_argument("--no-access", action="store_true", help="run without [access]")
     args = parser.parse_args(argv)
     directory = Path(tempfile.mkdtemp(prefix="aiox400-api-abuse-", dir="/tmp"))

@@ -262,8 +262,8 @@ def run(seed: int, cases: int) -> Outcome:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.attack_peer_text")
-    parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cases", type=int, default=10_000, help="hostile messages shown")
+    parser.add_argument("--seed", type=int, default=7, help="the random seed (7)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     outcome = run(args.seed, args.cases)

@@ -267,7 +267,7 @@ async def run_resets(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz.attack_resets", description=__doc__)
     parser.add_argument("--cases", type=int, default=10_000, help="connections reset")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="the random seed")
     parser.add_argument("--concurrency", type=int, default=8, help="connections at once")
     parser.add_argument("--keep", type=Path, help="directory for the daemon (kept afterwards)")
     args = parser.parse_args(argv)
