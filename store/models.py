@@ -237,7 +237,11 @@ class QueuedRecipient(Base):
     recipient_number: Mapped[int | None] = mapped_column(Integer)
     """originally-specified-recipient-number, which reports quote."""
     owner: Mapped[str | None] = mapped_column(_PEER)
-    """The MTA process holding it in flight (several may share a PostgreSQL queue)."""
+    """The MTA process holding it in flight (several may share a PostgreSQL queue): the
+    site's name and the process's instance (:func:`mta.instance.claim_owner`)."""
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    """When the claim of a recipient in flight lapses unless its owner renews it; a lapsed
+    claim (or one with no lease) is taken back by any process of the site."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
     message: Mapped[QueuedMessage] = relationship(back_populates="recipients")
