@@ -43,7 +43,8 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   ``retry.initial`` whatever the messages before it met.
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
-runner cancels and awaits them all.  A message claimed when its connection is cancelled
+runner cancels and awaits them all.  A connection cancelled marks what the peer
+confirmed transferred before it ends; a message it claimed and did not see confirmed
 stays in flight and the daemon puts it back (:meth:`mta.delivery.units.DeliveryUnits.recover`).
 
 A reload that changes or removes a slot retires its runner while the daemon runs
@@ -795,8 +796,14 @@ class SlotRunner:
         )
 
     async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
-        """The MTA stops: an idle association is released (RT-CLOSE), one caught in a
-        transfer is aborted (its message stays in flight and is put back by the MTA)."""
+        """The MTA stops: what the peer confirmed since the last claim is marked
+        transferred first, so that nothing it confirmed is sent again; then an idle
+        association is released (RT-CLOSE), one caught in a transfer is aborted (its
+        message stays in flight and is put back by the MTA)."""
+        if connection.confirmed:
+            # Shielded: a second cancellation must not drop the unit before it runs; it
+            # is queued ahead of the MTA's own put-back of this process's claims.
+            await asyncio.shield(self._put_back(None, (), connection))
         if link.association.closed:  # (the peer ended it while it idled)
             return
         if connection.state is not ConnectionState.IDLE:
