@@ -145,6 +145,9 @@ api_idle_timeout = "90s"
 max_messages = 50
 max_bytes = "1GiB"
 
+[queue]
+lease = "12s"
+
 [retention]
 finished = "0s"
 received = "10d"
