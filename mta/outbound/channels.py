@@ -629,8 +629,12 @@ class SlotRunner:
         assert refused is not None
         done, connection.confirmed = connection.confirmed, []
         name, peer = refused.mts_identifier, self.peer.name
-        queued = await self.context.queue.non_deliver(
-            refused, wire.report, why=wire.why, peer=peer, transferred=done
+        # Shielded, as every unit that carries confirmations: a stop cancelling this
+        # task must not drop it before it runs.
+        queued = await asyncio.shield(
+            self.context.queue.non_deliver(
+                refused, wire.report, why=wire.why, peer=peer, transferred=done
+            )
         )
         report = wire.report
         if report is None:  # a report: dropped, never reported on
@@ -773,7 +777,7 @@ class SlotRunner:
         if failed is not None:
             policy = self.context.config.retry
             delay = retry_delay(failed, idled=idled, policy=policy, draw=random.random())
-        await self.context.queue.put_back(
+        put_back = self.context.queue.put_back(
             peer=self.peer.name,
             transferred=done,
             failed=failed,
@@ -781,6 +785,9 @@ class SlotRunner:
             next_attempt_at=None if delay is None else now + timedelta(seconds=delay),
             unsent=unsent,
         )
+        # Shielded: it carries the confirmations taken off the connection, and a stop
+        # cancelling this task must not drop it before it runs.
+        await asyncio.shield(put_back)
         if failed is not None:
             self._log_put_back(failed, why, delay)
         self.wake()
@@ -801,9 +808,8 @@ class SlotRunner:
         association is released (RT-CLOSE), one caught in a transfer is aborted (its
         message stays in flight and is put back by the MTA)."""
         if connection.confirmed:
-            # Shielded: a second cancellation must not drop the unit before it runs; it
-            # is queued ahead of the MTA's own put-back of this process's claims.
-            await asyncio.shield(self._put_back(None, (), connection))
+            # (queued ahead of the MTA's own put-back of this process's claims)
+            await self._put_back(None, (), connection)
         if link.association.closed:  # (the peer ended it while it idled)
             return
         if connection.state is not ConnectionState.IDLE:
