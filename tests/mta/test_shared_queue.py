@@ -5,7 +5,9 @@
   before A lets go of its claims, so the restarted A sends none of them again (B's
   ``duplicate ... already have`` lines name none of them).
 - Two processes of site A (same name and configuration, their own state directories)
-  on one PostgreSQL database, the claims' lease set to 2 s: ``kill -9`` of one while
+  on one PostgreSQL database: a start and a stop of one that has nothing to send, during
+  the other's load, change nothing the other holds (B receives nothing twice).
+- The same, the claims' lease set to 2 s: ``kill -9`` of one while
   both transfer, and the other takes back the dead one's claims within the lease and
   sends them; no process is restarted, and B's mailbox holds every message once.
 
@@ -164,6 +166,35 @@ async def test_kill_9_of_one_of_two_processes_and_the_other_takes_over(
         crash.kill_all()
         other.kill()
         engine.dispose()
+        await lab.close()
+
+
+async def test_start_and_stop_of_an_idle_process_leave_the_others_claims_alone(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    lab = Lab.create(tmp_path)
+    lab.a.settings["database"] = postgres_url
+    idle = _second_process(lab, tmp_path / "a2")
+    idle.settings["peers"] = []  # (it has nothing to send: any claim it touches is A1's)
+    crash = CrashLab(
+        a=Daemon(lab.a, tmp_path / "mta-a1.log"), b=Daemon(lab.b, tmp_path / "mta-b.log")
+    )
+    other = Daemon(idle, tmp_path / "mta-a2.log")
+    try:
+        await crash.start(crash.a)
+        identifiers = await crash.submit(MESSAGES)
+        await crash.start(crash.b)
+        await crash.until(crash.b.delivered, lambda n: n >= STOP_AFTER, what="load")
+        await crash.start(other)  # (puts back what it had left in flight: nothing)
+        hit = await crash.b.delivered() < MESSAGES
+        assert _terminate(other) == 0  # (puts back what it holds: nothing)
+        assert hit, "the load was over before the idle process started: nothing was hit"
+        await crash.check_mailbox(identifiers)
+        again = _found(_DUPLICATE, crash.b.lines())
+        assert not again, f"{len(again)} transfer(s) sent twice: {again[:10]}"
+    finally:
+        crash.kill_all()
+        other.kill()
         await lab.close()
 
 
