@@ -28,6 +28,7 @@ Public API::
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
     QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    QueueClaims          how long a process's claim on queued work lasts unless renewed
     Retention            how long what the MTA has finished with is kept
     MetricsEndpoint      where the Prometheus endpoint listens (``[metrics]``), if anywhere
     Access, OperatorGroup, LocalAccount   who may use the local API for what (``[access]``)
@@ -35,7 +36,7 @@ Public API::
     default_database(state_dir), default_control_socket(state_dir),
     default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
-    DEFAULT_QUARANTINE, DEFAULT_RETENTION, DEFAULT_METRICS
+    DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ __all__ = [
     "DEFAULT_MAX_AGE",
     "DEFAULT_METRICS",
     "DEFAULT_QUARANTINE",
+    "DEFAULT_QUEUE",
     "DEFAULT_RETENTION",
     "DEFAULT_RETRY",
     "DEFAULT_STATE_DIR",
@@ -122,6 +124,7 @@ __all__ = [
     "P1Protocol",
     "Peer",
     "QuarantineLimits",
+    "QueueClaims",
     "Retention",
     "RetryPolicy",
     "Secret",
@@ -568,6 +571,31 @@ DEFAULT_QUARANTINE = QuarantineLimits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QueueClaims:
+    """How the processes of one site that share a queue database hold its work
+    (``[queue]``).
+
+    A process claims what it transfers or delivers under its own name and renews all its
+    claims every third of ``lease``; a claim not renewed for ``lease`` (its process was
+    killed, or stalled) is taken back by any live process of the site, which then sends
+    it.  Read at start.
+    """
+
+    lease: float = field(
+        default=30.0,
+        metadata=value(
+            DURATION,
+            "How long a claim lasts unless its process renews it; a killed process's "
+            "claims are sent by another within about 4/3 of it.  Longer than any stall of "
+            "a live process (and than the clock difference between the hosts).",
+        ),
+    )
+
+
+DEFAULT_QUEUE = QueueClaims()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Retention:
     """How long what the MTA has finished with is kept (``[retention]``).
 
@@ -868,6 +896,10 @@ class MtaConfig:
             QuarantineLimits,
             "What is kept of the transfers that cannot be taken in (confirmed, not delivered).",
         ),
+    )
+    queue: QueueClaims = field(
+        default=DEFAULT_QUEUE,
+        metadata=section(QueueClaims, "Claims on queued work: their lease."),
     )
     retention: Retention = field(
         default=DEFAULT_RETENTION,

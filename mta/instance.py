@@ -10,9 +10,17 @@ lock).  The file holds the holder's PID (for the message, and for the operator);
 never removed, as removing it would let two processes each lock a different file of
 the same name.
 
+The state directory also names the process among those of its site that share one
+queue database: ``<state_dir>/instance`` holds a name made once, at the first start
+(the host's name and a random part), and the process claims queued work as
+``<MTA name>/<that name>`` (:meth:`StateLock.claim_owner`).  One daemon per state
+directory makes it one live process per name; a restart on the same directory is the
+same owner, so it recovers its own claims at once.
+
 Public API::
 
     StateLock.acquire(state_dir) -> StateLock      .path .release()
+        .claim_owner(mta_name) -> str              the owner of this process's claims
     StateDirInUseError(state_dir, pid)             the message names both
     LOCK_NAME, LOCK_MODE
 """
@@ -22,6 +30,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import secrets
+import socket
 from pathlib import Path
 from typing import Final
 
@@ -30,6 +40,9 @@ __all__ = ["LOCK_MODE", "LOCK_NAME", "StateDirInUseError", "StateLock"]
 LOCK_NAME: Final = "x400-mta.lock"
 """The lock file's name in the state directory."""
 LOCK_MODE: Final = 0o640
+INSTANCE_NAME: Final = "instance"
+"""The file in the state directory that names this process among its site's."""
+_MAX_INSTANCE_TEXT: Final = 80
 """The lock file's mode: the operator's group may read the PID."""
 STATE_DIR_MODE: Final = 0o750
 """Mode of a state directory the daemon creates (the group traverses to the socket)."""
@@ -80,6 +93,19 @@ class StateLock:
     def held(self) -> bool:
         """Whether the lock is still held (not released)."""
         return self._descriptor is not None
+
+    def claim_owner(self, mta_name: str) -> str:
+        """``<mta_name>/<instance>``: the owner of the queued work this process claims
+        (at most 32 + 1 + 80 characters), its instance made once and kept."""
+        path = self.path.with_name(INSTANCE_NAME)
+        with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+            kept = path.read_text("ascii").strip()[:_MAX_INSTANCE_TEXT]
+            if kept:
+                return f"{mta_name}/{kept}"
+        host = socket.gethostname()[:60].encode("ascii", "replace").decode("ascii")
+        instance = f"{host}:{secrets.token_hex(6)}"
+        path.write_text(instance + "\n", "ascii")
+        return f"{mta_name}/{instance}"
 
     def release(self) -> None:
         """Give the lock up (the file stays, see the module docstring)."""

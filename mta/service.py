@@ -15,11 +15,15 @@
   protocols of :mod:`mta.operator.views`.
 
 Start-up: lock the state directory (:mod:`mta.instance`: a second daemon on it stops
-there, having changed nothing), open the database, put back what a crash left in
-flight, then listen and connect.  Stop: answer the user agents waiting for mail, close
-the listeners and the local API (its socket file removed if still ours), cancel every
-task and wait for it, put back what was in flight, close the database, unlock.
-Nothing committed is lost at any point.
+there, having changed nothing; it also names the process's claims), open the database,
+put back what this process left in flight, then listen and connect.  While it runs,
+the process renews its claims and takes back those of a process of the site whose
+lease lapsed (:meth:`mta.delivery.local.Delivery.keep_claims_forever`).  Stop: answer
+the user agents waiting for mail, close the listeners and the local API (its socket
+file removed if still ours), cancel every task and wait for it (a connection commits
+the transfers its peer confirmed first), put back what this process had in flight,
+close the database, unlock.  Nothing committed is lost at any point, and another
+process's claims are never touched.
 
 Public API::
 
@@ -39,11 +43,18 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig
 from mta.database import Database
-from mta.delivery.local import EXPIRY, EXPIRY_INTERVAL, LOCAL_DELIVERY, RETENTION, Delivery
+from mta.delivery.local import (
+    CLAIMS,
+    EXPIRY,
+    EXPIRY_INTERVAL,
+    LOCAL_DELIVERY,
+    RETENTION,
+    Delivery,
+)
 from mta.delivery.units import DeliveryUnits
 from mta.delivery.watch import MailboxWatch
 from mta.faults import StoreCondition, store_fault
@@ -174,6 +185,8 @@ class Service:
         """Open the store, recover, listen, connect; raises if a part cannot start."""
         config = self.config
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
+        owner = self._lock.claim_owner(config.name)
+        lease = timedelta(seconds=config.queue.lease)
         engine = await asyncio.to_thread(open_database, config.database)
         self._db = db = Database(engine)
         self._intake = Intake(
@@ -185,17 +198,18 @@ class Service:
             quarantine_bounds=lambda: self.config.quarantine,
         )
         self._queue = TransferQueue(
-            db, OutboundUnits(engine, self._intake_units, owner=config.name)
+            db, OutboundUnits(engine, self._intake_units, owner=owner, lease=lease)
         )
         self._delivery = Delivery(
             db,
-            DeliveryUnits(engine, self._intake_units, owner=config.name),
+            DeliveryUnits(engine, self._intake_units, owner=owner, lease=lease),
             self._intake,
             healthy=self.parts.healthy,
             retention=config.retention,
             expiry_interval=self.expiry_interval,
         )
         recovered = await db.run(self.delivery.units.recover, datetime.now(UTC))
+        log.info("claims queued work as %s, leased for %g s", owner, config.queue.lease)
         if recovered:
             log.info("put back %d recipient(s) left in flight", recovered)
         swept = await db.run(sweep_spool, engine)
@@ -243,6 +257,7 @@ class Service:
         self.peers.start(self.peers.build(self.config, context))
         self.parts.start(LOCAL_DELIVERY, self.delivery.deliver_forever)
         self.parts.start(EXPIRY, self.delivery.expire_forever)
+        self.parts.start(CLAIMS, self.delivery.keep_claims_forever)
         self.parts.start(RETENTION, self.delivery.prune_forever)
         self._scrape = await MetricsServer.start(self)
 

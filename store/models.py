@@ -49,6 +49,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -151,6 +152,8 @@ def _enum(kind: type[enum.StrEnum]) -> Enum:
 # user's listing must not come to name another message once the first is purged.
 _ID = BigInteger().with_variant(Integer(), "sqlite")
 _NEVER_REUSE_IDS: Final = {"sqlite_autoincrement": True}
+_IN_FLIGHT_ONLY: Final = f"state = '{RecipientState.IN_FLIGHT.value}'"
+"""The recipients in flight, as a partial index's condition."""
 _NAME = String(1024)  # canonical O/R name text
 _MTS_ID = String(256)  # [C;ADMD;PRMD;local-id]: ub-local-id is 32, domain names 16 each
 _PEER = String(128)
@@ -212,6 +215,15 @@ class QueuedRecipient(Base):
             "message_id",
             "next_attempt_at",
         ),
+        # The leases' statements (renewal by owner, takeover by time) read only the
+        # recipients in flight: a few windows' worth, whatever the table holds.
+        Index(
+            "ix_recipients_in_flight",
+            "owner",
+            "lease_until",
+            sqlite_where=text(_IN_FLIGHT_ONLY),
+            postgresql_where=text(_IN_FLIGHT_ONLY),
+        ),
         _NEVER_REUSE_IDS,
     )
 
@@ -237,7 +249,11 @@ class QueuedRecipient(Base):
     recipient_number: Mapped[int | None] = mapped_column(Integer)
     """originally-specified-recipient-number, which reports quote."""
     owner: Mapped[str | None] = mapped_column(_PEER)
-    """The MTA process holding it in flight (several may share a PostgreSQL queue)."""
+    """The MTA process holding it in flight (several may share a PostgreSQL queue): the
+    site's name and the process's instance (:func:`mta.instance.claim_owner`)."""
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime, nullable=True)
+    """When the claim of a recipient in flight lapses unless its owner renews it; a lapsed
+    claim (or one with no lease) is taken back by any process of the site."""
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
     message: Mapped[QueuedMessage] = relationship(back_populates="recipients")

@@ -7,6 +7,12 @@ pending again with a later ``next_attempt_at``; on restart, what was in flight g
 to pending (Postfix's active -> incoming), and the peer's duplicate detection (the
 ``received`` keys) keeps the re-sent copy from being delivered twice.
 
+Claims are leased: a claim names its owner (one process) and when it lapses; the owner
+renews all its claims at once while it lives (:meth:`TransitQueue.renew_claims`), and
+any process of the site takes back those whose lease lapsed
+(:meth:`TransitQueue.take_back_lapsed`): a process that died or stalled holds nothing
+for longer than its lease.  A process recovers only its own claims at start and stop.
+
 Service order within a route: highest precedence first, then oldest arrival; only
 precedences the connection slot admits; only recipients whose next attempt is due.  On
 PostgreSQL the claim locks with ``FOR UPDATE SKIP LOCKED``, so several MTA processes may
@@ -38,8 +44,8 @@ Public API::
     TransitQueue(session)
         .enqueue(message, now) -> Enqueued
         .enqueue_many(messages, now, *, delivered_route=None) -> tuple[Enqueued, ...]
-        .claim_next(route, precedences, now, *, limit=1, owner=None, max_octets=None)
-            -> tuple[QueueEntry, ...]
+        .claim_next(route, precedences, now, *, limit=1, owner=None, lease=None,
+                    max_octets=None) -> tuple[QueueEntry, ...]
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -54,6 +60,7 @@ Public API::
         .shape(now, edges) -> tuple[ShapeCount, ...]
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
         .recover_in_flight(now, *, owner=None) -> int
+        .renew_claims(owner, until) -> int     .take_back_lapsed(now) -> int
         .counts() -> tuple[QueueCount, ...]
         .waiting(limit=100) -> tuple[WaitingRecipient, ...]
         .backlog(route, precedences, now) -> int
@@ -435,13 +442,16 @@ class TransitQueue:
         *,
         limit: int = 1,
         owner: str | None = None,
+        lease: timedelta | None = None,
         max_octets: int | None = None,
     ) -> tuple[QueueEntry, ...]:
         """Claim up to ``limit`` messages due on ``route``: most urgent first, then oldest.
 
         Every due pending recipient of a chosen message on this route comes with it (one
         transfer carries them all), unless another process holds it locked.  Claimed
-        recipients are in flight, their attempts counted, ``owner`` recorded.
+        recipients are in flight, their attempts counted, ``owner`` recorded, their claim
+        leased until ``now + lease`` (None: no lease, the claim counts as lapsed for
+        :meth:`take_back_lapsed`).
         ``max_octets``: the messages after the first stop where their APDUs would come to
         more than this (what a claim holds in memory, for large messages).
         """
@@ -459,7 +469,10 @@ class TransitQueue:
         recipients = [i for i, _ in ids]
         taken = set(recipients)
         recipients += [i for i in siblings if i not in taken]
-        claimed = self._transition(sql.TO_IN_FLIGHT, recipients, now, new_owner=owner)
+        until = None if lease is None else now + lease
+        claimed = self._transition(
+            sql.TO_IN_FLIGHT, recipients, now, new_owner=owner, lease_until=until
+        )
         return self._entries(order, claimed)
 
     def _choose(
@@ -561,6 +574,18 @@ class TransitQueue:
         if owner is None:
             return self._count(sql.RECOVER_ALL, {"at": now})
         return self._count(sql.RECOVER_OWNER, {"at": now, "of_owner": owner})
+
+    def renew_claims(self, owner: str, until: datetime) -> int:
+        """Every recipient ``owner`` holds in flight stays its own until ``until`` (the
+        owner renews its lease while it lives); how many, in one statement."""
+        return self._count(sql.RENEW, {"of_owner": owner, "until": until})
+
+    def take_back_lapsed(self, now: datetime) -> int:
+        """Recipients in flight whose claim's lease lapsed by ``now`` (their owner died or
+        stalled) are pending again, due as they were, to be claimed, held, deleted or
+        expired like any other; how many.  The attempts their claim counted stay counted
+        (a message that kills the processes that claim it shows)."""
+        return self._count(sql.TAKE_BACK_LAPSED, {"at": now})
 
     def expire_due(self, now: datetime, *, limit: int = 1000) -> tuple[QueueEntry, ...]:
         """Fail pending recipients whose message expired; what expired, for the reports.

@@ -7,6 +7,10 @@
 - The expirer non-delivers recipients past their expiry time (X.411 8.3.1.2.1.10
   maximum-time-expired), every ``expiry_interval`` seconds.
 - The pruner deletes what the MTA has finished with (:mod:`mta.delivery.retention`).
+- The lease keeper renews this process's claims on queued work every third of the
+  lease, and takes back the claims of any process of the site whose lease lapsed (one
+  that was killed, or stalled): those are sent by the processes alive, and the takeover
+  is logged once, with its count.
 
 Each runs under the daemon's :class:`mta.supervisor.Supervisor` (restarted after an
 error); each tells it when a round went well.  What they commit is announced through
@@ -16,6 +20,7 @@ Public API::
 
     Delivery(db, units, intake, *, healthy, retention, expiry_interval)
         .wake()   await .deliver_forever()  await .expire_forever()  await .prune_forever()
+        await .keep_claims_forever()
         .retention   (replaced on reload)
 """
 
@@ -34,7 +39,7 @@ from mta.delivery.retention import Pruning
 from mta.delivery.units import DeliveryUnits
 from mta.intake.intake import Intake
 
-__all__ = ["EXPIRY", "EXPIRY_INTERVAL", "LOCAL_DELIVERY", "RETENTION", "Delivery"]
+__all__ = ["CLAIMS", "EXPIRY", "EXPIRY_INTERVAL", "LOCAL_DELIVERY", "RETENTION", "Delivery"]
 
 log = logging.getLogger("aiox400.mta")
 
@@ -45,6 +50,7 @@ EXPIRY_INTERVAL = 5.0
 LOCAL_DELIVERY = "local delivery"
 EXPIRY = "expiry"
 RETENTION = "retention"
+CLAIMS = "claim leases"
 """The parts' names, as the supervisor shows them."""
 
 
@@ -109,6 +115,24 @@ class Delivery:
                 log.warning("expired %d recipient(s): non-delivery reports queued", expired)
                 self.intake.queued()
             await asyncio.sleep(self.expiry_interval)
+
+    async def keep_claims_forever(self) -> None:
+        lease = self.units.lease
+        assert lease is not None, "claims are not leased"
+        while True:
+            # Ahead of routine work: a renewal stuck behind a long queue could let a live
+            # process's claims lapse.
+            unit = functools.partial(self.units.keep_claims_in, now=datetime.now(UTC))
+            taken = await self.db.batch(unit, durable=False, urgent=True)
+            self.healthy(CLAIMS)
+            if taken:
+                log.warning(
+                    "took back %d recipient(s) in flight whose claim lapsed (a process of "
+                    "the site stopped renewing it): pending again",
+                    taken,
+                )
+                self.intake.queued()
+            await asyncio.sleep(lease.total_seconds() / 3)
 
     async def prune_forever(self) -> None:
         self._pruning = pruning = Pruning(self.db, self._retention)

@@ -5,23 +5,27 @@
   their mailboxes (the message store), with the delivery reports they asked for;
 - :meth:`DeliveryUnits.expire`: recipients past their expiry time are non-delivered,
   reason unable-to-transfer, diagnostic maximum-time-expired (X.411 8.3.1.2.1.10);
-- :meth:`DeliveryUnits.recover`: at start, what a crash left in flight is pending again.
+- :meth:`DeliveryUnits.recover`: at start and stop, what this process left in flight is
+  pending again (only its own: other processes of the site may share the queue);
+- :meth:`DeliveryUnits.keep_claims_in`: this process's claims are renewed, and those of any
+  process whose lease lapsed are taken back (pending again).
 
 Reports enter the queue through intake (:meth:`mta.intake.units.IntakeUnits.report`).
 A local delivery is flushed to disk before it returns (a user may have read it).
 
 Public API::
 
-    DeliveryUnits(engine, intake, *, owner=None)
+    DeliveryUnits(engine, intake, *, owner=None, lease=None)
         .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
         .expire(now) -> int
         .recover(now) -> int
+        .keep_claims_in(session, *, now) -> int     recipients taken back
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -59,10 +63,18 @@ _EXPIRED = NonDeliveryReport(
 class DeliveryUnits:
     """Local delivery, expiry and recovery on one store (see the module docstring)."""
 
-    def __init__(self, engine: Engine, intake: IntakeUnits, *, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        intake: IntakeUnits,
+        *,
+        owner: str | None = None,
+        lease: timedelta | None = None,
+    ) -> None:
         self.engine = engine
         self.intake = intake
         self.owner = owner
+        self.lease = lease
         self.notes = LogLimiter()
         """Lines the content of peers' messages can repeat at will, each once a minute."""
 
@@ -71,7 +83,9 @@ class DeliveryUnits:
     ) -> list[LocalOutcome]:
         """Deliver up to ``limit`` local APDUs left pending, with their delivery reports."""
         queue = TransitQueue(session)
-        entries = queue.claim_next(LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner)
+        entries = queue.claim_next(
+            LOCAL_ROUTE, _ALL, now, limit=limit, owner=self.owner, lease=self.lease
+        )
         journal: list[AuditRecord] = []
         outcomes = [self._deliver(session, entry, now, journal) for entry in entries]
         AuditLog(session).record_many(journal)
@@ -130,8 +144,21 @@ class DeliveryUnits:
             AuditLog(session).record_many(journal)
         return sum(len(entry.recipients) for entry in entries)
 
+    def keep_claims_in(self, session: Session, *, now: datetime) -> int:
+        """Renew this process's claims for another lease, then take back (pending again)
+        the claims of any process whose lease lapsed; how many were taken back."""
+        assert self.owner is not None and self.lease is not None, "claims are not leased"
+        queue = TransitQueue(session)
+        queue.renew_claims(self.owner, now + self.lease)
+        taken = queue.take_back_lapsed(now)
+        if taken:
+            AuditLog(session).record(
+                AuditEvent.RECOVERED, now, detail=f"{taken} recipient(s) whose claim lapsed"
+            )
+        return taken
+
     def recover(self, now: datetime) -> int:
-        """At start: recipients left in flight by a crash are pending again."""
+        """At start and stop: recipients this process left in flight are pending again."""
         with transaction(self.engine, durable=False) as session:
             count = TransitQueue(session).recover_in_flight(now, owner=self.owner)
             if count:

@@ -46,7 +46,8 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   transfer for an hour (its disk full) costs a line a minute, not one per message.
 
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
-runner cancels and awaits them all.  A message claimed when its connection is cancelled
+runner cancels and awaits them all.  A connection cancelled marks what the peer
+confirmed transferred before it ends; a message it claimed and did not see confirmed
 stays in flight and the daemon puts it back (:meth:`mta.delivery.units.DeliveryUnits.recover`).
 
 A reload that changes or removes a slot retires its runner while the daemon runs
@@ -642,8 +643,12 @@ class SlotRunner:
         assert refused is not None
         done, connection.confirmed = connection.confirmed, []
         name, peer = refused.mts_identifier, self.peer.name
-        queued = await self.context.queue.non_deliver(
-            refused, wire.report, why=wire.why, peer=peer, transferred=done
+        # Shielded, as every unit that carries confirmations: a stop cancelling this
+        # task must not drop it before it runs.
+        queued = await asyncio.shield(
+            self.context.queue.non_deliver(
+                refused, wire.report, why=wire.why, peer=peer, transferred=done
+            )
         )
         report = wire.report
         if report is None:  # a report: dropped, never reported on
@@ -786,7 +791,7 @@ class SlotRunner:
         if failed is not None:
             policy = self.context.config.retry
             delay = retry_delay(failed, idled=idled, policy=policy, draw=random.random())
-        await self.context.queue.put_back(
+        put_back = self.context.queue.put_back(
             peer=self.peer.name,
             transferred=done,
             failed=failed,
@@ -794,6 +799,9 @@ class SlotRunner:
             next_attempt_at=None if delay is None else now + timedelta(seconds=delay),
             unsent=unsent,
         )
+        # Shielded: it carries the confirmations taken off the connection, and a stop
+        # cancelling this task must not drop it before it runs.
+        await asyncio.shield(put_back)
         if failed is not None:
             self._log_put_back(failed, why, delay)
         self.wake()
@@ -809,8 +817,13 @@ class SlotRunner:
         notes.warning(log, f"deferred to {peer}", message, name, peer, why, attempts, delay)
 
     async def _end_on_stop(self, connection: _Connection, link: Link) -> None:
-        """The MTA stops: an idle association is released (RT-CLOSE), one caught in a
-        transfer is aborted (its message stays in flight and is put back by the MTA)."""
+        """The MTA stops: what the peer confirmed since the last claim is marked
+        transferred first, so that nothing it confirmed is sent again; then an idle
+        association is released (RT-CLOSE), one caught in a transfer is aborted (its
+        message stays in flight and is put back by the MTA)."""
+        if connection.confirmed:
+            # (queued ahead of the MTA's own put-back of this process's claims)
+            await self._put_back(None, (), connection)
         if link.association.closed:  # (the peer ended it while it idled)
             return
         if connection.state is not ConnectionState.IDLE:

@@ -14,7 +14,7 @@ redone (a message sent again is dropped by the peer as a duplicate).
 
 Public API::
 
-    OutboundUnits(engine, intake, *, owner=None)
+    OutboundUnits(engine, intake, *, owner=None, lease=None)
         .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
                     -> tuple[QueueEntry, ...]
         .transferred_in(session, *, entries, peer, now)
@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Collection, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -47,10 +47,18 @@ __all__ = ["OutboundUnits", "TransferQueue"]
 class OutboundUnits:
     """The transfer side of one store, for one MTA (see the module docstring)."""
 
-    def __init__(self, engine: Engine, intake: IntakeUnits, *, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        intake: IntakeUnits,
+        *,
+        owner: str | None = None,
+        lease: timedelta | None = None,
+    ) -> None:
         self.engine = engine
         self.intake = intake
         self.owner = owner
+        self.lease = lease
 
     def claim_in(
         self,
@@ -71,7 +79,13 @@ class OutboundUnits:
         if transferred:
             self.transferred_in(session, entries=transferred, peer=peer, now=now)
         return TransitQueue(session).claim_next(
-            peer, precedences, now, limit=limit, owner=self.owner, max_octets=max_octets
+            peer,
+            precedences,
+            now,
+            limit=limit,
+            owner=self.owner,
+            lease=self.lease,
+            max_octets=max_octets,
         )
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:

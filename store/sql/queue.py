@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sqlalchemy import Select, Update, bindparam, case, delete, func, select, update
+from sqlalchemy import Select, Update, bindparam, case, delete, func, or_, select, update
 
 from store._sql import table
 from store.models import (
@@ -204,8 +204,8 @@ def _transition(
 TO_IN_FLIGHT: Final = _transition(
     (_S.PENDING,),
     _S.IN_FLIGHT,
-    "attempts = attempts + 1, owner = :new_owner",
-    {"new_owner": TEXT},
+    "attempts = attempts + 1, owner = :new_owner, lease_until = :lease_until",
+    {"new_owner": TEXT, "lease_until": TIME},
 )
 TO_TRANSFERRED: Final = _transition((_S.IN_FLIGHT,), _S.TRANSFERRED)
 TO_DELIVERED: Final = _transition((_S.IN_FLIGHT,), _S.DELIVERED)
@@ -278,9 +278,24 @@ RELEASE: Final[Update] = (
 RECOVER_ALL: Final[Update] = (
     update(RECIPIENTS)
     .where(_r.state == _S.IN_FLIGHT)
-    .values(state=_S.PENDING, owner=None, updated_at=_time("at"))
+    .values(state=_S.PENDING, owner=None, lease_until=None, updated_at=_time("at"))
 )
 RECOVER_OWNER: Final[Update] = RECOVER_ALL.where(_r.owner == bindparam("of_owner"))
+TAKE_BACK_LAPSED: Final[Update] = RECOVER_ALL.where(
+    or_(_r.lease_until.is_(None), _r.lease_until <= _time("at"))
+)
+"""In flight under a claim whose lease lapsed at ``at`` (or that has none): pending again.
+On PostgreSQL a row another process changes meanwhile is read again once it commits, so
+two processes taking back at once count each recipient once."""
+
+# --- leases (Core) -------------------------------------------------------------------------
+
+RENEW: Final[Update] = (
+    update(RECIPIENTS)
+    .where(_r.state == _S.IN_FLIGHT, _r.owner == bindparam("of_owner"))
+    .values(lease_until=_time("until"))
+)
+"""Every claim of one owner lasts until ``until``: one statement however many."""
 
 # --- views and housekeeping (Core) ---------------------------------------------------------
 

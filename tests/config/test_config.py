@@ -42,7 +42,7 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
     "listeners, local_domains, local_users, supported_extensions, peers, default_route, "
-    "max_age, retry, dscp, log_level, limits, quarantine, retention, metrics, access, "
+    "max_age, retry, dscp, log_level, limits, quarantine, queue, retention, metrics, access, "
     "tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
@@ -1136,6 +1136,16 @@ def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
         "C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice",
         "C=GB;ADMD= ;PRMD=SITEA;CN=bob",
     ]
+
+
+# --- [queue] --------------------------------------------------------------------------------
+
+
+def test_queue_lease_default_value_and_refusal(tmp_path: Path) -> None:
+    assert load_text(tmp_path, HEAD).queue.lease == 30.0
+    assert load_text(tmp_path, HEAD + '[queue]\nlease = "2s"\n').queue.lease == 2.0
+    with pytest.raises(ConfigError, match=r"queue\.lease = 0: expected a duration > 0"):
+        load_text(tmp_path, HEAD + "[queue]\nlease = 0\n")
 
 
 # --- [quarantine] ---------------------------------------------------------------------------

@@ -150,6 +150,9 @@ max_api_pending_per_uid = "8MiB"
 max_messages = 50
 max_bytes = "1GiB"
 
+[queue]
+lease = "12s"
+
 [retention]
 finished = "0s"
 received = "10d"

@@ -342,9 +342,16 @@ SELECTS = (
     Case(
         queue_sql.TO_IN_FLIGHT,
         _transition(
-            (S.PENDING,), state=S.IN_FLIGHT, attempts=R.attempts + 1, owner=bindparam("new_owner")
+            (S.PENDING,),
+            state=S.IN_FLIGHT,
+            attempts=R.attempts + 1,
+            owner=bindparam("new_owner"),
+            lease_until=bindparam("lease_until", type_=UtcDateTime()),
         ),
-        (*_changes(new_owner="mta-9"), *_changes(new_owner=None)),
+        (
+            *_changes(new_owner="mta-9/one", lease_until=at(130)),
+            *_changes(new_owner=None, lease_until=None),
+        ),
         ordered=False,
     ),
     Case(
