@@ -513,7 +513,7 @@ def _owner_name(holder: dict[str, Any]) -> str:
 def _lease(holder: dict[str, Any]) -> str:
     if holder["lapsed"]:
         return "lapsed: a live process takes them back"
-    return f"until {holder['lease_until']}"
+    return f"until {_utc(holder['lease_until'])}"
 
 
 def _holder(holder: dict[str, Any]) -> str:
