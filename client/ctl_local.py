@@ -152,13 +152,16 @@ Select by queue id or MTS identifier (any of those listed), --peer, --precedence
 _HELP = {
     "status": (
         "the MTA's state in a few lines",
-        "Name and uptime, recipients per queue state, slots and connections up, the\n"
-        "quarantine, and any part that is degraded (with its last error).\n\n"
+        "Name and uptime, this process's name in the shared queue, recipients per queue\n"
+        "state (those in flight per process holding them, with its lease), slots and\n"
+        "connections up, the quarantine, and any part that is degraded (with its last\n"
+        "error).\n\n"
         "example:\n  x400ctl status -c /etc/aiox400/mta.toml",
     ),
     "queue": (
         "queued recipients by route, precedence and state",
-        "A table of recipients per route (peer or local), precedence and state.\n"
+        "A table of recipients per route (peer or local), precedence and state, then\n"
+        "those in flight per process of the site holding them, with its lease.\n"
         "With --list, the waiting recipients themselves, most urgent first: queue id,\n"
         "precedence, state, tries, age, octets, route, MTS identifier, recipient.\n\n"
         "examples:\n  x400ctl queue\n  x400ctl queue --list 20",
@@ -448,10 +451,14 @@ def table(
 def _status(response: dict[str, Any], out: TextIO) -> None:
     states = response["recipients"]
     print(f"{response['name']}: up {_age(response['uptime'])}", file=out)
+    if response.get("owner"):
+        print(f"process: {escape_controls(response['owner'])}", file=out)
     print(
         "recipients: " + ", ".join(f"{s} {states.get(s, 0)}" for s in _STATES),
         file=out,
     )
+    for owner in response.get("in_flight", ()):
+        print(f"  in flight {escape_controls(_holder(owner))}", file=out)
     print(
         f"slots: {response['slots_connected']} of {response['slots']} connected, "
         f"{response.get('connections', 0)} connection(s) bound",
@@ -489,6 +496,29 @@ def _queue(response: dict[str, Any], out: TextIO) -> None:
     right = range(2, 2 + len(_STATES))
     for line in table(("ROUTE", "PRECEDENCE", *_STATES), rows, right=right):
         print(line, file=out)
+    holders = response.get("in_flight", ())
+    if holders:
+        print(file=out)
+        held = [(_owner_name(h), str(h["recipients"]), _lease(h)) for h in holders]
+        for line in table(("IN FLIGHT BY", "RECIPIENTS", "LEASE"), held, right=(1,)):
+            print(line, file=out)
+
+
+def _owner_name(holder: dict[str, Any]) -> str:
+    """The process holding claims; this one marked."""
+    name = str(holder["owner"]) if holder["owner"] else "(no owner)"
+    return name + (" (this process)" if holder.get("this_process") else "")
+
+
+def _lease(holder: dict[str, Any]) -> str:
+    if holder["lapsed"]:
+        return "lapsed: a live process takes them back"
+    return f"until {_utc(holder['lease_until'])}"
+
+
+def _holder(holder: dict[str, Any]) -> str:
+    """``in flight`` line of ``status``: whose, how many, its lease."""
+    return f"{holder['recipients']} by {_owner_name(holder)}, lease {_lease(holder)}"
 
 
 def _qshape(response: dict[str, Any], out: TextIO) -> None:

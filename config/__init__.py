@@ -18,7 +18,7 @@ Public API::
               retry, precedence_table, log_level, limits, connection_limits, quarantine)
                                                           .peer(name) -> Peer
     Listener(address, port, dscp)
-    Peer(name, host, routes, our_credentials, their_credentials, slots)
+    Peer(name, hosts, routes, our_credentials, their_credentials, slots)
                                                           .slot_for(precedence) -> Slot
     Slot(precedences, port, dscp, mode, max_connections, backlog_threshold, idle_timeout)
                                                           .admits(precedence) -> bool

@@ -11,7 +11,7 @@ Public API::
 
     Kind(expected, convert, write=, name=, path=), Invalid(expected="", at="", written=)
     list_of(kind, what, unique=False) -> Kind[tuple]
-    MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
+    MTA_NAME, PEER_NAME, HOST, HOSTS, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
     FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD,
     FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES, GLOBAL_DOMAIN, OR_NAME,
     OR_NAMES, EXTENSION_TYPES, TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for
@@ -80,6 +80,7 @@ __all__ = [
     "FRACTION",
     "GLOBAL_DOMAIN",
     "HOST",
+    "HOSTS",
     "LISTEN",
     "LOG_LEVEL",
     "METRICS_PATH",
@@ -178,6 +179,24 @@ def _host(raw: object) -> str:
     if isinstance(raw, str) and raw and not any(char.isspace() for char in raw):
         return raw
     raise Invalid()
+
+
+def _hosts(raw: object) -> tuple[str, ...]:
+    """One host, or a non-empty list of hosts, each once in the order first written."""
+    if not isinstance(raw, list):
+        return (_host(raw),)
+    if not raw:
+        raise Invalid()
+    for index, item in enumerate(raw):
+        try:
+            _host(item)
+        except Invalid:
+            raise Invalid("a host name or IP address", at=f"[{index}]", written=item) from None
+    return tuple(dict.fromkeys(raw))
+
+
+def _write_hosts(hosts: tuple[str, ...]) -> object:
+    return hosts[0] if len(hosts) == 1 else list(hosts)
 
 
 def _port(raw: object) -> int:
@@ -659,6 +678,12 @@ MTA_NAME = Kind(
     "an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name, name="MTA name"
 )
 HOST = Kind("a host name or IP address", _host, name="host")
+HOSTS = Kind(
+    "a host name or IP address, or a non-empty list of them",
+    _hosts,
+    _write_hosts,
+    name="host or list of hosts",
+)
 PORT = Kind("a port number 1..65535", _port, name="port")
 COUNT = Kind("an integer >= 1", _positive_int, name="integer >= 1")
 DURATION = Kind(

@@ -62,6 +62,7 @@ from config.kinds import (
     FRACTION,
     GLOBAL_DOMAIN,
     HOST,
+    HOSTS,
     LISTEN,
     LOG_LEVEL,
     METRICS_PATH,
@@ -304,7 +305,16 @@ class Peer:
             "default_route and the operator tool refer to it.",
         )
     )
-    host: str = field(metadata=value(HOST, "Host name or IP address to connect to."))
+    hosts: tuple[str, ...] = field(
+        metadata=value(
+            HOSTS,
+            "Host name or IP address to connect to, or a list of them: the processes of a "
+            "peer site that share its MTA name.  Each connection of a slot starts at a "
+            "different one (by its index) and moves to the next when it cannot connect; "
+            "binds from any of them are this peer's, and all are known peer addresses.",
+            name="host",
+        )
+    )
     routes: tuple[AddressPrefix, ...] = field(
         default=(), metadata=value(ADDRESS_PREFIXES, "O/R address prefixes routed to this peer.")
     )
@@ -352,6 +362,11 @@ class Peer:
             required=True,
         )
     )
+
+    @property
+    def host(self) -> str:
+        """The first of the peer's hosts."""
+        return self.hosts[0]
 
     def slot_for(self, precedence: Precedence) -> Slot:
         """The slot that carries ``precedence`` (the loader guarantees there is one)."""

@@ -16,7 +16,8 @@ Gauges are not kept up to date as things change: what the queue holds and what t
 slots are doing is read when Prometheus asks, into a :class:`Figures` value, and
 rendered from it (:meth:`Metrics.render`).  Label sets are bounded by the
 configuration: peers (and ``local`` for local delivery), precedences, states, slots,
-directions and outcomes; never a message or an address.
+directions and outcomes, and the processes of the site sharing the queue (the owners of
+claims in flight); never a message or an address.
 
 Public API::
 
@@ -29,7 +30,7 @@ Public API::
         .render(figures) -> bytes           the exposition text (CONTENT_TYPE_LATEST)
     after_commit(session, action)       ``action()`` once the session's transaction commits
     Figures(now, routes, queue, slots, slot_states, inbound, unbound, store_bytes,
-            quarantine_messages, quarantine_bytes, store_up, degraded)
+            quarantine_messages, quarantine_bytes, store_up, degraded, owner, owners)
     SlotFigure(peer, slot, state, backlog, connections)
     WAITING_STATES, TRANSFER_BUCKETS, WAIT_BUCKETS
 """
@@ -59,7 +60,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from p1.mts.precedence import Precedence
 from p1.mts.report import DeliveryReport, NonDeliveryReport
 from store import RecipientState
-from store.figures import QueueFigure
+from store.figures import OwnerFigure, QueueFigure
 from store.queue import QueueEntry
 
 __all__ = [
@@ -128,6 +129,10 @@ class Figures:
     store_up: bool = True
     degraded: int = 0
     """Long-lived parts failing and being restarted."""
+    owner: str = ""
+    """This process's name in the site's queue (``<MTA name>/<instance>``)."""
+    owners: tuple[OwnerFigure, ...] = ()
+    """Recipients in flight per process of the site holding them."""
 
 
 class Metrics:
@@ -239,6 +244,7 @@ class _Gauges(Collector):
         if figures is None:
             return
         yield _build_info()
+        yield from _claims(figures)
         yield from _queue(figures)
         yield from _slots(figures)
         yield from _store(figures)
@@ -252,6 +258,29 @@ def _build_info() -> Metric:
     info = InfoMetricFamily(f"{_PREFIX}_build", "The running aiox400 release", labels=())
     info.add_metric([], {"version": _version()})
     return info
+
+
+def _claims(figures: Figures) -> Iterator[Metric]:
+    """This process's name, and what each process of the site holds in flight: the
+    processes sharing one queue each show all of it, named by owner."""
+    info = InfoMetricFamily(
+        f"{_PREFIX}_instance", "This process's name in the site's shared queue", labels=()
+    )
+    info.add_metric([], {"owner": figures.owner})
+    yield info
+    held = _gauge("claims_in_flight", "Recipients in flight per process holding them", ("owner",))
+    lease = _gauge(
+        "claims_lease_seconds",
+        "Seconds until the latest lease of each process's claims lapses; 0 or less: "
+        "lapsed, a live process takes them back",
+        ("owner",),
+    )
+    for figure in figures.owners:
+        name = figure.owner or ""
+        held.add_metric([name], figure.recipients)
+        until = figure.lease_until
+        lease.add_metric([name], 0.0 if until is None else (until - figures.now).total_seconds())
+    yield from (held, lease)
 
 
 def _version() -> str:

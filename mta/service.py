@@ -117,6 +117,7 @@ class Service:
         self._delivery: Delivery | None = None
         self._listeners: Listeners | None = None
         self._lock: StateLock | None = None
+        self._owner: str | None = None
         self._socket: SocketFile | None = None
         self._control: asyncio.Server | None = None
         self._queue: TransferQueue | None = None
@@ -140,6 +141,13 @@ class Service:
         """The database thread (after :meth:`start`)."""
         assert self._db is not None, "the service is not started"
         return self._db
+
+    @property
+    def owner(self) -> str:
+        """The owner of the queued work this process claims, ``<name>/<instance>``
+        (after :meth:`start`)."""
+        assert self._owner is not None, "the service is not started"
+        return self._owner
 
     @property
     def intake(self) -> Intake:
@@ -185,7 +193,7 @@ class Service:
         """Open the store, recover, listen, connect; raises if a part cannot start."""
         config = self.config
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
-        owner = self._lock.claim_owner(config.name)
+        self._owner = owner = self._lock.claim_owner(config.name)
         lease = timedelta(seconds=config.queue.lease)
         engine = await asyncio.to_thread(open_database, config.database)
         self._db = db = Database(engine)

@@ -1,7 +1,9 @@
 """What the store holds, counted for monitoring (the daemon's Prometheus endpoint).
 
 Read-only and cheap enough to run at every scrape: one grouped query over the
-recipients (the index on their state serves it), the quarantine's totals, and the size
+recipients (the index on their state serves it), one over those in flight per owner
+(the process of the site holding them: ``x400ctl status`` shows it too), the quarantine's
+totals, and the size
 of what the store occupies: for SQLite its file, write-ahead log and APDU folder (read
 from the file system, not the database), for PostgreSQL ``pg_database_size``.
 
@@ -9,6 +11,8 @@ Public API::
 
     queue_figures(session) -> tuple[QueueFigure, ...]
     QueueFigure(route, precedence, state, recipients, oldest)
+    owner_figures(session) -> tuple[OwnerFigure, ...]   in flight per owner (process)
+    OwnerFigure(owner, recipients, lease_until)
     database_bytes(session) -> int | None       PostgreSQL's size of the database
     file_bytes(url) -> dict[str, int]           SQLite: "database", "wal", "spool" octets
 """
@@ -30,7 +34,14 @@ from store.db import spool_folder, sqlite_file
 from store.models import RecipientState, from_utc
 from store.sql.queue import RECIPIENTS
 
-__all__ = ["QueueFigure", "database_bytes", "file_bytes", "queue_figures"]
+__all__ = [
+    "OwnerFigure",
+    "QueueFigure",
+    "database_bytes",
+    "file_bytes",
+    "owner_figures",
+    "queue_figures",
+]
 
 _r = RECIPIENTS.c
 
@@ -66,6 +77,38 @@ def queue_figures(session: Session) -> tuple[QueueFigure, ...]:
             oldest=from_utc(_as_datetime(oldest)),
         )
         for route, precedence, state, count, oldest in rows
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnerFigure:
+    """Recipients in flight under one owner's claims (one process of the site)."""
+
+    owner: str | None
+    """``<MTA name>/<instance>``; None for claims made without an owner."""
+    recipients: int
+    lease_until: datetime | None
+    """When the latest of its leases lapses unless renewed (UTC); None: not leased."""
+
+
+_OWNERS = (
+    select(_r.owner, func.count(), func.max(_r.lease_until))
+    .where(_r.state == RecipientState.IN_FLIGHT)
+    .group_by(_r.owner)
+    .order_by(_r.owner)
+)
+
+
+def owner_figures(session: Session) -> tuple[OwnerFigure, ...]:
+    """Recipients in flight per owner, each owner once, in the order of their names."""
+    rows = connection_of(session).execute(_OWNERS)
+    return tuple(
+        OwnerFigure(
+            owner=owner,
+            recipients=int(count),
+            lease_until=None if until is None else from_utc(_as_datetime(until)),
+        )
+        for owner, count, until in rows
     )
 
 

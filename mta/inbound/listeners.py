@@ -142,7 +142,7 @@ class Listeners:
                     peer.name,
                 )
         literal = _literal_addresses(config)
-        if all(_literal(peer.host) is not None for peer in config.peers):
+        if all(_literal(host) is not None for _, host in _peer_hosts(config)):
             self.guard.know(literal)
             return
         self.guard.know(literal | self.guard.known)  # (until resolved: none lost meanwhile)
@@ -287,8 +287,13 @@ def _literal(host: str) -> str | None:
         return None
 
 
+def _peer_hosts(config: MtaConfig) -> list[tuple[Peer, str]]:
+    """Every host of every peer, each with its peer."""
+    return [(peer, host) for peer in config.peers for host in peer.hosts]
+
+
 def _literal_addresses(config: MtaConfig) -> set[str]:
-    return {address for peer in config.peers if (address := _literal(peer.host)) is not None}
+    return {address for _, host in _peer_hosts(config) if (address := _literal(host)) is not None}
 
 
 async def peer_addresses(config: MtaConfig) -> set[str]:
@@ -296,18 +301,18 @@ async def peer_addresses(config: MtaConfig) -> set[str]:
     RESOLVE_TIMEOUT is left out, with a WARNING (its connections are then a stranger's)."""
     loop = asyncio.get_running_loop()
     addresses = _literal_addresses(config)
-    for peer in config.peers:
-        if _literal(peer.host) is not None:
+    for peer, host in _peer_hosts(config):
+        if _literal(host) is not None:
             continue
         try:
             async with asyncio.timeout(RESOLVE_TIMEOUT):
-                found = await loop.getaddrinfo(peer.host, None, type=socket.SOCK_STREAM)
+                found = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, TimeoutError) as error:
             log.warning(
                 "cannot resolve peer %s's host %r (%s): its connections are admitted as "
                 "a stranger's",
                 peer.name,
-                peer.host,
+                host,
                 str(error) or "timed out",
             )
             continue

@@ -80,6 +80,7 @@ from store import (
     WaitingRecipient,
     transaction,
 )
+from store.figures import OwnerFigure, owner_figures
 from store.queue import Deletion, SelectedRecipient, Selection, ShapeCount
 
 __all__ = ["LocalApi"]
@@ -225,8 +226,10 @@ class LocalApi:
         return {
             "ok": True,
             "name": self.service.config.name,
+            "owner": self.service.owner,
             "uptime": round(time.monotonic() - self.service.started, 1),
             "recipients": states,
+            "in_flight": await self._owners(),
             "slots": len(slots),
             "slots_connected": up,
             "connections": bound,
@@ -265,6 +268,8 @@ class LocalApi:
                 }
                 for c in counts
             ],
+            "owner": self.service.owner,
+            "in_flight": await self._owners(),
         }, b""
 
     async def messages(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
@@ -286,6 +291,28 @@ class LocalApi:
                 return TransitQueue(session).counts()
 
         return await self.service.db.run(counts)
+
+    async def _owners(self) -> list[JsonObject]:
+        """Recipients in flight per owner: which process of the site holds what, and
+        whether its lease has lapsed (a live process takes those back)."""
+
+        def owners() -> tuple[OwnerFigure, ...]:
+            with transaction(self.service.db.engine, read_only=True) as session:
+                return owner_figures(session)
+
+        now = datetime.now(UTC)
+        return [
+            {
+                "owner": figure.owner,
+                "recipients": figure.recipients,
+                "lease_until": None
+                if figure.lease_until is None
+                else figure.lease_until.isoformat(),
+                "lapsed": figure.lease_until is None or figure.lease_until <= now,
+                "this_process": figure.owner == self.service.owner,
+            }
+            for figure in await self.service.db.run(owners)
+        ]
 
     async def channels(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         slots = []
@@ -441,6 +468,8 @@ class LocalApi:
                 }
                 for c in counts
             ],
+            "owner": self.service.owner,
+            "in_flight": await self._owners(),
         }, b""
 
     async def config(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:

@@ -46,7 +46,14 @@ from mta.metrics import Figures, SlotFigure
 from mta.operator.views import Daemon
 from mta.transport import Channel, ConnectionState, SlotState
 from store import LOCAL_ROUTE, Quarantine, QuarantineTotals, transaction
-from store.figures import QueueFigure, database_bytes, file_bytes, queue_figures
+from store.figures import (
+    OwnerFigure,
+    QueueFigure,
+    database_bytes,
+    file_bytes,
+    owner_figures,
+    queue_figures,
+)
 
 __all__ = ["MetricsServer", "read_figures"]
 
@@ -229,7 +236,7 @@ async def _send(writer: asyncio.StreamWriter, status: HTTPStatus, body: bytes = 
 async def read_figures(service: Daemon) -> Figures:
     """What a scrape shows: the store's figures (in the database thread; its files'
     sizes in a worker thread), the slots' and the guard's (on the loop)."""
-    queue, database, quarantine = await service.db.run(_store_figures, service.db.engine)
+    queue, owners, database, quarantine = await service.db.run(_store_figures, service.db.engine)
     sizes = await asyncio.to_thread(file_bytes, service.config.database)
     if database is not None:
         sizes["database"] = database
@@ -247,14 +254,21 @@ async def read_figures(service: Daemon) -> Figures:
         quarantine_bytes=quarantine.octets,
         store_up=service.store.down is None,
         degraded=len(service.parts.degraded()),
+        owner=service.owner,
+        owners=owners,
     )
 
 
 def _store_figures(
     engine: Engine,
-) -> tuple[tuple[QueueFigure, ...], int | None, QuarantineTotals]:
+) -> tuple[tuple[QueueFigure, ...], tuple[OwnerFigure, ...], int | None, QuarantineTotals]:
     with transaction(engine, read_only=True) as session:
-        return queue_figures(session), database_bytes(session), Quarantine(session).totals()
+        return (
+            queue_figures(session),
+            owner_figures(session),
+            database_bytes(session),
+            Quarantine(session).totals(),
+        )
 
 
 def _slot(runner: Channel) -> SlotFigure:

@@ -47,6 +47,10 @@ class Daemon(Protocol):
     def runners(self) -> Sequence[Channel]:
         """Every connection slot of every peer."""
 
+    @property
+    def owner(self) -> str:
+        """The owner of the queued work this process claims (``<name>/<instance>``)."""
+
     started: float
     """When it started (``time.monotonic()``)."""
     frozen: int

@@ -99,6 +99,7 @@ from mta.transport import (
     SlotState,
 )
 from p1.association.connection import AssociationSettings
+from p1.association.events import BindAccepted
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
 from p1.mts.precedence import Precedence, dscp_name
@@ -170,6 +171,9 @@ class _Connection:
     following: asyncio.Future[tuple[QueueEntry, ...]] | None = None
     """The claim of the window after this one, queued while this one is transferred."""
     ahead: asyncio.Future[tuple[QueueEntry, ...]] | None = None
+    host_turn: int = 0
+    """Which of the peer's hosts the next attempt starts at (modulo their number): at
+    first the connection's index, so that a slot's connections spread over them."""
     """A claim queued for this idle connection behind a submission (:meth:`SlotRunner.
     claim_ahead`): its next claim."""
 
@@ -343,7 +347,7 @@ class SlotRunner:
         return SlotSnapshot(
             peer=self.peer.name,
             precedences=tuple(p.label for p in self.slot.precedences),
-            host=self.peer.host,
+            host=", ".join(self.peer.hosts),
             port=self.slot.port,
             dscp=dscp_name(self.slot.dscp),
             mode=self.slot.mode.value,
@@ -399,7 +403,7 @@ class SlotRunner:
         return await self.context.queue.backlog(self.peer.name, self.slot.precedences)
 
     def _start_worker(self, index: int) -> None:
-        connection = self._connections[index] = _Connection(index)
+        connection = self._connections[index] = _Connection(index, host_turn=index)
         task = asyncio.create_task(self._work(connection), name=f"{self.name}#{index}")
         self._workers[index] = task
         task.add_done_callback(lambda done: self._reap(index, done))
@@ -512,46 +516,70 @@ class SlotRunner:
                 await asyncio.sleep(_LEAST_BACKOFF - (time.monotonic() - connection.since))
 
     async def _connect(self, connection: _Connection) -> Link | None:
+        """Connect and bind to one of the peer's hosts: from the one this connection last
+        reached (at first the one its index picks), on to the next while one cannot be
+        connected to, each once; a refused bind ends the attempt."""
         connection.enter(ConnectionState.CONNECTING)
-        peer, slot = self.peer, self.slot
-        try:
-            link, accepted = await open_link(
-                peer.host,
-                slot.port,
-                self._bind_argument(),
-                settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
-                dscp=slot.dscp,
-                timeouts=self.context.timeouts,
-                congestion=self.context.config.tcp_congestion,
-            )
-        except BindRefusedError as error:
-            connection.last_error = f"bind refused: {_bind_error(error)}"
-            self.context.metrics.bind_refused(peer.name, "out", _bind_error(error))
-        except (OSError, TimeoutError, LinkError) as error:
-            text = str(error) or type(error).__name__
-            prefix = "" if text.startswith("cannot connect") else "cannot connect: "
-            connection.last_error = prefix + text
-        else:
-            name = accepted.result.responder_name
-            if name is not None and name != peer.their_credentials.name:
-                log.warning("%s: responder calls itself %r", self.name, name)
-            log.info(
-                "%s#%d: connected to %s port %d (%s, %s%s)",
-                self.name,
-                connection.index,
-                peer.host,
-                slot.port,
-                dscp_name(slot.dscp),
-                slot.mode.value,
-                f", {link.association.MODE} mode, P1 {peer.protocol.value}"
-                if peer.protocol.x410
-                else "",
-            )
-            connection.last_error = None
-            if self._on_connected is not None:
-                self._on_connected()
-            return link
+        hosts = self.peer.hosts
+        for step in range(len(hosts)):
+            turn = (connection.host_turn + step) % len(hosts)
+            try:
+                link, accepted = await self._open(hosts[turn])
+            except BindRefusedError as error:
+                connection.last_error = f"bind refused: {_bind_error(error)}"
+                self.context.metrics.bind_refused(self.peer.name, "out", _bind_error(error))
+                connection.host_turn = turn
+                return None
+            except (OSError, TimeoutError, LinkError) as error:
+                connection.last_error = _connect_error(error, hosts[turn], len(hosts))
+                if step + 1 < len(hosts):
+                    log.info(
+                        "%s#%d: %s; trying the next host",
+                        self.name,
+                        connection.index,
+                        connection.last_error,
+                    )
+                continue
+            connection.host_turn = turn
+            return self._connected(connection, link, accepted, hosts[turn])
+        connection.host_turn = (connection.host_turn + 1) % len(hosts)
         return None
+
+    async def _open(self, host: str) -> tuple[Link, BindAccepted]:
+        peer, slot = self.peer, self.slot
+        return await open_link(
+            host,
+            slot.port,
+            self._bind_argument(),
+            settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
+            dscp=slot.dscp,
+            timeouts=self.context.timeouts,
+            congestion=self.context.config.tcp_congestion,
+        )
+
+    def _connected(
+        self, connection: _Connection, link: Link, accepted: BindAccepted, host: str
+    ) -> Link:
+        peer, slot = self.peer, self.slot
+        name = accepted.result.responder_name
+        if name is not None and name != peer.their_credentials.name:
+            log.warning("%s: responder calls itself %r", self.name, name)
+        log.info(
+            "%s#%d: connected to %s port %d (%s, %s%s)",
+            self.name,
+            connection.index,
+            host,
+            slot.port,
+            dscp_name(slot.dscp),
+            slot.mode.value,
+            f", {link.association.MODE} mode, P1 {peer.protocol.value}"
+            if peer.protocol.x410
+            else "",
+        )
+        connection.last_error = None
+        if self._on_connected is not None:
+            self._on_connected()
+        return link
 
     def _bind_argument(self) -> MTABindArgument:
         ours = self.peer.our_credentials
@@ -899,6 +927,13 @@ def _losses(lost: int, lived: float, *, tried: bool) -> int:
     if tried or lived >= _RECONNECT.maximum:
         return 0
     return min(lost + 1, _LOSSES_COUNTED)
+
+
+def _connect_error(error: BaseException, host: str, hosts: int) -> str:
+    """Why connecting failed, naming the host when the peer has several."""
+    text = str(error) or type(error).__name__
+    prefix = "" if text.startswith("cannot connect") else "cannot connect: "
+    return prefix + text if hosts == 1 or host in text else f"{prefix}{host}: {text}"
 
 
 def _bind_error(error: BindRefusedError) -> str:

@@ -26,6 +26,7 @@ from config import (
     SlotMode,
     load_config,
 )
+from config.view import effective_settings
 from p1.mts.orname import format_orname, parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
 from p1.osi import DEFAULT_LIMITS
@@ -425,7 +426,22 @@ ERRORS: list[tuple[str, str, str]] = [
     (
         "peer-host-missing",
         HEAD + '[[peers]]\nname = "MTA-B"\n' + SLOT,
-        "peers[0].host is missing: expected a host name or IP address",
+        "peers[0].host is missing: expected a host name or IP address, or a non-empty list of them",
+    ),
+    (
+        "peer-hosts-empty",
+        HEAD + '[[peers]]\nname = "MTA-B"\nhost = []\n' + SLOT,
+        "peers[0].host = []: expected a host name or IP address, or a non-empty list of them",
+    ),
+    (
+        "peer-hosts-element",
+        HEAD + '[[peers]]\nname = "MTA-B"\nhost = ["b1", "b 2"]\n' + SLOT,
+        'peers[0].host[1] = "b 2": expected a host name or IP address',
+    ),
+    (
+        "peer-hosts-number",
+        HEAD + '[[peers]]\nname = "MTA-B"\nhost = ["b1", 2]\n' + SLOT,
+        "peers[0].host[1] = 2: expected a host name or IP address",
     ),
     (
         "peer-name-missing",
@@ -1197,3 +1213,27 @@ def test_quarantine_errors(tmp_path: Path, text: str, message: str) -> None:
         load_config(path)
     assert str(caught.value) == f"{path}: {message}"
     assert caught.value.file == path
+
+
+@pytest.mark.parametrize(
+    ("written", "hosts", "shown"),
+    [
+        ('"b1.example"', ("b1.example",), '"b1.example"'),
+        ('["b1.example"]', ("b1.example",), '"b1.example"'),
+        (
+            '["b1.example", "192.0.2.7", "b1.example"]',
+            ("b1.example", "192.0.2.7"),
+            '["b1.example", "192.0.2.7"]',
+        ),
+    ],
+)
+def test_peer_host_may_be_a_list(
+    tmp_path: Path, written: str, hosts: tuple[str, ...], shown: str
+) -> None:
+    """A peer reachable at several hosts under one name: each host once, in order; the
+    effective configuration writes one host as a string."""
+    text = HEAD + f'[[peers]]\nname = "MTA-B"\nhost = {written}\n' + SLOT
+    config = load_config(write(tmp_path, text))
+    assert config.peers[0].hosts == hosts
+    assert config.peers[0].host == hosts[0]
+    assert dict(effective_settings(config))["peers[0].host"] == shown
