@@ -8,12 +8,13 @@ options (precedence, --count, --size) apply to it.  Between two sites it is
 
 from __future__ import annotations
 
+import asyncio
 import io
 from typing import Any, ClassVar
 
 import pytest
 
-from client import x400
+from client import x400, x400ctl
 from mta.intake.submission import SubmitRequest, build_probe
 from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
 from p1.mts.envelope import MTSIdentifier, decode_mts_apdu, encode_mts_apdu
@@ -122,3 +123,22 @@ async def test_a_probe_to_a_local_user_is_answered_not_delivered(site: Site) -> 
     )
     assert entry["subject"] == f"probe report on {identifier}: would be delivered"
     assert await site.inbox(jones) == []
+
+
+async def test_x400ctl_probe_submits_one_whose_report_comes_to_the_originator(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    smith, nobody = site.address("Smith"), "C=FR;ADMD= ;PRMD=NOWHERE;O=X;S=Nobody"
+    argv = ["probe", "--socket", str(site.socket), "--from", smith, "--to", site.address("Jones")]
+    code = await asyncio.to_thread(x400ctl.main, [*argv, "--to", nobody, "--size", "4096"])
+    assert code == 0
+    printed = capsys.readouterr().out.splitlines()
+    identifier = printed[0]
+    assert printed[1:] == [f"no route to {parse_orname(nobody).canonical}: a probe report follows"]
+    reports = await eventually(
+        lambda: site.inbox(smith), lambda found: len(found) == 2, what="the probe reports"
+    )
+    assert sorted(entry["subject"] for entry in reports) == [
+        f"probe report on {identifier}: would be delivered",  # Jones
+        f"probe report on {identifier}: would not be delivered",  # no route to Nobody
+    ]
