@@ -1,4 +1,4 @@
-"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine``:
+"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|probe|config|quarantine``:
 the operator's view of a running MTA.
 
 These commands ask the daemon through its local API (``control_socket`` of the
@@ -17,6 +17,8 @@ configuration given with ``--config``, or ``--socket``):
     flush [PEER]   retry now what waits out a retry backoff
     track MTSID    the message's every event at this MTA (the audit log), in order, and
                    its recipients' states in the queue now
+    probe --from OR --to OR...   submit a probe (X.411 8.2.1.2): would a message reach
+                   them?  The probe report comes to the --from mailbox
     config [--defaults]   the effective configuration as TOML, passwords hidden (from
                    the file with ``--config``, from the running daemon with ``--socket``
                    alone)
@@ -58,6 +60,7 @@ COMMANDS = (
     "delete",
     "flush",
     "track",
+    "probe",
     "config",
     "quarantine",
 )
@@ -126,6 +129,19 @@ def _track_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _probe_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from", dest="sender", required=True, metavar="OR", help="originator")
+    parser.add_argument(
+        "--to", required=True, action="append", metavar="OR", help="a recipient (repeatable)"
+    )
+    parser.add_argument(
+        "--p2", action="store_true", help="about an X.420 (P2) message (default: P772)"
+    )
+    parser.add_argument(
+        "--size", type=int, default=0, metavar="OCTETS", help="content length asked about"
+    )
+
+
 def _config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--defaults",
@@ -142,6 +158,7 @@ _ARGUMENTS = {
     "delete": _selection_arguments,
     "flush": _flush_arguments,
     "track": _track_arguments,
+    "probe": _probe_arguments,
 }
 
 _SELECTORS_HELP = """\
@@ -209,6 +226,17 @@ _HELP = {
         "at once, and the peer's slots stop waiting out their reconnection backoff.\n"
         "A message whose deferred-delivery-time has not come keeps waiting.\n\n"
         "examples:\n  x400ctl flush MTA-B\n  x400ctl flush",
+    ),
+    "probe": (
+        "ask whether a message would be delivered (a probe)",
+        "Submit a probe (X.411 8.2.1.2) from --from to each --to: no content, only whether\n"
+        "a message of that content type (P772, or P2 with --p2) and --size octets would\n"
+        "be delivered.  Prints its MTS identifier; the probe report comes to the --from\n"
+        "mailbox (x400 inbox lists it as a probe report).  x400 send --probe does the\n"
+        "same with the load options.\n\n"
+        "example:\n"
+        "  x400ctl probe --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\\n"
+        "                --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' --size 1048576",
     ),
     "track": (
         "a message's events at this MTA, in order",
@@ -351,6 +379,24 @@ def _flush(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     response, _ = call(path, request)
     what = args.peer or "every route"
     print(f"flush {what}: {response['due']} recipient(s) due now; slots woken", file=out)
+    return EXIT_OK
+
+
+def _probe(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    """Submit a probe; print its MTS identifier (its report goes to --from's mailbox)."""
+    request = {
+        "op": "submit",
+        "probe": True,
+        "originator": args.sender,
+        "recipients": args.to,
+        "precedence": "routine",
+        "content_type": 22 if args.p2 else "1.3.26.0.4406.0.4.1",
+        "probe_content_length": args.size,
+    }
+    response, _ = call(path, request)
+    print(escape_controls(response["mts_identifier"]), file=out)
+    for rejected in response.get("rejected", ()):
+        print(f"no route to {escape_controls(rejected)}: a probe report follows", file=out)
     return EXIT_OK
 
 
@@ -645,4 +691,4 @@ def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
 
 _SHOW = {"status": _status, "queue": _queue, "qshape": _qshape, "channels": _channels}
 _SELECTING = {"hold": _hold_or_release, "release": _hold_or_release, "delete": _delete}
-_ASKING = {"flush": _flush, "track": _track, "config": _config_from_daemon}
+_ASKING = {"flush": _flush, "track": _track, "probe": _probe, "config": _config_from_daemon}

@@ -147,13 +147,14 @@ def security_label_plain(label: SecurityLabel, full_bytes: bool = False) -> Plai
 
 
 def _content_plain(message: object, options: Options) -> Plain | None:
-    """The message's IPM, decoded for display, when its content type is P2 or P772."""
-    from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE, decode_ipm
+    """The message's IPM, decoded for display, when its content type is P2 (22 or the
+    1984 IPM's 2) or P772."""
+    from p1.ipms.ipm import ContentKind, decode_ipm
     from p1.mts.envelope import Message
 
     assert isinstance(message, Message)
     content_type = message.envelope.content_type
-    if content_type not in (P2_CONTENT_TYPE, P772_CONTENT_TYPE):
+    if content_type not in {kind.value for kind in ContentKind}:
         return None
     try:
         ipm = decode_ipm(message.content, content_type)

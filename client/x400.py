@@ -165,10 +165,14 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         "content_type": P2_CONTENT_TYPE if args.p2 else P772_CONTENT_TYPE,
         "delivery_report": args.delivery_report,
     }
+    if args.probe:
+        request["probe"] = True
+        request["probe_content_length"] = probe_content_length(args, originator)
     started = time.monotonic()
     with Connection(path) as connection, _progress(args.count, err) as progress:
         for number in range(1, args.count + 1):
-            response, _ = connection.call(request, build_ipm(args, originator, number))
+            content = b"" if args.probe else build_ipm(args, originator, number)
+            response, _ = connection.call(request, content)
             _say(progress, response["mts_identifier"], out)
             for rejected in response.get("rejected", ()):
                 _say(progress, f"x400: no route to {rejected}: a non-delivery report follows", err)
@@ -176,11 +180,20 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.count > 1:
         elapsed = time.monotonic() - started
         print(
-            f"x400: {args.count} messages submitted in {elapsed:.2f} s "
+            f"x400: {args.count} {'probes' if args.probe else 'messages'} submitted in"
+            f" {elapsed:.2f} s "
             f"({args.count / elapsed:.0f} msg/s)",
             file=err,
         )
     return EXIT_OK
+
+
+def probe_content_length(args: argparse.Namespace, originator: ORName) -> int:
+    """The content-length a probe asks about (X.411 12.2.1.2.1.3): ``--size`` when
+    given, else the length of the IPM ``send`` would submit."""
+    if args.size is not None:
+        return int(args.size)
+    return len(build_ipm(args, originator, 1))
 
 
 def _progress(total: int, err: TextIO) -> tqdm[NoReturn]:
@@ -297,6 +310,9 @@ def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"MTS identifier: {escape_controls(summary['mts_identifier'])}", file=out)
     print(f"delivered:      {summary['delivered_at']}", file=out)
     print(f"precedence:     {summary['precedence']}", file=out)
+    if summary.get("kind") == "report" and summary.get("subject"):
+        # What the MTA knows and the report does not say: whether its subject is a probe.
+        print(f"report:         {escape_controls(summary['subject'])}", file=out)
     try:
         _show_apdu(decode_mts_apdu(apdu), out)
     except DecodeError as error:
@@ -545,6 +561,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="send a plain X.420 (P2) IPM instead of STANAG 4406 (P772)",
     )
+    send_p.add_argument(
+        "--probe",
+        action="store_true",
+        help="send a probe instead: would such a message be delivered? (the report"
+        " answers; --size sets the content length it asks about)",
+    )
     send_p.set_defaults(run=send)
     inbox_p = _command(commands, where, "inbox", "list a mailbox")
     inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
@@ -625,11 +647,17 @@ priority-level-qualifier.  The body is --body, --body-file, or a canned text of
 --count N sends N copies for load tests: one identifier per line on standard output,
 a progress bar on standard error when it is a terminal, the rate at the end.
 
+--probe sends a probe instead (X.411): no content, only whether a message of this
+content type and length (--size, else the message's own) would be delivered to each
+recipient; the answer is a probe report in the originator's inbox, one report per
+probe.  --precedence, --count and --size work with it as with messages.
+
 examples:
   x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\
             --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' \\
             --precedence flash --subject 'SITREP 42' --body 'All quiet.' -r
   x400 send --from ... --to ... --size 100k --count 1000 > identifiers.txt
+  x400 send --from ... --to ... --probe --size 1M
 """,
     "inbox": """\
 List the messages and reports delivered to a user, newest last; N marks those unread.

@@ -42,13 +42,14 @@ Public API::
         .delete(user, entry_ids) -> int
         .unread_count(user) -> int
     Delivery(user, apdu, index=None, report_precedence=REPORT_PRECEDENCE)
-    MailboxIndex, index_apdu(apdu, user, *, report_precedence) -> MailboxIndex, REPORT_PRECEDENCE
+    MailboxIndex, index_apdu(apdu, user, *, report_precedence, is_probe) -> MailboxIndex,
+        REPORT_PRECEDENCE
     index_message(envelope, content, users) -> tuple[MailboxIndex, ...]   (envelope decoded)
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, cast
@@ -329,11 +330,20 @@ def _row(delivery: Delivery, now: datetime) -> dict[str, Any]:
 # --- indexing --------------------------------------------------------------------------
 
 
+def _never(_: str) -> bool:
+    return False
+
+
 def index_apdu(
-    apdu: bytes, user: str, *, report_precedence: Precedence = REPORT_PRECEDENCE
+    apdu: bytes,
+    user: str,
+    *,
+    report_precedence: Precedence = REPORT_PRECEDENCE,
+    is_probe: Callable[[str], bool] = _never,
 ) -> MailboxIndex:
     """What ``user``'s listing shows of ``apdu`` (a message or a report; a report is
-    listed at ``report_precedence``, its subject's when the caller knows it).
+    listed at ``report_precedence``, its subject's when the caller knows it, and as a
+    probe report when ``is_probe`` says its subject is a probe, X.411 8.3.1.2).
 
     Raises :class:`p1.errors.DecodeError` if ``apdu`` is not an MTS-APDU, ValueError for
     a probe.
@@ -344,7 +354,7 @@ def index_apdu(
             mts_identifier=decoded.mts_identifier.text,
             kind=ApduKind.REPORT,
             precedence=report_precedence,
-            subject=_report_subject(decoded),
+            subject=_report_subject(decoded, is_probe(decoded.content.subject_identifier.text)),
             originator=None,
             security_label=_security_label(decoded.envelope.extensions),
         )
@@ -353,17 +363,26 @@ def index_apdu(
     return index_message(decoded.envelope, decoded.content, (user,))[0]
 
 
-def _report_subject(report: Report) -> str:
-    """What a listing says of a report: its kind and the message it is about."""
+def _report_subject(report: Report, probe: bool) -> str:
+    """What a listing says of a report: its kind and the message (or probe) it is about."""
     outcomes = [r.delivered for r in report.content.recipients]
     delivered = sum(outcomes)
+    subject = report.content.subject_identifier.text
+    if probe:
+        if delivered == len(outcomes):
+            what = "would be delivered"
+        elif delivered == 0:
+            what = "would not be delivered"
+        else:
+            what = f"{delivered} would be delivered, {len(outcomes) - delivered} not"
+        return escape_controls(f"probe report on {subject}: {what}")
     if delivered == len(outcomes):
         what = "delivery report"
     elif delivered == 0:
         what = "non-delivery report"
     else:
         what = f"report ({delivered} delivered, {len(outcomes) - delivered} not)"
-    return escape_controls(f"{what} on {report.content.subject_identifier.text}")
+    return escape_controls(f"{what} on {subject}")
 
 
 def index_message(

@@ -67,6 +67,7 @@ Public API::
         .next_due(route, precedences) -> datetime | None
         .get(message_id) -> QueueEntry | None
         .subject_precedence(mts_identifier) -> Precedence | None
+        .is_probe(mts_identifier) -> bool   (a report on it is a probe report)
         .purge_finished(before) -> int          .forget_received(before) -> int
         .record_received(mts_identifier, recipients, origin_peer, now) -> set[str]
     NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
@@ -760,6 +761,12 @@ class TransitQueue:
         (never here, or purged)."""
         level = sql.SUBJECT_PRECEDENCE.scalar(self.connection, {"mts_identifier": mts_identifier})
         return None if level is None else Precedence(level)
+
+    def is_probe(self, mts_identifier: str) -> bool:
+        """Whether ``mts_identifier`` names a probe queued here: a report on it is a probe
+        report (X.411 8.3.1.2); False once the probe is purged."""
+        count = sql.SUBJECT_PROBES.scalar(self.connection, {"mts_identifier": mts_identifier})
+        return bool(count)
 
     # housekeeping
 

@@ -25,6 +25,7 @@ Public API::
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from sqlalchemy import Engine
@@ -99,7 +100,11 @@ class DeliveryUnits:
         if entry.kind is not ApduKind.PROBE:  # a probe is only reported on, never delivered
             MessageStore(session).deliver_many(
                 [
-                    Delivery(user=user, apdu=entry.apdu, index=self._mailbox_index(entry, user))
+                    Delivery(
+                        user=user,
+                        apdu=entry.apdu,
+                        index=self._mailbox_index(entry, user, TransitQueue(session).is_probe),
+                    )
                     for user in users
                 ],
                 now,
@@ -167,13 +172,18 @@ class DeliveryUnits:
                 )
         return count
 
-    def _mailbox_index(self, entry: QueueEntry, user: str) -> MailboxIndex:
-        """What ``user``'s listing shows of the queued ``entry``.  An APDU that was
+    def _mailbox_index(
+        self, entry: QueueEntry, user: str, is_probe: Callable[[str], bool]
+    ) -> MailboxIndex:
+        """What ``user``'s listing shows of the queued ``entry`` (a report whose subject
+        ``is_probe`` is listed as a probe report).  An APDU that was
         accepted is delivered whatever its content holds: when it cannot be indexed, it
         is stored as received and listed with :data:`UNDECODABLE` as its subject, and
         one line a minute says so (a peer may send such content in every transfer)."""
         try:
-            return index_apdu(entry.apdu, user, report_precedence=entry.precedence)
+            return index_apdu(
+                entry.apdu, user, report_precedence=entry.precedence, is_probe=is_probe
+            )
         except DecodeError as error:
             self.notes.warning(
                 log,

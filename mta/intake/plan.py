@@ -33,6 +33,7 @@ Public API::
     plan_intake(apdu, site, *, origin_peer, now, subject_precedence, envelope) -> Plan
     plan_submission(message, site, *, now) -> Plan     as plan_intake(encode_mts_apdu(message),
                                                    origin_peer=None), encoding once
+    plan_probe_submission(probe, site, *, now) -> Plan   the same for a submitted probe
     plan_report(report, site, *, precedence, now) -> Plan
     domain_of(address) -> GlobalDomainIdentifier
     precedence_of(envelope, site) -> Precedence      a message's; routine for the rest
@@ -79,6 +80,7 @@ __all__ = [
     "TooLongError",
     "domain_of",
     "plan_intake",
+    "plan_probe_submission",
     "plan_report",
     "plan_submission",
     "precedence_of",
@@ -229,6 +231,32 @@ def plan_submission(
         now=now,
         routed=routes or {},
         precedence=precedence,
+    )
+
+
+def plan_probe_submission(
+    probe: Probe,
+    site: Site,
+    *,
+    now: datetime,
+    routes: Mapping[str, Route] | None = None,
+    precedence: Precedence | None = None,
+) -> Plan:
+    """The plan for a probe submitted locally (see :func:`plan_submission`; the
+    ``precedence`` it is scheduled at here: a probe carries none)."""
+
+    def write(
+        subject: MessageEnvelope | Probe, trace: TraceEntry | None, internal: InternalTraceEntry
+    ) -> bytes:
+        traced = _with_trace(subject, trace, internal)
+        assert isinstance(traced, Probe)
+        try:
+            return encode_mts_apdu(traced)
+        except EncodeError as error:
+            raise IntakeError(f"the probe cannot be encoded: {error}") from error
+
+    return _plan_subject(
+        write, probe, site, origin_peer=None, now=now, routed=routes or {}, precedence=precedence
     )
 
 

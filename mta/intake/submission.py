@@ -12,12 +12,21 @@ message transfer envelope:
   ask for ``report`` (delivery and non-delivery), else for ``non-delivery-report`` only;
 - deferred delivery time and latest delivery time when given.
 
+A probe (X.411 clause 8.2.1.2, probe-submission) asks whether a message of the content
+type and length given could be delivered, without content: its envelope (X.411
+12.2.1.2.1) has the originator, recipients, content type and content-length, and no
+priority (it is scheduled here at the precedence the user gave; it travels on at
+routine, X.411 12.2.1.2).  Its recipients always ask for ``report``: a probe's answer
+is its report ("would be delivered" or not).
+
 Pure: no I/O, no clock.
 
 Public API::
 
-    SubmitRequest(originator, recipients, precedence, content_type, content, ...)
+    SubmitRequest(originator, recipients, precedence, content_type, content, ...,
+                  probe=False, content_length=None)
     build_submission(request, *, identifier, table) -> Message
+    build_probe(request, *, identifier) -> Probe
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from p1.mts.envelope import (
     MessageEnvelope,
     MTSIdentifier,
     PerRecipientIndicators,
+    Probe,
     RecipientField,
 )
 from p1.mts.extensions import (
@@ -41,7 +51,7 @@ from p1.mts.fields import ContentType
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence, PrecedenceTable
 
-__all__ = ["SubmitRequest", "build_submission"]
+__all__ = ["SubmitRequest", "build_probe", "build_submission"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +67,10 @@ class SubmitRequest:
     delivery_report: bool = False
     deferred_delivery_time: datetime | None = None
     latest_delivery_time: datetime | None = None
+    probe: bool = False
+    """A probe (no content): :func:`build_probe`."""
+    content_length: int | None = None
+    """A probe's content-length: the octets of the content it asks about."""
 
 
 def build_submission(
@@ -90,6 +104,27 @@ def build_submission(
         ),
     )
     return Message(envelope=envelope, content=request.content)
+
+
+def build_probe(request: SubmitRequest, *, identifier: MTSIdentifier) -> Probe:
+    """The probe the MTA takes responsibility for (X.411 12.2.1.2.1)."""
+    if not request.recipients:
+        raise ValueError("a probe needs at least one recipient")
+    indicators = _indicators(True)
+    return Probe(
+        probe_identifier=identifier,
+        originator_name=request.originator,
+        content_type=request.content_type,
+        content_length=request.content_length,
+        recipients=tuple(
+            RecipientField(
+                recipient_name=name,
+                originally_specified_recipient_number=number,
+                per_recipient_indicators=indicators,
+            )
+            for number, name in enumerate(request.recipients, start=1)
+        ),
+    )
 
 
 def _indicators(delivery_report: bool) -> PerRecipientIndicators:

@@ -48,11 +48,19 @@ from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
 from mta.faults import LogLimiter
-from mta.intake.plan import Plan, Site, plan_intake, plan_report, plan_submission, precedence_of
+from mta.intake.plan import (
+    Plan,
+    Site,
+    plan_intake,
+    plan_probe_submission,
+    plan_report,
+    plan_submission,
+    precedence_of,
+)
 from mta.intake.quarantine import INVALID_ENVELOPE, Kept, keep_in, non_delivered
 from mta.intake.reports import Outcome, build_report, indicators_from, wants_report
 from mta.intake.routing import Route
-from mta.intake.submission import SubmitRequest, build_submission
+from mta.intake.submission import SubmitRequest, build_probe, build_submission
 from mta.metrics import Metrics
 from p1.ber import Deviation
 from p1.errors import DecodeError
@@ -344,6 +352,7 @@ class IntakeUnits:
         result = results[0] if results else None
         outcome = None
         if indexes is not None and result is not None and result.message_id is not None:
+            indexes = _probe_reports(plan, indexes, TransitQueue(session).is_probe)
             outcome = self._deliver_taken(session, plan, result, indexes, now, journal)
         AuditLog(session).record_many(journal)
         return result, outcome
@@ -394,6 +403,15 @@ class IntakeUnits:
         The envelope just built is planned as it is (:func:`mta.intake.plan.plan_submission`),
         not encoded and read back.
         """
+        if request.probe:
+            probe = build_probe(request, identifier=self.new_identifier())
+            plan = plan_probe_submission(
+                probe, self.site, now=now, routes=routes, precedence=request.precedence
+            )
+            result, delivered = self._take_and_deliver(
+                session, plan, now, AuditEvent.SUBMITTED, content=None
+            )
+            return probe.probe_identifier.text, plan, result, delivered
         message = build_submission(request, identifier=self.new_identifier(), table=self.site.table)
         plan = plan_submission(
             message, self.site, now=now, routes=routes, precedence=request.precedence
@@ -581,6 +599,20 @@ def _local_indexes(
         )
         return None
     return None if indexes is None else dict(zip(users, indexes, strict=True))
+
+
+def _probe_reports(
+    plan: Plan, indexes: Mapping[str, MailboxIndex], is_probe: Callable[[str], bool]
+) -> Mapping[str, MailboxIndex]:
+    """``indexes``, a report's listed as a probe report when its subject is a probe
+    queued here (X.411 8.3.1.2; only the store knows: a report does not say)."""
+    message = plan.message
+    if message is None or message.kind is not ApduKind.REPORT:
+        return indexes
+    index = index_apdu(
+        message.apdu, message.originator, report_precedence=message.precedence, is_probe=is_probe
+    )
+    return dict.fromkeys(indexes, index)
 
 
 def _indexes(

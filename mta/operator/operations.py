@@ -190,6 +190,7 @@ class LocalApi:
     # --- submission --------------------------------------------------------------------
 
     async def submit(self, request: JsonObject, content: bytes) -> tuple[JsonObject, bytes]:
+        probe = request.get("probe", False) is True
         submission = SubmitRequest(
             originator=_name(request, "originator"),
             recipients=tuple(_names(request, "recipients")),
@@ -199,8 +200,12 @@ class LocalApi:
             delivery_report=bool(request.get("delivery_report", False)),
             deferred_delivery_time=_time(request, "deferred_delivery_time"),
             latest_delivery_time=_time(request, "latest_delivery_time"),
+            probe=probe,
+            content_length=_probe_content_length(request),
         )
-        if not content:
+        if probe and content:
+            raise ControlError("a probe (probe: true) has no content after the request line")
+        if not content and not probe:
             raise ControlError("submit needs the content after the request line")
         try:
             submitted = await self.intake.submit(submission)
@@ -741,6 +746,16 @@ def _content_type(request: JsonObject) -> ContentType:
     if isinstance(value, str) and _OBJECT_IDENTIFIER.fullmatch(value):
         return value
     raise ControlError("content_type must be a built-in number (22) or an object identifier")
+
+
+def _probe_content_length(request: JsonObject) -> int | None:
+    """A probe's content-length (X.411 12.2.1.2.1.3: 0 to 2**31-1 octets), if given."""
+    value = request.get("probe_content_length")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise ControlError("probe_content_length must be 0..2147483647, an integer")
+    return value
 
 
 def _time(request: JsonObject, key: str) -> datetime | None:

@@ -1,13 +1,15 @@
 """Interpersonal messaging content: IPM and IPN (X.420 clause 7; STANAG 4406 Annex A).
 
-The content of a P1 message whose content type is P2 (built-in 22, X.420) or P772
+The content of a P1 message whose content type is P2 (built-in 22, X.420; or 2, the
+X.420 (1984) IPM, read with the same codec) or P772
 (extended 1.3.26.0.4406.0.4.1, STANAG 4406) is an ``InformationObject``: an IPM (an MM
 in STANAG 4406 terms: the same heading and body) or an IPN (an MN).  This module models
 both as frozen dataclasses (:mod:`p1.ipms.models`, re-exported here) and encodes them.
 
 Public API::
 
-    P2_CONTENT_TYPE = 22, P772_CONTENT_TYPE = "1.3.26.0.4406.0.4.1", ContentKind
+    P2_CONTENT_TYPE = 22, P772_CONTENT_TYPE = "1.3.26.0.4406.0.4.1",
+    P2_1984_CONTENT_TYPE = 2, ContentKind
     encode_ipm(ipm, kind) -> bytes           decode_ipm(data, kind) -> IPM
     encode_ipn(ipn) -> bytes                 decode_ipn(data) -> IPN
     encode_content(obj, kind) -> bytes       decode_content(data, kind) -> IPM | IPN
@@ -19,7 +21,7 @@ Public API::
     BinaryBodyPart, ForwardedMessageBodyPart, ExtendedBodyPart, RawBodyPart,
     IPN, ReceiptFields, NonReceiptFields, OtherNotificationFields, and the enumerations
 
-``kind`` is a :class:`ContentKind` or the content type it stands for (22, or the P772
+``kind`` is a :class:`ContentKind` or the content type it stands for (22, 2, or the P772
 object identifier as dotted text), as found in the envelope.
 
 Wire forms.  For P2 the text, binary and message body parts travel in their basic form
@@ -80,6 +82,7 @@ from p1.ipms.models import (
     IPM,
     IPN,
     NO_REQUESTS,
+    P2_1984_CONTENT_TYPE,
     P2_CONTENT_TYPE,
     P772_CONTENT_TYPE,
     AcknowledgmentMode,
@@ -127,6 +130,7 @@ __all__ = [
     "IPM",
     "IPN",
     "NO_REQUESTS",
+    "P2_1984_CONTENT_TYPE",
     "P2_CONTENT_TYPE",
     "P772_CONTENT_TYPE",
     "AcknowledgmentMode",

@@ -27,19 +27,25 @@ from p1.mts.security_label import SecurityLabel
 
 P2_CONTENT_TYPE: Final = 22
 """X.420: built-in content type of interpersonal messaging 1988 (P22)."""
+P2_1984_CONTENT_TYPE: Final = 2
+"""X.420 (1984): built-in content type of interpersonal messaging 1984 (P2), the IPM
+syntax of P22 without what 1988 added (:mod:`p1.ipms.p2_1984`)."""
 P772_CONTENT_TYPE: Final = "1.3.26.0.4406.0.4.1"
 """STANAG 4406 Annex A: extended content type id-mcont 1 of military messaging."""
 
 
 class ContentKind(enum.Enum):
-    """The content type of the envelope; ``ContentKind(22)`` or ``ContentKind(oid)``."""
+    """The content type of the envelope; ``ContentKind(22)``, ``ContentKind(2)`` or
+    ``ContentKind(oid)``.  A 1984 IPM (2) is read with the codec of P22, whose syntax is
+    its superset; its body parts are in their basic form, as P22's."""
 
     P2 = P2_CONTENT_TYPE
     P772 = P772_CONTENT_TYPE
+    P2_1984 = P2_1984_CONTENT_TYPE
 
 
 Kind: TypeAlias = ContentKind | int | str
-"""A content kind, or the content type it stands for (22 or the P772 OID)."""
+"""A content kind, or the content type it stands for (22, 2 or the P772 OID)."""
 
 
 # --- enumerations ---------------------------------------------------------------------

@@ -18,6 +18,15 @@ follows from a member X.411 (1984) lacks, [choice] one this module decides)::
        delivery].  Any other is removed, internal-trace-information among them.
     2  content-type [84: [APPLICATION 6] INTEGER only]: an extended (OBJECT IDENTIFIER)
        content type cannot be carried; the message or probe cannot be down-graded.
+       Built-in 22 (interpersonal-messaging-1988) is unknown to 1984 [84: X.420 (1984)
+       defines 2 only]: a message whose IPM uses nothing X.420 (1984) lacks goes as
+       content type 2, its content octets as received; one whose IPM does (heading
+       extensions, recipient extensions, extended, bilaterally defined or message body
+       parts, O/R names with extension attributes or a directory name, an IPN: the list
+       is in :mod:`p1.ipms.p2_1984`), or whose content does not decode, cannot be
+       down-graded, and the first such field is named.  A probe's 22 becomes 2 [choice:
+       a probe carries no content to judge; it asks about an IPM the 1984 side can
+       receive as 2].
     3  O/R names [84: standard and domain-defined attributes only]: a name with an
        extension attribute (common-name included) cannot be down-graded (X.419 Annex B,
        as RFC 1328 section 3 reads it); nor can a numeric-form address with a private
@@ -65,6 +74,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from p1 import ber
+from p1.errors import DecodeError
+from p1.ipms.p2_1984 import fields_1984_lacks
 from p1.mts.envelope import (
     EncodedInformationTypes,
     ExtensionField,
@@ -75,9 +86,11 @@ from p1.mts.envelope import (
     StandardExtension,
     TraceEntry,
     encode_mts_apdu,
+    message_content,
     peek_envelope,
     replace_message_envelope,
 )
+from p1.mts.fields import BuiltInContentType, ContentType
 from p1.mts.orname import UB_DOMAIN_DEFINED_ATTRIBUTES, ORName
 from p1.mts.report import (
     LastTraceInformation,
@@ -169,7 +182,9 @@ def _downgrade_transfer(
 ) -> Downgraded | NotDowngradable:
     removed: _Removed = []
     try:
+        content_type = _content_type(apdu, envelope, removed)
         new, refused = _transfer_envelope(envelope, removed, cn_as_dda)
+        new = dataclasses.replace(new, content_type=content_type)
     except _Blocked as blocked:
         return NotDowngradable(blocked.why)
     if not removed:
@@ -179,6 +194,30 @@ def _downgrade_transfer(
     else:
         data = encode_mts_apdu(new)
     return Downgraded(apdu=data, removed=tuple(removed), refused=refused)
+
+
+_IPM_1988 = BuiltInContentType.INTERPERSONAL_MESSAGING_1988
+_IPM_1984 = BuiltInContentType.INTERPERSONAL_MESSAGING_1984
+
+
+def _content_type(apdu: bytes, envelope: MessageEnvelope | Probe, removed: _Removed) -> ContentType:
+    """Rule 2: the content type the 1984 peer gets; raises _Blocked when there is none."""
+    kind = envelope.content_type
+    if isinstance(kind, str):
+        raise _Blocked(f"content-type: extended content type {kind}")
+    if kind != _IPM_1988:
+        return kind
+    if isinstance(envelope, MessageEnvelope):
+        try:
+            lacking = fields_1984_lacks(message_content(apdu))
+        except DecodeError as error:
+            why = f"content: an IPM of content type 22 that does not decode: {error}"
+            raise _Blocked(why) from error
+        if lacking:
+            shown = "; ".join(lacking[:3]) + ("; ..." if len(lacking) > 3 else "")
+            raise _Blocked(f"content: X.420 (1984) lacks {shown}")
+    removed.append("content-type: interpersonal-messaging-1988 (22) as 1984 (2)")
+    return _IPM_1984
 
 
 # UMPDUEnvelope (X.411 1984) ::= SET { mpduID MPDUIdentifier, originator ORName,
@@ -192,8 +231,6 @@ def _transfer_envelope(
     envelope: MessageEnvelope | Probe, removed: _Removed, cn_as_dda: bool
 ) -> tuple[MessageEnvelope | Probe, tuple[int, ...]]:
     """The envelope without what 1984 lacks, and the responsible recipients left out."""
-    if isinstance(envelope.content_type, str):
-        raise _Blocked(f"content-type: extended content type {envelope.content_type}")
     originator = _name(envelope.originator_name, "originator-name", removed, cn_as_dda)
     order = _drop_extensions(envelope.extensions, envelope.wire_order, "extensions", removed)
     recipients, refused = _recipients(envelope.recipients, removed, cn_as_dda)

@@ -159,6 +159,14 @@ SUBJECT_PRECEDENCE: Final = Statement(
 )
 """The precedence this MTA queued message ``mts_identifier`` at (None: not queued here)."""
 
+SUBJECT_PROBES: Final = Statement(
+    f"""SELECT count(*) FROM messages
+    WHERE mts_identifier = :mts_identifier AND kind = {_literal(ApduKind.PROBE.value)}""",
+    {"mts_identifier": TEXT},
+    {"count": INT},
+)
+"""How many probes of identifier ``mts_identifier`` this MTA queued (0: none, or purged)."""
+
 # --- recipients ----------------------------------------------------------------------------
 
 RECIPIENT_COLUMNS: Final[dict[str, Kind]] = {

@@ -303,3 +303,25 @@ def exchanges(tsdu: Tsdu) -> Iterator[Exchange]:
 def decode_capture(capture: str) -> list[Exchange]:
     """Every presentation-bearing SPDU of ``capture``, decoded (skips if the file is absent)."""
     return [e for tsdu in tsdus(load_tpkts(capture)) for e in exchanges(tsdu)]
+
+
+def x410_transferred_apdus(capture: str, *, port: int) -> list[bytes]:
+    """The MTS-APDUs transferred in X.410-1984 mode to ``port`` in ``capture``, read by a
+    sans-I/O responder association of ours per connection (one per CR) that accepts
+    every bind and confirms every transfer."""
+    from p1.association.x410 import X410Association
+
+    association = X410Association(Role.RESPONDER)
+    apdus = []
+    for record in load_tpkts(capture):
+        if record["dst_port"] != port:
+            continue
+        if record.get("cotp") == "CR":
+            association = X410Association(Role.RESPONDER)
+        for event in association.receive_data(bytes.fromhex(record["hex"])):
+            if isinstance(event, BindRequested):
+                association.accept_bind(MTABindResult(responder_name="responder", password=""))
+            elif isinstance(event, TransferReceived):
+                apdus.append(event.apdu)
+                association.confirm_transfer(event.transfer_id)
+    return apdus

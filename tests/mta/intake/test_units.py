@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -318,7 +319,7 @@ def test_a_message_that_cannot_be_indexed_is_delivered_as_received_with_a_mark(
     fine = envelope(recipient(JONES), mts_identifier=identifier("fine"))
     real = index_apdu
 
-    def index(apdu_bytes: bytes, user: str, **kwargs: Precedence) -> MailboxIndex:
+    def index(apdu_bytes: bytes, user: str, **kwargs: Any) -> MailboxIndex:
         if peek_envelope(apdu_bytes).mts_identifier == poison.mts_identifier:
             raise fault
         return real(apdu_bytes, user, **kwargs)

@@ -347,8 +347,10 @@ def test_content_kind_from_the_envelope_value() -> None:
     assert ContentKind("1.3.26.0.4406.0.4.1") is P772
     ipm = IPM(heading=Heading(this_ipm=THIS_IPM))
     assert encode_ipm(ipm, 22) == encode_ipm(ipm, P2)
+    assert ContentKind(2) is ContentKind.P2_1984  # the 1984 IPM: P22's syntax, basic forms
+    assert encode_ipm(ipm, 2) == encode_ipm(ipm, P2)
     with pytest.raises(EncodeError):
-        encode_ipm(ipm, 2)  # P2 1984 is not modelled
+        encode_ipm(ipm, 3)
     with pytest.raises(DecodeError):
         decode_ipm(encode_ipm(ipm, P2), "1.2.3")
 

@@ -320,6 +320,13 @@ SELECTS = (
         ({"mts_identifier": "m1"}, {"mts_identifier": "m3"}, {"mts_identifier": "none"}),
     ),
     Case(
+        queue_sql.SUBJECT_PROBES,
+        select(func.count()).where(
+            M.mts_identifier == bindparam("mts_identifier"), M.kind == ApduKind.PROBE
+        ),
+        ({"mts_identifier": "m1"}, {"mts_identifier": "m3"}, {"mts_identifier": "none"}),
+    ),
+    Case(
         queue_sql.RECIPIENTS_OF,
         select(*RECIPIENT_COLUMNS).where(R.message_id == bindparam("message_id")),
         ({"message_id": 1}, {"message_id": 4}, {"message_id": 99}),
