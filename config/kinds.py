@@ -14,8 +14,8 @@ Public API::
     MTA_NAME, PEER_NAME, HOST, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
     FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD,
     FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES, GLOBAL_DOMAIN, OR_NAME,
-    OR_NAMES, EXTENSION_TYPES, TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for
-    none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
+    OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL (selectors: text or
+    hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
     OPERATOR_GROUPS, ACCOUNTS ([access])
     hide_url_password(url) -> str
 """
@@ -45,6 +45,7 @@ from config.values import (
     SlotMode,
 )
 from p1.errors import DecodeError
+from p1.mts.own_extensions import OwnExtension
 from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,
@@ -87,6 +88,7 @@ __all__ = [
     "OPERATOR_GROUPS",
     "OR_NAME",
     "OR_NAMES",
+    "OWN_EXTENSIONS",
     "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
@@ -740,6 +742,16 @@ EXTENSION_TYPES = list_of(
         name="extension type",
     ),
     "extension types",
+    unique=True,
+)
+OWN_EXTENSIONS = list_of(
+    Kind(
+        'one of "internal-trace", "priority-level-qualifier"',
+        _choice(OwnExtension),
+        _enum_value,
+        name="extension of ours",
+    ),
+    "extensions this MTA adds",
     unique=True,
 )
 TSEL = Kind(

@@ -68,6 +68,7 @@ from config.kinds import (
     MTA_NAME,
     OPERATOR_GROUPS,
     OR_NAMES,
+    OWN_EXTENSIONS,
     P1_PROTOCOL,
     PATH,
     PEER_NAME,
@@ -93,6 +94,7 @@ from config.values import (
     Secret,
     SlotMode,
 )
+from p1.mts.own_extensions import OwnExtension
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.orname.model import ORAddress, ORName
 from p1.orname.text import format_orname
@@ -339,6 +341,18 @@ class Peer:
             'How this MTA calls the peer: "1988" (normal mode), "1988-x410" (X.410-1984 '
             'mode with 1988 P1) or "1984" (X.410-1984 mode to a 1984 MTA, down-graded). '
             "It answers either mode from anyone.",
+        ),
+    )
+    omit_extensions: tuple[OwnExtension, ...] = field(
+        default=(),
+        metadata=value(
+            OWN_EXTENSIONS,
+            "Optional envelope extensions this MTA adds that are left out of what it "
+            'transfers to this peer: "internal-trace" (its own internal-trace-information '
+            'entries, X.411 standard-extension 38) and "priority-level-qualifier" (STANAG '
+            "4406, on messages originated here), for a peer that aborts transfers it cannot "
+            "parse.  Extensions other MTAs put in are relayed as received.  With protocol "
+            '"1984" every extension is removed by the down-grade anyway.',
         ),
     )
     selectors: Selectors = field(

@@ -86,10 +86,11 @@ from datetime import UTC, datetime, timedelta
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta.database import is_urgent
 from mta.faults import LOG_INTERVAL, LogLimiter
+from mta.intake.plan import domain_of
 from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
 from mta.metrics import Metrics
 from mta.outbound import schedule
-from mta.outbound.outgoing import Outgoing, outgoing
+from mta.outbound.outgoing import Outgoing, OwnPolicy, outgoing
 from mta.supervisor import Supervisor
 from mta.transport import (
     ConnectionSnapshot,
@@ -553,6 +554,16 @@ class SlotRunner:
             return link
         return None
 
+    def _own_policy(self) -> OwnPolicy | None:
+        """Which of this MTA's own extensions the peer does not get (None: it gets them)."""
+        omit = self.peer.omit_extensions
+        if not omit:
+            return None
+        config = self.context.config
+        return OwnPolicy(
+            omit=frozenset(omit), name=config.name, domain=domain_of(config.global_domain)
+        )
+
     def _bind_argument(self) -> MTABindArgument:
         ours = self.peer.our_credentials
         password = ours.password or self.context.config.password
@@ -612,7 +623,7 @@ class SlotRunner:
                 return True
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
-            wire = outgoing(claimed, self.peer.protocol)
+            wire = outgoing(claimed, self.peer.protocol, self._own_policy())
             if wire.refused is not None:
                 await self._non_deliver(connection, wire)
             entry = wire.entry
