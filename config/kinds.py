@@ -40,12 +40,12 @@ from config.values import (
     LocalAccount,
     LogLevel,
     OperatorGroup,
+    OwnExtension,
     P1Protocol,
     Secret,
     SlotMode,
 )
 from p1.errors import DecodeError
-from p1.mts.own_extensions import OwnExtension
 from p1.mts.precedence import (
     InvalidDscpError,
     Precedence,

@@ -90,11 +90,11 @@ from config.values import (
     LocalAccount,
     LogLevel,
     OperatorGroup,
+    OwnExtension,
     P1Protocol,
     Secret,
     SlotMode,
 )
-from p1.mts.own_extensions import OwnExtension
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.orname.model import ORAddress, ORName
 from p1.orname.text import format_orname

@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from config.schema import P1Protocol
+from config.values import OwnExtension
 from mta.intake.journal import NAMED, few
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
@@ -37,7 +38,7 @@ from p1.mts.envelope import (
     replace_message_envelope,
 )
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.own_extensions import Ours, OwnExtension, without_own
+from p1.mts.own_extensions import Ours, without_own
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from store import ApduKind, QueueEntry
 
@@ -114,7 +115,13 @@ def _without_own(entry: QueueEntry, apdu: bytes, own: OwnPolicy | None) -> Outgo
         return Outgoing(entry, apdu)
     ours = Ours(name=own.name, domain=own.domain, originated=entry.origin_peer is None)
     try:
-        return Outgoing(entry, without_own(apdu, own.omit, ours))
+        apdu = without_own(
+            apdu,
+            ours,
+            internal_trace=OwnExtension.INTERNAL_TRACE in own.omit,
+            qualifier=OwnExtension.PRIORITY_LEVEL_QUALIFIER in own.omit,
+        )
+        return Outgoing(entry, apdu)
     except (DecodeError, EncodeError) as error:  # it decoded when queued: a fault of ours
         return _refused(entry, f"cannot leave out this MTA's extensions: {error}")
 

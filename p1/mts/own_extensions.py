@@ -16,18 +16,18 @@ MTAs put in is relayed as received (X.411 12.2.1.1.1: extensions are carried on)
 
 Public API::
 
-    OwnExtension                       INTERNAL_TRACE, PRIORITY_LEVEL_QUALIFIER
     Ours(name, domain, originated)     whose entries and which APDU are this MTA's
-    without_own(apdu, omit, ours) -> bytes      raises DecodeError, EncodeError
+    without_own(apdu, ours, internal_trace=, qualifier=) -> bytes
+                                       raises DecodeError, EncodeError
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from p1 import ber
 from p1.mts.envelope import (
     MessageEnvelope,
     Probe,
@@ -36,26 +36,13 @@ from p1.mts.envelope import (
     peek_envelope,
     replace_message_envelope,
 )
-from p1.mts.extensions import (
-    ExtensionField,
-    StandardExtension,
-    internal_trace,
-    internal_trace_extension,
-)
+from p1.mts.extensions import ExtensionField, StandardExtension
 from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.precedence import PRIORITY_LEVEL_QUALIFIER_OID
 from p1.mts.report import Report
+from p1.mts.trace import InternalTraceEntry, decode_internal_trace_entry
 
-__all__ = ["Ours", "OwnExtension", "without_own"]
-
-
-class OwnExtension(enum.Enum):
-    """An optional envelope extension this MTA adds, by its name in the configuration."""
-
-    INTERNAL_TRACE = "internal-trace"
-    """internal-trace-information (X.411 standard-extension 38): this MTA's entries."""
-    PRIORITY_LEVEL_QUALIFIER = "priority-level-qualifier"
-    """STANAG 4406 priority-level-qualifier, on messages originated here."""
+__all__ = ["Ours", "without_own"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,13 +58,23 @@ class Ours:
     here), not received from a peer."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Omit:
+    internal_trace: bool
+    qualifier: bool
+
+
 _INTERNAL_TRACE = StandardExtension.INTERNAL_TRACE_INFORMATION
 
 
-def without_own(apdu: bytes, omit: frozenset[OwnExtension], ours: Ours) -> bytes:
-    """``apdu`` without the extensions in ``omit`` that this MTA (``ours``) added; the
-    same object when it has none.  A message's content is kept byte for byte."""
-    if not omit:
+def without_own(apdu: bytes, ours: Ours, *, internal_trace: bool, qualifier: bool) -> bytes:
+    """``apdu`` without what this MTA (``ours``) added: its internal-trace entries
+    (``internal_trace``), the priority-level-qualifier (``qualifier``); the
+    same object when it has none.  A message's content is kept byte for byte; the
+    envelope's members keep their order, and an ``extensions`` member left empty is sent
+    empty (BER may send a DEFAULT value; PP 6.0 takes a message so)."""
+    omit = _Omit(internal_trace=internal_trace, qualifier=qualifier and ours.originated)
+    if not (omit.internal_trace or omit.qualifier):
         return apdu
     envelope = peek_envelope(apdu)
     if isinstance(envelope, Report):
@@ -86,30 +83,22 @@ def without_own(apdu: bytes, omit: frozenset[OwnExtension], ours: Ours) -> bytes
         kept = _kept(report.envelope.extensions, omit, ours)
         if kept is None:
             return apdu
-        order = _order(report.envelope.wire_order, kept)
-        new = dataclasses.replace(report.envelope, extensions=kept, wire_order=order)
+        new = dataclasses.replace(report.envelope, extensions=kept)
         return encode_mts_apdu(dataclasses.replace(report, envelope=new))
     kept = _kept(envelope.extensions, omit, ours)
     if kept is None:
         return apdu
-    order = _order(envelope.wire_order, kept)
     if isinstance(envelope, MessageEnvelope):
-        changed = dataclasses.replace(envelope, extensions=kept, wire_order=order)
+        changed = dataclasses.replace(envelope, extensions=kept)
         return replace_message_envelope(apdu, changed)
     assert isinstance(envelope, Probe)
-    return encode_mts_apdu(dataclasses.replace(envelope, extensions=kept, wire_order=order))
-
-
-def _order(order: tuple[str, ...], kept: Sequence[ExtensionField]) -> tuple[str, ...]:
-    """The SET's member order, ``extensions`` left out when none is left (rather than
-    sent as an explicit empty ``DEFAULT {}``)."""
-    return order if kept else tuple(name for name in order if name != "extensions")
+    return encode_mts_apdu(dataclasses.replace(envelope, extensions=kept))
 
 
 def _kept(
-    extensions: Sequence[ExtensionField], omit: frozenset[OwnExtension], ours: Ours
+    extensions: Sequence[ExtensionField], omit: _Omit, ours: Ours
 ) -> tuple[ExtensionField, ...] | None:
-    """``extensions`` without ours of the kinds in ``omit``; None when nothing changes."""
+    """``extensions`` without ours of the kinds ``omit`` names; None when nothing changes."""
     kept: list[ExtensionField] = []
     changed = False
     for extension in extensions:
@@ -120,23 +109,28 @@ def _kept(
     return tuple(kept) if changed else None
 
 
-def _without_ours(
-    extension: ExtensionField, omit: frozenset[OwnExtension], ours: Ours
-) -> ExtensionField | None:
+def _without_ours(extension: ExtensionField, omit: _Omit, ours: Ours) -> ExtensionField | None:
     """``extension`` itself, what is left of it without our part, or None."""
     kind = extension.type
     if isinstance(kind, str):
-        qualifier = OwnExtension.PRIORITY_LEVEL_QUALIFIER in omit and ours.originated
-        return None if qualifier and kind == PRIORITY_LEVEL_QUALIFIER_OID else extension
-    if kind != _INTERNAL_TRACE or OwnExtension.INTERNAL_TRACE not in omit:
+        return None if omit.qualifier and kind == PRIORITY_LEVEL_QUALIFIER_OID else extension
+    if kind != _INTERNAL_TRACE or not omit.internal_trace:
         return extension
-    entries = internal_trace((extension,))
-    others = tuple(
-        e for e in entries if e.mta_name != ours.name or e.global_domain_identifier != ours.domain
-    )
+    if extension.value is None:
+        return extension
+    what = "internal-trace-information"
+    value = ber.expect(ber.read_single(extension.value, what), ber.SEQUENCE, what)
+    entries = ber.children(value, what)
+    others = [e for e in entries if not _is_ours(decode_internal_trace_entry(e, what), ours)]
     if len(others) == len(entries):
         return extension
     if not others:
         return None
-    # Another MTA's entries go on; in the standard's form of the type.
-    return internal_trace_extension(others, extension.criticality)
+    # Another MTA's entries go on as received, under the type as received.
+    return dataclasses.replace(
+        extension, value=ber.constructed(ber.SEQUENCE, [e.raw() for e in others])
+    )
+
+
+def _is_ours(entry: InternalTraceEntry, ours: Ours) -> bool:
+    return entry.mta_name == ours.name and entry.global_domain_identifier == ours.domain

@@ -453,6 +453,12 @@ ERRORS: list[tuple[str, str, str]] = [
         "peers[0].peer_password = <hidden>: expected a non-empty ASCII password "
         "(X.411 simple credentials are an IA5String)",
     ),
+    (
+        "peer-omit-extensions",
+        HEAD + PEER + 'omit_extensions = ["internal-trace", "content-correlator"]\n' + SLOT,
+        'peers[0].omit_extensions[1] = "content-correlator": expected one of '
+        '"internal-trace", "priority-level-qualifier"',
+    ),
     # slots
     (
         "slots-table",

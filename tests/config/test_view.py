@@ -172,6 +172,7 @@ password = "our-secret-for-b"
 peer_password_file = "{theirs}"
 supported_extensions = ["1.2.3"]
 protocol = "1988-x410"
+omit_extensions = ["internal-trace"]
 tsel = "x400"
 ssel = "hex:0001"
 psel = "PSEL"
