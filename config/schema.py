@@ -423,6 +423,17 @@ class RetryPolicy:
         default=0.2,
         metadata=value(FRACTION, "Fraction by which a wait is randomly lengthened or shortened."),
     )
+    max_refusals: int = field(
+        default=3,
+        metadata=value(
+            COUNT,
+            "Transfers of a message a peer may refuse in a row the same way (it aborts the "
+            "association after the whole message arrived, RTSE abortReason user-error, "
+            "permanent-problem, invalid-parameter or protocol-error) before the message is "
+            "non-delivered (unable-to-transfer, protocol-violation) rather than retried "
+            "until it expires.  A lost connection or a temporary refusal is no refusal.",
+        ),
+    )
 
     def delay(self, attempt: int, draw: float) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1, 2, ...).

@@ -169,7 +169,7 @@ ERRORS: list[tuple[str, str, str]] = [
     (
         "unknown-no-guess",
         HEAD + "[retry]\nzzz = 1\n",
-        "retry.zzz = 1: expected one of the keys initial, maximum, factor, jitter",
+        "retry.zzz = 1: expected one of the keys initial, maximum, factor, jitter, max_refusals",
     ),
     (
         "secret-typo-hidden",
