@@ -21,6 +21,7 @@ Public API::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
@@ -114,16 +115,15 @@ def _without_own(entry: QueueEntry, apdu: bytes, own: OwnPolicy | None) -> Outgo
     if own is None or not own.omit:
         return Outgoing(entry, apdu)
     ours = Ours(name=own.name, domain=own.domain, originated=entry.origin_peer is None)
-    try:
+    # (It decoded when queued; should it not now, it goes as it is.)
+    with contextlib.suppress(DecodeError, EncodeError):
         apdu = without_own(
             apdu,
             ours,
             internal_trace=OwnExtension.INTERNAL_TRACE in own.omit,
             qualifier=OwnExtension.PRIORITY_LEVEL_QUALIFIER in own.omit,
         )
-        return Outgoing(entry, apdu)
-    except (DecodeError, EncodeError) as error:  # it decoded when queued: a fault of ours
-        return _refused(entry, f"cannot leave out this MTA's extensions: {error}")
+    return Outgoing(entry, apdu)
 
 
 def _refused(entry: QueueEntry, why: str) -> Outgoing:
