@@ -14,8 +14,8 @@ Public API::
     MTA_NAME, PEER_NAME, HOST, HOSTS, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
     FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD,
     FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES, GLOBAL_DOMAIN, OR_NAME,
-    OR_NAMES, EXTENSION_TYPES, TSEL, SSEL, PSEL (selectors: text or hex:digits, "" for
-    none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
+    OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL (selectors: text or
+    hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
     OPERATOR_GROUPS, ACCOUNTS ([access])
     hide_url_password(url) -> str
 """
@@ -40,6 +40,7 @@ from config.values import (
     LocalAccount,
     LogLevel,
     OperatorGroup,
+    OwnExtension,
     P1Protocol,
     Secret,
     SlotMode,
@@ -88,6 +89,7 @@ __all__ = [
     "OPERATOR_GROUPS",
     "OR_NAME",
     "OR_NAMES",
+    "OWN_EXTENSIONS",
     "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
@@ -765,6 +767,16 @@ EXTENSION_TYPES = list_of(
         name="extension type",
     ),
     "extension types",
+    unique=True,
+)
+OWN_EXTENSIONS = list_of(
+    Kind(
+        'one of "internal-trace", "priority-level-qualifier"',
+        _choice(OwnExtension),
+        _enum_value,
+        name="extension of ours",
+    ),
+    "extensions this MTA adds",
     unique=True,
 )
 TSEL = Kind(

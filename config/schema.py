@@ -69,6 +69,7 @@ from config.kinds import (
     MTA_NAME,
     OPERATOR_GROUPS,
     OR_NAMES,
+    OWN_EXTENSIONS,
     P1_PROTOCOL,
     PATH,
     PEER_NAME,
@@ -90,6 +91,7 @@ from config.values import (
     LocalAccount,
     LogLevel,
     OperatorGroup,
+    OwnExtension,
     P1Protocol,
     Secret,
     SlotMode,
@@ -351,6 +353,18 @@ class Peer:
             "It answers either mode from anyone.",
         ),
     )
+    omit_extensions: tuple[OwnExtension, ...] = field(
+        default=(),
+        metadata=value(
+            OWN_EXTENSIONS,
+            "Optional envelope extensions this MTA adds that are left out of what it "
+            'transfers to this peer: "internal-trace" (its own internal-trace-information '
+            'entries, X.411 standard-extension 38) and "priority-level-qualifier" (STANAG '
+            "4406, on messages originated here), for a peer that aborts transfers it cannot "
+            "parse.  Extensions other MTAs put in are relayed as received.  With protocol "
+            '"1984" every extension is removed by the down-grade anyway.',
+        ),
+    )
     selectors: Selectors = field(
         default=NO_SELECTORS,
         metadata=inline(Selectors, "The peer's selectors, which its slots inherit."),
@@ -423,6 +437,17 @@ class RetryPolicy:
     jitter: float = field(
         default=0.2,
         metadata=value(FRACTION, "Fraction by which a wait is randomly lengthened or shortened."),
+    )
+    max_refusals: int = field(
+        default=3,
+        metadata=value(
+            COUNT,
+            "Transfers of a message a peer may refuse in a row the same way (it aborts the "
+            "association after the whole message arrived, RTSE abortReason user-error, "
+            "permanent-problem, invalid-parameter or protocol-error) before the message is "
+            "non-delivered (unable-to-transfer, protocol-violation) rather than retried "
+            "until it expires.  A lost connection or a temporary refusal is no refusal.",
+        ),
     )
 
     def delay(self, attempt: int, draw: float) -> float:

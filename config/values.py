@@ -30,6 +30,7 @@ __all__ = [
     "LocalAccount",
     "LogLevel",
     "OperatorGroup",
+    "OwnExtension",
     "P1Protocol",
     "Secret",
     "SlotMode",
@@ -47,6 +48,15 @@ class SlotMode(enum.Enum):
     """Opened at start and re-opened with backoff whenever it drops."""
     ON_DEMAND = "on-demand"
     """Opened when a message is waiting; closed after the slot's idle timeout."""
+
+
+class OwnExtension(enum.Enum):
+    """An optional envelope extension this MTA adds, as ``omit_extensions`` names it."""
+
+    INTERNAL_TRACE = "internal-trace"
+    """This MTA's entries of internal-trace-information (X.411 standard-extension 38)."""
+    PRIORITY_LEVEL_QUALIFIER = "priority-level-qualifier"
+    """STANAG 4406 priority-level-qualifier, on messages originated here."""
 
 
 class P1Protocol(enum.Enum):

@@ -26,7 +26,7 @@ Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
     LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError,
-        SlowPeerError, TooMuchBeforeBindError, BufferSpentError
+        RefusedByPeerError(reason), SlowPeerError, TooMuchBeforeBindError, BufferSpentError
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
         .give_turn() / take_turn(priority, timeout) / answer_turn_request()
@@ -125,6 +125,21 @@ class BindRefusedError(LinkError):
 
 class LinkClosedError(LinkError):
     """The association is closed (aborted by either side, or the connection dropped)."""
+
+
+class RefusedByPeerError(LinkClosedError):
+    """The peer aborted the association after our whole transfer was sent, with an RTSE
+    abortReason (X.228 RTAB) that refuses rather than defers: ``reason`` is one of
+    :data:`REFUSING`."""
+
+    def __init__(self, why: str, *, reason: str) -> None:
+        self.reason = reason
+        super().__init__(why)
+
+
+REFUSING = frozenset({"user-error", "permanent-problem", "invalid-parameter", "protocol-error"})
+"""The abortReasons by which a peer refuses what it was sent; the others
+(temporary-problem, local-system-problem) say its trouble is its own and passing."""
 
 
 class SlowPeerError(LinkError):
@@ -388,6 +403,10 @@ class Link:
             event = await self.next_event(timeout)
             if isinstance(event, TransferConfirmed) and event.transfer_id == transfer_id:
                 return transfer_id
+            if isinstance(event, Aborted) and event.by_peer and event.reason in REFUSING:
+                assert event.reason is not None
+                why = f"the peer aborted the transfer: {event.why}"
+                raise RefusedByPeerError(why, reason=event.reason)
             self._check_alive(event)
 
     async def ended(self) -> str:

@@ -86,10 +86,20 @@ from datetime import UTC, datetime, timedelta
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
 from mta.database import is_urgent
 from mta.faults import LOG_INTERVAL, LogLimiter
-from mta.link import BindRefusedError, Link, LinkError, Timeouts, open_link, protocol_settings
+from mta.intake.plan import domain_of
+from mta.link import (
+    BindRefusedError,
+    Link,
+    LinkError,
+    RefusedByPeerError,
+    Timeouts,
+    open_link,
+    protocol_settings,
+)
 from mta.metrics import Metrics
 from mta.outbound import schedule
-from mta.outbound.outgoing import Outgoing, outgoing
+from mta.outbound.outgoing import Outgoing, OwnPolicy, outgoing
+from mta.outbound.refusals import REFUSED, refusal_error, refusals_so_far
 from mta.supervisor import Supervisor
 from mta.transport import (
     ConnectionSnapshot,
@@ -103,7 +113,7 @@ from p1.association.events import BindAccepted
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
 from p1.mts.precedence import Precedence, dscp_name
-from store import QueueEntry
+from store import ApduKind, QueueEntry
 
 __all__ = [
     "ChannelContext",
@@ -164,6 +174,9 @@ class _Connection:
     tried: int = 0
     """Transfers attempted, confirmed or not."""
     last_error: str | None = None
+    refused: str | None = None
+    """Why the peer refused the last transfer tried (:mod:`mta.outbound.refusals`), or
+    None when it did not refuse it."""
     unsent: int = 0
     """Messages claimed in this connection's window and not yet transferred."""
     confirmed: list[QueueEntry] = field(default_factory=list)
@@ -581,6 +594,16 @@ class SlotRunner:
             self._on_connected()
         return link
 
+    def _own_policy(self) -> OwnPolicy | None:
+        """Which of this MTA's own extensions the peer does not get (None: it gets them)."""
+        omit = self.peer.omit_extensions
+        if not omit:
+            return None
+        config = self.context.config
+        return OwnPolicy(
+            omit=frozenset(omit), name=config.name, domain=domain_of(config.global_domain)
+        )
+
     def _bind_argument(self) -> MTABindArgument:
         ours = self.peer.our_credentials
         password = ours.password or self.context.config.password
@@ -640,7 +663,7 @@ class SlotRunner:
                 return True
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
-            wire = outgoing(claimed, self.peer.protocol)
+            wire = outgoing(claimed, self.peer.protocol, self._own_policy())
             if wire.refused is not None:
                 await self._non_deliver(connection, wire)
             entry = wire.entry
@@ -649,7 +672,7 @@ class SlotRunner:
             if entry is not None and not await self._transfer(connection, link, entry, wire.apdu):
                 connection.unsent = 0
                 unsent = entries[number + 1 :] + await self._take_following(connection)
-                await self._put_back(entry, unsent, connection, idled=idled and number == 0)
+                await self._failed(connection, entry, unsent, idled=idled and number == 0)
                 return False
             connection.unsent -= 1
             if entry is not None:
@@ -780,6 +803,7 @@ class SlotRunner:
             await link.transfer(apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
+            connection.refused = str(error) if isinstance(error, RefusedByPeerError) else None
             self.context.metrics.transfer_failed(self.peer.name, entry.precedence)
             return False
         connection.transfers += 1
@@ -798,6 +822,47 @@ class SlotRunner:
                 (time.monotonic() - started) * 1000,
             )
         return True
+
+    async def _failed(
+        self,
+        connection: _Connection,
+        failed: QueueEntry,
+        unsent: tuple[QueueEntry, ...],
+        *,
+        idled: bool,
+    ) -> None:
+        """The transfer of ``failed`` failed: put back (:meth:`_put_back`), or, when the
+        peer refused it ``[retry] max_refusals`` times in a row the same way
+        (:mod:`mta.outbound.refusals`), non-delivered, ``unsent`` put back."""
+        why = connection.refused
+        if why is None:
+            await self._put_back(failed, unsent, connection, idled=idled)
+            return
+        count = refusals_so_far(failed, why) + 1
+        if count < self.context.config.retry.max_refusals:
+            connection.last_error = refusal_error(why, count)
+            await self._put_back(failed, unsent, connection, idled=idled)
+            return
+        await self._refused_enough(connection, failed, refusal_error(why, count))
+        await self._put_back(None, unsent, connection)
+
+    async def _refused_enough(self, connection: _Connection, refused: QueueEntry, why: str) -> None:
+        """``refused`` failed for good, in one transaction with the confirmations so far;
+        its originator reported to (a report is dropped: never reported on)."""
+        done, connection.confirmed = connection.confirmed, []
+        report = None if refused.kind is ApduKind.REPORT else REFUSED
+        name, peer = refused.mts_identifier, self.peer.name
+        # Shielded, as every unit that carries confirmations.
+        queued = await asyncio.shield(
+            self.context.queue.non_deliver(refused, report, why=why, peer=peer, transferred=done)
+        )
+        if report is None:
+            verb, tail = "dropped report", "a report is never reported on"
+        else:
+            asked = "report queued" if queued else "no report asked"
+            verb, tail = "non-delivered", f"{report.reason_name}, {report.diagnostic_name}; {asked}"
+        n = len(refused.recipients)
+        log.warning("%s %s to %s (%d recipient(s)): %s; %s", verb, name, peer, n, why, tail)
 
     async def _put_back(
         self,

@@ -2,6 +2,9 @@
 
 A peer configured ``protocol = "1984"`` is a 1984 MTA: what this MTA transfers to it is
 first down-graded as X.419 Annex B says (:func:`p1.mts.downgrade.downgrade_to_1984`).
+A peer with ``omit_extensions`` gets what this MTA transfers without the optional
+extensions it adds itself (:func:`p1.mts.own_extensions.without_own`): its own
+internal-trace entries, the priority-level-qualifier of a message originated here.
 Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
 diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
 dropped (a report is never reported on).  In the other protocols the APDU goes as
@@ -10,17 +13,20 @@ recipients only (X.411 12.2.1.1.1.3), the content as received.
 
 Public API::
 
-    outgoing(entry, protocol) -> Outgoing
+    outgoing(entry, protocol, own=None) -> Outgoing
+    OwnPolicy(omit, name, domain)   which of this MTA's extensions a peer does not get
     Outgoing(entry, apdu, refused, report, why, removed)
     transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
 from config.schema import P1Protocol
+from config.values import OwnExtension
 from mta.intake.journal import NAMED, few
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
@@ -32,10 +38,23 @@ from p1.mts.envelope import (
     peek_envelope,
     replace_message_envelope,
 )
+from p1.mts.fields import GlobalDomainIdentifier
+from p1.mts.own_extensions import Ours, without_own
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from store import ApduKind, QueueEntry
 
-__all__ = ["Outgoing", "outgoing", "transfer_apdu"]
+__all__ = ["Outgoing", "OwnPolicy", "outgoing", "transfer_apdu"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnPolicy:
+    """Which of this MTA's own optional extensions one peer does not get."""
+
+    omit: frozenset[OwnExtension]
+    name: str
+    """This MTA's MTAName."""
+    domain: GlobalDomainIdentifier
+    """This MTA's global domain identifier."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +74,12 @@ class Outgoing:
     """What down-grading removed (for one log line)."""
 
 
-def outgoing(entry: QueueEntry, protocol: P1Protocol) -> Outgoing:
-    """What ``entry`` (claimed for a peer speaking ``protocol``) becomes on the wire."""
+def outgoing(entry: QueueEntry, protocol: P1Protocol, own: OwnPolicy | None = None) -> Outgoing:
+    """What ``entry`` (claimed for a peer speaking ``protocol`` that does not get the
+    extensions ``own`` omits) becomes on the wire."""
     apdu = transfer_apdu(entry)
     if protocol is not P1Protocol.X410_1984:
-        return Outgoing(entry, apdu)
+        return _without_own(entry, apdu, own)
     try:
         result = downgrade_to_1984(apdu)
     except (DecodeError, EncodeError) as error:  # it decoded when queued: a fault of ours
@@ -89,6 +109,21 @@ _UNABLE_TO_DOWNGRADE = NonDeliveryReport(
     reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
     diagnostic_code=NonDeliveryDiagnostic.UNABLE_TO_DOWNGRADE,
 )
+
+
+def _without_own(entry: QueueEntry, apdu: bytes, own: OwnPolicy | None) -> Outgoing:
+    if own is None or not own.omit:
+        return Outgoing(entry, apdu)
+    ours = Ours(name=own.name, domain=own.domain, originated=entry.origin_peer is None)
+    # (It decoded when queued; should it not now, it goes as it is.)
+    with contextlib.suppress(DecodeError, EncodeError):
+        apdu = without_own(
+            apdu,
+            ours,
+            internal_trace=OwnExtension.INTERNAL_TRACE in own.omit,
+            qualifier=OwnExtension.PRIORITY_LEVEL_QUALIFIER in own.omit,
+        )
+    return Outgoing(entry, apdu)
 
 
 def _refused(entry: QueueEntry, why: str) -> Outgoing:

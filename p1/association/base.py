@@ -448,12 +448,12 @@ class SessionAssociation:
             self._session.send_abort(user_data)
         self._close()
 
-    def _on_gone(self, *, by_peer: bool, why: str) -> list[Event]:
+    def _on_gone(self, *, by_peer: bool, why: str, reason: str | None = None) -> list[Event]:
         if self.state is State.CLOSED:
             return []
         if self._close() is State.BINDING:
             return [BindRefused(error=None, why=why, by_peer=by_peer)]
-        return [Aborted(by_peer=by_peer, why=why)]
+        return [Aborted(by_peer=by_peer, why=why, reason=reason)]
 
     # --- bytes in and out -------------------------------------------------------------
 

@@ -572,9 +572,10 @@ class P1Association(SessionAssociation):
         (X.228 RTAB abortReason: temporary-problem means try again later)."""
         why = f"session: {event.why}"
         reason = abort_reason(event.user_data) if event.by_peer and event.user_data else None
-        if reason is not None:
-            why = f"{why} ({reason.name.lower().replace('_', '-')})"
-        return self._on_gone(by_peer=event.by_peer, why=why)
+        named = None if reason is None else reason.name.lower().replace("_", "-")
+        if named is not None:
+            why = f"{why} ({named})"
+        return self._on_gone(by_peer=event.by_peer, why=why, reason=named)
 
     # --- bytes in and out -------------------------------------------------------------
 

@@ -123,6 +123,10 @@ class Aborted(Event):
 
     by_peer: bool
     why: str
+    reason: str | None = None
+    """The abortReason of the peer's RTSE abort (X.228 RTAB), named as the standard
+    names it ("user-error", "temporary-problem"); None when the peer gave none (a lost
+    connection, a provider abort, X.410-1984 mode) or for an abort we sent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

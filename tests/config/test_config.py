@@ -170,7 +170,7 @@ ERRORS: list[tuple[str, str, str]] = [
     (
         "unknown-no-guess",
         HEAD + "[retry]\nzzz = 1\n",
-        "retry.zzz = 1: expected one of the keys initial, maximum, factor, jitter",
+        "retry.zzz = 1: expected one of the keys initial, maximum, factor, jitter, max_refusals",
     ),
     (
         "secret-typo-hidden",
@@ -468,6 +468,12 @@ ERRORS: list[tuple[str, str, str]] = [
         HEAD + PEER + "peer_password = 42\n" + SLOT,
         "peers[0].peer_password = <hidden>: expected a non-empty ASCII password "
         "(X.411 simple credentials are an IA5String)",
+    ),
+    (
+        "peer-omit-extensions",
+        HEAD + PEER + 'omit_extensions = ["internal-trace", "content-correlator"]\n' + SLOT,
+        'peers[0].omit_extensions[1] = "content-correlator": expected one of '
+        '"internal-trace", "priority-level-qualifier"',
     ),
     # slots
     (

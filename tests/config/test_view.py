@@ -104,6 +104,7 @@ psel = ["P", "hex:00ff"]
 initial = "45s"
 maximum = "2h"
 factor = 1.5
+max_refusals = 2
 jitter = 0.1
 
 [max_age]
@@ -172,6 +173,7 @@ password = "our-secret-for-b"
 peer_password_file = "{theirs}"
 supported_extensions = ["1.2.3"]
 protocol = "1988-x410"
+omit_extensions = ["internal-trace"]
 tsel = "x400"
 ssel = "hex:0001"
 psel = "PSEL"
@@ -289,6 +291,7 @@ def test_defaults_shows_every_key_and_marks_the_defaults(tmp_path: Path) -> None
         "maximum": "1h",
         "factor": 2.0,
         "jitter": 0.5,
+        "max_refusals": 3,
     }
 
 

@@ -7,6 +7,8 @@ stdout, then serves associations: binds from an ``--accept`` pair are accepted w
 and password, others refused with authentication-error; transfers are confirmed at once.
 ``--silent`` accepts TCP connections and never answers (for timeout tests);
 ``--refuse-transfers`` refuses every transfer as a full disk would (temporary);
+``--abort-transfers`` refuses every transfer as a peer that cannot parse it does (an RTSE
+abort, user-error, once the whole transfer arrived);
 ``--malformed-ac`` accepts every bind with an AC SPDU whose length runs past its TSDU
 (a protocol error in the bind's answer).
 """
@@ -30,11 +32,18 @@ _AC = 14
 
 class _Responder:
     def __init__(
-        self, name: str, password: str, accepted: set[tuple[str, str]], *, refuse: bool = False
+        self,
+        name: str,
+        password: str,
+        accepted: set[tuple[str, str]],
+        *,
+        refuse: bool = False,
+        abort: bool = False,
     ) -> None:
         self.result = MTABindResult(responder_name=name, password=password)
         self.accepted = accepted
         self.refuse = refuse
+        self.abort = abort
 
     async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
         pair = (event.argument.initiator_name or "", str(event.argument.password or ""))
@@ -43,6 +52,8 @@ class _Responder:
     async def on_transfer(self, apdu: bytes) -> None:
         if self.refuse:
             raise links.TransferRefusedError("the store is full", temporary=True)
+        if self.abort:
+            raise links.TransferRefusedError("cannot parse the envelope")
 
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
         raise links.TransferRefusedError(f"{event.size} octets: over max_message_size")
@@ -51,7 +62,13 @@ class _Responder:
 async def _main(args: argparse.Namespace) -> None:
     pairs = {tuple(p.split(":", 1)) for p in args.accept}
     accepted = {(a, b) for a, b in pairs}
-    responder = _Responder(args.name, args.password, accepted, refuse=args.refuse_transfers)
+    responder = _Responder(
+        args.name,
+        args.password,
+        accepted,
+        refuse=args.refuse_transfers,
+        abort=args.abort_transfers,
+    )
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if args.silent:
@@ -99,6 +116,7 @@ def main() -> None:
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--malformed-ac", action="store_true")
     parser.add_argument("--refuse-transfers", action="store_true")
+    parser.add_argument("--abort-transfers", action="store_true")
     asyncio.run(_main(parser.parse_args()))
 
 

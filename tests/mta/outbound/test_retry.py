@@ -64,8 +64,8 @@ def gaps(times: list[float]) -> list[float]:
 
 @dataclass
 class Receiver:
-    """Site B's side of A's slot: every bind accepted, every transfer refused while
-    ``refusing``; when each bind and each try of each message came."""
+    """Site B's side of A's slot: every bind accepted, every transfer refused for now
+    (temporary-problem) while ``refusing``; when each bind and each try of each message came."""
 
     refusing: bool = False
     binds: list[float] = field(default_factory=list)
@@ -82,7 +82,7 @@ class Receiver:
         name = message.envelope.mts_identifier.text
         self.tries.setdefault(name, []).append(clock())
         if self.refusing:
-            raise TransferRefusedError("the message store is full")
+            raise TransferRefusedError("the message store is full", temporary=True)
         self.stored.append(name)
 
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
