@@ -11,12 +11,12 @@ Public API::
 
     Kind(expected, convert, write=, name=, path=), Invalid(expected="", at="", written=)
     list_of(kind, what, unique=False) -> Kind[tuple]
-    MTA_NAME, PEER_NAME, HOST, HOSTS, PORT, COUNT, DURATION, SECONDS, SIZE, TPDU_SIZE, FRACTION,
-    FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL, LOG_LEVEL, PASSWORD,
-    FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES, GLOBAL_DOMAIN, OR_NAME,
-    OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL (selectors: text or
-    hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's), LISTEN, METRICS_PATH, CONGESTION,
-    OPERATOR_GROUPS, ACCOUNTS ([access])
+    MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, DURATION, SECONDS, SIZE,
+    TPDU_SIZE, FRACTION, FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL,
+    LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES,
+    GLOBAL_DOMAIN, OR_NAME, OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL
+    (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
+    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access])
     hide_url_password(url) -> str
 """
 
@@ -82,6 +82,7 @@ __all__ = [
     "GLOBAL_DOMAIN",
     "HOST",
     "HOSTS",
+    "IP_ADDRESS",
     "LISTEN",
     "LOG_LEVEL",
     "METRICS_PATH",
@@ -181,6 +182,16 @@ def _host(raw: object) -> str:
     if isinstance(raw, str) and raw and not any(char.isspace() for char in raw):
         return raw
     raise Invalid()
+
+
+def _ip_address(raw: object) -> str:
+    """An IPv4 or IPv6 address, written as the standard library writes it."""
+    if not isinstance(raw, str):
+        raise Invalid()
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise Invalid() from None
 
 
 def _hosts(raw: object) -> tuple[str, ...]:
@@ -686,6 +697,7 @@ HOSTS = Kind(
     _write_hosts,
     name="host or list of hosts",
 )
+IP_ADDRESS = Kind("an IPv4 or IPv6 address", _ip_address, name="IP address")
 PORT = Kind("a port number 1..65535", _port, name="port")
 COUNT = Kind("an integer >= 1", _positive_int, name="integer >= 1")
 DURATION = Kind(

@@ -63,6 +63,7 @@ from config.kinds import (
     GLOBAL_DOMAIN,
     HOST,
     HOSTS,
+    IP_ADDRESS,
     LISTEN,
     LOG_LEVEL,
     METRICS_PATH,
@@ -281,6 +282,14 @@ class Slot:
             "which a permanent slot closes the connections it opened beyond its first.",
         ),
     )
+    source_address: str | None = field(
+        default=None,
+        metadata=value(
+            IP_ADDRESS,
+            "Local address this slot's connections come from, when it is not the peer's.",
+            derived="the peer's source_address",
+        ),
+    )
     selectors: Selectors = field(
         default=NO_SELECTORS,
         metadata=inline(
@@ -363,6 +372,16 @@ class Peer:
             "4406, on messages originated here), for a peer that aborts transfers it cannot "
             "parse.  Extensions other MTAs put in are relayed as received.  With protocol "
             '"1984" every extension is removed by the down-grade anyway.',
+        ),
+    )
+    source_address: str | None = field(
+        default=None,
+        metadata=value(
+            IP_ADDRESS,
+            "Local IP address every connection this MTA opens to the peer comes from "
+            "(bound before it connects): for a peer that tells MTAs apart by address, or "
+            "routers that classify by source.  Not set: the address the system picks.  "
+            "It must be an address of this host, of the family of the peer's addresses.",
         ),
     )
     selectors: Selectors = field(

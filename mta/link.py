@@ -529,9 +529,11 @@ async def open_link(
     dscp: int = 0,
     timeouts: Timeouts | None = None,
     congestion: str | None = None,
+    source: str | None = None,
 ) -> tuple[Link, BindAccepted]:
-    """Connect (marked ``dscp``; TCP congestion control ``congestion``, None: the system's),
-    bind with ``argument``; the link and the bind result.
+    """Connect (marked ``dscp``; TCP congestion control ``congestion``, None: the system's;
+    from the local address ``source``, None: the system's choice), bind with ``argument``;
+    the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
     Raises ``TimeoutError`` (connect or bind), ``OSError`` (connect), BindRefusedError or
@@ -539,7 +541,7 @@ async def open_link(
     """
     timeouts = timeouts or Timeouts()
     reader, writer = await net.open_marked_connection(
-        host, port, dscp=dscp, timeout=timeouts.connect, congestion=congestion
+        host, port, dscp=dscp, timeout=timeouts.connect, congestion=congestion, source=source
     )
     association: SessionAssociation
     if isinstance(settings, X410Settings):

@@ -19,7 +19,8 @@ Public API::
     socket_dscp(sock) -> int                    the code point a socket carries
     set_congestion(sock, name)                  TCP_CONGESTION (e.g. "cubic")
     socket_congestion(sock) -> str              the algorithm a socket uses
-    async open_marked_connection(host, port, *, dscp, timeout, congestion) -> (reader, writer)
+    async open_marked_connection(host, port, *, dscp, timeout, congestion, source)
+        -> (reader, writer)
     async start_marked_server(handler, host, port, *, dscp, backlog, congestion)
         -> asyncio.Server
     bound_port(server) -> int
@@ -31,7 +32,7 @@ import asyncio
 import os
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 
 class MarkableSocket(Protocol):
@@ -98,19 +99,27 @@ def socket_congestion(sock: TunableSocket) -> str:
 
 
 async def open_marked_connection(
-    host: str, port: int, *, dscp: int, timeout: float, congestion: str | None = None
+    host: str,
+    port: int,
+    *,
+    dscp: int,
+    timeout: float,
+    congestion: str | None = None,
+    source: str | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Connect to ``host:port`` with every packet, the SYN included, marked ``dscp``, and
-    with the congestion control ``congestion`` (None: the system's default).
+    with the congestion control ``congestion`` (None: the system's default), from the
+    local IP address ``source`` (None: the one the system picks).
 
-    Tries each address ``host`` resolves to in turn; raises ``TimeoutError`` when the whole
-    attempt takes longer than ``timeout`` seconds and ``OSError`` when no address answers.
+    Tries each address ``host`` resolves to in turn (with ``source``, those of its family
+    only); raises ``TimeoutError`` when the whole attempt takes longer than ``timeout``
+    seconds and ``OSError`` when no address answers or ``source`` cannot be used.
     """
     async with asyncio.timeout(timeout):
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         errors: list[OSError] = []
-        for family, kind, proto, _name, address in infos:
+        for family, kind, proto, _name, address in _from_family(infos, source, errors):
             sock = socket.socket(family, kind, proto)
             try:
                 sock.setblocking(False)
@@ -118,6 +127,8 @@ async def open_marked_connection(
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if congestion is not None:
                     set_congestion(sock, congestion)
+                if source is not None:
+                    _bind_source(sock, source)
                 await loop.sock_connect(sock, address)
             except OSError as error:
                 sock.close()
@@ -128,6 +139,29 @@ async def open_marked_connection(
                 raise
             return await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
         raise OSError(f"cannot connect to {host} port {port}: {_reasons(errors)}")
+
+
+_Info = TypeVar("_Info", bound=tuple[Any, ...])
+
+
+def _from_family(infos: list[_Info], source: str | None, errors: list[OSError]) -> list[_Info]:
+    """The addresses of ``infos`` (getaddrinfo's) a socket bound to ``source`` can reach
+    (all of them when it is None); when none can, ``errors`` says why."""
+    if source is None:
+        return infos
+    family = socket.AF_INET6 if ":" in source else socket.AF_INET
+    usable = [info for info in infos if info[0] == family]
+    if not usable and infos:
+        errors.append(OSError(f"source_address {source} is not of the peer's address family"))
+    return usable
+
+
+def _bind_source(sock: socket.socket, source: str) -> None:
+    """Bind ``sock`` to ``source``, any port, saying which address failed."""
+    try:
+        sock.bind((source, 0))
+    except OSError as error:
+        raise OSError(f"source_address {source}: {_reason(error)}") from error
 
 
 def _reasons(errors: list[OSError]) -> str:

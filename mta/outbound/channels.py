@@ -568,6 +568,7 @@ class SlotRunner:
             dscp=slot.dscp,
             timeouts=self.context.timeouts,
             congestion=self.context.config.tcp_congestion,
+            source=slot.source_address or peer.source_address,
         )
 
     def _connected(

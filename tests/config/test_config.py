@@ -164,8 +164,8 @@ ERRORS: list[tuple[str, str, str]] = [
         "slot-typo",
         HEAD + PEER + SLOT + "prot = 5003\n",
         "peers[0].slots[0].prot = 5003: expected one of the keys precedences, port, dscp, mode, "
-        "max_connections, backlog_threshold, idle_timeout, tsel, ssel, psel, calling_tsel, "
-        'calling_ssel, calling_psel (did you mean "port"?)',
+        "max_connections, backlog_threshold, idle_timeout, source_address, tsel, ssel, psel, "
+        'calling_tsel, calling_ssel, calling_psel (did you mean "port"?)',
     ),
     (
         "unknown-no-guess",
@@ -442,6 +442,16 @@ ERRORS: list[tuple[str, str, str]] = [
         "peer-hosts-number",
         HEAD + '[[peers]]\nname = "MTA-B"\nhost = ["b1", 2]\n' + SLOT,
         "peers[0].host[1] = 2: expected a host name or IP address",
+    ),
+    (
+        "peer-source-address",
+        HEAD + '[[peers]]\nname = "MTA-B"\nhost = "b"\nsource_address = "b.example"\n' + SLOT,
+        'peers[0].source_address = "b.example": expected an IPv4 or IPv6 address',
+    ),
+    (
+        "slot-source-address",
+        HEAD + '[[peers]]\nname = "MTA-B"\nhost = "b"\n' + SLOT + 'source_address = "10.0.0.300"\n',
+        'peers[0].slots[0].source_address = "10.0.0.300": expected an IPv4 or IPv6 address',
     ),
     (
         "peer-name-missing",
