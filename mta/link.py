@@ -25,7 +25,8 @@ to a peer that asks.  In monologue the turn never moves.
 Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
-    LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError,
+    LinkError, BindRefusedError(error), BindTimeoutError(timeout), LinkClosedError,
+        TransferRefusedError,
         RefusedByPeerError(reason), SlowPeerError, TooMuchBeforeBindError, BufferSpentError
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
@@ -121,6 +122,18 @@ class BindRefusedError(LinkError):
     def __init__(self, error: MTABindError | None, why: str) -> None:
         self.error = error
         super().__init__(why)
+
+
+class BindTimeoutError(TimeoutError):
+    """The peer did not answer our MTA-bind in time (a connect that timed out is a plain
+    TimeoutError): a peer delays its answers to an address whose binds it refused."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(
+            f"the peer did not answer our bind within {timeout:g} s (a peer delays its "
+            "answers after failed binds: check the password)"
+        )
 
 
 class LinkClosedError(LinkError):
@@ -536,8 +549,8 @@ async def open_link(
     the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
-    Raises ``TimeoutError`` (connect or bind), ``OSError`` (connect), BindRefusedError or
-    LinkClosedError.
+    Raises ``TimeoutError`` (connect; BindTimeoutError: the bind's answer), ``OSError``
+    (connect), BindRefusedError or LinkClosedError.
     """
     timeouts = timeouts or Timeouts()
     reader, writer = await net.open_marked_connection(
@@ -560,14 +573,17 @@ async def open_link(
 
 
 async def _await_bind(link: Link, timeout: float) -> BindAccepted:
-    async with asyncio.timeout(timeout):
-        while True:
-            event = await link.next_event(None)
-            if isinstance(event, BindAccepted):
-                return event
-            if isinstance(event, BindRefused):
-                raise BindRefusedError(event.error, event.why)
-            link._check_alive(event)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await link.next_event(None)
+                if isinstance(event, BindAccepted):
+                    return event
+                if isinstance(event, BindRefused):
+                    raise BindRefusedError(event.error, event.why)
+                link._check_alive(event)
+    except TimeoutError as error:
+        raise BindTimeoutError(timeout) from error
 
 
 class Responder(Protocol):
