@@ -674,8 +674,8 @@ async def serve_link(
         await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
         serving.fault(logging.INFO, "lost", "%s: %s", peer, error)
-    except asyncio.CancelledError:  # the MTA is stopping
-        await abort_on_stop(link)
+    except asyncio.CancelledError as error:  # the MTA is stopping (or the peer changed)
+        await abort_on_stop(link, str(error.args[0]) if error.args else "the MTA is stopping")
         raise
     except Exception:  # a bug of ours; the daemon serves on: nothing was confirmed
         notes.log(
@@ -711,16 +711,17 @@ STOP_ABORT_WAIT: Final = 1.0
 """Seconds a stopping MTA waits for its abort to be written to a peer that reads slowly."""
 
 
-async def abort_on_stop(link: Link) -> None:
-    """The MTA stops while a peer's association is open: abort it with the RTSE reason
-    temporary-problem (X.228 RTAB; X.225 AB under it), so the peer sees why, keeps what
-    it had not had confirmed and tries again later, rather than finding the connection
-    gone.  (A responder cannot release: RT-CLOSE is the initiator's, X.228 7.6.)"""
+async def abort_on_stop(link: Link, why: str = "the MTA is stopping") -> None:
+    """The MTA stops (or ends the association for ``why``) while a peer's association is
+    open: abort it with the RTSE reason temporary-problem (X.228 RTAB; X.225 AB under
+    it), so the peer sees why, keeps what it had not had confirmed and tries again later,
+    rather than finding the connection gone.  (A responder cannot release: RT-CLOSE is
+    the initiator's, X.228 7.6.)"""
     if link.association.closed or not link.writable:  # (one the guard closed, say)
         return
-    log.info("%s: aborting: the MTA is stopping", link.peer)
+    log.info("%s: aborting: %s", link.peer, why)
     with contextlib.suppress(TimeoutError, ConnectionError, OSError):
-        await asyncio.wait_for(link.abort("the MTA is stopping", temporary=True), STOP_ABORT_WAIT)
+        await asyncio.wait_for(link.abort(why, temporary=True), STOP_ABORT_WAIT)
 
 
 @dataclass(slots=True)

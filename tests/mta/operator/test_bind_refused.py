@@ -5,6 +5,10 @@ than A waits for a bind's answer (``bind_timeout``): A's binds after the first r
 are not answered in time.  ``x400ctl channels`` and ``x400ctl status`` keep showing the
 refusal's reason, not the timeouts it causes; once B's password for A is fixed and B
 reloaded, ``x400ctl flush`` at A brings A's slots up on their first attempt after it.
+
+A reload of B that changes A's ``peer_password`` ends B's associations bound by A with
+the old one (one line says so); A's binds with the old password are then refused, and a
+message sent meanwhile waits at A until A presents the new one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import pytest
 from client import x400ctl
 from mta.operator.reload import Reloader
 from p1.mts.precedence import Precedence
-from tests.support.sites import Lab, Site, until
+from tests.support.sites import Lab, Site, eventually, until
 
 CHANNEL = "aiox400.channel"
 PERMANENT = (Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY)
@@ -91,3 +95,44 @@ async def test_a_refused_bind_is_shown_as_refused_and_a_flush_brings_the_slots_b
     await until(lambda: all(r.snapshot().state == "up" for r in runners), what="A's slots up again")
     # Each slot bound on its first attempt after the flush: none failed in between.
     assert _failures(caplog, since) == []
+
+
+@pytest.mark.slow
+async def test_a_reload_that_changes_a_peers_password_ends_its_associations(
+    lab: Lab, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    await lab.start()
+    runners = [lab.a.runner(p) for p in PERMANENT]
+    await until(lambda: all(r.snapshot().state == "up" for r in runners), what="A's slots up")
+    await until(lambda: len(lab.b.running.listeners.associations) == 3, what="B serves A's 3")
+    old = set(lab.b.running.listeners.associations)
+    # B expects a new password from A; A still presents the old one.
+    lab.b.settings["peers"][0]["peer_password"] = "rotated-secret"
+    lab.b.write()
+    Reloader(lab.b.running)()
+    await until(
+        lambda: not old & lab.b.running.listeners.associations, what="the old associations end"
+    )
+    lines = [r.getMessage() for r in caplog.records]
+    ending = [m for m in lines if m.startswith("reload: MTA-A's credentials changed")]
+    assert len(ending) == 1, ending  # one line for the peer
+    assert "ending its 3 association(s)" in ending[0]
+    flash = lab.a.runner(Precedence.FLASH)
+    await until(
+        lambda: any("bind refused" in (c.last_error or "") for c in flash.snapshot().connections),
+        what="A's new binds refused",
+    )
+    bob = lab.b.address("Bob")
+    since = len(caplog.records)
+    await lab.a.send(lab.a.address("Smith"), bob, Precedence.FLASH)
+    # The message waits at A: no association bound with the old password is left to carry
+    # it, and A's next attempts are refused.
+    await until(lambda: len(_failures(caplog, since)) >= 2, what="A refused after the send")
+    assert await lab.b.inbox(bob) == []
+    # A takes the new password: its slots bind again and the message goes.
+    lab.a.settings["peers"][0]["password"] = "rotated-secret"
+    lab.a.write()
+    Reloader(lab.a.running)()
+    await _x400ctl(lab.a, "flush", "MTA-B")
+    await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 1, what="delivery")
