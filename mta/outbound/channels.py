@@ -487,7 +487,7 @@ class SlotRunner:
             await self._pause_after_loss(connection, lost, lived)
 
     def _log_connected_again(self, connection: _Connection, attempt: int, since: float) -> None:
-        log.warning(
+        log.info(
             "%s#%d: connected again after %d failed attempt(s) in %.1f s",
             self.name,
             connection.index,
