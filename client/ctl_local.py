@@ -510,6 +510,8 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
         f"{response.get('connections', 0)} connection(s) bound",
         file=out,
     )
+    for slot in response.get("slots_down", ()):
+        print(f"  down {escape_controls(slot['slot'])}: {escape_controls(slot['error'])}", file=out)
     quarantine = response.get("quarantine")
     if quarantine is not None:
         print(

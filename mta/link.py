@@ -25,7 +25,8 @@ to a peer that asks.  In monologue the turn never moves.
 Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
-    LinkError, BindRefusedError(error), LinkClosedError, TransferRefusedError,
+    LinkError, BindRefusedError(error), BindTimeoutError(timeout), LinkClosedError,
+        TransferRefusedError,
         RefusedByPeerError(reason), SlowPeerError, TooMuchBeforeBindError, BufferSpentError
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
@@ -121,6 +122,18 @@ class BindRefusedError(LinkError):
     def __init__(self, error: MTABindError | None, why: str) -> None:
         self.error = error
         super().__init__(why)
+
+
+class BindTimeoutError(TimeoutError):
+    """The peer did not answer our MTA-bind in time (a connect that timed out is a plain
+    TimeoutError): a peer delays its answers to an address whose binds it refused."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(
+            f"the peer did not answer our bind within {timeout:g} s (a peer delays its "
+            "answers after failed binds: check the password)"
+        )
 
 
 class LinkClosedError(LinkError):
@@ -536,8 +549,8 @@ async def open_link(
     the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
-    Raises ``TimeoutError`` (connect or bind), ``OSError`` (connect), BindRefusedError or
-    LinkClosedError.
+    Raises ``TimeoutError`` (connect; BindTimeoutError: the bind's answer), ``OSError``
+    (connect), BindRefusedError or LinkClosedError.
     """
     timeouts = timeouts or Timeouts()
     reader, writer = await net.open_marked_connection(
@@ -560,14 +573,17 @@ async def open_link(
 
 
 async def _await_bind(link: Link, timeout: float) -> BindAccepted:
-    async with asyncio.timeout(timeout):
-        while True:
-            event = await link.next_event(None)
-            if isinstance(event, BindAccepted):
-                return event
-            if isinstance(event, BindRefused):
-                raise BindRefusedError(event.error, event.why)
-            link._check_alive(event)
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await link.next_event(None)
+                if isinstance(event, BindAccepted):
+                    return event
+                if isinstance(event, BindRefused):
+                    raise BindRefusedError(event.error, event.why)
+                link._check_alive(event)
+    except TimeoutError as error:
+        raise BindTimeoutError(timeout) from error
 
 
 class Responder(Protocol):
@@ -658,8 +674,8 @@ async def serve_link(
         await link.abort(str(error), temporary=error.temporary)
     except LinkClosedError as error:
         serving.fault(logging.INFO, "lost", "%s: %s", peer, error)
-    except asyncio.CancelledError:  # the MTA is stopping
-        await abort_on_stop(link)
+    except asyncio.CancelledError as error:  # the MTA is stopping (or the peer changed)
+        await abort_on_stop(link, str(error.args[0]) if error.args else "the MTA is stopping")
         raise
     except Exception:  # a bug of ours; the daemon serves on: nothing was confirmed
         notes.log(
@@ -695,16 +711,17 @@ STOP_ABORT_WAIT: Final = 1.0
 """Seconds a stopping MTA waits for its abort to be written to a peer that reads slowly."""
 
 
-async def abort_on_stop(link: Link) -> None:
-    """The MTA stops while a peer's association is open: abort it with the RTSE reason
-    temporary-problem (X.228 RTAB; X.225 AB under it), so the peer sees why, keeps what
-    it had not had confirmed and tries again later, rather than finding the connection
-    gone.  (A responder cannot release: RT-CLOSE is the initiator's, X.228 7.6.)"""
+async def abort_on_stop(link: Link, why: str = "the MTA is stopping") -> None:
+    """The MTA stops (or ends the association for ``why``) while a peer's association is
+    open: abort it with the RTSE reason temporary-problem (X.228 RTAB; X.225 AB under
+    it), so the peer sees why, keeps what it had not had confirmed and tries again later,
+    rather than finding the connection gone.  (A responder cannot release: RT-CLOSE is
+    the initiator's, X.228 7.6.)"""
     if link.association.closed or not link.writable:  # (one the guard closed, say)
         return
-    log.info("%s: aborting: the MTA is stopping", link.peer)
+    log.info("%s: aborting: %s", link.peer, why)
     with contextlib.suppress(TimeoutError, ConnectionError, OSError):
-        await asyncio.wait_for(link.abort("the MTA is stopping", temporary=True), STOP_ABORT_WAIT)
+        await asyncio.wait_for(link.abort(why, temporary=True), STOP_ABORT_WAIT)
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ Public API::
         .listening_ports -> list[int]
         .notify()                 wake every slot (held messages released, a flush)
         .peer_reachable(peer)     a peer answers: its slots try again now
+        .flush_peer(peer)         the operator: its slots try again now, backoff anew
         .intake / .peers / .delivery / .listeners / .watch / .metrics / .store / .parts
         .reconfigure(config, *, then=None)    a reload (:mod:`mta.operator.reload`)
 """
@@ -363,6 +364,10 @@ class Service:
     def peer_reachable(self, peer: str) -> None:
         """``peer``'s slots stop waiting out their backoff."""
         self.peers.peer_reachable(peer)
+
+    def flush_peer(self, peer: str) -> None:
+        """``peer``'s slots try again now, their backoff started anew (``x400ctl flush``)."""
+        self.peers.flush(peer)
 
     def _wake_local(self) -> None:
         if self._delivery is not None:

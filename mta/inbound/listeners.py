@@ -18,6 +18,12 @@ A peer configured without ``peer_password`` is not authenticated: its bind is ac
 its name, and answered ``unauthenticated`` (NULL, X.411 12.1.1.2), so that neither this
 MTA's name nor its password goes to whoever claims that name.
 
+A reload that changes a peer's credentials (``peer_password``, or what this MTA presents
+to it) ends its associations bound with the old ones: an idle one at once, one taking in
+a transfer once that transfer is confirmed.  Each is aborted as temporary (a responder
+cannot release, X.228 7.6): the peer keeps what it had not had confirmed and binds again,
+with the credentials configured now.
+
 The configured peers' hosts are resolved at start and at each reload, and their
 addresses handed to the guard (:meth:`mta.inbound.guard.Guard.know`): a peer's own
 connections never wait behind strangers'.
@@ -26,7 +32,8 @@ Public API::
 
     Listeners(config, sink, *, guard, metrics, reachable, settings, timeouts)
         await .start() -> list[asyncio.Server]     .close()  await .stop()
-        .reconfigure(config, settings, timeouts)   (a reload: new connections use them)
+        .reconfigure(config, settings, timeouts)   (a reload: new connections use them,
+                                                    a peer's whose credentials changed end)
     listener_settings(base, listener) -> AssociationSettings
     await peer_addresses(config) -> set[str]       the configured peers' hosts, resolved
 """
@@ -90,6 +97,7 @@ class Listeners:
         self.budget = InboundBudget(config.connection_limits.max_inbound_buffer)
         """What every inbound association's PDUs may hold together."""
         self._inbound: set[asyncio.Task[Any]] = set()
+        self._serving: dict[asyncio.Task[Any], _Inbound] = {}  # (who each serves)
         self._chores: set[asyncio.Task[None]] = set()  # resolving peers, the guard's ticks
 
     @property
@@ -119,10 +127,32 @@ class Listeners:
     def reconfigure(
         self, config: MtaConfig, settings: AssociationSettings, timeouts: Timeouts
     ) -> None:
-        """Serve new connections and binds on ``config`` (listeners stay as they were)."""
-        self.config, self.settings, self.timeouts = config, settings, timeouts
+        """Serve new connections and binds on ``config`` (listeners stay as they were);
+        end the associations bound with credentials ``config`` changed."""
+        old, self.config = self.config, config
+        self.settings, self.timeouts = settings, timeouts
+        self._end_changed(old, config)
         self.budget.resize(config.connection_limits.max_inbound_buffer)
         self._know_peers(config)
+
+    def _end_changed(self, old: MtaConfig, new: MtaConfig) -> None:
+        """End each association whose peer's credentials differ in ``new`` (one line per
+        peer); a removed peer's end as they would have."""
+        ending: dict[str, int] = {}
+        for inbound in self._serving.values():
+            peer = inbound.peer
+            now = _peer_named(new, peer.name) if peer is not None else None
+            if peer is None or now is None or _credentials(old, peer) == _credentials(new, now):
+                continue
+            inbound.end("the peer's credentials changed")
+            ending[peer.name] = ending.get(peer.name, 0) + 1
+        for name, count in ending.items():
+            log.info(
+                "reload: %s's credentials changed: ending its %d association(s) bound with "
+                "the old ones (each once its transfer in progress is confirmed)",
+                name,
+                count,
+            )
 
     def close(self) -> None:
         """Accept no more connections."""
@@ -194,6 +224,7 @@ class Listeners:
             writer.transport.abort()
             return
         self._inbound.add(task)
+        inbound = self._serving[task] = _Inbound(self, task)
         try:
             # Cancelled by stop(), or when the guard gives this unbound connection's place
             # to another: end quietly, as Python 3.11's streams would report a cancelled
@@ -202,7 +233,7 @@ class Listeners:
                 await serve_link(
                     reader,
                     writer,
-                    _Inbound(self),
+                    inbound,
                     settings=listener_settings(self.settings, listener),
                     timeouts=self.timeouts,
                     ticket=ticket,
@@ -211,14 +242,26 @@ class Listeners:
         finally:
             ticket.release()
             self._inbound.discard(task)
+            self._serving.pop(task, None)
 
 
 class _Inbound(Responder):
     """One inbound association: who the peer is, and where its transfers go."""
 
-    def __init__(self, listeners: Listeners) -> None:
+    def __init__(self, listeners: Listeners, task: asyncio.Task[Any]) -> None:
         self.listeners = listeners
         self.peer: Peer | None = None
+        self._task = task
+        self._busy = False  # taking in a transfer
+        self._ending: str | None = None  # why it ends once the transfer is confirmed
+
+    def end(self, why: str) -> None:
+        """End the association for ``why``: now when idle, else once the transfer in
+        progress is confirmed (its confirmation is written before the cancellation lands,
+        at the next wait for the peer)."""
+        self._ending = why
+        if not self._busy:
+            self._task.cancel(why)
 
     async def on_bind(self, event: BindRequested) -> MTABindResult | MTABindError:
         config, metrics = self.listeners.config, self.listeners.metrics
@@ -252,13 +295,24 @@ class _Inbound(Responder):
 
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
-        with _refusal():
+        with self._transfer(), _refusal():
             await self.listeners.sink.receive(apdu, self.peer.name)
 
     async def on_transfer_too_long(self, event: TransferTooLong) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
-        with _refusal():
+        with self._transfer(), _refusal():
             await self.listeners.sink.receive_too_long(event, self.peer.name)
+
+    @contextlib.contextmanager
+    def _transfer(self) -> Iterator[None]:
+        """A transfer is taken in: an end asked meanwhile waits for its confirmation."""
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._busy = False
+            if self._ending is not None:
+                asyncio.get_running_loop().call_soon(self._task.cancel, self._ending)
 
 
 @contextlib.contextmanager
@@ -268,6 +322,13 @@ def _refusal() -> Iterator[None]:
         yield
     except Refused as refused:
         raise TransferRefusedError(str(refused), temporary=refused.temporary) from refused
+
+
+def _credentials(config: MtaConfig, peer: Peer) -> tuple[object, ...]:
+    """What an association with ``peer`` was bound with: what it presents, and what this
+    MTA answers (its own password unless the peer sets one)."""
+    ours = peer.our_credentials
+    return (peer.their_credentials, ours.name, ours.password or config.password)
 
 
 def _wrong_password(expected: Secret, argument: MTABindArgument) -> str | None:

@@ -59,7 +59,7 @@ from mta.operator.control import (
     sees_every_account,
 )
 from mta.operator.views import Daemon, Submitter
-from mta.transport import ConnectionState, Refused, SlotState
+from mta.transport import ConnectionState, Refused, SlotSnapshot, SlotState
 from p1.errors import DecodeError, EncodeError
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
@@ -237,6 +237,7 @@ class LocalApi:
             "in_flight": await self._owners(),
             "slots": len(slots),
             "slots_connected": up,
+            "slots_down": _slots_down(slots),
             "connections": bound,
             "store": self.service.store.down,
             "quarantine": {
@@ -418,7 +419,7 @@ class LocalApi:
         due = await self.service.db.run(flush)
         peers = [peer] if peer is not None else [p.name for p in self.service.config.peers]
         for name in peers:
-            self.service.peer_reachable(name)
+            self.service.flush_peer(name)
         self.service.notify()
         log.info("flushed %s: %d recipient(s) due now (operator)", peer or "every route", due)
         return {"ok": True, "due": due}, b""
@@ -844,3 +845,14 @@ def _summary(entry: MailboxSummary) -> JsonObject:
         "read": entry.read,
         "size": entry.size,
     }
+
+
+def _slots_down(slots: list[SlotSnapshot]) -> list[JsonObject]:
+    """The slots not connected whose connections failed, each with the last error (a
+    refused bind stays shown until a bind is accepted)."""
+    down: list[JsonObject] = []
+    for slot in slots:
+        errors = [c.last_error for c in slot.connections if c.last_error]
+        if slot.state not in (SlotState.UP, SlotState.CONNECTING) and errors:
+            down.append({"slot": f"{slot.peer}/{'+'.join(slot.precedences)}", "error": errors[0]})
+    return down

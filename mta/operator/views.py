@@ -8,7 +8,7 @@ class: each states what it reads, and none of them imports the module that wires
 Public API::
 
     Daemon       .config  .db  .runners  .started  .frozen  .store  .parts  .guard
-                 .metrics  .listening_ports  .notify()  .peer_reachable(peer)
+                 .metrics  .listening_ports  .notify()  .peer_reachable(peer)  .flush_peer(peer)
     Submitter    await .submit(request) -> Submitted   (intake)
     Reconfigurable(Daemon)   .reconfigure(config, *, then=None)
     Served(Daemon)           await .start()  await .stop()
@@ -80,7 +80,10 @@ class Daemon(Protocol):
         """Something may be due (held messages released, a flush): wake every slot."""
 
     def peer_reachable(self, peer: str) -> None:
-        """``peer``'s slots stop waiting out their backoff (a flush)."""
+        """``peer``'s slots stop waiting out their backoff."""
+
+    def flush_peer(self, peer: str) -> None:
+        """``peer``'s slots try again now, their backoff started anew (a flush)."""
 
 
 class Submitter(Protocol):

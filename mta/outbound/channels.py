@@ -89,6 +89,7 @@ from mta.faults import LOG_INTERVAL, LogLimiter
 from mta.intake.plan import domain_of
 from mta.link import (
     BindRefusedError,
+    BindTimeoutError,
     Link,
     LinkError,
     RefusedByPeerError,
@@ -174,6 +175,10 @@ class _Connection:
     tried: int = 0
     """Transfers attempted, confirmed or not."""
     last_error: str | None = None
+    bind_refused: str | None = None
+    """Why the peer refused this connection's last bind, until a bind is accepted: a bind
+    that times out after it is shown with it (the peer delays its answers after a failed
+    bind, so the refusal is what the operator has to fix)."""
     refused: str | None = None
     """Why the peer refused the last transfer tried (:mod:`mta.outbound.refusals`), or
     None when it did not refuse it."""
@@ -254,6 +259,7 @@ class SlotRunner:
         self._connections: dict[int, _Connection] = {}
         self._backlog = 0
         self._retiring = False
+        self._flushes = 0  # operator's flushes: each starts the connection backoff anew
 
     # --- life --------------------------------------------------------------------------
 
@@ -354,6 +360,14 @@ class SlotRunner:
         self._reached.set()
         self._reached = asyncio.Event()  # for attempts that start from now on
 
+    def flush(self) -> None:
+        """The operator says the cause is fixed (``x400ctl flush``): connections waiting
+        out a backoff try again now, and a failure after it waits the first backoff, not
+        one grown by the failures before."""
+        self._flushes += 1
+        self.peer_reachable()
+        self.wake()
+
     def snapshot(self) -> SlotSnapshot:
         """The slot's state now."""
         now = time.monotonic()
@@ -438,10 +452,13 @@ class SlotRunner:
         lost = 0  # connections in a row lost soon after binding (:func:`_losses`)
         said = ""  # the failure last logged as a warning
         down_since = 0.0
+        flushes = self._flushes
         while True:
             reached = self._reached  # set if the peer answers another slot meanwhile
             link = await self._connect(connection)
             if link is None:
+                if self._flushes != flushes:  # (the backoff starts anew)
+                    attempt, flushes = 0, self._flushes
                 attempt += 1
                 down_since = down_since if attempt > 1 else time.monotonic()
                 wanted = self._still_wanted(connection.index) and not self._retiring
@@ -470,7 +487,7 @@ class SlotRunner:
             await self._pause_after_loss(connection, lost, lived)
 
     def _log_connected_again(self, connection: _Connection, attempt: int, since: float) -> None:
-        log.warning(
+        log.info(
             "%s#%d: connected again after %d failed attempt(s) in %.1f s",
             self.name,
             connection.index,
@@ -539,8 +556,13 @@ class SlotRunner:
             try:
                 link, accepted = await self._open(hosts[turn])
             except BindRefusedError as error:
-                connection.last_error = f"bind refused: {_bind_error(error)}"
+                connection.bind_refused = f"bind refused: {_bind_error(error)}"
+                connection.last_error = connection.bind_refused
                 self.context.metrics.bind_refused(self.peer.name, "out", _bind_error(error))
+                connection.host_turn = turn
+                return None
+            except BindTimeoutError as error:
+                connection.last_error = _bind_timeout(connection.bind_refused, error)
                 connection.host_turn = turn
                 return None
             except (OSError, TimeoutError, LinkError) as error:
@@ -566,10 +588,19 @@ class SlotRunner:
             self._bind_argument(),
             settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
             dscp=slot.dscp,
-            timeouts=self.context.timeouts,
+            timeouts=self._timeouts(),
             congestion=self.context.config.tcp_congestion,
             source=slot.source_address or peer.source_address,
         )
+
+    def _timeouts(self) -> Timeouts:
+        """The link's timeouts: the bind's answer is awaited ``bind_timeout`` plus
+        ``failed_bind_delay_max`` (the peers' delay after failed binds is taken to be at
+        most this MTA's), so that the first bind after a refusal's cause is fixed is
+        answered rather than given up on while the peer still delays it."""
+        timeouts = self.context.timeouts
+        grace = self.context.config.connection_limits.failed_bind_delay_max
+        return dataclasses.replace(timeouts, bind=timeouts.bind + grace)
 
     def _connected(
         self, connection: _Connection, link: Link, accepted: BindAccepted, host: str
@@ -590,7 +621,7 @@ class SlotRunner:
             if peer.protocol.x410
             else "",
         )
-        connection.last_error = None
+        connection.last_error = connection.bind_refused = None
         if self._on_connected is not None:
             self._on_connected()
         return link
@@ -1000,6 +1031,15 @@ def _connect_error(error: BaseException, host: str, hosts: int) -> str:
     text = str(error) or type(error).__name__
     prefix = "" if text.startswith("cannot connect") else "cannot connect: "
     return prefix + text if hosts == 1 or host in text else f"{prefix}{host}: {text}"
+
+
+def _bind_timeout(refused: str | None, error: BindTimeoutError) -> str:
+    """Why a bind that timed out failed: the last refusal when the peer refused one of
+    this connection's binds since the last accepted (its delay after failed binds is what
+    timed out), else the timeout itself."""
+    if refused is None:
+        return str(error)
+    return f"{refused} (the next bind not answered within {error.timeout:g} s: check the password)"
 
 
 def _bind_error(error: BindRefusedError) -> str:

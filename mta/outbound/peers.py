@@ -14,7 +14,7 @@ Public API::
         .runners -> list[SlotRunner]   .of(peer) -> list[SlotRunner]
         .wake(plan=None, delivered=False)    something was queued
         .claim_ahead(peers, precedence)      a submission for them is being committed
-        .peer_reachable(peer)
+        .peer_reachable(peer)    .flush(peer)        the operator: try again now
         .swap(runners, context, config, then)   a reload's hand-over
 """
 
@@ -167,6 +167,11 @@ class Peers:
             for runner in self.of(peer):
                 if runner.admits(precedence) and runner.claim_ahead():
                     break
+
+    def flush(self, peer: str) -> None:
+        """The operator asks ``peer``'s slots to try again now (:meth:`SlotRunner.flush`)."""
+        for runner in self.of(peer):
+            runner.flush()
 
     def peer_reachable(self, peer: str) -> None:
         """``peer`` answers (a slot bound to it, or it bound to us): every slot of its
