@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine
 
+from config.schema import MinimizeSubmissions
 from config.view import effective_settings
 from mta.delivery.watch import MailboxWatch, WatchClosedError
 from mta.faults import LogLimiter, store_fault
@@ -58,6 +59,7 @@ from mta.operator.control import (
     JsonObject,
     sees_every_account,
 )
+from mta.operator.minimize import Floors, describe
 from mta.operator.views import Daemon, Submitter
 from mta.transport import ConnectionState, Refused, SlotState
 from p1.errors import DecodeError, EncodeError
@@ -207,6 +209,7 @@ class LocalApi:
             raise ControlError("a probe (probe: true) has no content after the request line")
         if not content and not probe:
             raise ControlError("submit needs the content after the request line")
+        self._minimized(submission.precedence)
         try:
             submitted = await self.intake.submit(submission)
         except (IntakeError, EncodeError) as error:
@@ -215,6 +218,16 @@ class LocalApi:
             raise ControlError(_store_refusal(refused.fault or str(refused))) from refused
         answer = {"mts_identifier": submitted.mts_identifier, "rejected": [*submitted.rejected]}
         return {"ok": True, **answer}, b""
+
+    def _minimized(self, precedence: Precedence) -> None:
+        """Refuse a submission below the switch-wide MINIMIZE, when so configured."""
+        floor = self.service.minimize.floors.switch
+        refuse = self.service.config.minimize.submissions is MinimizeSubmissions.REFUSE
+        if refuse and floor is not None and precedence < floor:
+            raise ControlError(
+                f"message refused: MINIMIZE in force, only {floor.label} and above are "
+                f"accepted (this one is {precedence.label})"
+            )
 
     # --- operator ----------------------------------------------------------------------
 
@@ -239,6 +252,7 @@ class LocalApi:
             "slots_connected": up,
             "connections": bound,
             "store": self.service.store.down,
+            "minimize": _minimize(self.service.minimize.floors),
             "quarantine": {
                 "messages": quarantined.messages,
                 "octets": quarantined.octets,
@@ -422,6 +436,45 @@ class LocalApi:
         self.service.notify()
         log.info("flushed %s: %d recipient(s) due now (operator)", peer or "every route", due)
         return {"ok": True, "due": due}, b""
+
+    async def minimize(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """MINIMIZE at ``precedence`` (switch-wide, or for ``peer``), or off (``precedence``
+        "off"); kept in the state directory, audited and logged once.  No ``precedence``:
+        what is in force."""
+        state = self.service.minimize
+        value = request.get("precedence")
+        if value is None:
+            return {"ok": True, "minimize": _minimize(state.floors)}, b""
+        peer = request.get("peer")
+        if peer is not None:
+            peer = self._peer(peer)
+        if value == "off":
+            floors = await asyncio.to_thread(state.lift, peer)
+        else:
+            floors = await asyncio.to_thread(state.set, _precedence(request), peer)
+        shown = describe(floors)
+
+        def audit() -> None:
+            with transaction(self.service.db.engine) as session:
+                detail = f"{value} ({'switch-wide' if peer is None else peer}): {shown}"
+                AuditLog(session).record(
+                    AuditEvent.MINIMIZED, datetime.now(UTC), peer=peer, detail=detail
+                )
+
+        await self.service.db.run(audit)
+        if value == "off":
+            log.info("MINIMIZE off for %s (operator): %s", peer or "every peer", shown)
+            self.service.notify()
+        else:
+            log.warning("MINIMIZE %s for %s (operator): %s", value, peer or "every peer", shown)
+        return {"ok": True, "minimize": _minimize(floors)}, b""
+
+    def _peer(self, peer: object) -> str:
+        """A configured peer's name; refused otherwise, naming the known."""
+        known = [p.name for p in self.service.config.peers]
+        if peer in known:
+            return str(peer)
+        raise ControlError(f"no peer {peer!r}; known: {', '.join(known) or 'none'}")
 
     async def track(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         """Every audit entry of one message at this MTA, oldest first, and where each of
@@ -634,6 +687,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "release": LocalApi.release,
     "queue_delete": LocalApi.queue_delete,
     "flush": LocalApi.flush,
+    "minimize": LocalApi.minimize,
     "track": LocalApi.track,
     "qshape": LocalApi.qshape,
     "config": LocalApi.config,
@@ -723,6 +777,11 @@ def _names(request: JsonObject, key: str) -> list[ORName]:
     if not isinstance(values, list) or not values:
         raise ControlError(f"{key} must be a non-empty list of O/R addresses")
     return [_name({key: v}, key) for v in values]
+
+
+def _minimize(floors: Floors) -> JsonObject:
+    """The MINIMIZE in force as the local API answers it."""
+    return {**floors.to_json(), "shown": describe(floors)}
 
 
 def _precedence(request: JsonObject) -> Precedence:
