@@ -23,9 +23,10 @@ def enqueue(engine: Engine, *messages: NewMessage) -> None:
         TransitQueue(session).enqueue_many(messages, at(0))
 
 
-def claim(
-    engine: Engine, route: str, floor: Precedence | None, now: datetime = at(10)
-) -> list[str]:
+LATER = at(10)
+
+
+def claim(engine: Engine, route: str, floor: Precedence | None, now: datetime = LATER) -> list[str]:
     with transaction(engine) as session:
         entries: tuple[QueueEntry, ...] = TransitQueue(session).claim_next(
             route, ALL, now, limit=50, floor=floor
