@@ -112,6 +112,8 @@ class LocalApi:
         self.socket_mode = OPEN_SOCKET_MODE if self.policy.enforced else SOCKET_MODE
         """Anyone may connect when each request is authorised; else the daemon's group."""
         self.refusals = LogLimiter()
+        self.minimizing = asyncio.Lock()
+        """One MINIMIZE change at a time (each reads the state the last one left)."""
         if self.policy.enforced and not sees_every_account():
             log.warning(
                 "[access]: this process's user namespace does not map every account "
@@ -442,32 +444,29 @@ class LocalApi:
         "off"); kept in the state directory, audited and logged once.  No ``precedence``:
         what is in force."""
         state = self.service.minimize
-        value = request.get("precedence")
-        if value is None:
+        if request.get("precedence") is None:
             return {"ok": True, "minimize": _minimize(state.floors)}, b""
-        peer = request.get("peer")
-        if peer is not None:
-            peer = self._peer(peer)
-        if value == "off":
-            floors = await asyncio.to_thread(state.lift, peer)
-        else:
-            floors = await asyncio.to_thread(state.set, _precedence(request), peer)
-        shown = describe(floors)
-
-        def audit() -> None:
-            with transaction(self.service.db.engine) as session:
-                detail = f"{value} ({'switch-wide' if peer is None else peer}): {shown}"
-                AuditLog(session).record(
-                    AuditEvent.MINIMIZED, datetime.now(UTC), peer=peer, detail=detail
-                )
-
-        await self.service.db.run(audit)
-        if value == "off":
-            log.info("MINIMIZE off for %s (operator): %s", peer or "every peer", shown)
+        peer = None if request.get("peer") is None else self._peer(request["peer"])
+        level = None if request["precedence"] == "off" else _precedence(request)
+        async with self.minimizing:
+            if level is None:
+                floors = await asyncio.to_thread(state.lift, peer)
+            else:
+                floors = await asyncio.to_thread(state.set, level, peer)
+        order = "off" if level is None else level.label
+        detail = f"{order} ({'switch-wide' if peer is None else peer}): {describe(floors)}"
+        await self.service.db.run(self._audit_minimize, peer, detail)
+        level_of = logging.INFO if level is None else logging.WARNING
+        log.log(level_of, "MINIMIZE %s (operator)", detail)
+        if level is None:
             self.service.notify()
-        else:
-            log.warning("MINIMIZE %s for %s (operator): %s", value, peer or "every peer", shown)
         return {"ok": True, "minimize": _minimize(floors)}, b""
+
+    def _audit_minimize(self, peer: str | None, detail: str) -> None:
+        with transaction(self.service.db.engine) as session:
+            AuditLog(session).record(
+                AuditEvent.MINIMIZED, datetime.now(UTC), peer=peer, detail=detail
+            )
 
     def _peer(self, peer: object) -> str:
         """A configured peer's name; refused otherwise, naming the known."""
