@@ -1,5 +1,5 @@
-"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|probe|config|quarantine``:
-the operator's view of a running MTA.
+"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|minimize|track|probe|config|
+quarantine``: the operator's view of a running MTA.
 
 These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
@@ -15,6 +15,8 @@ configuration given with ``--config``, or ``--socket``):
                ``--peer``, ``--precedence`` or ``--all`` (every condition given must
                hold); delete sends no report and never touches a message in flight
     flush [PEER]   retry now what waits out a retry backoff
+    minimize [PRECEDENCE|off] [--peer NAME]   transfer only PRECEDENCE and above (to
+                   every peer, or to NAME), or again everything; alone: what is in force
     track MTSID    the message's every event at this MTA (the audit log), in order, and
                    its recipients' states in the queue now
     probe --from OR --to OR...   submit a probe (X.411 8.2.1.2): would a message reach
@@ -59,6 +61,7 @@ COMMANDS = (
     "release",
     "delete",
     "flush",
+    "minimize",
     "track",
     "probe",
     "config",
@@ -123,6 +126,19 @@ def _flush_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _minimize_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "level",
+        nargs="?",
+        metavar="PRECEDENCE|off",
+        help="the least precedence transferred (e.g. immediate), or off; "
+        "left out: show what is in force",
+    )
+    parser.add_argument(
+        "--peer", metavar="NAME", help="only this peer (default: every peer, switch-wide)"
+    )
+
+
 def _track_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "mts_identifier", metavar="MTSID", help="the message's MTS identifier, quoted"
@@ -157,6 +173,7 @@ _ARGUMENTS = {
     "release": _selection_arguments,
     "delete": _selection_arguments,
     "flush": _flush_arguments,
+    "minimize": _minimize_arguments,
     "track": _track_arguments,
     "probe": _probe_arguments,
 }
@@ -226,6 +243,19 @@ _HELP = {
         "at once, and the peer's slots stop waiting out their reconnection backoff.\n"
         "A message whose deferred-delivery-time has not come keeps waiting.\n\n"
         "examples:\n  x400ctl flush MTA-B\n  x400ctl flush",
+    ),
+    "minimize": (
+        "transfer only the more urgent precedences (MINIMIZE)",
+        "MINIMIZE: messages below PRECEDENCE stay queued and are not transferred (to\n"
+        "every peer, or to --peer NAME only) until MINIMIZE is lifted; the more urgent\n"
+        "flow as ever.  A peer's limit is the higher of the switch-wide one and its own.\n"
+        "What waits still expires at its own latest delivery time or [max_age].  Local\n"
+        "delivery is not limited.  A local submission below the switch-wide precedence is\n"
+        "held, or refused when [minimize] submissions = \"refuse\".  'off' lifts it (with\n"
+        "--peer, only that peer's own) and wakes the slots.  Kept across a restart;\n"
+        "recorded in the audit log; shown by status.\n\n"
+        "examples:\n  x400ctl minimize immediate\n  x400ctl minimize flash --peer MTA-B\n"
+        "  x400ctl minimize off\n  x400ctl minimize",
     ),
     "probe": (
         "ask whether a message would be delivered (a probe)",
@@ -382,6 +412,17 @@ def _flush(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _minimize(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    request: dict[str, Any] = {"op": "minimize"}
+    if args.level is not None:
+        request["precedence"] = args.level.strip().lower()
+    if args.peer:
+        request["peer"] = args.peer
+    response, _ = call(path, request)
+    print(f"MINIMIZE: {escape_controls(response['minimize']['shown'])}", file=out)
+    return EXIT_OK
+
+
 def _probe(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     """Submit a probe; print its MTS identifier (its report goes to --from's mailbox)."""
     request = {
@@ -519,6 +560,9 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
             f"{quarantine['octets']:,} of {quarantine['max_bytes']:,} octets",
             file=out,
         )
+    minimize = response.get("minimize")
+    if minimize is not None and minimize["shown"] != "off":
+        print(f"MINIMIZE: {escape_controls(minimize['shown'])}", file=out)
     if response.get("store"):
         store = escape_controls(response["store"])
         print(f"STORE UNAVAILABLE: {store} (transfers refused unconfirmed)", file=out)
@@ -693,4 +737,10 @@ def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
 
 _SHOW = {"status": _status, "queue": _queue, "qshape": _qshape, "channels": _channels}
 _SELECTING = {"hold": _hold_or_release, "release": _hold_or_release, "delete": _delete}
-_ASKING = {"flush": _flush, "track": _track, "probe": _probe, "config": _config_from_daemon}
+_ASKING = {
+    "flush": _flush,
+    "minimize": _minimize,
+    "track": _track,
+    "probe": _probe,
+    "config": _config_from_daemon,
+}

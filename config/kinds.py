@@ -39,6 +39,7 @@ from config.values import (
     AddressPrefix,
     LocalAccount,
     LogLevel,
+    MinimizeSubmissions,
     OperatorGroup,
     OwnExtension,
     P1Protocol,
@@ -86,6 +87,7 @@ __all__ = [
     "LISTEN",
     "LOG_LEVEL",
     "METRICS_PATH",
+    "MINIMIZE_SUBMISSIONS",
     "MTA_NAME",
     "OPERATOR_GROUPS",
     "OR_NAME",
@@ -733,6 +735,9 @@ PRECEDENCES = Kind(
 )
 SLOT_MODE: Kind[SlotMode] = Kind(
     "one of permanent, on-demand", _choice(SlotMode), _enum_value, name="slot mode"
+)
+MINIMIZE_SUBMISSIONS: Kind[MinimizeSubmissions] = Kind(
+    "one of refuse, hold", _choice(MinimizeSubmissions), _enum_value, name="minimize submissions"
 )
 P1_PROTOCOL: Kind[P1Protocol] = Kind(
     'one of "1988" (normal mode), "1988-x410" (X.410-1984 mode, 1988 P1), '

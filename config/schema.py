@@ -28,6 +28,7 @@ Public API::
     LogLevel             the daemon's log threshold
     ConnectionLimits     what peers and local clients may hold before and after binding
     QuarantineLimits     how much the quarantine keeps of what peers sent that cannot be taken
+    Minimize             MINIMIZE at start: the least precedence transferred, and submissions
     QueueClaims          how long a process's claim on queued work lasts unless renewed
     Retention            how long what the MTA has finished with is kept
     MetricsEndpoint      where the Prometheus endpoint listens (``[metrics]``), if anywhere
@@ -36,7 +37,7 @@ Public API::
     default_database(state_dir), default_control_socket(state_dir),
     default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
-    DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS
+    DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS, DEFAULT_MINIMIZE
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from config.kinds import (
     LISTEN,
     LOG_LEVEL,
     METRICS_PATH,
+    MINIMIZE_SUBMISSIONS,
     MTA_NAME,
     OPERATOR_GROUPS,
     OR_NAMES,
@@ -75,6 +77,7 @@ from config.kinds import (
     PATH,
     PEER_NAME,
     PORT,
+    PRECEDENCE,
     PRECEDENCES,
     PSEL,
     PSELS,
@@ -91,6 +94,7 @@ from config.values import (
     AddressPrefix,
     LocalAccount,
     LogLevel,
+    MinimizeSubmissions,
     OperatorGroup,
     OwnExtension,
     P1Protocol,
@@ -106,6 +110,7 @@ __all__ = [
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_METRICS",
+    "DEFAULT_MINIMIZE",
     "DEFAULT_QUARANTINE",
     "DEFAULT_QUEUE",
     "DEFAULT_RETENTION",
@@ -123,6 +128,8 @@ __all__ = [
     "LogLevel",
     "MaxAge",
     "MetricsEndpoint",
+    "Minimize",
+    "MinimizeSubmissions",
     "MtaConfig",
     "OperatorGroup",
     "P1Protocol",
@@ -630,6 +637,37 @@ DEFAULT_QUARANTINE = QuarantineLimits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Minimize:
+    """MINIMIZE (``[minimize]``): transfer to every peer limited to the more urgent
+    precedences, as an operator orders when links are scarce (Isode M-Switch, ACP 121).
+
+    Messages below ``precedence`` stay queued, not transferred, until MINIMIZE is lifted;
+    local delivery is not limited.  ``x400ctl minimize`` changes it while the daemon
+    runs (switch-wide or per peer); that state is kept in the state directory and wins
+    over this section at the next start unless this section was changed since.
+    """
+
+    precedence: Precedence | None = field(
+        default=None,
+        metadata=value(
+            PRECEDENCE,
+            "The least precedence transferred to any peer.  Not set: no MINIMIZE at start.",
+        ),
+    )
+    submissions: MinimizeSubmissions = field(
+        default=MinimizeSubmissions.HOLD,
+        metadata=value(
+            MINIMIZE_SUBMISSIONS,
+            "A local submission below the switch-wide MINIMIZE precedence: refuse (the "
+            "submitter is told why) or hold (queued, transferred once MINIMIZE is lifted).",
+        ),
+    )
+
+
+DEFAULT_MINIMIZE = Minimize()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueClaims:
     """How the processes of one site that share a queue database hold its work
     (``[queue]``).
@@ -955,6 +993,10 @@ class MtaConfig:
             QuarantineLimits,
             "What is kept of the transfers that cannot be taken in (confirmed, not delivered).",
         ),
+    )
+    minimize: Minimize = field(
+        default=DEFAULT_MINIMIZE,
+        metadata=section(Minimize, "MINIMIZE at start: only the more urgent precedences sent."),
     )
     queue: QueueClaims = field(
         default=DEFAULT_QUEUE,

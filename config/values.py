@@ -9,6 +9,7 @@ Public API::
     Secret               a password; never shown by repr or str
     AddressPrefix        an O/R address prefix (route or local domain) and its route key
     SlotMode             permanent or on-demand connection slot
+    MinimizeSubmissions  what MINIMIZE does to a local submission below its precedence
     P1Protocol           how this MTA speaks P1 when it calls a peer (X.419 clause 7)
     LogLevel             the daemon's log threshold
     OperatorGroup, LocalAccount   a group of operators and a local user (``[access]``)
@@ -29,6 +30,7 @@ __all__ = [
     "AddressPrefix",
     "LocalAccount",
     "LogLevel",
+    "MinimizeSubmissions",
     "OperatorGroup",
     "OwnExtension",
     "P1Protocol",
@@ -39,6 +41,15 @@ __all__ = [
 HIDDEN = "<hidden>"
 """Written in place of a password (and of a database URL's password) by ``x400ctl
 config``; the loader refuses it, so a pasted configuration never runs with it."""
+
+
+class MinimizeSubmissions(enum.Enum):
+    """What MINIMIZE does to a local submission below its precedence."""
+
+    REFUSE = "refuse"
+    """Refused, the reason naming the precedence in force."""
+    HOLD = "hold"
+    """Accepted and queued; transferred once MINIMIZE is lifted."""
 
 
 class SlotMode(enum.Enum):

@@ -133,6 +133,8 @@ class Figures:
     """This process's name in the site's queue (``<MTA name>/<instance>``)."""
     owners: tuple[OwnerFigure, ...] = ()
     """Recipients in flight per process of the site holding them."""
+    minimize: Mapping[str, int] = field(default_factory=dict)
+    """The least precedence transferred to each peer (MINIMIZE; 0, deferred: every one)."""
 
 
 class Metrics:
@@ -248,6 +250,7 @@ class _Gauges(Collector):
         yield from _queue(figures)
         yield from _slots(figures)
         yield from _store(figures)
+        yield _minimize(figures)
 
 
 def _gauge(name: str, documentation: str, labels: tuple[str, ...] = ()) -> GaugeMetricFamily:
@@ -323,6 +326,18 @@ def _queue(figures: Figures) -> Iterator[Metric]:
         seconds = 0.0 if arrival is None else (figures.now - arrival).total_seconds()
         age.add_metric([route, precedence], max(0.0, seconds))
     yield age
+
+
+def _minimize(figures: Figures) -> Metric:
+    floors = _gauge(
+        "minimize_precedence",
+        "The least precedence transferred to each peer under MINIMIZE (STANAG 4406 level: "
+        "0 deferred, every message, when off; 3 immediate; 5 override)",
+        ("peer",),
+    )
+    for peer, level in figures.minimize.items():
+        floors.add_metric([peer], level)
+    return floors
 
 
 def _slots(figures: Figures) -> Iterator[Metric]:

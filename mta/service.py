@@ -71,6 +71,7 @@ from mta.link import Timeouts
 from mta.metrics import Metrics
 from mta.operator.admission import ApiLimits
 from mta.operator.control import SocketFile, serve_control
+from mta.operator.minimize import MinimizeState, describe
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
 from mta.outbound.channels import ChannelContext, SlotRunner
@@ -122,6 +123,7 @@ class Service:
         self._socket: SocketFile | None = None
         self._control: asyncio.Server | None = None
         self._queue: TransferQueue | None = None
+        self._minimize: MinimizeState | None = None
         self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
         self.peers = Peers(parts=self.parts, local=self._wake_local)
@@ -149,6 +151,12 @@ class Service:
         (after :meth:`start`)."""
         assert self._owner is not None, "the service is not started"
         return self._owner
+
+    @property
+    def minimize(self) -> MinimizeState:
+        """The MINIMIZE in force (after :meth:`start`)."""
+        assert self._minimize is not None, "the service is not started"
+        return self._minimize
 
     @property
     def intake(self) -> Intake:
@@ -196,6 +204,9 @@ class Service:
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
         self._owner = owner = self._lock.claim_owner(config.name)
         lease = timedelta(seconds=config.queue.lease)
+        self._minimize = minimize = MinimizeState.load(config.state_dir, config.minimize.precedence)
+        if minimize.floors.active:
+            log.warning("MINIMIZE in force: %s", describe(minimize.floors))
         engine = await asyncio.to_thread(open_database, config.database)
         self._db = db = Database(engine)
         self._intake = Intake(
@@ -207,7 +218,10 @@ class Service:
             quarantine_bounds=lambda: self.config.quarantine,
         )
         self._queue = TransferQueue(
-            db, OutboundUnits(engine, self._intake_units, owner=owner, lease=lease)
+            db,
+            OutboundUnits(
+                engine, self._intake_units, owner=owner, lease=lease, floor=minimize.floor
+            ),
         )
         self._delivery = Delivery(
             db,

@@ -57,6 +57,9 @@ class AuditEvent(enum.StrEnum):
     """A delivery or non-delivery report was generated."""
     LOOP = "loop"
     """Refused: the trace shows it passed this MTA before."""
+    MINIMIZED = "minimized"
+    """The operator changed MINIMIZE (``x400ctl minimize``): ``detail`` says what is in
+    force, ``peer`` whose it was (none: switch-wide)."""
     QUARANTINED = "quarantined"
     """Taken from a peer MTA although it cannot be handled: kept in the quarantine
     (:mod:`store.quarantine`), not delivered."""

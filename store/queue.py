@@ -45,7 +45,7 @@ Public API::
         .enqueue(message, now) -> Enqueued
         .enqueue_many(messages, now, *, delivered_route=None) -> tuple[Enqueued, ...]
         .claim_next(route, precedences, now, *, limit=1, owner=None, lease=None,
-                    max_octets=None) -> tuple[QueueEntry, ...]
+                    max_octets=None, floor=None) -> tuple[QueueEntry, ...]
         .mark_transferred(recipient_ids, now) -> int
         .mark_delivered(recipient_ids, now) -> int
         .defer(recipient_ids, *, next_attempt_at, error, now) -> int
@@ -63,7 +63,7 @@ Public API::
         .renew_claims(owner, until) -> int     .take_back_lapsed(now) -> int
         .counts() -> tuple[QueueCount, ...]
         .waiting(limit=100) -> tuple[WaitingRecipient, ...]
-        .backlog(route, precedences, now) -> int
+        .backlog(route, precedences, now, *, floor=None) -> int
         .next_due(route, precedences) -> datetime | None
         .get(message_id) -> QueueEntry | None
         .subject_precedence(mts_identifier) -> Precedence | None
@@ -445,6 +445,7 @@ class TransitQueue:
         owner: str | None = None,
         lease: timedelta | None = None,
         max_octets: int | None = None,
+        floor: Precedence | None = None,
     ) -> tuple[QueueEntry, ...]:
         """Claim up to ``limit`` messages due on ``route``: most urgent first, then oldest.
 
@@ -455,10 +456,13 @@ class TransitQueue:
         :meth:`take_back_lapsed`).
         ``max_octets``: the messages after the first stop where their APDUs would come to
         more than this (what a claim holds in memory, for large messages).
+        ``floor``: only precedences at least this urgent are claimed (MINIMIZE); the others
+        stay pending, their expiry running as ever.
         """
-        if limit < 1 or not precedences:
+        levels = _levels(precedences, floor)
+        if limit < 1 or not levels:
             return ()
-        due = {"route": route, "precedences": _levels(precedences), "now": now}
+        due = {"route": route, "precedences": levels, "now": now}
         order, ids = self._choose(due, limit)
         if max_octets is not None and len(order) > 1:
             order, ids = self._within(order, ids, max_octets)
@@ -735,11 +739,20 @@ class TransitQueue:
         rows = self.connection.execute(sql.OF_MESSAGE, {"mts_identifier": mts_identifier})
         return tuple(_waiting(row) for row in rows)
 
-    def backlog(self, route: str, precedences: Collection[Precedence], now: datetime) -> int:
-        """Messages due on ``route`` at these precedences (to decide on a second connection)."""
-        if not precedences:
+    def backlog(
+        self,
+        route: str,
+        precedences: Collection[Precedence],
+        now: datetime,
+        *,
+        floor: Precedence | None = None,
+    ) -> int:
+        """Messages due on ``route`` at these precedences (to decide on a second connection);
+        ``floor`` as for :meth:`claim_next`."""
+        levels = _levels(precedences, floor)
+        if not levels:
             return 0
-        due = {"route": route, "precedences": _levels(precedences), "now": now}
+        due = {"route": route, "precedences": levels, "now": now}
         return int(sql.BACKLOG.scalar(self.connection, due) or 0)
 
     def next_due(self, route: str, precedences: Collection[Precedence]) -> datetime | None:
@@ -861,8 +874,9 @@ def _rowcount(result: Any) -> int:
     return cast(CursorResult[Any], result).rowcount
 
 
-def _levels(precedences: Collection[Precedence]) -> list[int]:
-    return sorted({int(p) for p in precedences})
+def _levels(precedences: Collection[Precedence], floor: Precedence | None = None) -> list[int]:
+    least = -1 if floor is None else int(floor)
+    return sorted({int(p) for p in precedences if int(p) >= least})
 
 
 def _recipient(row: Row) -> QueueRecipient:

@@ -135,6 +135,7 @@ NEEDS: Final[Mapping[str, Need]] = MappingProxyType(
         "release": Need.OPERATOR,
         "queue_delete": Need.OPERATOR,
         "flush": Need.OPERATOR,
+        "minimize": Need.OPERATOR,
         "track": Need.OPERATOR,
         "config": Need.OPERATOR,
         "quarantine": Need.OPERATOR,

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine
 
+from config.schema import MinimizeSubmissions
 from config.view import effective_settings
 from mta.delivery.watch import MailboxWatch, WatchClosedError
 from mta.faults import LogLimiter, store_fault
@@ -58,6 +59,7 @@ from mta.operator.control import (
     JsonObject,
     sees_every_account,
 )
+from mta.operator.minimize import Floors, describe
 from mta.operator.views import Daemon, Submitter
 from mta.transport import ConnectionState, Refused, SlotSnapshot, SlotState
 from p1.errors import DecodeError, EncodeError
@@ -110,6 +112,8 @@ class LocalApi:
         self.socket_mode = OPEN_SOCKET_MODE if self.policy.enforced else SOCKET_MODE
         """Anyone may connect when each request is authorised; else the daemon's group."""
         self.refusals = LogLimiter()
+        self.minimizing = asyncio.Lock()
+        """One MINIMIZE change at a time (each reads the state the last one left)."""
         if self.policy.enforced and not sees_every_account():
             log.warning(
                 "[access]: this process's user namespace does not map every account "
@@ -207,6 +211,7 @@ class LocalApi:
             raise ControlError("a probe (probe: true) has no content after the request line")
         if not content and not probe:
             raise ControlError("submit needs the content after the request line")
+        self._minimized(submission.precedence)
         try:
             submitted = await self.intake.submit(submission)
         except (IntakeError, EncodeError) as error:
@@ -215,6 +220,16 @@ class LocalApi:
             raise ControlError(_store_refusal(refused.fault or str(refused))) from refused
         answer = {"mts_identifier": submitted.mts_identifier, "rejected": [*submitted.rejected]}
         return {"ok": True, **answer}, b""
+
+    def _minimized(self, precedence: Precedence) -> None:
+        """Refuse a submission below the switch-wide MINIMIZE, when so configured."""
+        floor = self.service.minimize.floors.switch
+        refuse = self.service.config.minimize.submissions is MinimizeSubmissions.REFUSE
+        if refuse and floor is not None and precedence < floor:
+            raise ControlError(
+                f"message refused: MINIMIZE in force, only {floor.label} and above are "
+                f"accepted (this one is {precedence.label})"
+            )
 
     # --- operator ----------------------------------------------------------------------
 
@@ -240,6 +255,7 @@ class LocalApi:
             "slots_down": _slots_down(slots),
             "connections": bound,
             "store": self.service.store.down,
+            "minimize": _minimize(self.service.minimize.floors),
             "quarantine": {
                 "messages": quarantined.messages,
                 "octets": quarantined.octets,
@@ -423,6 +439,42 @@ class LocalApi:
         self.service.notify()
         log.info("flushed %s: %d recipient(s) due now (operator)", peer or "every route", due)
         return {"ok": True, "due": due}, b""
+
+    async def minimize(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """MINIMIZE at ``precedence`` (switch-wide, or for ``peer``), or off (``precedence``
+        "off"); kept in the state directory, audited and logged once.  No ``precedence``:
+        what is in force."""
+        state = self.service.minimize
+        if request.get("precedence") is None:
+            return {"ok": True, "minimize": _minimize(state.floors)}, b""
+        peer = None if request.get("peer") is None else self._peer(request["peer"])
+        level = None if request["precedence"] == "off" else _precedence(request)
+        async with self.minimizing:
+            if level is None:
+                floors = await asyncio.to_thread(state.lift, peer)
+            else:
+                floors = await asyncio.to_thread(state.set, level, peer)
+        order = "off" if level is None else level.label
+        detail = f"{order} ({'switch-wide' if peer is None else peer}): {describe(floors)}"
+        await self.service.db.run(self._audit_minimize, peer, detail)
+        level_of = logging.INFO if level is None else logging.WARNING
+        log.log(level_of, "MINIMIZE %s (operator)", detail)
+        if level is None:
+            self.service.notify()
+        return {"ok": True, "minimize": _minimize(floors)}, b""
+
+    def _audit_minimize(self, peer: str | None, detail: str) -> None:
+        with transaction(self.service.db.engine) as session:
+            AuditLog(session).record(
+                AuditEvent.MINIMIZED, datetime.now(UTC), peer=peer, detail=detail
+            )
+
+    def _peer(self, peer: object) -> str:
+        """A configured peer's name; refused otherwise, naming the known."""
+        known = [p.name for p in self.service.config.peers]
+        if peer in known:
+            return str(peer)
+        raise ControlError(f"no peer {peer!r}; known: {', '.join(known) or 'none'}")
 
     async def track(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         """Every audit entry of one message at this MTA, oldest first, and where each of
@@ -635,6 +687,7 @@ _OPERATIONS: dict[str, _Operation] = {
     "release": LocalApi.release,
     "queue_delete": LocalApi.queue_delete,
     "flush": LocalApi.flush,
+    "minimize": LocalApi.minimize,
     "track": LocalApi.track,
     "qshape": LocalApi.qshape,
     "config": LocalApi.config,
@@ -724,6 +777,11 @@ def _names(request: JsonObject, key: str) -> list[ORName]:
     if not isinstance(values, list) or not values:
         raise ControlError(f"{key} must be a non-empty list of O/R addresses")
     return [_name({key: v}, key) for v in values]
+
+
+def _minimize(floors: Floors) -> JsonObject:
+    """The MINIMIZE in force as the local API answers it."""
+    return {**floors.to_json(), "shown": describe(floors)}
 
 
 def _precedence(request: JsonObject) -> Precedence:

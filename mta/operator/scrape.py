@@ -256,6 +256,9 @@ async def read_figures(service: Daemon) -> Figures:
         degraded=len(service.parts.degraded()),
         owner=service.owner,
         owners=owners,
+        minimize={
+            peer.name: int(service.minimize.floor(peer.name) or 0) for peer in service.config.peers
+        },
     )
 
 

@@ -8,7 +8,8 @@ class: each states what it reads, and none of them imports the module that wires
 Public API::
 
     Daemon       .config  .db  .runners  .started  .frozen  .store  .parts  .guard
-                 .metrics  .listening_ports  .notify()  .peer_reachable(peer)  .flush_peer(peer)
+                 .metrics  .minimize  .listening_ports  .notify()  .peer_reachable(peer)
+                 .flush_peer(peer)
     Submitter    await .submit(request) -> Submitted   (intake)
     Reconfigurable(Daemon)   .reconfigure(config, *, then=None)
     Served(Daemon)           await .start()  await .stop()
@@ -26,6 +27,7 @@ from mta.inbound.guard import Guard
 from mta.intake.intake import Submitted
 from mta.intake.submission import SubmitRequest
 from mta.metrics import Metrics
+from mta.operator.minimize import MinimizeState
 from mta.supervisor import Supervisor
 from mta.transport import Channel
 
@@ -71,6 +73,10 @@ class Daemon(Protocol):
     @property
     def metrics(self) -> Metrics:
         """The counters."""
+
+    @property
+    def minimize(self) -> MinimizeState:
+        """The MINIMIZE in force (transfer limited to the more urgent precedences)."""
 
     @property
     def listening_ports(self) -> list[int]:

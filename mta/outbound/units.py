@@ -14,7 +14,7 @@ redone (a message sent again is dropped by the peer as a duplicate).
 
 Public API::
 
-    OutboundUnits(engine, intake, *, owner=None, lease=None)
+    OutboundUnits(engine, intake, *, owner=None, lease=None, floor=None)
         .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
                     -> tuple[QueueEntry, ...]
         .transferred_in(session, *, entries, peer, now)
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
@@ -54,11 +54,14 @@ class OutboundUnits:
         *,
         owner: str | None = None,
         lease: timedelta | None = None,
+        floor: Callable[[str], Precedence | None] | None = None,
     ) -> None:
         self.engine = engine
         self.intake = intake
         self.owner = owner
         self.lease = lease
+        self.floor = floor or _no_floor
+        """The least precedence claimed for a peer (MINIMIZE, :mod:`mta.operator.minimize`)."""
 
     def claim_in(
         self,
@@ -86,12 +89,13 @@ class OutboundUnits:
             owner=self.owner,
             lease=self.lease,
             max_octets=max_octets,
+            floor=self.floor(peer),
         )
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
         """Messages due for ``peer`` at these precedences."""
         with transaction(self.engine, read_only=True) as session:
-            return TransitQueue(session).backlog(peer, precedences, now)
+            return TransitQueue(session).backlog(peer, precedences, now, floor=self.floor(peer))
 
     def transferred_in(
         self, session: Session, *, entries: Sequence[QueueEntry], peer: str, now: datetime
@@ -269,3 +273,7 @@ class TransferQueue:
                 transferred=transferred,
             )
         )
+
+
+def _no_floor(peer: str) -> Precedence | None:
+    return None

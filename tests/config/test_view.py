@@ -151,6 +151,10 @@ max_api_pending_per_uid = "8MiB"
 max_messages = 50
 max_bytes = "1GiB"
 
+[minimize]
+precedence = "immediate"
+submissions = "refuse"
+
 [queue]
 lease = "12s"
 
