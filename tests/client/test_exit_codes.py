@@ -165,3 +165,27 @@ async def test_inbox_follow_interrupted_exits_130(site: Site) -> None:
     process.send_signal(signal.SIGINT)
     _, rest = await asyncio.wait_for(process.communicate(), 60)
     assert (process.returncode, rest) == (EXIT_INTERRUPTED, b"x400: interrupted\n")
+
+
+@pytest.mark.parametrize(
+    ("module", "call"),
+    [("client.entry", "x400"), ("client.entry", "x400ctl"), ("client.dump", "main")],
+)
+def test_version_imports_no_protocol_stack(module: str, call: str) -> None:
+    heavy = ("asyncio", "sqlalchemy", "p1.asn1", "p1.mts.envelope", "client.api")
+    probe = (
+        "import sys, contextlib\n"
+        f"from {module} import {call}\n"
+        "with contextlib.suppress(SystemExit):\n"
+        f"    {call}(['--version'])\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_installed_clients_start_at_the_light_entry_points() -> None:
+    for command in ("x400", "x400ctl"):
+        assert "from client.entry import" in (BIN / command).read_text()
