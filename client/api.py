@@ -18,7 +18,9 @@ Public API::
     call(path, request, payload=b"", *, timeout) -> (response, payload)   one request
     await AsyncConnection.open(path)  await .call(request, payload=b"")  await .close()
     await call_async(path, request, payload=b"") -> (response, payload)   one request
-    ApiError            the daemon refused (its message), or could not be reached
+    ApiError            the daemon refused (its message), or could not be reached:
+      ApiUnreachable    ... not running, not answering, or its socket not permitted
+      ApiUsageError     ... bad arguments: no MTA named, a configuration that does not serve
 """
 
 from __future__ import annotations
@@ -35,7 +37,16 @@ from config.loader import ConfigError, load_config
 from p1 import localapi as framing
 from p1.localapi import JsonObject
 
-__all__ = ["ApiError", "AsyncConnection", "Connection", "call", "call_async", "socket_path"]
+__all__ = [
+    "ApiError",
+    "ApiUnreachable",
+    "ApiUsageError",
+    "AsyncConnection",
+    "Connection",
+    "call",
+    "call_async",
+    "socket_path",
+]
 
 _ASYNC_LIMIT = 1 << 24
 """Longest answer line :func:`call_async` reads (a listing of thousands of messages)."""
@@ -45,6 +56,15 @@ class ApiError(Exception):
     """The request failed; the message says why, for the user."""
 
 
+class ApiUsageError(ApiError):
+    """Bad arguments found once parsed: no MTA named, a configuration file that does not
+    serve, a selection that names nothing."""
+
+
+class ApiUnreachable(ApiError):
+    """The MTA is not running, does not answer, or its socket may not be used."""
+
+
 def socket_path(config_file: str | None, explicit: str | None) -> Path:
     """The control socket: ``--socket``, else the configuration's ``control_socket``
     (``--config`` or ``$AIOX400_CONFIG``)."""
@@ -52,13 +72,13 @@ def socket_path(config_file: str | None, explicit: str | None) -> Path:
         return Path(explicit)
     config_file = config_file or os.environ.get("AIOX400_CONFIG")
     if not config_file:
-        raise ApiError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
+        raise ApiUsageError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
     try:
         return load_config(config_file).control_socket
     except ConfigError as error:
-        raise ApiError(str(error)) from error
+        raise ApiUsageError(str(error)) from error
     except OSError as error:
-        raise ApiError(f"cannot read {config_file}: {error.strerror}") from error
+        raise ApiUsageError(f"cannot read {config_file}: {error.strerror}") from error
 
 
 class Connection:
@@ -104,15 +124,15 @@ def _errors(path: Path, timeout: float) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as error:
-        raise ApiError(f"the MTA is not running (no socket {path})") from error
+        raise ApiUnreachable(f"the MTA is not running (no socket {path})") from error
     except ConnectionRefusedError as error:
-        raise ApiError(f"the MTA is not running (nothing listens on {path})") from error
+        raise ApiUnreachable(f"the MTA is not running (nothing listens on {path})") from error
     except PermissionError as error:
-        raise ApiError(f"no permission to use {path}: ask for the MTA's group") from error
+        raise ApiUnreachable(f"no permission to use {path}: ask for the MTA's group") from error
     except TimeoutError as error:
-        raise ApiError(f"the MTA did not answer within {timeout:g} s") from error
+        raise ApiUnreachable(f"the MTA did not answer within {timeout:g} s") from error
     except OSError as error:
-        raise ApiError(f"cannot talk to the MTA on {path}: {error}") from error
+        raise ApiUnreachable(f"cannot talk to the MTA on {path}: {error}") from error
 
 
 def call(

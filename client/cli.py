@@ -10,9 +10,17 @@ shown on a line of its own is escaped where it is written
 hand one to the terminal.  JSON output needs neither: ``json.dumps`` writes every control
 and non-ASCII character as a ``\\uHHHH`` escape, so a value stays whole and valid.
 
+Every command (``x400-mta``, ``x400``, ``x400ctl``, ``x400-dump``) ends with one of the
+exit codes of :data:`EXIT_CODES`, the table its ``--help`` shows (:data:`EXIT_CODES_HELP`)
+and docs/operating.md repeats.
+
 Public API::
 
-    EXIT_INTERRUPTED (130), EXIT_BROKEN_PIPE (141)
+    EXIT_OK (0), EXIT_REFUSED (1), EXIT_USAGE (2), EXIT_UNREACHABLE (3),
+    EXIT_PEER (4), EXIT_INTERRUPTED (130), EXIT_BROKEN_PIPE (141)
+    EXIT_CODES, EXIT_CODES_HELP    the table, and its text for an epilog
+    version(prog) -> str           ``prog`` and the installed package's version
+    add_version(parser)            ``--version``, the version looked up only when asked
     quiet_broken_pipe() -> int     standard output's reader went away: EXIT_BROKEN_PIPE
     TerminalText(stream)           a text stream that escapes control characters
     terminal_text(stream) -> TerminalText   ``stream`` wrapped once
@@ -20,6 +28,7 @@ Public API::
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import sys
@@ -29,16 +38,80 @@ from p1.ber.values import escape_text
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
+    "EXIT_CODES",
+    "EXIT_CODES_HELP",
     "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_PEER",
+    "EXIT_REFUSED",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
     "TerminalText",
+    "add_version",
     "quiet_broken_pipe",
     "terminal_text",
+    "version",
 ]
 
+EXIT_OK: Final = 0
+"""Done."""
+EXIT_REFUSED: Final = 1
+"""Nothing matched, or the request or input was refused."""
+EXIT_USAGE: Final = 2
+"""Bad arguments."""
+EXIT_UNREACHABLE: Final = 3
+"""The MTA daemon could not be reached (or, for ``x400-mta``, could not be configured)."""
+EXIT_PEER: Final = 4
+"""A peer or protocol error (for ``x400-mta``, a part could not start)."""
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C (128 + SIGINT), as a shell reports it."""
 EXIT_BROKEN_PIPE: Final = 141
 """The reader of standard output went away (128 + SIGPIPE), as a shell reports it."""
+
+EXIT_CODES: Final = (
+    (EXIT_OK, "done"),
+    (EXIT_REFUSED, "nothing matched, or refused (by the MTA, the peer, or as input)"),
+    (EXIT_USAGE, "bad arguments"),
+    (EXIT_UNREACHABLE, "the MTA is not running or does not answer (x400-mta: bad configuration)"),
+    (EXIT_PEER, "peer or protocol error (x400-mta: a part could not start)"),
+    (EXIT_INTERRUPTED, "interrupted (Ctrl-C)"),
+    (EXIT_BROKEN_PIPE, "the reader of the output went away (| head)"),
+)
+"""Every command's exit codes, one table."""
+
+EXIT_CODES_HELP: Final = "exit codes:\n" + "".join(
+    f"  {code:<4} {meaning}\n" for code, meaning in EXIT_CODES
+)
+"""The table for the end of a ``--help`` (RawDescriptionHelpFormatter)."""
+
+
+def version(prog: str) -> str:
+    """``prog`` and the version of the installed package, for ``--version``."""
+    from importlib import metadata  # only when asked: it costs every other call
+
+    try:
+        return f"{prog} {metadata.version('aiox400')}"
+    except metadata.PackageNotFoundError:
+        return f"{prog} unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """``--version``: print :func:`version` and exit 0."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        print(version(parser.prog))
+        parser.exit()
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` a ``--version`` option."""
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
 
 
 def quiet_broken_pipe() -> int:

@@ -45,10 +45,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from client.api import ApiError, call, socket_path
+from client.api import ApiError, ApiUsageError, call, socket_path
 from config.loader import ConfigError, load_config
 from config.view import effective_settings, render
 from p1.ber.values import escape_controls
+from p1.mts.precedence import PrecedenceError, parse_precedence
 
 __all__ = ["COMMANDS", "add_commands", "run", "table"]
 
@@ -113,11 +114,23 @@ def _selection_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--peer", metavar="NAME", help="only recipients routed to this peer")
     parser.add_argument(
-        "--precedence", metavar="LEVEL", help="only messages of this precedence (e.g. routine)"
+        "--precedence",
+        metavar="LEVEL",
+        type=_precedence_name,
+        help="only messages of this precedence: override, flash, immediate, priority, "
+        "routine or deferred",
     )
     parser.add_argument(
         "--all", action="store_true", help="every waiting recipient (with no other selector)"
     )
+
+
+def _precedence_name(text: str) -> str:
+    """``text`` as a STANAG 4406 precedence's name; a bad one is a usage error (exit 2)."""
+    try:
+        return parse_precedence(text).label
+    except PrecedenceError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _flush_arguments(parser: argparse.ArgumentParser) -> None:
@@ -351,9 +364,9 @@ def _selection(args: argparse.Namespace) -> dict[str, Any]:
     ids = [int(m) for m in args.messages if m.isdigit()]
     identifiers = [m for m in args.messages if not m.isdigit()]
     if not (ids or identifiers or args.peer or args.precedence or args.all):
-        raise ApiError("say which: ID or MTSID..., --peer NAME, --precedence LEVEL or --all")
+        raise ApiUsageError("say which: ID or MTSID..., --peer NAME, --precedence LEVEL or --all")
     if args.all and (ids or identifiers or args.peer or args.precedence):
-        raise ApiError("--all selects everything: give it alone")
+        raise ApiUsageError("--all selects everything: give it alone")
     request: dict[str, Any] = {"message_ids": ids, "mts_identifiers": identifiers}
     if args.peer:
         request["peer"] = args.peer
@@ -494,11 +507,11 @@ def _events(events: list[dict[str, Any]], out: TextIO) -> None:
 def _config_from_file(config_file: str | None, args: argparse.Namespace, out: TextIO) -> int:
     config_file = config_file or os.environ.get("AIOX400_CONFIG")
     if not config_file:
-        raise ApiError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
+        raise ApiUsageError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
     try:
         config = load_config(config_file)
     except ConfigError as error:
-        raise ApiError(str(error)) from error
+        raise ApiUsageError(str(error)) from error
     out.write(render(effective_settings(config), defaults=args.defaults))
     return EXIT_OK
 
@@ -714,6 +727,8 @@ def _quarantine(path: Path, args: argparse.Namespace, out: TextIO, raw: BinaryIO
     else:
         response, _ = call(path, {"op": "quarantine_delete", "ids": args.ids})
         print(f"deleted {response['deleted']} of {len(set(args.ids))}", file=out)
+        if not response["deleted"]:
+            return EXIT_NOTHING
     return EXIT_OK
 
 

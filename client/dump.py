@@ -24,8 +24,9 @@ The text form shows every control character of the PDU's strings escaped (``\\xH
 on lines of its own; ``--json`` writes them as JSON's ``\\uHHHH`` escapes, the values
 whole.
 
-Exit status: 0 decoded, 1 the input is not a valid PDU of the kind (the reason and where
-it was found go to standard error), 2 bad usage or an unreadable file.
+Exit status (:data:`client.cli.EXIT_CODES`): 0 decoded, 1 the input is not a valid PDU
+of the kind (the reason and where it was found go to standard error), 2 bad usage or an
+unreadable file, 130 interrupted, 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from client.cli import terminal_text
+from client.cli import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    add_version,
+    quiet_broken_pipe,
+    terminal_text,
+)
 from p1.errors import DecodeError
 from p1.render import HEX_LIMIT, TEXT_LIMIT, Plain, to_plain, to_text
 
@@ -262,8 +269,11 @@ def _parser() -> argparse.ArgumentParser:
             "STANAG 4406 P772) or an MTA-bind PDU and print it: O/R names as text, "
             "precedence by name."
         ),
-        epilog="Input may be raw BER or hex text. Exit status: 0 ok, 1 not decodable, 2 usage.",
+        epilog="Input may be raw BER or hex text.  Exit 1: the input is not a valid PDU of\n"
+        "the kind.\n\n" + EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_version(parser)
     parser.add_argument("file", help="file with the PDU, or - for standard input")
     parser.add_argument(
         "--as", dest="kind", choices=KINDS, default="auto", help="what the input is (auto)"
@@ -279,8 +289,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``x400-dump``; returns the exit status."""
+    """Entry point of ``x400-dump``; returns the exit status.
+
+    Ctrl-C ends it with one line and 130; a reader of the output that went away
+    (``x400-dump --full big.ber | head -1``) ends it quietly with 141, as SIGPIPE would."""
     args = _parser().parse_args(argv)
+    try:
+        return _dump(args)
+    except KeyboardInterrupt:
+        print("x400-dump: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+
+
+def _dump(args: argparse.Namespace) -> int:
     out, err = terminal_text(sys.stdout), terminal_text(sys.stderr)
     try:
         data = read_input(args.file)

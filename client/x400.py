@@ -19,8 +19,10 @@ categories) when there is one.
 Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
 ``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
 
-Exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments; 130
-interrupted (Ctrl-C, one line); 141 the reader of the output went away (``| head``).
+Exit codes (:data:`client.cli.EXIT_CODES`): 0 done; 1 the MTA refused, or nothing
+matched (``delete`` of numbers not in the mailbox); 2 bad arguments (no MTA or user
+named); 3 the MTA is not running or does not answer; 130 interrupted (Ctrl-C, one line;
+``inbox --follow`` too); 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,16 @@ from typing import Any, Final, NoReturn, TextIO
 
 from tqdm import tqdm
 
-from client.api import ApiError, Connection, call, socket_path
-from client.cli import EXIT_INTERRUPTED, TerminalText, quiet_broken_pipe, terminal_text
+from client import cli
+from client.api import ApiError, ApiUnreachable, ApiUsageError, Connection, call, socket_path
+from client.cli import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    TerminalText,
+    add_version,
+    quiet_broken_pipe,
+    terminal_text,
+)
 from p1.ber.values import escape_controls, escape_text
 from p1.errors import DecodeError
 from p1.ipms.ipm import (
@@ -73,9 +83,11 @@ from p1.mts.report import DeliveryReport, NonDeliveryReport, Report
 from p1.mts.security_label import decode_security_label_extension
 from p1.render import Plain, to_plain, to_text
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+EXIT_OK: Final = cli.EXIT_OK
+EXIT_REFUSED: Final = cli.EXIT_REFUSED
+EXIT_UNREACHABLE: Final = cli.EXIT_UNREACHABLE
+EXIT_USAGE: Final = cli.EXIT_USAGE
+EXIT_FAILED: Final = EXIT_REFUSED
 
 _SIZE = re.compile(r"(\d+)\s*([kKmM]?)[iI]?[bB]?")
 _LINE = b"THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG 0123456789 ABCDEFGHIJKLMNOP\r\n"
@@ -251,19 +263,17 @@ FOLLOW_WAIT = 30.0
 
 
 def _follow(connection: Connection, user: str, after: int, out: TextIO, err: TextIO) -> None:
-    """Print each entry delivered to ``user`` from now on, until interrupted."""
+    """Print each entry delivered to ``user`` from now on, until interrupted (Ctrl-C
+    ends the command with 130, as any other)."""
     print(f"following the mailbox of {user}; Ctrl-C to stop", file=err)
     out.flush()
-    try:
-        while True:
-            request = {"op": "wait", "user": user, "after": after, "timeout": FOLLOW_WAIT}
-            response, _ = connection.call(request)
-            for m in response["messages"]:
-                _inbox_line(m, out)
-            out.flush()
-            after = response["after"]
-    except KeyboardInterrupt:
-        return
+    while True:
+        request = {"op": "wait", "user": user, "after": after, "timeout": FOLLOW_WAIT}
+        response, _ = connection.call(request)
+        for m in response["messages"]:
+            _inbox_line(m, out)
+        out.flush()
+        after = response["after"]
 
 
 def _inbox_heading(out: TextIO) -> None:
@@ -458,7 +468,7 @@ def delete(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     path = socket_path(args.config, args.socket)
     response, _ = call(path, {"op": "delete", "user": format_orname(_user(args)), "ids": args.ids})
     print(f"deleted {response['deleted']} message(s)", file=out)
-    return EXIT_OK
+    return EXIT_OK if response["deleted"] else EXIT_REFUSED
 
 
 def _user(args: argparse.Namespace) -> ORName:
@@ -489,8 +499,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="x400",
         description=_HELP["x400"],
+        epilog=EXIT_CODES_HELP,
         formatter_class=_FORMATTER,
     )
+    add_version(parser)
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
         "--config", "-c", metavar="FILE", help="the MTA's configuration (for its control socket)"
@@ -631,9 +643,6 @@ examples:
             --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' -p flash -s 'SITREP' -b 'All quiet.'
   x400 inbox --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
   x400 read 3
-
-exit codes: 0 done; 1 the MTA refused or cannot be reached; 2 bad arguments;
-130 interrupted (Ctrl-C); 141 the reader of the output went away.
 """,
     "send": """\
 Submit a message to the MTA and print its MTS identifier once the MTA has it safely
@@ -721,6 +730,12 @@ def main(
     except UsageError as error:
         print(f"x400: {error}", file=err)
         return EXIT_USAGE
+    except ApiUsageError as error:
+        print(f"x400: {error}", file=err)
+        return EXIT_USAGE
+    except ApiUnreachable as error:
+        print(f"x400: {error}", file=err)
+        return EXIT_UNREACHABLE
     except ApiError as error:
         print(f"x400: {error}", file=err)
         return EXIT_FAILED

@@ -13,11 +13,12 @@ ask a running MTA through its local API (:mod:`client.ctl_local`).  ``--config``
 ``--socket`` may come before or after the command; ``--version`` prints the installed
 package's version.
 
-Exit codes: 0 done (bound and released); 1 the peer refused the bind (the MTABindError is
-printed), or the MTA refused the request or is not running, or nothing matched; 2 bad
-arguments; 3 timed out; 4 connection or protocol error, or the responder's name is not
-the one expected with ``--peer-name``; 130 interrupted (Ctrl-C); 141 standard output's
-reader went away.
+Exit codes (:data:`client.cli.EXIT_CODES`): 0 done (bound and released); 1 the peer
+refused the bind (the MTABindError is printed), or the MTA refused the request, or
+nothing matched; 2 bad arguments (among them no MTA named, a selection naming nothing);
+3 the MTA is not running or does not answer (ping: not within ``--timeout``); 4 a
+connection or protocol error (ping), or the responder's name is not the one expected with
+``--peer-name``; 130 interrupted (Ctrl-C); 141 standard output's reader went away.
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ import contextlib
 import functools
 import sys
 from collections.abc import Sequence
-from importlib import metadata
+from typing import Final
 
-from client import ctl_local
-from client.api import ApiError
+from client import cli, ctl_local
+from client.api import ApiError, ApiUnreachable, ApiUsageError
 from client.bind import AssociationError, BindRefusedError, Bound, bind_and_release
-from client.cli import EXIT_INTERRUPTED, quiet_broken_pipe, terminal_text
+from client.cli import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    EXIT_PEER,
+    add_version,
+    quiet_broken_pipe,
+    terminal_text,
+)
 from config.schema import P1Protocol
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
@@ -41,11 +49,14 @@ from p1.ber.values import escape_controls
 from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
 from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 3
-EXIT_FAILED = 4
+EXIT_OK: Final = cli.EXIT_OK
+EXIT_REFUSED: Final = cli.EXIT_REFUSED
+EXIT_UNREACHABLE: Final = cli.EXIT_UNREACHABLE
+EXIT_USAGE: Final = cli.EXIT_USAGE
+EXIT_TIMEOUT: Final = EXIT_UNREACHABLE
+"""Ping: the MTA pinged did not answer in time."""
+EXIT_FAILED: Final = EXIT_PEER
+"""Ping: a connection or protocol error, or not the responder expected."""
 
 DEFAULT_PORT = 102
 
@@ -62,8 +73,6 @@ examples:
   x400ctl hold --peer MTA-B --precedence routine
   x400ctl track '[GB; ;SITEA;e6c4...]'
 
-exit codes: 0 done; 1 the MTA refused, is not running, or nothing matched; 2 bad
-arguments; 3 timed out (ping); 4 connection or protocol error (ping); 130 interrupted.
 """
 
 
@@ -79,21 +88,15 @@ def _where(*, suppress: bool) -> argparse.ArgumentParser:
     return where
 
 
-def _version() -> str:
-    try:
-        return metadata.version("aiox400")
-    except metadata.PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="x400ctl",
         description=_DESCRIPTION,
+        epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[_where(suppress=True)],
     )
-    parser.add_argument("--version", action="version", version=f"x400ctl {_version()}")
+    add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ping = commands.add_parser(
         "ping",
@@ -269,9 +272,18 @@ def _main(argv: Sequence[str] | None) -> int:
             return ctl_local.run(args, sys.stdout, sys.stdout.buffer)
         except ApiError as error:
             print(f"x400ctl {args.command}: {error}", file=sys.stderr)
-            return EXIT_REFUSED
+            return _api_exit(error)
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE
+
+
+def _api_exit(error: ApiError) -> int:
+    """The exit code of a local-API command that failed with ``error``."""
+    if isinstance(error, ApiUsageError):
+        return EXIT_USAGE
+    if isinstance(error, ApiUnreachable):
+        return EXIT_UNREACHABLE
+    return EXIT_REFUSED
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ until_ok() {
   done
 }
 count_at_least() {  # count_at_least N CONFIG USER: the mailbox holds N entries or more
-  local n
-  n=$("$BIN/x400" inbox -c "$work/$2" -u "$3" | grep -cE '^ +[0-9]+ ') || true
+  local listing n
+  listing=$("$BIN/x400" inbox -c "$work/$2" -u "$3") || return 1
+  n=$(grep -cE '^ +[0-9]+ ' <<<"$listing") || true
   (( n >= $1 ))
 }
 
@@ -74,7 +75,10 @@ until_ok 60 count_at_least 6 site-a.toml "$A"
 say "site B: the mailbox of $B"
 "$BIN/x400" inbox -c "$work/site-b.toml" -u "$B"
 say "site B: the flash message"
-flash_id=$("$BIN/x400" inbox -c "$work/site-b.toml" -u "$B" | awk '$3 == "flash" && !id {id = $1} END {print id}')
+# The listing is read whole before it is searched: no command here writes into a pipe
+# whose reader may stop early (under pipefail, the writer's 141 would end the demo).
+listing=$("$BIN/x400" inbox -c "$work/site-b.toml" -u "$B")
+flash_id=$(awk '$3 == "flash" {print $1; exit}' <<<"$listing")
 "$BIN/x400" read "$flash_id" -c "$work/site-b.toml" -u "$B"
 say "site A: delivery reports in the mailbox of $A"
 "$BIN/x400" inbox -c "$work/site-a.toml" -u "$A"

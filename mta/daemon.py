@@ -16,10 +16,10 @@ flight is put back in the queue, nothing is lost.  SIGHUP re-reads the configura
 file (:mod:`mta.operator.reload`).  Readiness, status and the watchdog are told to systemd
 (:mod:`mta.lifecycle`).  One daemon runs per state directory (:mod:`mta.instance`).
 
-Exit codes: 0 stopped on a signal (or ``--check`` found the configuration good); 2 bad
-arguments; 3 the configuration is invalid (the message names the file, key and value);
-4 a part could not start (another daemon runs on the state directory, database,
-listener port).
+Exit codes (the table of :data:`client.cli.EXIT_CODES`): 0 stopped on a signal (or
+``--check`` found the configuration good); 2 bad arguments; 3 the configuration is
+invalid (the message names the file, key and value); 4 a part could not start (another
+daemon runs on the state directory, database, listener port).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Final, TextIO, TypeAlias
 
+from client.cli import EXIT_CODES_HELP, add_version
 from config.loader import ConfigError, load_config
 from config.schema import MtaConfig
 from mta.instance import StateDirInUseError
@@ -76,8 +77,11 @@ def _parser() -> argparse.ArgumentParser:
             "manager, local delivery into the message store, and the local API used by "
             "x400 and x400ctl.  Stop it with SIGTERM or Ctrl-C."
         ),
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", "-c", required=True, metavar="FILE", help="the MTA's TOML file")
+    add_version(parser)
+    parser.add_argument("--config", "-c", metavar="FILE", help="the MTA's TOML file (required)")
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error", "critical"],
@@ -100,7 +104,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``x400-mta``."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.config is None:
+        parser.error("the following arguments are required: --config/-c")
     try:
         config = load_config(args.config)
     except ConfigError as error:

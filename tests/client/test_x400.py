@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from client import x400
+from client.cli import EXIT_UNREACHABLE
 from p1.mts.orname import parse_orname
 from tests.support.sites import Site, eventually, until
 
@@ -282,11 +283,11 @@ def test_mailbox_commands_without_a_user_exit_2(monkeypatch: pytest.MonkeyPatch)
     )
 
 
-def test_no_mta_on_the_socket_exits_1(tmp_path: Path) -> None:
+def test_no_mta_on_the_socket_exits_3(tmp_path: Path) -> None:
     missing = tmp_path / "none.sock"
     code, _, err = main("inbox", "--socket", str(missing), "--user", "C=GB;ADMD= ;S=Smith")
     assert (code, err) == (
-        x400.EXIT_FAILED,
+        EXIT_UNREACHABLE,
         f"x400: the MTA is not running (no socket {missing})\n",
     )
 
@@ -295,18 +296,18 @@ def test_no_mta_on_the_socket_exits_1(tmp_path: Path) -> None:
         left_behind.bind(str(stale))  # a socket file nobody listens on, as after a crash
     code, _, err = main("inbox", "--socket", str(stale), "--user", "C=GB;ADMD= ;S=Smith")
     expected = f"x400: the MTA is not running (nothing listens on {stale})\n"
-    assert (code, err) == (x400.EXIT_FAILED, expected)
+    assert (code, err) == (EXIT_UNREACHABLE, expected)
 
 
-def test_no_mta_named_exits_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_mta_named_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("AIOX400_CONFIG", raising=False)
     code, _, err = main("inbox", "--user", "C=GB;ADMD= ;S=Smith")
     expected = "x400: say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG\n"
-    assert (code, err) == (x400.EXIT_FAILED, expected)
+    assert (code, err) == (x400.EXIT_USAGE, expected)
 
     missing = tmp_path / "mta.toml"
     code, _, err = main("inbox", "--config", str(missing), "--user", "C=GB;ADMD= ;S=Smith")
-    assert code == x400.EXIT_FAILED
+    assert code == x400.EXIT_USAGE
     assert err.startswith(f"x400: {missing}: expected a readable file")
 
 

@@ -139,14 +139,14 @@ async def test_hold_and_release_change_the_queued_recipients(
     assert (code, out) == (x400ctl.EXIT_OK, "released 2 recipient(s) of 2 message(s)\n")
 
 
-async def test_a_stopped_mta_is_reported_with_exit_1(
+async def test_a_stopped_mta_is_reported_with_exit_3(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = await asyncio.to_thread(
         x400ctl.main, ["status", "--socket", str(tmp_path / "nothing.sock")]
     )
     err = capsys.readouterr().err
-    assert code == x400ctl.EXIT_REFUSED
+    assert code == x400ctl.EXIT_UNREACHABLE == 3
     assert "x400ctl status: the MTA is not running" in err
 
 

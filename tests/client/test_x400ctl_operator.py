@@ -151,13 +151,15 @@ async def test_nothing_matched_is_exit_1_with_a_clear_message(
         (["delete", "999999"], "x400ctl delete: no waiting recipient matches"),
         (["hold", "--precedence", "deferred"], "x400ctl hold: no pending recipient matches"),
         (["hold", "--peer", "MTA-Z"], "x400ctl hold: no peer 'MTA-Z'; known: MTA-B, local"),
-        (["hold"], "x400ctl hold: say which: ID or MTSID..., --peer NAME, --precedence"),
         (["track", "[GB; ;NOWHERE;none]"], "x400ctl track: neither the audit log nor the queue"),
     ):
         code, out, err = await ctl(site, capsys, *argv)
         assert code == 1, argv
         assert out == ""
         assert err.startswith(message), (argv, err)
+    code, out, err = await ctl(site, capsys, "hold")  # a selection naming nothing: usage
+    assert (code, out) == (2, "")
+    assert err.startswith("x400ctl hold: say which: ID or MTSID..., --peer NAME, --precedence")
 
 
 # --- delete ----------------------------------------------------------------------------
