@@ -8,10 +8,10 @@ such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).  ``--pro
 picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default),
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 
-``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine``
-ask a running MTA through its local API (:mod:`client.ctl_local`).  ``--config`` and
-``--socket`` may come before or after the command; ``--version`` prints the installed
-package's version.
+``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
+probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`).
+``--config`` and ``--socket`` may come before or after the command; ``--version`` prints
+the installed package's version.
 
 Exit codes (:data:`client.cli.EXIT_CODES`): 0 done (bound and released); 1 the peer
 refused the bind (the MTABindError is printed), or the MTA refused the request, or
