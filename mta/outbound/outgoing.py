@@ -3,7 +3,7 @@
 A peer configured ``protocol = "1984"`` is a 1984 MTA: what this MTA transfers to it is
 first down-graded as X.419 Annex B says (:func:`p1.mts.downgrade.downgrade_to_1984`).
 A peer with ``omit_extensions`` gets what this MTA transfers without the optional
-extensions it adds itself (:func:`p1.mts.own_extensions.without_own`): its own
+extensions it adds itself (:func:`p1.mts.relay.without_own`): its own
 internal-trace entries, the priority-level-qualifier of a message originated here.
 Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
 diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
@@ -39,7 +39,7 @@ from p1.mts.envelope import (
     replace_message_envelope,
 )
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.own_extensions import Ours, without_own
+from p1.mts.relay import Ours, without_own
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from store import ApduKind, QueueEntry
 

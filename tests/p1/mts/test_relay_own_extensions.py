@@ -1,4 +1,4 @@
-"""This MTA's own extensions left out (p1.mts.own_extensions): only ours, the rest as received."""
+"""This MTA's own extensions left out (p1.mts.relay): only ours, the rest as received."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from p1.mts.envelope import Message, decode_mts_apdu, encode_mts_apdu
 from p1.mts.extensions import ExtensionField, internal_trace, priority_level_qualifier
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.own_extensions import Ours, without_own
 from p1.mts.precedence import Precedence
+from p1.mts.relay import Ours, without_own
 from p1.mts.trace import InternalTraceEntry
 from tests.support.sites import message_from_a
 
