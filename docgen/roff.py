@@ -6,10 +6,16 @@ man-db, mandoc and groff show the same page.  Text is escaped where it is writte
 (:func:`escape`): a backslash, a hyphen-minus (``\\-``, so that an option can be searched
 for and copied), and a period or quote that would start a request at the start of a line.
 
+argparse offers no public way to walk a parser's options and subcommands; :func:`options`
+and :func:`commands` read ``_actions`` and ``_choices_actions``, as argparse's own help
+formatter does, in this one module.
+
 Public API::
 
-    escape(text) -> str                  plain text as roff
-    Page(name, section, summary)         a page being written: .section(), .paragraphs() ...
+    escape(text) -> str                  plain text as roff; bold(text), italic(text)
+    Page(name, section, summary)         a page being written: .heading(), .subheading(),
+                                         .paragraphs(), .item(), .raw(); .text()
+    option_tag(option) -> str            an option as a ``.TP`` tag
     usage(prog, parser, skip) -> str     a SYNOPSIS line for ``parser`` (roff)
     options(parser, skip) -> list[Option]  the options and arguments ``parser`` documents
     commands(parser) -> list[tuple[str, str, ArgumentParser]]  its subcommands, in order
@@ -21,7 +27,17 @@ import argparse
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Option", "Page", "commands", "escape", "options", "usage"]
+__all__ = [
+    "Option",
+    "Page",
+    "bold",
+    "commands",
+    "escape",
+    "italic",
+    "option_tag",
+    "options",
+    "usage",
+]
 
 HEADER = "aiox400"
 """The page footer's source and the header's manual name."""

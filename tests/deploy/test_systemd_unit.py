@@ -97,6 +97,10 @@ def test_the_example_listens_on_ports_that_need_no_capability() -> None:
 def test_systemd_analyze_verify_accepts_the_unit(unit: Path) -> None:
     """verify also asks man for each page of ``Documentation=``: those installed with
     x400-mta, found from its bin/ on PATH as man-db does."""
+    if shutil.which("man") is None:
+        if os.environ.get("AIOX400_REQUIRE_MAN"):
+            pytest.fail("man is missing and AIOX400_REQUIRE_MAN is set")
+        pytest.skip("man (man-db) is missing: verify could not look up Documentation=")
     done = subprocess.run(
         [systemd_analyze(), "verify", str(unit)],
         capture_output=True,
