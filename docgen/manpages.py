@@ -66,6 +66,18 @@ _CACHE = (
     "~/.cache/aiox400)",
 )
 
+_CONFIG_FILES = (
+    (
+        "/etc/aiox400/mta.toml",
+        "the MTA's file, read by x400-mta, and by x400 and x400ctl given --config",
+    ),
+    _CLIENT,
+    (
+        "/etc/aiox400/mta.password",
+        "a password_file: mode 0600, owned by the account the MTA runs as",
+    ),
+)
+
 COMMANDS: tuple[Command, ...] = (
     Command(
         name="x400-mta",
@@ -261,6 +273,7 @@ def config_page() -> str:
         for key, kind, default, meaning in section.rows:
             tag = f"{bold(key)} ({escape(kind)}; default {_inline(default)})"
             page.raw(".TP", tag, *_inline(meaning).split("\n"))
+    _pairs(page, "FILES", _CONFIG_FILES)
     _see_also(page, CONFIG_PAGE)
     return page.text()
 

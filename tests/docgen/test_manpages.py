@@ -114,6 +114,9 @@ def test_the_configuration_page_has_every_key() -> None:
         for key, *_ in section.rows:
             assert f"\\fB{escape(key)}\\fR (" in text
     assert pages()[f"{CONFIG_PAGE}.5"] == text
+    headings = re.findall(r'^\.SH "?([^"\n]+)"?$', text, re.M)
+    expected = ["NAME", "SYNOPSIS", "DESCRIPTION", "FILES", "SEE ALSO"]
+    assert [h for h in headings if h in SECTIONS] == expected
 
 
 def test_roff_escapes_what_would_be_a_request() -> None:
