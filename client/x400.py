@@ -10,6 +10,9 @@
 Messages are STANAG 4406 (P772) military messages unless ``--p2``: the heading carries
 the primary precedence, the envelope the matching P1 priority and priority-level-qualifier.
 ``send`` prints the MTS identifier of each message once the MTA has it safely on disk;
+on Ctrl-C it submits nothing more and waits for the answer to the message in flight, so
+that every identifier the MTA answered is printed before it exits with 130 (a second
+Ctrl-C exits at once).
 ``--count`` sends N copies (a progress bar on a terminal) for load tests, and ``--size``
 gives the body a canned size (k = 1024 octets, M = 1024 k).  ``inbox --follow`` goes on
 printing each message or report as it is delivered, until interrupted.  ``read`` shows
@@ -46,6 +49,7 @@ from client.cli import (
     EXIT_INTERRUPTED,
     TerminalText,
     add_version,
+    held_interrupt,
     quiet_broken_pipe,
     terminal_text,
 )
@@ -181,14 +185,22 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         request["probe"] = True
         request["probe_content_length"] = probe_content_length(args, originator)
     started = time.monotonic()
-    with Connection(path) as connection, _progress(args.count, err) as progress:
+    with (
+        held_interrupt() as interrupted,
+        Connection(path) as connection,
+        _progress(args.count, err) as progress,
+    ):
         for number in range(1, args.count + 1):
+            if interrupted():
+                raise KeyboardInterrupt  # (each answered submission's identifier is out)
             content = b"" if args.probe else build_ipm(args, originator, number)
             response, _ = connection.call(request, content)
             _say(progress, response["mts_identifier"], out)
             for rejected in response.get("rejected", ()):
                 _say(progress, f"x400: no route to {rejected}: a non-delivery report follows", err)
             progress.update()
+        if interrupted():
+            raise KeyboardInterrupt
     if args.count > 1:
         elapsed = time.monotonic() - started
         print(
@@ -655,6 +667,12 @@ priority-level-qualifier.  The body is --body, --body-file, or a canned text of
 
 --count N sends N copies for load tests: one identifier per line on standard output,
 a progress bar on standard error when it is a terminal, the rate at the end.
+
+Ctrl-C: x400 submits nothing more, waits for the MTA's answer to the message it is
+submitting (60 s at most), prints that identifier, and exits with 130.  So the
+identifiers printed are those of every message the MTA answered: no more, no fewer.
+A second Ctrl-C exits at once, and the message then in flight may be on disk without
+its identifier printed; so may one whose answer never came (the MTA stopped: exit 3).
 
 --probe sends a probe instead (X.411): no content, only whether a message of this
 content type and length (--size, else the message's own) would be delivered to each
