@@ -3,7 +3,7 @@
     x400 send --from OR --to OR [--to OR ...] [--cc OR ...] --precedence LEVEL --subject S
               (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
               [--delivery-report] [--count N] [--p2]
-    x400 inbox --user OR [--unread] [--follow]
+    x400 inbox --user OR [--unread] [--follow]      most urgent first, then oldest first
     x400 read ID --user OR [--raw]
     x400 delete ID [ID ...] --user OR
 
@@ -687,8 +687,10 @@ examples:
   x400 send --from ... --to ... --probe --size 1M
 """,
     "inbox": """\
-List the messages and reports delivered to a user, newest last; N marks those unread.
-With --follow, go on printing each one as it is delivered, until Ctrl-C.
+List the messages and reports delivered to a user; N marks those unread.  The most
+urgent come first (override, flash, immediate, priority, routine, deferred), and within
+a precedence the oldest first: the order in which they are to be dealt with.  With
+--follow, go on printing each one as it is delivered, at the end, until Ctrl-C.
 
 examples:
   x400 inbox --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'

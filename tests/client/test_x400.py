@@ -107,6 +107,35 @@ async def test_inbox_unread_follow_goes_on_after_the_newest_entry_read_or_not(
     assert subjects == ["UNREAD", "NEW"]  # the read one is neither listed nor "new"
 
 
+async def test_inbox_lists_in_the_order_its_help_says(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        x400._parser().parse_args(["inbox", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "The most urgent come first" in help_text
+    assert "within a precedence the oldest first" in help_text
+    for precedence, subject in [
+        ("routine", "first routine"),
+        ("flash", "the flash"),
+        ("deferred", "the deferred"),
+        ("routine", "second routine"),
+        ("immediate", "the immediate"),
+    ]:
+        await send(site, "--precedence", precedence, "--subject", subject)
+    await inbox_ids(site, jones(site), 5)
+    code, out, _ = await run(site, "inbox", "--user", jones(site))
+    assert code == x400.EXIT_OK
+    subjects = [line.strip() for line in out.splitlines() if line.startswith(" " * 47)]
+    assert subjects == [
+        "the flash",
+        "the immediate",
+        "first routine",
+        "second routine",
+        "the deferred",
+    ]
+
+
 async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:
     identifier = await send(
         site, "-p", "immediate", "-s", "Orders", "--body", "Move at dawn.", "--cc", smith(site)
