@@ -4,7 +4,7 @@
               (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
               [--delivery-report] [--count N] [--p2]
     x400 inbox --user OR [--unread] [--follow]      most urgent first, then oldest first
-    x400 read ID --user OR [--raw]
+    x400 read ID --user OR [--raw [--force]]
     x400 delete ID [ID ...] --user OR
 
 Messages are STANAG 4406 (P772) military messages unless ``--p2``: the heading carries
@@ -319,6 +319,12 @@ def _marks(m: dict[str, Any]) -> list[str]:
 
 
 def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.raw and not args.force and sys.stdout.isatty():
+        raise UsageError(
+            "read --raw writes the message's binary BER, not text: pipe it"
+            " (x400 read ID --raw | x400-dump -) or redirect it to a file;"
+            " --force writes it to the terminal all the same"
+        )
     path = socket_path(args.config, args.socket)
     request: dict[str, Any] = {"op": "read", "id": args.id}
     user = args.user or os.environ.get("X400_USER")
@@ -615,7 +621,13 @@ def _parser() -> argparse.ArgumentParser:
     read_p.add_argument(
         "--raw",
         action="store_true",
-        help="write the MTS-APDU's BER to standard output (for x400-dump)",
+        help="write the MTS-APDU's BER to standard output (for x400-dump); refused when"
+        " standard output is a terminal, unless --force",
+    )
+    read_p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --raw, write the binary to standard output even when it is a terminal",
     )
     read_p.set_defaults(run=read)
     delete_p = _command(commands, where, "delete", "delete messages from a mailbox")
@@ -698,7 +710,9 @@ examples:
 """,
     "read": """\
 Show a delivered message (envelope, security label, heading and body) or report, and
-mark it read.  --raw writes the MTS-APDU as stored, for x400-dump.
+mark it read.  --raw writes the MTS-APDU as stored, for x400-dump: binary, so it is
+refused (exit 2, nothing read or marked) when standard output is a terminal, unless
+--force.
 
 examples:
   x400 read 3 --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
