@@ -19,8 +19,9 @@ printing each message or report as it is delivered, until interrupted.  ``read``
 the envelope's security label (X.411 clause 8.5.9: classification, policy, privacy mark,
 categories) when there is one.
 
-Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
-``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
+Which MTA, the first given of: ``--config FILE`` (its ``control_socket``), ``--socket
+PATH``, the file in ``$AIOX400_CONFIG``, /etc/aiox400/mta.toml when it exists
+(:func:`client.api.socket_path`).  ``--user`` defaults to ``$X400_USER``.
 
 Exit codes (:data:`client.cli.EXIT_CODES`): 0 done; 1 the MTA refused, or nothing
 matched (``delete`` of numbers not in the mailbox); 2 bad arguments (no MTA or user
@@ -523,7 +524,11 @@ def _parser() -> argparse.ArgumentParser:
     add_version(parser)
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
-        "--config", "-c", metavar="FILE", help="the MTA's configuration (for its control socket)"
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="the MTA's configuration, for its control socket (default $AIOX400_CONFIG,"
+        " else /etc/aiox400/mta.toml)",
     )
     where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -659,8 +664,9 @@ _HELP: Final = {
     "x400": """\
 Send, list and read X.400 / STANAG 4406 messages through a local aiox400 MTA.
 
-Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
-$AIOX400_CONFIG.  Whose mailbox: --user, or $X400_USER.
+Which MTA, the first given of: --config FILE (its control_socket), --socket PATH,
+the file in $AIOX400_CONFIG, /etc/aiox400/mta.toml when it exists (only its
+control_socket is read: no password file).  Whose mailbox: --user, or $X400_USER.
 
 examples:
   x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\

@@ -10,8 +10,9 @@ picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default
 
 ``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
 probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`).
-``--config`` and ``--socket`` may come before or after the command; ``--version`` prints
-the installed package's version.
+``--config`` and ``--socket`` may come before or after the command; without either,
+``$AIOX400_CONFIG`` or /etc/aiox400/mta.toml (:func:`client.api.configuration`);
+``--version`` prints the installed package's version.
 
 Exit codes (:data:`client.cli.EXIT_CODES`): 0 done (bound and released); 1 the peer
 refused the bind (the MTABindError is printed), or the MTA refused the request, or
@@ -64,8 +65,10 @@ DEFAULT_PORT = 102
 _DESCRIPTION = """\
 Operator's tool for aiox400 MTAs.
 
-Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
-$AIOX400_CONFIG; --config and --socket go before or after the command.
+Which MTA, the first given of: --config FILE (its control_socket), --socket PATH,
+the file in $AIOX400_CONFIG, /etc/aiox400/mta.toml when it exists; --config and
+--socket go before or after the command.  For the local API only the control_socket
+is read from the file; ping --peer reads the whole file, password files included.
 
 examples:
   x400ctl -c /etc/aiox400/mta.toml status
@@ -82,7 +85,12 @@ def _where(*, suppress: bool) -> argparse.ArgumentParser:
     where = argparse.ArgumentParser(add_help=False)
     default = argparse.SUPPRESS if suppress else None
     where.add_argument(
-        "--config", "-c", metavar="FILE", default=default, help="the MTA's configuration file"
+        "--config",
+        "-c",
+        metavar="FILE",
+        default=default,
+        help="the MTA's configuration file (default $AIOX400_CONFIG, else"
+        " /etc/aiox400/mta.toml)",
     )
     where.add_argument("--socket", metavar="PATH", default=default, help="the MTA's control socket")
     return where

@@ -29,6 +29,7 @@ unique; ``default_route`` names a peer; local users are under local domains;
 Public API::
 
     load_config(path) -> MtaConfig
+    load_control_socket(path) -> Path            the control socket alone (no secret read)
     ConfigError(file, key, value, expected)      .file .key .value .expected .missing
 """
 
@@ -74,7 +75,7 @@ from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
-__all__ = ["ConfigError", "load_config"]
+__all__ = ["ConfigError", "load_config", "load_control_socket"]
 
 T = TypeVar("T")
 
@@ -264,6 +265,32 @@ def _under_local_domains(
 def load_config(path: str | os.PathLike[str]) -> MtaConfig:
     """Read and validate the configuration file at ``path``; :class:`ConfigError` if bad."""
     file = Path(path)
+    return _Loader(file).load(_top_table(file))
+
+
+_SOCKET_KEYS: Final = ("state_dir", "control_socket")
+"""The fields that say where the control socket is."""
+
+
+def load_control_socket(path: str | os.PathLike[str]) -> Path:
+    """The control socket the configuration at ``path`` names (``control_socket``, else
+    ``control.sock`` in ``state_dir``), read without the rest of the file: no password
+    file is opened, so a client allowed to read the MTA's file but not its secrets finds
+    the socket.  :class:`ConfigError` for a file that does not parse, an unknown top key,
+    or a bad value of these two keys."""
+    file = Path(path)
+    top = _top_table(file)
+    loader = _Loader(file)
+    read: _Read = {}
+    for f, key in declared(MtaConfig):
+        if f.name in _SOCKET_KEYS:
+            read.update(loader.value(top, f, key, key.file_name(f.name)))
+    state_dir: Path = read.get("state_dir", DEFAULT_STATE_DIR)
+    return loader.control_socket(top, read.get("control_socket"), state_dir)
+
+
+def _top_table(file: Path) -> _Table:
+    """The file's top table, parsed, its keys checked."""
     try:
         raw = file.read_bytes()
     except OSError as error:
@@ -274,7 +301,7 @@ def load_config(path: str | os.PathLike[str]) -> MtaConfig:
         raise ConfigError(file, "", None, f"UTF-8 text ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(file, "", None, f"valid TOML: {error}") from None
-    return _Loader(file).load(_checked_table(file, "", data, file_keys(MtaConfig)))
+    return _checked_table(file, "", data, file_keys(MtaConfig))
 
 
 class _Loader:
