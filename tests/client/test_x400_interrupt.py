@@ -21,6 +21,7 @@ import pytest
 from client.cli import EXIT_INTERRUPTED
 from mta.intake.intake import Submitted
 from mta.intake.submission import SubmitRequest
+from p1.localapi import JsonObject
 from tests.support.sites import Site, eventually, until
 
 BIN = Path(sys.executable).parent
@@ -70,6 +71,15 @@ async def _interrupted_send(site: Site, recipient: str, after: int) -> list[str]
     return [line.decode().rstrip("\n") for line in printed] + rest.decode().splitlines()
 
 
+async def _delivered(site: Site, recipient: str, count: int) -> list[JsonObject]:
+    """``recipient``'s mailbox once it holds ``count`` entries or more."""
+    return await eventually(
+        lambda: site.inbox(recipient),
+        lambda entries: len(entries) >= count,
+        what="every committed message delivered",
+    )
+
+
 @pytest.mark.slow
 async def test_ctrl_c_prints_every_identifier_the_mta_answered(site: Site) -> None:
     counted = _Counted(site)
@@ -83,9 +93,5 @@ async def test_ctrl_c_prints_every_identifier_the_mta_answered(site: Site) -> No
         )
         committed = counted.committed[before:]
         assert printed == committed, f"interrupted after {after}"
-        stored = await eventually(
-            lambda r=recipient: site.inbox(r),  # type: ignore[misc]
-            lambda entries, n=len(committed): len(entries) >= n,
-            what="every committed message delivered",
-        )
+        stored = await _delivered(site, recipient, len(committed))
         assert sorted(e["mts_identifier"] for e in stored) == sorted(printed)

@@ -158,3 +158,27 @@ def test_ping_with_a_password_on_the_command_line_warns_it_is_visible(
         "x400ctl ping: --password is visible to every user of this host (ps, /proc):"
         " prefer --password-file FILE\n"
     )
+
+
+@pytest.fixture
+def hang_up() -> Iterator[int]:
+    process, port = _start("--hang-up")
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_ping_of_a_peer_closing_without_an_answer_is_a_peer_error(
+    hang_up: int, tmp_path: Path
+) -> None:
+    # Not a refusal (1): the peer said nothing about the bind.  A peer or protocol error.
+    command = [str(Path(sys.executable).with_name("x400ctl")), "ping", "127.0.0.1"]
+    command += [str(hang_up), "--mta-name", "mta-a", "--password-file"]
+    command += [str(password_file(tmp_path, "a-pw"))]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (x400ctl.EXIT_FAILED, "")
+    assert done.returncode == 4
+    assert done.stderr == (
+        f"x400ctl ping: 127.0.0.1 port {hang_up}: the peer closed the connection"
+        " without answering the bind\n"
+    )
