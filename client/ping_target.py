@@ -84,6 +84,8 @@ def target(args: argparse.Namespace, warn: Callable[[str], None]) -> Target:
 
 def _peer(args: argparse.Namespace) -> tuple[MtaConfig | None, Peer | None]:
     if args.peer is None:
+        if args.precedence is not None:
+            raise TargetError("--precedence chooses a slot of --peer NAME: give the peer")
         return None, None
     if args.port is not None:
         raise TargetError("with --peer, choose the slot by --port PORT or --precedence LEVEL")

@@ -101,3 +101,8 @@ async def test_ping_of_a_peer_not_configured_is_a_usage_error(
     code, _, err = await ping(lab, capsys, "--peer", "MTA-B", "--port", "1")
     assert code == x400ctl.EXIT_USAGE
     assert err.startswith("x400ctl ping: peer MTA-B has no slot on port 1 (its: ")
+    code, _, err = await ping(lab, capsys, "127.0.0.1", "--precedence", "flash")
+    assert (code, err) == (
+        x400ctl.EXIT_USAGE,
+        "x400ctl ping: --precedence chooses a slot of --peer NAME: give the peer\n",
+    )
