@@ -37,7 +37,6 @@ Public API::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -45,7 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from client.api import ApiError, ApiUsageError, call, socket_path
+from client.api import ApiError, ApiUsageError, call, configuration, socket_path
 from config.loader import ConfigError, load_config
 from config.view import effective_settings, render
 from p1.ber.values import escape_controls
@@ -505,11 +504,8 @@ def _events(events: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def _config_from_file(config_file: str | None, args: argparse.Namespace, out: TextIO) -> int:
-    config_file = config_file or os.environ.get("AIOX400_CONFIG")
-    if not config_file:
-        raise ApiUsageError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
     try:
-        config = load_config(config_file)
+        config = load_config(configuration(config_file))
     except ConfigError as error:
         raise ApiUsageError(str(error)) from error
     out.write(render(effective_settings(config), defaults=args.defaults))

@@ -29,6 +29,8 @@ unique; ``default_route`` names a peer; local users are under local domains;
 Public API::
 
     load_config(path) -> MtaConfig
+    load_control_socket(path) -> Path            the control socket alone (no secret read)
+    read_password_file(path) -> Secret           one password file, by the same rules
     ConfigError(file, key, value, expected)      .file .key .value .expected .missing
 """
 
@@ -74,7 +76,7 @@ from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
-__all__ = ["ConfigError", "load_config"]
+__all__ = ["ConfigError", "load_config", "load_control_socket", "read_password_file"]
 
 T = TypeVar("T")
 
@@ -258,12 +260,87 @@ def _under_local_domains(
         )
 
 
+# --- password files -------------------------------------------------------------------
+
+
+class _BadPasswordFile(Exception):
+    """A password file that cannot be used; ``expected`` says what it should be."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def read_password_file(path: str | os.PathLike[str]) -> Secret:
+    """The password in the file at ``path``, by the rules the configuration's password
+    files follow (see the module docstring); :class:`ConfigError` naming the file if it
+    breaks them.  For a tool given ``--password-file``."""
+    file = Path(path)
+    try:
+        return _password_file(file)
+    except _BadPasswordFile as bad:
+        raise ConfigError(file, "", None, bad.expected) from None
+
+
+def _password_file(path: Path) -> Secret:
+    try:
+        with path.open("rb") as stream:
+            mode = os.fstat(stream.fileno()).st_mode
+            if mode & 0o077:
+                raise _BadPasswordFile(
+                    f"a file only its owner can access ({path} has mode "
+                    f"{mode & 0o777:04o}; chmod 600 it)"
+                )
+            data = stream.read()
+    except FileNotFoundError:
+        raise _BadPasswordFile(f"an existing file ({path} does not exist)") from None
+    except OSError as error:
+        raise _BadPasswordFile(f"a readable file ({path}: {error.strerror})") from None
+    text = data.decode("latin-1").removesuffix("\n").removesuffix("\r")
+    if not text:
+        raise _BadPasswordFile(f"a file holding a password ({path} is empty)")
+    if not text.isascii():
+        raise _BadPasswordFile(f"an ASCII password in {path} (X.411 simple credentials are IA5)")
+    if len(text) > UB_PASSWORD_LENGTH:
+        raise _BadPasswordFile(
+            f"a password of {UB_PASSWORD_LENGTH} characters at most in {path} "
+            f"(X.411 ub-password-length), not {len(text)}"
+        )
+    return Secret(text, source=path)
+
+
 # --- the loader -----------------------------------------------------------------------
 
 
 def load_config(path: str | os.PathLike[str]) -> MtaConfig:
     """Read and validate the configuration file at ``path``; :class:`ConfigError` if bad."""
     file = Path(path)
+    return _Loader(file).load(_top_table(file))
+
+
+_SOCKET_KEYS: Final = ("state_dir", "control_socket")
+"""The fields that say where the control socket is."""
+
+
+def load_control_socket(path: str | os.PathLike[str]) -> Path:
+    """The control socket the configuration at ``path`` names (``control_socket``, else
+    ``control.sock`` in ``state_dir``), read without the rest of the file: no password
+    file is opened, so a client allowed to read the MTA's file but not its secrets finds
+    the socket.  :class:`ConfigError` for a file that does not parse, an unknown top key,
+    or a bad value of these two keys."""
+    file = Path(path)
+    top = _top_table(file)
+    loader = _Loader(file)
+    read: _Read = {}
+    for f, key in declared(MtaConfig):
+        if f.name in _SOCKET_KEYS:
+            read.update(loader.value(top, f, key, key.file_name(f.name)))
+    state_dir: Path = read.get("state_dir", DEFAULT_STATE_DIR)
+    return loader.control_socket(top, read.get("control_socket"), state_dir)
+
+
+def _top_table(file: Path) -> _Table:
+    """The file's top table, parsed, its keys checked."""
     try:
         raw = file.read_bytes()
     except OSError as error:
@@ -274,7 +351,7 @@ def load_config(path: str | os.PathLike[str]) -> MtaConfig:
         raise ConfigError(file, "", None, f"UTF-8 text ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(file, "", None, f"valid TOML: {error}") from None
-    return _Loader(file).load(_checked_table(file, "", data, file_keys(MtaConfig)))
+    return _checked_table(file, "", data, file_keys(MtaConfig))
 
 
 class _Loader:
@@ -378,37 +455,10 @@ class _Loader:
         return None
 
     def read_secret(self, table: _Table, key: str, name: str) -> Secret:
-        path = self.resolve(name)
         try:
-            with path.open("rb") as stream:
-                mode = os.fstat(stream.fileno()).st_mode
-                if mode & 0o077:
-                    raise table.error(
-                        key,
-                        name,
-                        f"a file only its owner can access ({path} has mode "
-                        f"{mode & 0o777:04o}; chmod 600 it)",
-                    )
-                data = stream.read()
-        except FileNotFoundError:
-            raise table.error(key, name, f"an existing file ({path} does not exist)") from None
-        except OSError as error:
-            raise table.error(key, name, f"a readable file ({path}: {error.strerror})") from None
-        text = data.decode("latin-1").removesuffix("\n").removesuffix("\r")
-        if not text:
-            raise table.error(key, name, f"a file holding a password ({path} is empty)")
-        if not text.isascii():
-            raise table.error(
-                key, name, f"an ASCII password in {path} (X.411 simple credentials are IA5)"
-            )
-        if len(text) > UB_PASSWORD_LENGTH:
-            raise table.error(
-                key,
-                name,
-                f"a password of {UB_PASSWORD_LENGTH} characters at most in {path} "
-                f"(X.411 ub-password-length), not {len(text)}",
-            )
-        return Secret(text, source=path)
+            return _password_file(self.resolve(name))
+        except _BadPasswordFile as bad:
+            raise table.error(key, name, bad.expected) from None
 
     # --- paths ------------------------------------------------------------------------
 

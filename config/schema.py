@@ -38,6 +38,7 @@ Public API::
     default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
     DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS, DEFAULT_MINIMIZE
+    DEFAULT_CONFIG_FILE   the file read when no configuration is named (config.defaults)
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from config.declare import Foreign, Form, Key, foreign, inline, secret, section, tables, value
+from config.defaults import DEFAULT_CONFIG_FILE
 from config.kinds import (
     ACCOUNTS,
     ADDRESS_PREFIXES,
@@ -107,6 +109,7 @@ from p1.orname.text import format_orname
 from p1.osi import DEFAULT_LIMITS, StackLimits
 
 __all__ = [
+    "DEFAULT_CONFIG_FILE",
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_METRICS",
@@ -149,6 +152,7 @@ __all__ = [
 
 DEFAULT_STATE_DIR = Path("/var/lib/aiox400")
 """Where the queue database and the control socket live unless configured otherwise."""
+
 
 _HOUR = 3600.0
 

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from client.cli import EXIT_CODES_HELP, add_version
+from config.defaults import DEFAULT_CONFIG_FILE
 
 __all__ = ["main", "parser"]
 
@@ -40,7 +41,12 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_version(command)
-    command.add_argument("--config", "-c", metavar="FILE", help="the MTA's TOML file (required)")
+    command.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help=f"the MTA's TOML file (default {DEFAULT_CONFIG_FILE}, when it exists)",
+    )
     command.add_argument(
         "--log-level", choices=LOG_LEVELS, help="override the configuration's log_level"
     )
@@ -60,11 +66,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """``argv`` parsed; ``--help``, ``--version`` and bad arguments end the process here."""
+    """``argv`` parsed, ``--config`` defaulted to :data:`DEFAULT_CONFIG_FILE` when that
+    exists; ``--help``, ``--version`` and bad arguments end the process here."""
     command = parser()
     args = command.parse_args(argv)
-    if args.config is None:
-        command.error("the following arguments are required: --config/-c")
+    if args.config is None and not DEFAULT_CONFIG_FILE.exists():
+        command.error(f"say which configuration: --config FILE (there is no {DEFAULT_CONFIG_FILE})")
+    args.config = args.config or str(DEFAULT_CONFIG_FILE)
     return args
 
 

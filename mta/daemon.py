@@ -1,7 +1,11 @@
 """``x400-mta``: run one MTA in the foreground (a systemd ``Type=notify`` service).
 
-    x400-mta --config /etc/aiox400/mta.toml [--log-level LEVEL] [--check]
+    x400-mta [--config /etc/aiox400/mta.toml] [--log-level LEVEL] [--check]
              [--no-timestamps] [--log-prefix-priorities]
+
+Without ``--config``, the configuration is /etc/aiox400/mta.toml
+(:data:`config.defaults.DEFAULT_CONFIG_FILE`), the unit's file, when it exists
+(:func:`mta.command.parse`).
 
 Logs go to standard error, one line per event (systemd's journal adds the time when
 ``--no-timestamps`` is given).  Whatever a record's message holds, it is one line: its

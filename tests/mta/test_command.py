@@ -65,7 +65,10 @@ def test_help_names_every_option_the_daemon_reads() -> None:
     assert "--check" in text and "exit codes:" in text
 
 
-def test_no_config_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_config_and_no_default_file_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(command, "DEFAULT_CONFIG_FILE", tmp_path / "mta.toml")
     with pytest.raises(SystemExit) as end:
         command.main([])
     assert end.value.code == EXIT_USAGE
