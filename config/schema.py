@@ -38,7 +38,7 @@ Public API::
     default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
     DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS, DEFAULT_MINIMIZE
-    DEFAULT_CONFIG_FILE   the file read when no configuration is named (config.defaults)
+    DEFAULT_CONFIG_FILE   the file read when no configuration is named
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ from pathlib import Path
 from typing import Any
 
 from config.declare import Foreign, Form, Key, foreign, inline, secret, section, tables, value
-from config.defaults import DEFAULT_CONFIG_FILE
 from config.kinds import (
     ACCOUNTS,
     ADDRESS_PREFIXES,
@@ -153,6 +152,9 @@ __all__ = [
 DEFAULT_STATE_DIR = Path("/var/lib/aiox400")
 """Where the queue database and the control socket live unless configured otherwise."""
 
+DEFAULT_CONFIG_FILE = Path("/etc/aiox400/mta.toml")
+"""The configuration ``x400-mta``, ``x400`` and ``x400ctl`` read when none is named (the
+path deploy/systemd/aiox400-mta.service gives the daemon)."""
 
 _HOUR = 3600.0
 

@@ -17,13 +17,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from client.cli import EXIT_CODES_HELP, add_version
-from config.defaults import DEFAULT_CONFIG_FILE
 
 __all__ = ["main", "parser"]
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+DEFAULT_CONFIG_FILE = Path("/etc/aiox400/mta.toml")
+""":data:`config.schema.DEFAULT_CONFIG_FILE`, the unit's file, named here again because
+importing anything of ``config`` loads the schema and p1's parsers with it;
+tests/mta/test_command.py holds the two equal."""
 
 
 def parser() -> argparse.ArgumentParser:

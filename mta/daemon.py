@@ -4,7 +4,7 @@
              [--no-timestamps] [--log-prefix-priorities]
 
 Without ``--config``, the configuration is /etc/aiox400/mta.toml
-(:data:`config.defaults.DEFAULT_CONFIG_FILE`), the unit's file, when it exists
+(:data:`config.schema.DEFAULT_CONFIG_FILE`), the unit's file, when it exists
 (:func:`mta.command.parse`).
 
 Logs go to standard error, one line per event (systemd's journal adds the time when

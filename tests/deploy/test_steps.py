@@ -1,16 +1,17 @@
 """deploy/README.md's steps, from an empty machine to a running site, work as written: the
 shell blocks of "From an empty machine to two running sites" are run as they stand, for
-site A, in a temporary root instead of ``/`` (every absolute path the steps name is moved
-under it).  What a container cannot do is stood in for by small commands on PATH that
-record their arguments: ``systemctl`` and ``journalctl`` (no systemd running),
-``chown`` and the owner and group of ``install`` (the ``aiox400`` account is made by
-``systemd-sysusers --root`` in the temporary root, not on this host).
+site A, from a copy of the checkout's files, in a temporary root instead of ``/`` (every
+absolute path the steps name is moved under it).  What a container cannot do is stood in
+for by small commands on PATH that record their arguments: ``systemctl`` and
+``journalctl`` (no systemd running), ``chown`` and the owner and group of ``install``
+(the ``aiox400`` account is made by ``systemd-sysusers --root`` in the temporary root,
+not on this host).
 
 Then: the sysusers file made the account, ``systemd-analyze verify`` accepts the unit as
 installed (its ``Documentation=`` man pages found), the daemon is started by the unit's
 ``ExecStartPre=`` and ``ExecStart=`` lines, answers ``x400ctl status``, takes a peer's
-bind (``x400ctl ping`` as MTA-B with B's password) and a message it delivers; the man
-pages are found from the ``PATH`` the steps set up, and the licence is installed.
+bind (``x400ctl ping`` as MTA-B with B's password file) and a message it delivers; the
+man pages are found from the ``PATH`` the steps set up, and the licence is installed.
 """
 
 from __future__ import annotations
@@ -18,15 +19,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from tests.deploy.test_systemd_unit import directives, systemd_analyze
-from tests.support.sites import ReservedPorts
+from tests.support.sites import ReservedPorts, to_toml
 
 pytestmark = pytest.mark.slow  # a venv installed from the checkout, and the daemon
 
@@ -94,10 +97,23 @@ def stand_ins(folder: Path) -> Path:
     return folder
 
 
+def clone(into: Path) -> Path:
+    """The checkout's files as a fresh clone has them (pip's build leaves build/ in the
+    folder it installs from: not in this one)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, into / name)
+    return into
+
+
 def run_step(block: str, root: Path, environ: dict[str, str]) -> str:
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", moved(block, root)],
-        cwd=ROOT,
+        cwd=root.parent / "clone",
         env=environ,
         capture_output=True,
         text=True,
@@ -108,14 +124,17 @@ def run_step(block: str, root: Path, environ: dict[str, str]) -> str:
 
 
 def edit_config(path: Path, root: Path, ports: list[int]) -> None:
-    """The edit the steps ask for after installing mta.toml: this host's ports, and the
-    peer at this host (its address must resolve)."""
-    text = path.read_text()
-    for old, new in zip((5000, 5001, 5002, 5003), ports, strict=True):
-        text = text.replace(f"port = {old}\n", f"port = {new}\n")
-    text = text.replace('address = "0.0.0.0"', 'address = "127.0.0.1"')
-    text = text.replace('host = "mta-b.siteb.example"', 'host = "127.0.0.1"')
-    path.write_text(moved(text, root))
+    """The edit the steps ask for after installing mta.toml: this host's listeners on
+    the first four ``ports``, and MTA-B at this host (a ping from here binds as MTA-B) on
+    the fifth, where nothing answers."""
+    config = tomllib.loads(moved(path.read_text(), root))
+    for listener, port in zip(config["listeners"], ports, strict=False):
+        listener |= {"address": "127.0.0.1", "port": port}
+    peer = config["peers"][0]
+    peer["host"] = "127.0.0.1"
+    for slot in peer["slots"]:
+        slot["port"] = ports[4]
+    path.write_text(to_toml(config) + "\n")
 
 
 def test_the_steps_take_an_empty_root_to_a_running_site(tmp_path: Path) -> None:
@@ -123,6 +142,7 @@ def test_the_steps_take_an_empty_root_to_a_running_site(tmp_path: Path) -> None:
     for folder in SKELETON:
         (root / folder).mkdir(parents=True)
     shims = stand_ins(tmp_path / "stand-ins")
+    clone(tmp_path / "clone")
     environ = {
         k: v for k, v in os.environ.items() if k not in ("MANPATH", "AIOX400_CONFIG", "VIRTUAL_ENV")
     }
@@ -149,7 +169,7 @@ def test_the_steps_take_an_empty_root_to_a_running_site(tmp_path: Path) -> None:
 
     unit = root / "etc/systemd/system/aiox400-mta.service"
     _verify(unit, root, environ)
-    reserved = ReservedPorts(4)
+    reserved = ReservedPorts(5)
     try:
         edit_config(config, root, list(reserved.ports))
         _serve(unit, root, environ, reserved.ports[0], start)
@@ -206,12 +226,13 @@ def _until_answering(root: Path, environ: dict[str, str]) -> None:
 
 
 def _use(root: Path, environ: dict[str, str], port: int) -> None:
-    """A peer's bind, and a message from a local user to another, delivered."""
+    """A peer's bind, and a message to a local user, delivered."""
     config = str(root / "etc/aiox400/mta.toml")
     ping = subprocess.run(
         [
             *("x400ctl", "ping", "127.0.0.1", str(port), "--mta-name", "MTA-B"),
-            *("--password", "secret-of-b", "--peer-name", "MTA-A"),
+            *("--password-file", str(root / "etc/aiox400/mta-b.password")),
+            *("--peer-name", "MTA-A"),
         ],
         env=environ,
         capture_output=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from client.cli import EXIT_OK, EXIT_USAGE
+from config.schema import DEFAULT_CONFIG_FILE
 from mta import command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +57,10 @@ def test_the_entry_point_answers_without_importing_the_daemon(argv: list[str], s
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT
     )
     assert done.stdout.splitlines()[-1] == f"{status} []"
+
+
+def test_the_default_file_is_the_schemas() -> None:
+    assert command.DEFAULT_CONFIG_FILE == DEFAULT_CONFIG_FILE
 
 
 def test_help_names_every_option_the_daemon_reads() -> None:
