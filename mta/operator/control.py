@@ -213,11 +213,18 @@ async def serve_control(
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            await _serve(reader, writer, handler, clients)
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            try:
+                await _serve(reader, writer, handler, clients)
+            finally:
+                writer.close()
+                with contextlib.suppress(ConnectionError):
+                    await writer.wait_closed()
+        except asyncio.CancelledError:
+            # The loop ends (the daemon stops) with this connection still open, as the
+            # one that asked for the stop is: it ends here, quietly.  (Python 3.11's
+            # stream server asks a cancelled handler for its exception, and would log
+            # the CancelledError that raises as an error with a traceback.)
+            return
 
     sock = _bound(path, mode)
     try:
