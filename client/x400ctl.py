@@ -8,8 +8,9 @@ such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).  ``--pro
 picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default),
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 
-``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
-probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`).
+``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|track|
+config|quarantine|probe|minimize|reload|stop`` ask a running MTA through its local API
+(:mod:`client.ctl_local`, :mod:`client.ctl_queued`).
 ``--config`` and ``--socket`` may come before or after the command; ``--version`` prints
 the installed package's version.
 
