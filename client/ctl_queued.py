@@ -20,6 +20,9 @@ Public API::
     show(path, args, out, raw) -> int      non_deliver(path, args, out, selection) -> int
     find(path, args, out, track) -> int    reload(path, out) -> int
     stop(path, args, out) -> int           parse_since(text, now) -> datetime
+    Nothing             nothing matched, or refused: exit 1
+
+The decoders are imported when ``show`` runs: every other command starts without them.
 """
 
 from __future__ import annotations
@@ -229,12 +232,12 @@ def _decoded(apdu: bytes, out: TextIO) -> None:
     trace = envelope.trace_information
     if trace:
         print("trace:", file=out)
-        print(escape_controls_lines(to_text(to_plain(list(trace)), 1)), file=out)
+        print(_escaped_lines(to_text(to_plain(list(trace)), 1)), file=out)
     if isinstance(decoded, Message):
         _content(decoded, out)
 
 
-def escape_controls_lines(text: str) -> str:
+def _escaped_lines(text: str) -> str:
     """``text``'s lines, each with its control characters escaped."""
     return "\n".join(escape_controls(line) for line in text.split("\n"))
 
