@@ -551,8 +551,11 @@ def outcome_for(
     recipient: QueueRecipient | NewRecipient,
     subject: MessageEnvelope | Probe,
     report: DeliveryReport | NonDeliveryReport,
+    *,
+    supplementary: str | None = None,
 ) -> Outcome:
-    """The outcome for a queued recipient, named as the subject's envelope names it."""
+    """The outcome for a queued recipient, named as the subject's envelope names it
+    (``supplementary``: the report's supplementary-information for it)."""
     number = recipient.recipient_number
     named = next(
         (
@@ -567,6 +570,7 @@ def outcome_for(
         number=recipient.recipient_number or 1,
         indicators=indicators_from(recipient.report_request),
         report=report,
+        supplementary=supplementary,
     )
 
 
