@@ -15,7 +15,7 @@ in each permissive tag.  Informative categories decide nothing.
 
 Public API::
 
-    Clearance, clearance_up_to(policy, classification, categories, name)
+    Clearance, clearance_up_to(policy, classification, categories, name)   (from spif)
     Decision, decide(policy, label, clearance) -> Decision
     PolicyLabel, read_label(policy, label) -> PolicyLabel        (LabelRefused)
     display_marking(policy, label) -> str
@@ -33,9 +33,11 @@ from p1.security.spif import (
     Category,
     CategoryRef,
     Classification,
+    Clearance,
     Operation,
     Requirement,
     SecurityPolicy,
+    clearance_up_to,
 )
 
 __all__ = [
@@ -48,33 +50,6 @@ __all__ = [
     "display_marking",
     "read_label",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Clearance:
-    """What a recipient or a link may receive (X.501 Clearance: policy, class list,
-    categories)."""
-
-    policy: str
-    """The policy's OID."""
-    classes: frozenset[int]
-    """LACVs of the classifications held."""
-    categories: frozenset[CategoryRef] = frozenset()
-    name: str = ""
-    """What the configuration calls it, for logs."""
-
-
-def clearance_up_to(
-    policy: SecurityPolicy,
-    classification: Classification,
-    categories: Iterable[CategoryRef] = (),
-    name: str = "",
-) -> Clearance:
-    """A clearance holding ``classification`` and every classification it dominates."""
-    held = frozenset(
-        c.lacv for c in policy.classifications if c.hierarchy <= classification.hierarchy
-    )
-    return Clearance(policy=policy.id, classes=held, categories=frozenset(categories), name=name)
 
 
 class LabelRefused(Exception):

@@ -17,6 +17,7 @@ Public API::
 
     parse_spif(data, source) -> SecurityPolicy          SpifError
     SecurityPolicy, Classification, TagSet, Tag, Category, CategoryRef, TagType
+    Clearance, clearance_up_to(policy, classification, categories, name)
     CategoryGroup, Requirement, Operation, Marking, Qualifiers
 """
 
@@ -33,6 +34,7 @@ __all__ = [
     "CategoryGroup",
     "CategoryRef",
     "Classification",
+    "Clearance",
     "Marking",
     "Operation",
     "Qualifiers",
@@ -42,6 +44,7 @@ __all__ = [
     "Tag",
     "TagSet",
     "TagType",
+    "clearance_up_to",
     "parse_spif",
 ]
 
@@ -249,6 +252,33 @@ def _category_names(policy: SecurityPolicy, category: Category) -> set[str]:
         f"{tag_set.name}/{category.tag_name}/{category.name}",
     )
     return {n.casefold() for n in names}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Clearance:
+    """What a recipient or a link may receive (X.501 Clearance: policy, class list,
+    categories)."""
+
+    policy: str
+    """The policy's OID."""
+    classes: frozenset[int]
+    """LACVs of the classifications held."""
+    categories: frozenset[CategoryRef] = frozenset()
+    name: str = ""
+    """What the configuration calls it, for logs."""
+
+
+def clearance_up_to(
+    policy: SecurityPolicy,
+    classification: Classification,
+    categories: Iterable[CategoryRef] = (),
+    name: str = "",
+) -> Clearance:
+    """A clearance holding ``classification`` and every classification it dominates."""
+    held = frozenset(
+        c.lacv for c in policy.classifications if c.hierarchy <= classification.hierarchy
+    )
+    return Clearance(policy=policy.id, classes=held, categories=frozenset(categories), name=name)
 
 
 # --- parsing -----------------------------------------------------------------------------
