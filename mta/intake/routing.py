@@ -22,6 +22,16 @@ not transferred to a peer unless this MTA implements it or the peer's configurat
 it.  :meth:`Router.admit` gives such a recipient a :class:`NoRoute` of unable-to-transfer
 and unsupported-critical-function instead of its route.
 
+Security labels (X.411 8.5.9, with a ``[security]`` policy): the message-security-label
+extension is then supported wherever it is critical, and :meth:`Router.judge` checks each
+recipient's label (the envelope's, or the configured ``default_label`` for an unlabelled
+message) against the clearance of where its route goes: the recipient's mailbox
+(``[[security.clearances]] users``, else ``default_clearance``) or the peer's link
+(``[[peers]] clearance``).  A label the clearance does not allow, or one that does not read
+under the policy, turns the route into a :class:`NoRoute` of unable-to-transfer and
+secure-messaging-error: the recipient is never delivered to or transferred.  Each decision
+is returned as a :class:`LabelDecision`, for the audit log.
+
 Pure: no I/O, no clock.
 
 Public API::
@@ -29,6 +39,9 @@ Public API::
     LocalRoute(), PeerRoute(peer), NoRoute(reason, diagnostic, why), UNKNOWN_USER
     Router(config).route(recipient) -> Route
     Router(config).admit(route, extensions) -> Route    criticality (X.411 9.1)
+    Router(config).judge(route, extensions, recipient) -> (Route, LabelDecision | None)
+                                    criticality, then the security label (X.411 8.5.9)
+    LabelDecision(recipient, peer, allowed, reason, marking)
     IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
 """
@@ -38,7 +51,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from config.schema import AddressPrefix, MtaConfig
+from config.schema import AddressPrefix, MtaConfig, Security
+from p1.errors import DecodeError
 from p1.mts.extension_view import extension_label
 from p1.mts.extensions import (
     INTERPRETED_EXTENSIONS,
@@ -48,6 +62,8 @@ from p1.mts.extensions import (
 )
 from p1.mts.orname import ORAddress
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
+from p1.mts.security_label import SecurityLabel, message_security_label
+from p1.security.clearance import Clearance, decide, display_marking
 
 IMPLEMENTED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
     {*INTERPRETED_EXTENSIONS, StandardExtension.CONTENT_CORRELATOR}
@@ -81,6 +97,21 @@ class NoRoute:
 
 Route = LocalRoute | PeerRoute | NoRoute
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelDecision:
+    """One recipient's security label checked against a clearance (for the audit log)."""
+
+    recipient: str
+    """The recipient's canonical O/R name."""
+    peer: str | None
+    """The peer whose link was judged; None: the recipient's local mailbox."""
+    allowed: bool
+    reason: str
+    marking: str
+    """The label's display marking under the policy."""
+
+
 _LOCAL = LocalRoute()
 UNKNOWN_USER = NoRoute(why="not a local user")
 """The route of a name under a local domain that is none of the configured users."""
@@ -105,6 +136,16 @@ class Router:
             peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
             for peer in config.peers
         }
+        self._security = config.security if config.security.enforced else None
+        self._links: dict[str, Clearance | None] = {}
+        if self._security is not None:
+            # With a policy, this MTA acts on the label wherever it is critical.
+            label = frozenset({StandardExtension.MESSAGE_SECURITY_LABEL})
+            self._delivers |= label
+            self._transfers = {name: known | label for name, known in self._transfers.items()}
+            self._links = {
+                peer.name: self._security.clearance_named(peer.clearance) for peer in config.peers
+            }
 
     def route(self, recipient: ORAddress) -> Route:
         """Where ``recipient`` goes."""
@@ -134,6 +175,61 @@ class Router:
         return NoRoute(
             diagnostic=NonDeliveryDiagnostic.UNSUPPORTED_CRITICAL_FUNCTION,
             why=f"{extension_name(refused[0].type)} is critical {where}, and not supported",
+        )
+
+    def judge(
+        self, route: Route, extensions: Iterable[ExtensionField], recipient: ORAddress
+    ) -> tuple[Route, LabelDecision | None]:
+        """:meth:`admit`, then the security label against the clearance of where the route
+        goes (X.411 8.5.9); the decision, if a label was checked."""
+        route = self.admit(route, extensions)
+        if self._security is None or isinstance(route, NoRoute):
+            return route, None
+        peer = route.peer if isinstance(route, PeerRoute) else None
+        decision = self._decide(self._security, extensions, recipient, peer)
+        if decision is None or decision.allowed:
+            return route, decision
+        where = "the link to " + peer if peer is not None else "the mailbox"
+        refused = NoRoute(
+            diagnostic=NonDeliveryDiagnostic.SECURE_MESSAGING_ERROR,
+            why=f"security label {decision.marking} refused for {where}: {decision.reason}",
+        )
+        return refused, decision
+
+    def _decide(
+        self,
+        security: Security,
+        extensions: Iterable[ExtensionField],
+        recipient: ORAddress,
+        peer: str | None,
+    ) -> LabelDecision | None:
+        assert security.spif is not None
+        try:
+            label = message_security_label(extensions)
+        except DecodeError as exc:
+            return LabelDecision(
+                recipient=recipient.canonical,
+                peer=peer,
+                allowed=False,
+                reason=f"the label does not decode ({exc})",
+                marking="(unreadable)",
+            )
+        if label is None and security.unlabelled is None:
+            return None
+        if label is None:
+            label = SecurityLabel(policy=security.spif.id, classification=security.unlabelled)
+        clearance = (
+            self._links.get(peer)
+            if peer is not None
+            else security.mailbox_clearance(recipient.canonical)
+        )
+        decision = decide(security.spif, label, clearance)
+        return LabelDecision(
+            recipient=recipient.canonical,
+            peer=peer,
+            allowed=decision.allowed,
+            reason=decision.reason,
+            marking=display_marking(security.spif, label),
         )
 
     def is_user(self, name: ORAddress) -> bool:
