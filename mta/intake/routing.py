@@ -42,6 +42,7 @@ Public API::
     Router(config).judge(route, extensions, recipient) -> (Route, LabelDecision | None)
                                     criticality, then the security label (X.411 8.5.9)
     LabelDecision(recipient, peer, allowed, reason, marking)
+    check_label(security, extensions, clearance) -> LabelVerdict(allowed, reason, marking) | None
     IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
 """
@@ -96,6 +97,16 @@ class NoRoute:
 
 
 Route = LocalRoute | PeerRoute | NoRoute
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelVerdict:
+    """A security label judged against one clearance."""
+
+    allowed: bool
+    reason: str
+    marking: str
+    """The label's display marking under the policy."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -203,33 +214,20 @@ class Router:
         recipient: ORAddress,
         peer: str | None,
     ) -> LabelDecision | None:
-        assert security.spif is not None
-        try:
-            label = message_security_label(extensions)
-        except DecodeError as exc:
-            return LabelDecision(
-                recipient=recipient.canonical,
-                peer=peer,
-                allowed=False,
-                reason=f"the label does not decode ({exc})",
-                marking="(unreadable)",
-            )
-        if label is None and security.unlabelled is None:
-            return None
-        if label is None:
-            label = SecurityLabel(policy=security.spif.id, classification=security.unlabelled)
         clearance = (
             self._links.get(peer)
             if peer is not None
             else security.mailbox_clearance(recipient.canonical)
         )
-        decision = decide(security.spif, label, clearance)
+        verdict = check_label(security, extensions, clearance)
+        if verdict is None:
+            return None
         return LabelDecision(
             recipient=recipient.canonical,
             peer=peer,
-            allowed=decision.allowed,
-            reason=decision.reason,
-            marking=display_marking(security.spif, label),
+            allowed=verdict.allowed,
+            reason=verdict.reason,
+            marking=verdict.marking,
         )
 
     def is_user(self, name: ORAddress) -> bool:
@@ -247,6 +245,28 @@ class Router:
         for recipient in recipients:
             groups.setdefault(self.route(recipient), []).append(recipient)
         return groups
+
+
+def check_label(
+    security: Security, extensions: Iterable[ExtensionField], clearance: Clearance | None
+) -> LabelVerdict | None:
+    """The envelope's security label (or the default label) judged against ``clearance``
+    under the configured policy; None when there is no policy, or no label and no
+    default label."""
+    if security.spif is None:
+        return None
+    try:
+        label = message_security_label(extensions)
+    except DecodeError as exc:
+        reason = f"the label does not decode ({exc})"
+        return LabelVerdict(allowed=False, reason=reason, marking="(unreadable)")
+    if label is None and security.unlabelled is None:
+        return None
+    if label is None:
+        label = SecurityLabel(policy=security.spif.id, classification=security.unlabelled)
+    decision = decide(security.spif, label, clearance)
+    marking = display_marking(security.spif, label)
+    return LabelVerdict(allowed=decision.allowed, reason=decision.reason, marking=marking)
 
 
 def extension_name(ext_type: ExtensionType) -> str:
