@@ -60,6 +60,7 @@ from p1.mts.extensions import (
     ExtensionField,
     ExtensionType,
     StandardExtension,
+    find_extension,
 )
 from p1.mts.orname import ORAddress
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
@@ -125,6 +126,8 @@ class LabelDecision:
 
 _LOCAL = LocalRoute()
 UNKNOWN_USER = NoRoute(why="not a local user")
+_VERDICTS_KEPT = 1024
+"""Label decisions a router remembers (per label and clearance) before it starts over."""
 """The route of a name under a local domain that is none of the configured users."""
 
 
@@ -157,6 +160,12 @@ class Router:
             self._links = {
                 peer.name: self._security.clearance_named(peer.clearance) for peer in config.peers
             }
+        security = config.security
+        self._mailboxes = {
+            user.canonical: named.clearance for named in security.clearances for user in named.users
+        }
+        self._default_mailbox = security.clearance_named(security.default_clearance)
+        self._verdicts: dict[tuple[bytes | None, Clearance | None], LabelVerdict | None] = {}
 
     def route(self, recipient: ORAddress) -> Route:
         """Where ``recipient`` goes."""
@@ -214,12 +223,11 @@ class Router:
         recipient: ORAddress,
         peer: str | None,
     ) -> LabelDecision | None:
-        clearance = (
-            self._links.get(peer)
-            if peer is not None
-            else security.mailbox_clearance(recipient.canonical)
-        )
-        verdict = check_label(security, extensions, clearance)
+        if peer is not None:
+            clearance = self._links.get(peer)
+        else:
+            clearance = self._mailboxes.get(recipient.canonical, self._default_mailbox)
+        verdict = self._verdict(security, tuple(extensions), clearance)
         if verdict is None:
             return None
         return LabelDecision(
@@ -229,6 +237,22 @@ class Router:
             reason=verdict.reason,
             marking=verdict.marking,
         )
+
+    def _verdict(
+        self,
+        security: Security,
+        extensions: tuple[ExtensionField, ...],
+        clearance: Clearance | None,
+    ) -> LabelVerdict | None:
+        """:func:`check_label`, once per label and clearance: the recipients of one
+        message share both, often by the thousand."""
+        found = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
+        key = (None if found is None else found.value, clearance)
+        if key not in self._verdicts:
+            if len(self._verdicts) >= _VERDICTS_KEPT:
+                self._verdicts.clear()
+            self._verdicts[key] = check_label(security, extensions, clearance)
+        return self._verdicts[key]
 
     def is_user(self, name: ORAddress) -> bool:
         """Whether ``name``, under a local domain, names a local user (any name does when
