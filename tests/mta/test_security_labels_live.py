@@ -3,7 +3,9 @@ peer transfers to site B is delivered to the mailbox cleared for it, non-deliver
 secure-messaging-error to the one that is not, and never transferred over a link not
 accredited for it; a CONFIDENTIAL one crosses that link and is delivered at site A.  Each
 decision is in B's audit log and refusals are counted; ``x400 read`` shows the SPIF's
-display marking."""
+display marking.  A table of labels (classifications, restrictive, permissive and
+enumerated categories, the SPIF's excluded and required ones, another policy, none) sent
+to three mailboxes shows who gets each."""
 
 from __future__ import annotations
 
@@ -21,10 +23,10 @@ from p1.mts.extensions import with_extension
 from p1.mts.fields import Criticality, GlobalDomainIdentifier
 from p1.mts.orname import parse_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
-from p1.mts.security_label import security_label_extension
+from p1.mts.security_label import SecurityLabel, security_label_extension
 from p1.mts.trace import TraceEntry
 from tests.p1.security.policies import EXAMPLE_SPIF, label
-from tests.support.sites import SENT, Lab, eventually, message_from_a, transfer_as_a
+from tests.support.sites import SENT, Lab, Site, eventually, message_from_a, transfer_as_a
 
 pytestmark = pytest.mark.slow  # two sites
 
@@ -40,9 +42,13 @@ async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
         "policy": str(spif),
         "default_clearance": "basic",
         "clearances": [
-            clearance("secret", "SECRET", made.b.address("Alice")),
+            clearance("secret", "SECRET", made.b.address("Alice"), also=["ALPHA"]),
             clearance("link", "CONFIDENTIAL"),
             clearance("basic", "UNCLASSIFIED"),
+            {
+                **clearance("carol", "CONFIDENTIAL", made.b.address("Carol")),
+                "categories": ["USA", "STAFF"],
+            },
         ],
     }
     made.b.settings["peers"][0]["clearance"] = "link"
@@ -61,24 +67,32 @@ async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
         await made.close()
 
 
-def clearance(name: str, classification: str, *users: str) -> dict[str, Any]:
+def clearance(
+    name: str, classification: str, *users: str, also: list[str] | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "classification": classification,
-        "categories": ["GBR"],
+        "categories": ["GBR", *(also or [])],
         "users": list(users),
     }
 
 
 def labelled(identifier: str, classification: str, recipients: list[str]) -> bytes:
-    """A message from Smith at A that came in through site C, to ``recipients``, its
-    label critical for delivery and transfer."""
-    message = decode_mts_apdu(message_from_a(identifier, recipients[0]))
+    """A message from Smith at A that came in through site C, to ``recipients``, labelled
+    ``classification`` releasable to GBR, the label critical for delivery and transfer."""
+    return carrying(identifier, label(classification, "GBR"), recipients)
+
+
+def carrying(identifier: str, security_label: SecurityLabel | None, recipients: list[str]) -> bytes:
+    """The same with any label, or none; the subject is the identifier."""
+    message = decode_mts_apdu(message_from_a(identifier, recipients[0], subject=identifier))
     assert isinstance(message, Message)
     first = message.envelope.recipients[0]
-    extension = security_label_extension(
-        label(classification, "GBR"), Criticality(for_delivery=True, for_transfer=True)
-    )
+    extensions = message.envelope.extensions
+    if security_label is not None:
+        critical = Criticality(for_delivery=True, for_transfer=True)
+        extensions = with_extension(extensions, security_label_extension(security_label, critical))
     envelope = replace(
         message.envelope,
         trace_information=(TraceEntry(global_domain_identifier=SITE_C, arrival_time=SENT),),
@@ -86,7 +100,7 @@ def labelled(identifier: str, classification: str, recipients: list[str]) -> byt
             replace(first, recipient_name=parse_orname(r), originally_specified_recipient_number=n)
             for n, r in enumerate(recipients, 1)
         ),
-        extensions=with_extension(message.envelope.extensions, extension),
+        extensions=extensions,
     )
     return encode_mts_apdu(replace(message, envelope=envelope))
 
@@ -161,3 +175,47 @@ async def test_delivered_where_cleared_refused_elsewhere(lab: Lab) -> None:
     assert code == x400.EXIT_OK, err
     assert "marking:        EXAMPLE SECRET REL TO GBR\n" in out
     assert "security label: SECRET; policy 1.3.6.1.4.1.32473.1;" in out
+
+
+# A table of cases against the live daemon: each message goes to three mailboxes of B
+# (Alice SECRET with GBR and ALPHA, Carol CONFIDENTIAL with USA and STAFF, Bob the default
+# UNCLASSIFIED); who gets it is the SPIF's rules at work.
+CASES = [
+    # (subject, label, the mailboxes that get it)
+    ("secret-gbr", label("SECRET", "GBR"), {"Alice"}),
+    ("confidential-rel-usa-fra", label("CONFIDENTIAL", "USA", "FRA"), {"Carol"}),
+    ("restricted-rel-gbr-usa", label("RESTRICTED", "GBR", "USA"), {"Alice", "Carol"}),
+    ("unclassified-no-category", label("UNCLASSIFIED"), {"Alice", "Bob", "Carol"}),
+    ("secret-alpha", label("SECRET", "ALPHA", "GBR"), {"Alice"}),
+    ("confidential-staff", label("CONFIDENTIAL", "STAFF", "USA"), {"Carol"}),
+    ("excluded-class", label("UNCLASSIFIED", "ALPHA"), set()),
+    ("excluded-category", label("SECRET", "ALPHA", "EXERCISE", "GBR"), set()),
+    ("required-missing", label("TOP SECRET"), set()),
+    ("other-policy", SecurityLabel(policy="1.2.3", classification=1), set()),
+    ("unlabelled", None, {"Alice", "Bob", "Carol"}),
+]
+
+
+async def test_a_table_of_labels_against_the_live_daemon(lab: Lab) -> None:
+    b = lab.b
+    people = ("Alice", "Bob", "Carol")
+    for subject, security_label, _ in CASES:
+        mailboxes = [b.address(name) for name in people]
+        await transfer_as_a(b, carrying(f"table-{subject}", security_label, mailboxes))
+
+    expected = {name: {s for s, _, to in CASES if name in to} for name in people}
+    await eventually(
+        lambda: _subjects(b, people),
+        lambda seen: seen == {n: {f"table-{s}" for s in e} for n, e in expected.items()},
+        what="each mailbox holding what its clearance allows",
+    )
+    refusals = b.running.metrics.registry.get_sample_value(
+        "aiox400_security_label_refusals_total", {"route": "local"}
+    )
+    assert refusals == sum(len(people) - len(to) for _, _, to in CASES)
+
+
+async def _subjects(site: Site, people: tuple[str, ...]) -> dict[str, set[str]]:
+    return {
+        name: {str(m["subject"]) for m in await site.inbox(site.address(name))} for name in people
+    }
