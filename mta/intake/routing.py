@@ -126,9 +126,9 @@ class LabelDecision:
 
 _LOCAL = LocalRoute()
 UNKNOWN_USER = NoRoute(why="not a local user")
+"""The route of a name under a local domain that is none of the configured users."""
 _VERDICTS_KEPT = 1024
 """Label decisions a router remembers (per label and clearance) before it starts over."""
-"""The route of a name under a local domain that is none of the configured users."""
 
 
 class Router:
