@@ -64,6 +64,10 @@ class AuditEvent(enum.StrEnum):
     MINIMIZED = "minimized"
     """The operator changed MINIMIZE (``x400ctl minimize``): ``detail`` says what is in
     force, ``peer`` whose it was (none: switch-wide)."""
+    LABEL_CHECKED = "label-checked"
+    """A recipient's security label checked against the clearance of its mailbox, or of
+    the link to ``peer`` (X.411 8.5.9): ``detail`` says allowed or refused, the label's
+    display marking and why."""
     QUARANTINED = "quarantined"
     """Taken from a peer MTA although it cannot be handled: kept in the quarantine
     (:mod:`store.quarantine`), not delivered."""

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from sqlalchemy import Engine
 
-from config.schema import MinimizeSubmissions
+from config.schema import MinimizeSubmissions, Security
 from config.view import effective_settings
 from mta.delivery.watch import MailboxWatch, WatchClosedError
 from mta.faults import LogLimiter, store_fault
@@ -64,9 +64,12 @@ from mta.operator.minimize import Floors, describe
 from mta.operator.views import Controls, Daemon, Submitter
 from mta.transport import ConnectionState, Refused, SlotSnapshot, SlotState
 from p1.errors import DecodeError, EncodeError
+from p1.mts.envelope import Report, peek_envelope
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.mts.security_label import message_security_label
+from p1.security.clearance import display_marking
 from store import (
     LOCAL_ROUTE,
     AuditEvent,
@@ -714,7 +717,11 @@ class LocalApi:
         if message is None:
             where = "any mailbox" if user is None else f"the mailbox of {user}"
             raise ControlError(f"no message {entry_id} in {where}")
-        return {"ok": True, "message": _summary(message)}, message.apdu
+        summary = _summary(message)
+        marking = _security_marking(self.service.config.security, message.apdu)
+        if marking is not None:
+            summary["security_marking"] = marking
+        return {"ok": True, "message": summary}, message.apdu
 
     async def delete(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         user = _name(request, "user").canonical
@@ -942,6 +949,20 @@ def _ints(request: JsonObject, key: str) -> list[int]:
     ):
         raise ControlError(f"{key} must be a list of integers")
     return values
+
+
+def _security_marking(security: Security, apdu: bytes) -> str | None:
+    """The display marking of a stored message's security label under the configured
+    policy (the SPIF's), or None without a policy or a label."""
+    if security.spif is None:
+        return None
+    try:
+        read = peek_envelope(apdu)
+        envelope = read.envelope if isinstance(read, Report) else read
+        label = message_security_label(envelope.extensions)
+    except DecodeError:
+        return None  # (the client shows the label's octets and why they do not decode)
+    return None if label is None else display_marking(security.spif, label)
 
 
 def _summary(entry: MailboxSummary) -> JsonObject:
