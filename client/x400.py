@@ -339,6 +339,8 @@ def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"MTS identifier: {escape_controls(summary['mts_identifier'])}", file=out)
     print(f"delivered:      {summary['delivered_at']}", file=out)
     print(f"precedence:     {summary['precedence']}", file=out)
+    if summary.get("security_marking"):  # (with a [security] policy at the daemon)
+        print(f"marking:        {escape_controls(summary['security_marking'])}", file=out)
     if summary.get("kind") == "report" and summary.get("subject"):
         # What the MTA knows and the report does not say: whether its subject is a probe.
         print(f"report:         {escape_controls(summary['subject'])}", file=out)

@@ -11,8 +11,9 @@ picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default
 peer (:mod:`client.ping_target`); ``--password-file`` gives a password without showing
 it in ``ps``.
 
-``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
-probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`).
+``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|track|
+config|quarantine|probe|minimize|reload|stop`` ask a running MTA through its local API
+(:mod:`client.ctl_local`, :mod:`client.ctl_queued`).
 ``--config`` and ``--socket`` may come before or after the command; without either,
 ``$AIOX400_CONFIG`` or /etc/aiox400/mta.toml (:func:`client.api.configuration`);
 ``--version`` prints the installed package's version.

@@ -14,14 +14,17 @@ Every problem raises :class:`ConfigError`, naming the file, the key (``peers[0].
 Unknown keys are errors, so a misspelt key never silently leaves a default in place.
 Passwords never appear in messages.  Relative paths (``state_dir``, ``database`` for
 SQLite, ``control_socket``, ``password_file``) are resolved against the directory of the
-configuration file.  Apart from reading the file, the password files it names and the
-kernel's list of congestion controls, the loader does no I/O: it creates no directory and
-opens no socket.
+configuration file.  Apart from reading the file, the password files and the security
+policy it names and the kernel's list of congestion controls, the loader does no I/O: it
+creates no directory and opens no socket.
 
 Cross-checks: a peer's slots admit each of the six precedences exactly once (an error
 names the unrouted ones); listener address and port pairs (a wildcard address takes the
 port on every address), peer names and routed prefixes (local domains included) are
 unique; ``default_route`` names a peer; local users are under local domains;
+``[security] policy`` is an Open XML SPIF (read here) and every classification and
+category ``[security]`` names is the policy's; a peer's ``clearance`` and
+``default_clearance`` name a ``[[security.clearances]]`` table;
 ``retry.maximum >= retry.initial``; ``retention.received`` is at least the longest
 ``[max_age]``.  A password file must exist and give group and others no access
 (``mode & 0o077 == 0``); one trailing newline is dropped.
@@ -61,10 +64,12 @@ from config.schema import (
     MaxAge,
     MetricsEndpoint,
     MtaConfig,
+    NamedClearance,
     Peer,
     Retention,
     RetryPolicy,
     Secret,
+    Security,
     Selectors,
     Slot,
     default_control_socket,
@@ -75,6 +80,14 @@ from config.values import HIDDEN
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
 from p1.osi import DEFAULT_LIMITS, StackLimits
+from p1.security.spif import (
+    CategoryRef,
+    Classification,
+    SecurityPolicy,
+    SpifError,
+    clearance_up_to,
+    parse_spif,
+)
 
 __all__ = ["ConfigError", "load_config", "load_control_socket", "read_password_file"]
 
@@ -438,6 +451,9 @@ class _Loader:
             self.check_default_route(top, read["default_route"], read["peers"])
         if "tcp_congestion" in read:
             self.check_congestion(top, read["tcp_congestion"])
+        if "security" in read:
+            read["security"] = self.security(top, read["security"], domains)
+        self.check_peer_clearances(top, read["peers"], read.get("security"))
         return MtaConfig(source=self.file.absolute(), **read)
 
     # --- secrets ----------------------------------------------------------------------
@@ -583,6 +599,95 @@ class _Loader:
                 "tcp_congestion", name, f"a congestion control this kernel offers ({offered})"
             )
 
+    # --- [security] -------------------------------------------------------------------
+
+    def security(
+        self, top: _Table, security: Security, domains: Sequence[AddressPrefix]
+    ) -> Security:
+        """The policy read and every name in ``[security]`` looked up in it."""
+        raw = top.data["security"]
+        assert isinstance(raw, dict)  # (the walk took it as a table)
+        table = _Table(self.file, "security", raw)
+        if security.policy is None:
+            needing = [k for k in ("default_label", "default_clearance", "clearances") if k in raw]
+            if needing:
+                raise table.error(
+                    "policy", MISSING, f"an Open XML SPIF file ({needing[0]} needs one)"
+                )
+            return dataclasses.replace(security, clearances=())
+        policy = self.read_policy(table, security.policy)
+        unlabelled = None
+        if security.default_label is not None:
+            unlabelled = _classification(
+                table, "default_label", policy, security.default_label
+            ).lacv
+        read: Any = security.clearances  # (the walk's tables, not yet built)
+        clearances = self.clearances(policy, read, domains)
+        security = dataclasses.replace(
+            security, spif=policy, unlabelled=unlabelled, clearances=clearances
+        )
+        if security.default_clearance is not None:
+            _check_clearance_name(table, "default_clearance", security.default_clearance, security)
+        return security
+
+    def read_policy(self, table: _Table, path: Path) -> SecurityPolicy:
+        written = table.data["policy"]
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise table.error(
+                "policy", written, f"a readable file ({path}: {error.strerror})"
+            ) from None
+        try:
+            return parse_spif(data, str(path))
+        except SpifError as error:
+            raise table.error("policy", written, f"an Open XML SPIF ({error})") from None
+
+    def clearances(
+        self,
+        policy: SecurityPolicy,
+        read: Sequence[tuple[_Table, _Read]],
+        domains: Sequence[AddressPrefix],
+    ) -> tuple[NamedClearance, ...]:
+        """The ``[[security.clearances]]`` tables (as the walk read them) in the policy."""
+        built: list[NamedClearance] = []
+        holder: dict[str, str] = {}
+        for table, values in read:
+            entry = NamedClearance(**values)
+            if any(other.name == entry.name for other in built):
+                raise table.error("name", entry.name, "a name no other clearance has")
+            top = _classification(table, "classification", policy, entry.classification)
+            refs = [
+                _category(table, f"categories[{number}]", policy, name)
+                for number, name in enumerate(entry.categories)
+            ]
+            for number, user in enumerate(entry.users):
+                key, written = f"users[{number}]", _written(table, "users", number)
+                _under_local_domains(table, key, written, user, domains)
+                if user.canonical in holder:
+                    expected = f"a user no other clearance lists ({holder[user.canonical]})"
+                    raise table.error(key, written, expected)
+                holder[user.canonical] = table.path
+            clearance = clearance_up_to(policy, top, refs, name=entry.name)
+            built.append(dataclasses.replace(entry, clearance=clearance))
+        return tuple(built)
+
+    def check_peer_clearances(
+        self, top: _Table, peers: Sequence[Peer], security: Security | None
+    ) -> None:
+        """Each peer's clearance names a ``[[security.clearances]]`` table."""
+        raw_peers = top.data.get("peers", [])
+        assert isinstance(raw_peers, list)
+        for index, peer in enumerate(peers):
+            if peer.clearance is None:
+                continue
+            table = _Table(self.file, f"peers[{index}]", raw_peers[index])
+            if security is None or security.spif is None:
+                raise table.error(
+                    "clearance", peer.clearance, "no clearance without a [security] policy"
+                )
+            _check_clearance_name(table, "clearance", peer.clearance, security)
+
     # --- listeners and peers ----------------------------------------------------------
 
     def listeners(self, read: list[tuple[_Table, _Read]]) -> tuple[Listener, ...]:
@@ -676,6 +781,46 @@ class _Loader:
         if unrouted:
             raise peer.error("slots", None, f"{_SLOTS_EXPECTED} (unrouted: {', '.join(unrouted)})")
         return tuple(slots)
+
+
+# --- names the security policy defines ---------------------------------------------------
+
+
+def _classification(table: _Table, key: str, policy: SecurityPolicy, name: str) -> Classification:
+    found = policy.classification_named(name)
+    if found is None:
+        names = ", ".join(c.name for c in policy.classifications)
+        raise table.error(key, name, f"a classification of policy {policy.name} ({names})")
+    return found
+
+
+def _category(table: _Table, key: str, policy: SecurityPolicy, name: str) -> CategoryRef:
+    found = policy.categories_named(name)
+    if len(found) == 1:
+        return found[0].ref
+    if not found:
+        raise table.error(key, name, f"a category of policy {policy.name}")
+    where = ", ".join(
+        f"{_tag_set_name(policy, c.ref.tag_set)}/{c.tag_name}/{c.name}" for c in found
+    )
+    raise table.error(key, name, f"one category: write which ({where})")
+
+
+def _tag_set_name(policy: SecurityPolicy, oid: str) -> str:
+    return next(t.name for t in policy.tag_sets if t.id == oid)
+
+
+def _written(table: _Table, key: str, index: int) -> object:
+    """Element ``index`` of the list ``key`` as the file wrote it."""
+    raw = table.data.get(key)
+    return raw[index] if isinstance(raw, list) and index < len(raw) else None
+
+
+def _check_clearance_name(table: _Table, key: str, name: str, security: Security) -> None:
+    names = [c.name for c in security.clearances]
+    if name not in names:
+        known = ", ".join(names) or "none are configured"
+        raise table.error(key, name, f"the name of a [[security.clearances]] table ({known})")
 
 
 # --- the checks of a section's keys together --------------------------------------------
