@@ -11,6 +11,13 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	@# An editable install leaves pyproject.toml's data-files out (PEP 660 does not ask for
+	@# them): the man pages and completions are linked from the checkout instead, where
+	@# `python -m docgen` keeps them current.
+	mkdir -p $(VENV)/share/man/man1 $(VENV)/share/man/man5 $(VENV)/share/bash-completion/completions
+	ln -sf $(CURDIR)/man/*.1 $(VENV)/share/man/man1/
+	ln -sf $(CURDIR)/man/*.5 $(VENV)/share/man/man5/
+	ln -sf $(CURDIR)/completion/* $(VENV)/share/bash-completion/completions/
 	touch $@
 
 ## check: lint, type-check and run the tests not marked slow (the edit-test loop: under

@@ -7,6 +7,8 @@ Public API::
 
     reference() -> str          the Markdown text
     REGENERATE                  the command that writes the file
+    sections() -> list[Section] its sections in file order (also aiox400.toml(5)'s)
+    VALUES                      how values are written (Markdown)
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from config.schema import MtaConfig
 from config.values import HIDDEN
 from config.view import toml_value
 
-__all__ = ["REGENERATE", "reference"]
+__all__ = ["REGENERATE", "VALUES", "Section", "reference", "sections"]
 
 REGENERATE = "python -m config.doc > docs/configuration.md"
 
@@ -31,6 +33,9 @@ _INTRO = f"""\
 <!-- Generated from the declarations in config/schema.py by `{REGENERATE}`;
      do not edit by hand: a test compares this file with what the command writes. -->
 
+"""
+
+VALUES = f"""\
 One TOML file per MTA; `config/examples/site-a.toml` and `site-b.toml` are the two lab
 sites.  Unknown keys are errors, so a misspelt key never leaves a default in place, and
 every error names the file, the key (`peers[0].slots[1].dscp`), the value as written and
@@ -56,7 +61,10 @@ How values are written:
 
 
 @dataclass
-class _Section:
+class Section:
+    """A table of the file: its header, the paragraphs before its keys, and one row per
+    key (name, kind, default, meaning; Markdown)."""
+
     header: str
     intro: list[str] = field(default_factory=list)
     rows: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -64,16 +72,18 @@ class _Section:
 
 def reference() -> str:
     """docs/configuration.md."""
-    sections = {"": _Section("Top-level keys")}
-    _walk(MtaConfig, sections[""], sections, prefix="")
-    parts = [_INTRO]
-    for section in sections.values():
-        parts.append(_markdown(section))
-    return "\n".join(parts)
+    return "\n".join([_INTRO + VALUES, *(_markdown(section) for section in sections())])
+
+
+def sections() -> list[Section]:
+    """The top-level keys, then each table, in file order."""
+    found = {"": Section("Top-level keys")}
+    _walk(MtaConfig, found[""], found, prefix="")
+    return list(found.values())
 
 
 def _walk(
-    cls: type, here: _Section, sections: dict[str, _Section], *, prefix: str, derived: str = ""
+    cls: type, here: Section, sections: dict[str, Section], *, prefix: str, derived: str = ""
 ) -> None:
     """The keys of ``cls`` into ``here``; its tables into ``sections``, in file order."""
     for f, key in declared(cls):
@@ -83,7 +93,7 @@ def _walk(
         elif key.form is Form.SECRET:
             here.rows += _secret_rows(name, key)
         elif key.form is Form.SECTION:
-            section = sections.setdefault(name, _Section(f"[{prefix}{name}]"))
+            section = sections.setdefault(name, Section(f"[{prefix}{name}]"))
             section.intro.append(key.doc)
             if key.spec is not None:
                 defaults = key.spec.values(key.spec.default)
@@ -96,7 +106,7 @@ def _walk(
                 _walk(key.of, section, sections, prefix=f"{prefix}{name}.")
         elif key.form is Form.TABLES and key.of is not None:
             header = f"{prefix}{name}"
-            section = sections.setdefault(header, _Section(f"[[{header}]]", [key.doc]))
+            section = sections.setdefault(header, Section(f"[[{header}]]", [key.doc]))
             _walk(key.of, section, sections, prefix=f"{header}.")
         elif key.form is Form.INLINE and key.of is not None:
             _walk(key.of, here, sections, prefix=prefix, derived=key.derived)
@@ -127,7 +137,7 @@ def _shown(written: object) -> str:
     return f"`{toml_value(written)}`"
 
 
-def _markdown(section: _Section) -> str:
+def _markdown(section: Section) -> str:
     lines = [f"## {section.header}", ""]
     if section.intro:
         lines += [" ".join(section.intro), ""]

@@ -7,6 +7,8 @@
 #   deploy/demo.sh            (make demo: installs the project first)
 #   BIN=/usr/bin deploy/demo.sh   to use installed commands
 #   KEEP=1 deploy/demo.sh         to keep the folder with the logs and stores
+#   EXTRA=600 deploy/demo.sh      to send 600 routine messages more first: each mailbox
+#                                 listing is then larger than a pipe's buffer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.venv/bin}
@@ -69,7 +71,14 @@ for level in "${LEVELS[@]}"; do
     --subject "DEMO $level" --body "A $level message from site A." --delivery-report
 done
 
-until_ok 60 count_at_least 6 site-b.toml "$B"
+EXTRA=${EXTRA:-0}
+if (( EXTRA > 0 )); then
+  printf '%-10s %s messages more (identifiers in %s)\n' routine "$EXTRA" "$work/extra.ids"
+  "$BIN/x400" send -c "$work/site-a.toml" --from "$A" --to "$B" --precedence routine \
+    --subject "DEMO routine backlog" --body "One of many." --count "$EXTRA" >"$work/extra.ids"
+fi
+
+until_ok $((60 + EXTRA / 5)) count_at_least $((6 + EXTRA)) site-b.toml "$B"
 until_ok 60 count_at_least 6 site-a.toml "$A"
 
 say "site B: the mailbox of $B"

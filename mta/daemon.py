@@ -4,7 +4,8 @@
              [--no-timestamps] [--log-prefix-priorities]
 
 Without ``--config``, the configuration is /etc/aiox400/mta.toml
-(:data:`config.schema.DEFAULT_CONFIG_FILE`), the unit's file, when it exists.
+(:data:`config.schema.DEFAULT_CONFIG_FILE`), the unit's file, when it exists
+(:func:`mta.command.parse`).
 
 Logs go to standard error, one line per event (systemd's journal adds the time when
 ``--no-timestamps`` is given).  Whatever a record's message holds, it is one line: its
@@ -37,9 +38,9 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Final, TextIO, TypeAlias
 
-from client.cli import EXIT_CODES_HELP, add_version
 from config.loader import ConfigError, load_config
-from config.schema import DEFAULT_CONFIG_FILE, MtaConfig
+from config.schema import MtaConfig
+from mta.command import parse
 from mta.instance import StateDirInUseError
 from mta.lifecycle import serve
 from mta.operator.reload import Reloader
@@ -71,52 +72,13 @@ _ExcInfo: TypeAlias = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="x400-mta",
-        description=(
-            "Run an aiox400 X.400 / STANAG 4406 MTA in the foreground: P1 listeners, peer "
-            "channels with their precedence slots and DSCP marks, the priority queue "
-            "manager, local delivery into the message store, and the local API used by "
-            "x400 and x400ctl.  Stop it with SIGTERM or Ctrl-C."
-        ),
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_version(parser)
-    parser.add_argument(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help=f"the MTA's TOML file (default {DEFAULT_CONFIG_FILE}, when it exists)",
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error", "critical"],
-        help="override the configuration's log_level",
-    )
-    parser.add_argument(
-        "--no-timestamps",
-        action="store_true",
-        help="leave the time out of log lines (the systemd journal adds its own)",
-    )
-    parser.add_argument(
-        "--log-prefix-priorities",
-        action="store_true",
-        help="start each log line with its syslog priority, <4> for a warning (done "
-        "anyway when standard error is the systemd journal)",
-    )
-    parser.add_argument("--check", action="store_true", help="validate the configuration and exit")
-    return parser
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``x400-mta``."""
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.config is None and not DEFAULT_CONFIG_FILE.exists():
-        parser.error(f"say which configuration: --config FILE (there is no {DEFAULT_CONFIG_FILE})")
-    args.config = args.config or str(DEFAULT_CONFIG_FILE)
+    """``x400-mta`` with ``argv`` (the installed command is :func:`mta.command.main`)."""
+    return run(parse(sys.argv[1:] if argv is None else argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the MTA as the parsed arguments ``args`` of :func:`mta.command.parser` say."""
     try:
         config = load_config(args.config)
     except ConfigError as error:

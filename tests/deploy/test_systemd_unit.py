@@ -65,6 +65,20 @@ def directives(path: Path) -> dict[str, list[str]]:
     return found
 
 
+def test_the_unit_points_at_the_installed_man_pages() -> None:
+    assert directives(UNIT)["Documentation"] == ["man:x400-mta(1) man:aiox400.toml(5)"]
+
+
+def test_the_units_word_on_sighup_is_the_guides() -> None:
+    """The unit, deploy/README.md and x400-mta(1) say alike what a reload does: the
+    peers change in place, and a peer's changed credentials end its associations."""
+    comment = UNIT.read_text().split("# SIGHUP")[1].split("ExecReload=")[0]
+    readme = (DEPLOY.parent / "README.md").read_text().split("**Reload.**")[1].split("- **")[0]
+    for text in (comment, readme):
+        words = " ".join(text.replace("#", " ").split())
+        assert "peers" in words and "credentials changed" in words and "restart" in words
+
+
 def test_the_unit_is_a_notify_service_with_watchdog_reload_and_file_limit() -> None:
     found = directives(UNIT)
     assert found["Type"] == ["notify"]
@@ -81,12 +95,19 @@ def test_the_example_listens_on_ports_that_need_no_capability() -> None:
 
 
 def test_systemd_analyze_verify_accepts_the_unit(unit: Path) -> None:
+    """verify also asks man for each page of ``Documentation=``: those installed with
+    x400-mta, found from its bin/ on PATH as man-db does."""
+    if shutil.which("man") is None:
+        if os.environ.get("AIOX400_REQUIRE_MAN"):
+            pytest.fail("man is missing and AIOX400_REQUIRE_MAN is set")
+        pytest.skip("man (man-db) is missing: verify could not look up Documentation=")
     done = subprocess.run(
         [systemd_analyze(), "verify", str(unit)],
         capture_output=True,
         text=True,
         timeout=DEADLINE,
         check=False,
+        env={**os.environ, "PATH": f"{MTA.parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"},
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "", done.stderr

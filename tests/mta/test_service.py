@@ -27,7 +27,7 @@ import pytest
 
 from client.api import ApiError, AsyncConnection, call
 from config.schema import RetryPolicy
-from mta import daemon
+from mta import command, daemon
 from mta.database import Database
 from mta.intake.intake import Intake
 from mta.intake.plan import domain_of
@@ -892,7 +892,7 @@ def test_without_config_the_daemon_reads_the_default_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     default = tmp_path / "etc" / "mta.toml"
-    monkeypatch.setattr(daemon, "DEFAULT_CONFIG_FILE", default)
+    monkeypatch.setattr(command, "DEFAULT_CONFIG_FILE", default)
     with pytest.raises(SystemExit) as stopped:
         daemon.main(["--check"])
     assert stopped.value.code == 2
