@@ -5,7 +5,8 @@ The mark must be on the socket before the first packet: a client socket is marke
 the sockets it accepts inherit the mark and the return direction (SYN-ACK included) carries it
 too.  IPv4 uses ``IP_TOS`` and IPv6 ``IPV6_TCLASS``, both holding ``dscp << 2`` (the two ECN
 bits stay clear).  Sockets we create ourselves do not get asyncio's automatic TCP_NODELAY, so
-it is set here: without it every small PDU waits for Nagle and the delayed ACK.
+it is set here: without it every small PDU waits for Nagle and the delayed ACK.  TLS
+(:mod:`mta.tls`) runs on that same socket, so its records carry the mark too.
 
 A congestion control algorithm (``tcp_congestion`` in the configuration, e.g. ``"cubic"``)
 is pinned per socket with ``TCP_CONGESTION``, on the client socket before it connects and on
@@ -19,8 +20,8 @@ Public API::
     socket_dscp(sock) -> int                    the code point a socket carries
     set_congestion(sock, name)                  TCP_CONGESTION (e.g. "cubic")
     socket_congestion(sock) -> str              the algorithm a socket uses
-    async open_marked_connection(host, port, *, dscp, timeout, congestion, source)
-        -> (reader, writer)
+    async open_marked_connection(host, port, *, dscp, timeout, congestion, source, tls)
+        -> (reader, writer)         (tls: a ClientTls, the handshake on the marked socket)
     async start_marked_server(handler, host, port, *, dscp, backlog, congestion)
         -> asyncio.Server
     bound_port(server) -> int
@@ -31,8 +32,11 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
+
+from mta.tls import ClientTls, TlsError, handshake_failure
 
 
 class MarkableSocket(Protocol):
@@ -106,14 +110,17 @@ async def open_marked_connection(
     timeout: float,
     congestion: str | None = None,
     source: str | None = None,
+    tls: ClientTls | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Connect to ``host:port`` with every packet, the SYN included, marked ``dscp``, and
     with the congestion control ``congestion`` (None: the system's default), from the
-    local IP address ``source`` (None: the one the system picks).
+    local IP address ``source`` (None: the one the system picks); with ``tls``, complete
+    a TLS handshake on that socket and check the peer's certificate.
 
     Tries each address ``host`` resolves to in turn (with ``source``, those of its family
     only); raises ``TimeoutError`` when the whole attempt takes longer than ``timeout``
-    seconds and ``OSError`` when no address answers or ``source`` cannot be used.
+    seconds, :class:`mta.tls.TlsError` when the handshake fails or the certificate is
+    not the peer's, and ``OSError`` when no address answers or ``source`` cannot be used.
     """
     async with asyncio.timeout(timeout):
         loop = asyncio.get_running_loop()
@@ -137,8 +144,31 @@ async def open_marked_connection(
             except BaseException:
                 sock.close()
                 raise
-            return await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+            if tls is None:
+                return await asyncio.open_connection(sock=sock, limit=STREAM_LIMIT)
+            return await _handshake(sock, tls, f"{host} port {port}")
         raise OSError(f"cannot connect to {host} port {port}: {_reasons(errors)}")
+
+
+async def _handshake(
+    sock: socket.socket, tls: ClientTls, where: str
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """TLS on the connected ``sock``; the streams once the peer's certificate passed."""
+    try:
+        reader, writer = await asyncio.open_connection(
+            sock=sock, limit=STREAM_LIMIT, ssl=tls.context, server_hostname=tls.server_hostname
+        )
+    except (ssl.SSLError, ConnectionError) as error:
+        sock.close()
+        raise TlsError(
+            f"TLS handshake with {where} failed: {handshake_failure(error)[1]}"
+        ) from None
+    try:
+        tls.check(writer.get_extra_info("ssl_object"))
+    except TlsError as error:
+        writer.transport.abort()
+        raise TlsError(f"TLS with {where}: {error}") from None
+    return reader, writer
 
 
 _Info = TypeVar("_Info", bound=tuple[Any, ...])
