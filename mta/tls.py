@@ -25,6 +25,7 @@ write its session secrets there, for Wireshark; unset, nothing is written.
 Public API::
 
     MINIMUM_VERSION                      TLS 1.2
+    keylog_path() -> str | None          SSLKEYLOGFILE, when set
     server_context(listener, peers) -> ssl.SSLContext
     ClientTls.for_peer(peer) -> ClientTls(context, server_hostname, fingerprint)
         .check(ssl_object)               the pin, after the handshake (TlsError)
@@ -58,6 +59,7 @@ __all__ = [
     "certificate_mismatch",
     "fingerprint",
     "handshake_failure",
+    "keylog_path",
     "server_context",
     "subject_names",
 ]
@@ -70,11 +72,19 @@ class TlsError(OSError):
     """A TLS handshake that failed, or a certificate that is not the peer's."""
 
 
+def keylog_path() -> str | None:
+    """Where session secrets are written (``SSLKEYLOGFILE``); None: nowhere."""
+    return os.environ.get(KEYLOG_VARIABLE) or None
+
+
 def _context(purpose: int) -> ssl.SSLContext:
     context = ssl.SSLContext(purpose)
     context.minimum_version = MINIMUM_VERSION
-    keylog = os.environ.get(KEYLOG_VARIABLE)
-    if keylog:
+    keylog = keylog_path()
+    if keylog is not None:
+        # Whoever reads these secrets reads the traffic: the file is created for its
+        # owner alone (ssl would create it with the umask's mode).
+        os.close(os.open(keylog, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         context.keylog_filename = keylog
     return context
 

@@ -128,6 +128,13 @@ class Listeners:
         """Listen on every configured address (raises if one cannot be bound)."""
         self._know_peers(self.config)
         self._tls = _contexts(self.config)
+        keylog = tls.keylog_path()
+        if keylog is not None and (self._tls or any(p.uses_tls for p in self.config.peers)):
+            log.warning(
+                "SSLKEYLOGFILE is set: the TLS session secrets are written to %s, and "
+                "whoever reads it can decrypt this MTA's traffic",
+                keylog,
+            )
         self._chore(self._tick())
         for listener in self.config.listeners:
             server = await net.start_marked_server(

@@ -64,6 +64,7 @@ async def test_session_keys_are_written_only_where_sslkeylogfile_says(
     if keylog:
         labels = {line.split()[0] for line in path.read_text().splitlines() if line.strip()}
         assert {"CLIENT_TRAFFIC_SECRET_0", "SERVER_TRAFFIC_SECRET_0"} <= labels
+        assert path.stat().st_mode & 0o777 == 0o600  # the secrets are the traffic's
     else:
         assert not path.exists()
 
