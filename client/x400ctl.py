@@ -9,7 +9,9 @@ picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 
 ``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
-probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`).
+probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`);
+``x400ctl tls show|selfsigned`` looks at a TLS listener's certificate or makes a lab's
+pair (:mod:`client.ctl_tls`).
 ``--config`` and ``--socket`` may come before or after the command; ``--version`` prints
 the installed package's version.
 
@@ -30,7 +32,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from client import cli, ctl_local
+from client import cli, ctl_local, ctl_tls
 from client.api import ApiError, ApiUnreachable, ApiUsageError
 from client.bind import AssociationError, BindRefusedError, Bound, bind_and_release
 from client.cli import (
@@ -142,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_selectors(ping)
     ctl_local.add_commands(commands, _where(suppress=True))
+    ctl_tls.add_command(commands)
     return parser
 
 
@@ -267,6 +270,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(stop.code or 0)
     if args.command == "ping":
         return _ping_command(args)
+    if args.command == "tls":
+        return ctl_tls.run(args, sys.stdout)
     if args.command in ctl_local.COMMANDS:
         try:
             return ctl_local.run(args, sys.stdout, sys.stdout.buffer)

@@ -12,18 +12,27 @@ Public API::
     check_identity(files) -> TlsProblem | None     certificate and key, together
     check_trust(files) -> TlsProblem | None        ca
     resolve_files(own, defaults) -> TlsFiles       each file its own, else [tls]'s
+    fingerprint(der) -> str        a certificate's SHA-256, as ``fingerprint`` is written
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
 from config.schema import TlsFiles
 
-__all__ = ["TlsProblem", "check_identity", "check_trust", "resolve_files"]
+__all__ = ["TlsProblem", "check_identity", "check_trust", "fingerprint", "resolve_files"]
+
+
+def fingerprint(der: bytes) -> str:
+    """The SHA-256 fingerprint of a DER certificate, as a peer's ``fingerprint`` is
+    written (and ``openssl x509 -noout -fingerprint -sha256`` prints it)."""
+    digest = hashlib.sha256(der).hexdigest().upper()
+    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ Public API::
         .check(ssl_object)               the pin, after the handshake (TlsError)
     TlsError(OSError)                    a handshake or a certificate that failed
     fingerprint(der) -> str              SHA-256, "AB:CD:..." as the configuration takes it
+                                         (:func:`config.tls.fingerprint`)
     subject_names(certificate) -> [str]  its DNS names and IP addresses (SAN)
     certificate_mismatch(peer, der) -> str | None     why a client is not ``peer``
     handshake_failure(error) -> (kind, words)         a failed handshake, in one line
@@ -38,7 +39,6 @@ Public API::
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import os
 import ssl
@@ -51,6 +51,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
 from config.schema import Listener, Peer, TlsMode
+from config.tls import fingerprint
 
 __all__ = [
     "MINIMUM_VERSION",
@@ -143,12 +144,6 @@ class ClientTls:
         found = fingerprint(der)
         if found != self.fingerprint:
             raise TlsError(f"certificate fingerprint {found} is not the pinned one")
-
-
-def fingerprint(der: bytes) -> str:
-    """The SHA-256 fingerprint of a DER certificate, as ``fingerprint`` is written."""
-    digest = hashlib.sha256(der).hexdigest().upper()
-    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
 def certificate_mismatch(peer: Peer, der: bytes | None) -> str | None:
