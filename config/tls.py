@@ -21,7 +21,6 @@ import dataclasses
 import hashlib
 import ssl
 from dataclasses import dataclass
-from pathlib import Path
 
 from config.schema import TlsFiles
 
@@ -66,13 +65,12 @@ def check_identity(files: TlsFiles, *, required: bool) -> TlsProblem | None:
         return TlsProblem("certificate", None, "a PEM certificate file (here or in [tls])")
     if key is None:
         return TlsProblem("key", None, "the PEM file of certificate's private key")
+    for name, path in (("certificate", certificate), ("key", key)):
+        if not path.exists():
+            return TlsProblem(name, str(path), f"an existing file ({path} does not exist)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(certificate, key)
-    except FileNotFoundError as error:
-        missing = certificate if Path(error.filename or "") == certificate else key
-        name = "certificate" if missing == certificate else "key"
-        return TlsProblem(name, str(missing), f"an existing file ({missing} does not exist)")
     except ssl.SSLError as error:
         return TlsProblem(
             "certificate",
@@ -93,11 +91,11 @@ def check_trust(files: TlsFiles, *, required: bool) -> TlsProblem | None:
         if required:
             return TlsProblem("ca", None, "a PEM file of trusted certificates (here or in [tls])")
         return None
+    if not files.ca.exists():
+        return TlsProblem("ca", str(files.ca), f"an existing file ({files.ca} does not exist)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         context.load_verify_locations(cafile=files.ca)
-    except FileNotFoundError:
-        return TlsProblem("ca", str(files.ca), f"an existing file ({files.ca} does not exist)")
     except ssl.SSLError as error:
         return TlsProblem("ca", str(files.ca), f"a file of PEM certificates ({_reason(error)})")
     except OSError as error:
