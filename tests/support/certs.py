@@ -1,13 +1,12 @@
-"""Certificates made at test time with ``cryptography``: a CA, the certificates it issues,
-self-signed ones, expired ones.  No key is ever committed; each test makes its own.
+"""Certificates made at test time with ``cryptography``: a CA and the certificates it
+issues, expired ones among them.  No key is ever committed; each test makes its own.
 
 Public API::
 
-    Credential(certificate, key, pem, key_pem)    .write(directory, stem) -> (cert, key) paths
+    Credential(certificate, key)   .pem .key_pem .der
+                                   .write(directory, stem) -> (certificate, key) paths
     make_ca(name) -> Credential
     issue(ca, name, *, sans=(name,), days=30, expired=False) -> Credential
-    self_signed(name, *, sans=(name,)) -> Credential
-    der(credential) -> bytes
 """
 
 from __future__ import annotations
@@ -136,17 +135,5 @@ def issue(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()), False
         )
         .sign(ca.key, hashes.SHA256())
-    )
-    return Credential(certificate, key)
-
-
-def self_signed(name: str, *, sans: tuple[str, ...] | None = None) -> Credential:
-    """A self-signed certificate for ``name``, usable as its own CA (as a lab's are)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    certificate = (
-        _builder(name, _name(name), key, days=30, expired=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(_san(sans or (name,)), critical=False)
-        .sign(key, hashes.SHA256())
     )
     return Credential(certificate, key)

@@ -191,3 +191,22 @@ async def test_an_initiator_refuses_a_listener_without_the_expected_name(
     port, _ = await start_b(lab, pki)
     with pytest.raises(TlsError, match="certificate refused: Hostname mismatch"):
         await open_link("127.0.0.1", port, A_BINDS, tls=client_tls(pki, pki.a, name="mta-c"))
+
+
+async def test_a_stranger_stalling_handshakes_holds_only_its_unbound_places(
+    lab: Lab, pki: Pki
+) -> None:
+    """Connections that never complete a handshake are unbound ones: a stranger's next
+    takes the place of its own oldest (long before bind_timeout), and MTA-A still binds."""
+    port, _ = await start_b(lab, pki, max_unbound_per_address=2, bind_timeout="5m")
+    stalled = [
+        await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.0.5", 0))
+        for _ in range(3)
+    ]
+    try:
+        oldest, _ = stalled[0]
+        assert await asyncio.wait_for(oldest.read(), DEADLINE) == b""  # gave way to the third
+        await bind_over_tls(port, client_tls(pki, pki.a))
+    finally:
+        for _, writer in stalled:
+            writer.close()

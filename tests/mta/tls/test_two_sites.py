@@ -31,13 +31,8 @@ async def test_every_precedence_is_delivered_over_tls(
         await lab.a.send(lab.a.address("Smith"), bob, precedence)
     await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 6, what="delivery")
     # Every slot of A's connected in TLS, each with its own DSCP ...
-    connected = _lines(caplog, r"connected to 127\.0\.0\.1 port \d+ \((CS\d), [a-z-]+, TLSv1\.3")
-    assert {re.search(r"\((CS\d)", line).group(1) for line in connected} == {  # type: ignore[union-attr]
-        "CS0",
-        "CS1",
-        "CS2",
-        "CS3",
-    }
+    connected = _lines(caplog, r"connected to 127\.0\.0\.1 port \d+ \(CS\d, [a-z-]+, TLSv1\.3")
+    assert {line.split("(")[1][:3] for line in connected} == {"CS0", "CS1", "CS2", "CS3"}
     # ... and B took each of A's binds over TLS, none in the clear.
     accepted = _lines(caplog, rf"bind from '{A.name}' accepted")
     assert accepted and all("TLSv1.3" in line for line in accepted)
