@@ -98,6 +98,11 @@ BIND_READ_SIZE = 4096
 hundred octets)."""
 
 
+TLS_CLOSE_WAIT: Final = 5.0
+"""Seconds a closing TLS connection waits for the peer's close_notify before it is cut
+(the standard library would wait 30)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Timeouts:
     """Seconds allowed for each phase of an association (None: no limit)."""
@@ -529,8 +534,13 @@ class Link:
         with contextlib.suppress(ConnectionError, LinkClosedError):
             await self.flush()
         self._writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(TLS_CLOSE_WAIT if self.tls_version else None):
+                await self._writer.wait_closed()
+        except TimeoutError:  # a TLS peer that does not answer our close_notify
+            self._writer.transport.abort()
+        except ConnectionError:
+            pass
 
 
 def protocol_settings(

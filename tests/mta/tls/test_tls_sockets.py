@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from mta import net
+from mta.link import Link
 from mta.operator.reload import Reloader
 from mta.tls import ClientTls, fingerprint
+from p1.association.connection import P1Association
+from p1.osi import Role
 from tests.mta.tls.pki import B_NAME, Pki
 from tests.mta.tls.test_refusals import bind_over_tls, client_tls, start_b
 from tests.support.certs import issue
@@ -87,3 +90,31 @@ async def test_a_reload_presents_the_certificate_now_on_disk(lab: Lab, pki: Pki)
     assert await _presented(port, pki) == fingerprint(pki.b.der)  # until the reload
     Reloader(lab.b.running)()
     assert await _presented(port, pki) == fingerprint(renewed.der)
+
+
+@pytest.mark.slow
+async def test_closing_does_not_wait_for_a_tls_peer_that_never_answers(pki: Pki) -> None:
+    """A peer that stops reading once the handshake is done never answers our
+    close_notify: the link is cut after a few seconds, not the standard library's 30."""
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(pki.directory / "b.pem", pki.directory / "b.key")
+    handshaken = asyncio.Event()
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await writer.start_tls(server)
+        writer.transport.pause_reading()
+        handshaken.set()
+        await asyncio.Event().wait()  # until the server closes
+
+    listener = await net.start_marked_server(deaf, "127.0.0.1", 0, dscp=0)
+    async with listener:
+        tls = ClientTls(client_tls(pki, None).context, B_NAME, None)
+        reader, writer = await net.open_marked_connection(
+            "127.0.0.1", net.bound_port(listener), dscp=0, timeout=10, tls=tls
+        )
+        link = Link(P1Association(Role.INITIATOR), reader, writer, peer="deaf")
+        await handshaken.wait()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await link.close()
+        assert loop.time() - started < 20  # 30 s without the bound
