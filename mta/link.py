@@ -238,6 +238,8 @@ class Link:
         self._lost: str | None = None  # why the connection failed under us, when it did
         self._share = share
         self._answered = False  # the last read's events were answered: its octets are free
+        ssl_object = writer.get_extra_info("ssl_object")  # (not to be asked once closed)
+        self._tls_version = str(ssl_object.version()) if ssl_object is not None else None
         transport = writer.transport
         self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
         if before_bind is not None and self._transport is not None:
@@ -251,8 +253,7 @@ class Link:
     @property
     def tls_version(self) -> str | None:
         """The TLS version the connection runs inside ("TLSv1.3"); None: plain TCP."""
-        ssl_object = self._writer.get_extra_info("ssl_object")
-        return str(ssl_object.version()) if ssl_object is not None else None
+        return self._tls_version
 
     @property
     def writable(self) -> bool:

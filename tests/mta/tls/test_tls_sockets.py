@@ -102,7 +102,9 @@ async def test_closing_does_not_wait_for_a_tls_peer_that_never_answers(pki: Pki)
 
     async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await writer.start_tls(server)
-        writer.transport.pause_reading()
+        transport = writer.transport
+        assert isinstance(transport, asyncio.ReadTransport)
+        transport.pause_reading()
         handshaken.set()
         await asyncio.Event().wait()  # until the server closes
 
