@@ -96,8 +96,11 @@ def test_without_the_keys_nothing_of_p1_is_on_the_wire(run: Run) -> None:
 
 def test_with_the_keys_tshark_decodes_every_layer_without_a_problem(run: Run) -> None:
     assert run.decoded.problems == ()
-    assert set(run.decoded.values("p1.authenticated.initiator-name")) == {A.name}
-    assert set(run.decoded.values("p1.authenticated.responder-name")) == {B.name}
+    # A's binds to B; B's to A too when its slots retried before the sites stopped.
+    initiators = set(run.decoded.values("p1.authenticated.initiator-name"))
+    assert A.name in initiators <= {A.name, B.name}
+    responders = set(run.decoded.values("p1.authenticated.responder-name"))
+    assert B.name in responders <= {A.name, B.name}
     for precedence, local in run.sent.items():
         [frame] = [f for f in run.decoded.frames if f.fields.get("p1.local_identifier") == (local,)]
         priority, _ = DEFAULT_TABLE.to_mts(precedence)
@@ -107,8 +110,8 @@ def test_with_the_keys_tshark_decodes_every_layer_without_a_problem(run: Run) ->
 
 
 def test_every_tls_connection_carries_its_slots_dscp_both_ways(run: Run) -> None:
-    # A's four slots connect to B's four listeners, one per DSCP (B's slots to A found A
-    # not yet listening, and A's messages were delivered before their retry).
+    # A's four slots connect to B's four listeners, one per DSCP (B's slots to A may
+    # have found A not yet listening, and not retried before the sites stopped).
     ports = run.listeners[B.name]
     expected = {(port, d): {dscp} for dscp, port in ports.items() for d in Direction}
     seen = run.decoded.dscp_by_port()
