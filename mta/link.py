@@ -57,7 +57,7 @@ from mta import net
 from mta.faults import LogLimiter
 from mta.inbound.budget import InboundBudget, Share
 from mta.inbound.guard import Pace, Ticket
-from mta.tls import ClientTls
+from mta.net import ClientTls
 from p1.association.base import SessionAssociation
 from p1.association.connection import (
     Aborted,

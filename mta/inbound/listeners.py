@@ -24,13 +24,13 @@ a transfer once that transfer is confirmed.  Each is aborted as temporary (a res
 cannot release, X.228 7.6): the peer keeps what it had not had confirmed and binds again,
 with the credentials configured now.
 
-A listener with ``tls = "required"`` completes a TLS handshake (:mod:`mta.tls`) on each
+A listener with ``tls = "required"`` completes a TLS handshake (:mod:`mta.net`) on each
 connection the guard admitted before anything else is read: the handshake is held to the
 pre-bind limits (its place among the unbound connections, ``bind_timeout``), and a
 handshake that fails (a plaintext client, a certificate refused, garbage) is one
 rate-limited line.  The peer named in the MTA-bind must then be the one the connection
 proves: a peer with ``tls = "required"`` binds only over TLS with its own certificate
-(:func:`mta.tls.certificate_mismatch`), and a peer with ``addresses`` only from one of
+(:func:`mta.net.certificate_mismatch`), and a peer with ``addresses`` only from one of
 them; otherwise the bind is refused as for a wrong password, and logged as such.  The
 listeners' certificates and trusted CAs are read again at each reload.
 
@@ -63,7 +63,7 @@ from typing import Any, Final
 
 from config.schema import Listener, MtaConfig, Peer, TlsMode
 from config.values import Secret
-from mta import net, tls
+from mta import net
 from mta.faults import LogLimiter
 from mta.inbound import sources
 from mta.inbound.budget import InboundBudget
@@ -128,7 +128,7 @@ class Listeners:
         """Listen on every configured address (raises if one cannot be bound)."""
         self._know_peers(self.config)
         self._tls = _contexts(self.config)
-        keylog = tls.keylog_path()
+        keylog = net.keylog_path()
         if keylog is not None and (self._tls or any(p.uses_tls for p in self.config.peers)):
             log.warning(
                 "SSLKEYLOGFILE is set: the TLS session secrets are written to %s, and "
@@ -289,7 +289,7 @@ class Listeners:
         except TimeoutError:
             notes.warning(log, "tls timeout", "%s: no TLS handshake within %g s", peer, limit)
         except (OSError, EOFError) as error:
-            kind, words = tls.handshake_failure(error)
+            kind, words = net.handshake_failure(error)
             notes.warning(log, f"tls {kind}", "%s: TLS handshake failed: %s", peer, words)
         else:
             return True
@@ -370,7 +370,7 @@ class _Inbound(Responder):
             return None
         if not self.over_tls:
             return "no-tls", "bind without TLS (tls is required)"
-        mismatch = tls.certificate_mismatch(peer, self.certificate)
+        mismatch = net.certificate_mismatch(peer, self.certificate)
         if mismatch is not None:
             return "wrong-certificate", mismatch
         return None
@@ -417,7 +417,7 @@ def _credentials(config: MtaConfig, peer: Peer) -> tuple[object, ...]:
 def _contexts(config: MtaConfig) -> dict[Listener, ssl.SSLContext]:
     """The TLS context of each TLS listener, its files read now."""
     return {
-        listener: tls.server_context(listener, config.peers)
+        listener: net.server_context(listener, config.peers)
         for listener in config.listeners
         if listener.tls is TlsMode.REQUIRED
     }

@@ -98,11 +98,11 @@ from mta.link import (
     protocol_settings,
 )
 from mta.metrics import Metrics
+from mta.net import ClientTls
 from mta.outbound import schedule
 from mta.outbound.outgoing import Outgoing, OwnPolicy, outgoing
 from mta.outbound.refusals import REFUSED, refusal_error, refusals_so_far
 from mta.supervisor import Supervisor
-from mta.tls import ClientTls
 from mta.transport import (
     ConnectionSnapshot,
     ConnectionState,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mta.tls import fingerprint
+from config.tls import fingerprint
 from tests.support.certs import Credential, issue, make_ca
 from tests.support.sites import Lab, Site
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from config.loader import load_config
+from config.tls import fingerprint
 from mta import net
-from mta.tls import ClientTls, TlsError, fingerprint
+from mta.net import ClientTls, TlsError
 from p1.association.connection import P1Association
 from p1.osi import Role
 from tests.mta.inbound.test_limits import A_BINDS, messages

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from config.tls import fingerprint
 from mta.link import BindRefusedError, LinkError, open_link
-from mta.tls import ClientTls, TlsError, fingerprint
+from mta.net import ClientTls, TlsError
 from p1.association.connection import BindAccepted
 from p1.association.mtabind import MTABindError
 from tests.mta.inbound.test_limits import A_BINDS, Initiator, messages

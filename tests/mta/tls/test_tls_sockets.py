@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from config.tls import fingerprint
 from mta import net
 from mta.link import Link
+from mta.net import ClientTls
 from mta.operator.reload import Reloader
-from mta.tls import ClientTls, fingerprint
 from p1.association.connection import P1Association
 from p1.osi import Role
 from tests.mta.tls.pki import B_NAME, Pki
