@@ -182,7 +182,7 @@ class TlsFiles:
             FILE_NAME,
             "PEM file of this MTA's certificate (followed by the intermediate CAs' ones, "
             "if any) presented in TLS handshakes.",
-            derived="[tls] certificate",
+            derived="[tls]'s (for a listener or peer)",
         ),
     )
     key: Path | None = field(
@@ -190,8 +190,8 @@ class TlsFiles:
         metadata=value(
             FILE_NAME,
             "PEM file of the private key of certificate (unencrypted: the daemon starts "
-            "unattended; mode 0600).",
-            derived="[tls] key",
+            "unattended; readable by the daemon's user alone).",
+            derived="[tls]'s (for a listener or peer)",
         ),
     )
     ca: Path | None = field(
@@ -200,7 +200,7 @@ class TlsFiles:
             FILE_NAME,
             "PEM file of the certificates trusted to have issued the other side's "
             "certificate (a self-signed certificate is its own CA).",
-            derived="[tls] ca",
+            derived="[tls]'s (for a listener or peer)",
         ),
     )
 
@@ -278,7 +278,7 @@ class Listener:
             TLS_MODE,
             'With tls = "required": "required" refuses a handshake without a client '
             'certificate issued by a trusted CA (mutual authentication); "off" asks for '
-            "none (then only peers without fingerprint or certificate_name can bind).",
+            'none (then only peers with tls = "off" can bind over it).',
         ),
     )
 
