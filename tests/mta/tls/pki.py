@@ -3,7 +3,8 @@ make every listener and slot run RFC 1006 inside TLS with mutual authentication.
 
 Public API::
 
-    Pki(directory)   .ca .a .b (Credential)  .files(site) -> {"certificate", "key", "ca"}
+    Pki.create(directory) -> Pki(directory, ca, a, b)   (a, b: the sites' Credentials)
+    Pki.files(stem) -> {"certificate", "key", "ca"}   a site's files ("a" or "b")
     secure(lab, pki, *, pin=False)   both sites' settings: TLS listeners, TLS peers
     A_NAME, B_NAME   the names the sites' certificates carry
 """
@@ -51,7 +52,7 @@ class Pki:
         }
 
 
-def _secure_site(site: Site, pki: Pki, me: str, them: Credential, their_name: str) -> None:
+def _secure_site(site: Site, pki: Pki, me: str, their_name: str) -> None:
     settings = site.settings
     settings["tls"] = pki.files(me)
     for listener in settings["listeners"]:
@@ -64,8 +65,8 @@ def _secure_site(site: Site, pki: Pki, me: str, them: Credential, their_name: st
 def secure(lab: Lab, pki: Pki, *, pin: bool = False) -> None:
     """Every listener and slot of both sites in TLS; each peer proven by CA and name, or
     (``pin``) by its certificate's fingerprint."""
-    _secure_site(lab.a, pki, "a", pki.b, B_NAME)
-    _secure_site(lab.b, pki, "b", pki.a, A_NAME)
+    _secure_site(lab.a, pki, "a", B_NAME)
+    _secure_site(lab.b, pki, "b", A_NAME)
     if pin:
         lab.a.settings["peers"][0]["fingerprint"] = fingerprint(pki.b.der)
         lab.b.settings["peers"][0]["fingerprint"] = fingerprint(pki.a.der)
