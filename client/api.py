@@ -14,6 +14,7 @@ Standard library only, for command-line tools (synchronous) and asyncio programs
 Public API::
 
     socket_path(config_file, socket) -> Path   where the daemon listens
+    configuration(config_file) -> Path         --config, $AIOX400_CONFIG or DEFAULT_CONFIG
     Connection(path, *, timeout)  .call(request, payload=b"") -> (response, payload)  .close()
     call(path, request, payload=b"", *, timeout) -> (response, payload)   one request
     await AsyncConnection.open(path)  await .call(request, payload=b"")  await .close()
@@ -33,7 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from config.loader import ConfigError, load_config
+from config.loader import ConfigError, load_control_socket
+from config.schema import DEFAULT_CONFIG_FILE
 from p1 import localapi as framing
 from p1.localapi import JsonObject
 
@@ -45,6 +47,7 @@ __all__ = [
     "Connection",
     "call",
     "call_async",
+    "configuration",
     "socket_path",
 ]
 
@@ -65,20 +68,38 @@ class ApiUnreachable(ApiError):
     """The MTA is not running, does not answer, or its socket may not be used."""
 
 
+DEFAULT_CONFIG: Path = DEFAULT_CONFIG_FILE
+"""The configuration read when none is named, if it exists."""
+
+
 def socket_path(config_file: str | None, explicit: str | None) -> Path:
-    """The control socket: ``--socket``, else the configuration's ``control_socket``
-    (``--config`` or ``$AIOX400_CONFIG``)."""
-    if explicit:
+    """The control socket: the ``control_socket`` of ``--config``'s file, else
+    ``--socket``, else that of ``$AIOX400_CONFIG``'s file or of :data:`DEFAULT_CONFIG`
+    (:func:`configuration`).  Only the socket is read from the file
+    (:func:`config.loader.load_control_socket`): not the password files it names,
+    which an operator may not read."""
+    if explicit and not config_file:
         return Path(explicit)
-    config_file = config_file or os.environ.get("AIOX400_CONFIG")
-    if not config_file:
-        raise ApiUsageError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
+    file = configuration(config_file)
     try:
-        return load_config(config_file).control_socket
+        return load_control_socket(file)
     except ConfigError as error:
         raise ApiUsageError(str(error)) from error
-    except OSError as error:
-        raise ApiUsageError(f"cannot read {config_file}: {error.strerror}") from error
+
+
+def configuration(config_file: str | None) -> Path:
+    """The configuration file: ``config_file`` (``--config``), else ``$AIOX400_CONFIG``,
+    else :data:`DEFAULT_CONFIG` when it exists; ApiUsageError saying what was tried when
+    none is."""
+    given = config_file or os.environ.get("AIOX400_CONFIG")
+    if given:
+        return Path(given)
+    if DEFAULT_CONFIG.exists():
+        return DEFAULT_CONFIG
+    raise ApiUsageError(
+        "say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG"
+        f" (none given, and no {DEFAULT_CONFIG})"
+    )
 
 
 class Connection:

@@ -12,8 +12,9 @@ Public API::
     bind_and_release(host, port, argument, *, settings=None, dscp=0, timeout=10.0) -> Bound
     Bound(responder_name, bind_seconds)
     BindRefusedError(error, why)     the peer refused the bind
-    AssociationError                 it ended otherwise (aborted, the connection closed,
-                                     an answer that breaks the protocol)
+    AssociationError                 it ended otherwise (aborted, the connection closed
+                                     without an answer, an answer that breaks the
+                                     protocol): a peer or protocol error, not a refusal
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ _E = TypeVar("_E", bound=Event)
 
 _READ = 65536
 """Most octets read at once."""
+
+_ASKED: dict[type[Event], str] = {BindAccepted: "bind", Released: "release"}
+"""What was awaited, for the message when the peer closes the connection instead."""
 
 
 class AssociationError(Exception):
@@ -128,8 +132,12 @@ def _until(
             raise TimeoutError
         sock.settimeout(left)
         received = sock.recv(_READ)
-        events = association.receive_data(received) if received else association.receive_eof()
-        for event in events:
+        if not received:
+            association.receive_eof()
+            raise AssociationError(
+                f"the peer closed the connection without answering the {_ASKED[wanted]}"
+            )
+        for event in association.receive_data(received):
             if isinstance(event, wanted):
                 return event
             _check(event)

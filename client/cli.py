@@ -24,14 +24,21 @@ Public API::
     quiet_broken_pipe() -> int     standard output's reader went away: EXIT_BROKEN_PIPE
     TerminalText(stream)           a text stream that escapes control characters
     terminal_text(stream) -> TerminalText   ``stream`` wrapped once
+    held_interrupt() -> context manager giving interrupted() -> bool
+                                   a first Ctrl-C noted, not raised, within the block
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import BinaryIO, Final, TextIO
 
 from p1.ber.values import escape_text
@@ -48,6 +55,7 @@ __all__ = [
     "EXIT_USAGE",
     "TerminalText",
     "add_version",
+    "held_interrupt",
     "quiet_broken_pipe",
     "terminal_text",
     "version",
@@ -161,3 +169,30 @@ class TerminalText(io.TextIOBase, TextIO):
 def terminal_text(stream: TextIO) -> TerminalText:
     """``stream`` behind a :class:`TerminalText` (itself when it is one already)."""
     return stream if isinstance(stream, TerminalText) else TerminalText(stream)
+
+
+@contextlib.contextmanager
+def held_interrupt() -> Iterator[Callable[[], bool]]:
+    """Within the block, a first Ctrl-C is noted instead of raised: the function given
+    says whether one came, so that the caller finishes the step under way (a submission
+    the MTA is answering) and stops before the next.  A second Ctrl-C raises
+    KeyboardInterrupt at once.  Nothing changes outside the main thread, or where SIGINT
+    is not Python's own handler (ignored, or the program's)."""
+    noted = threading.Event()
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield noted.is_set
+        return
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        if noted.is_set():
+            raise KeyboardInterrupt
+        noted.set()
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield noted.is_set
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -1,30 +1,40 @@
-"""``x400ctl status|queue|qshape|channels|hold|release|delete|flush|minimize|track|probe|config|
-quarantine``: the operator's view of a running MTA.
+"""``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|minimize|
+track|probe|config|quarantine|reload|stop``: the operator's view of a running MTA.
 
 These commands ask the daemon through its local API (``control_socket`` of the
 configuration given with ``--config``, or ``--socket``):
 
     status     the MTA's name, uptime, recipients per queue state, slots and connections
                up, what the quarantine holds, parts degraded
-    queue      recipients per route (peer or ``local``), precedence and state; with
+    queue      recipients per route (peer or ``local``), precedence (most urgent first:
+               override, flash, immediate, priority, routine, deferred) and state; with
                ``--list``, each waiting recipient with its message id, age and size
     qshape     waiting recipients per route and precedence by age (Postfix's qshape)
+    show ID|MTSID [--raw [--force]]   one queued message (Postfix's postcat -q): its
+               recipients' states, envelope, heading and body (:mod:`client.ctl_queued`)
     channels   every connection slot of every peer: precedences, port, DSCP, mode,
                backlog, and each connection's state, age, transfers and last error
     hold / release / delete   the recipients selected by message id, MTS identifier,
                ``--peer``, ``--precedence`` or ``--all`` (every condition given must
                hold); delete sends no report and never touches a message in flight
+    non-deliver SELECTION --reason TEXT   the waiting recipients selected fail, with a
+               non-delivery report to the originator carrying TEXT; those in flight
+               are named and left alone
     flush [PEER]   retry now what waits out a retry backoff
     minimize [PRECEDENCE|off] [--peer NAME]   transfer only PRECEDENCE and above (to
                    every peer, or to NAME), or again everything; alone: what is in force
     track MTSID    the message's every event at this MTA (the audit log), in order, and
-                   its recipients' states in the queue now
+                   its recipients' states in the queue now; ``--recipient``,
+                   ``--originator``, ``--since``: the messages found (one: tracked)
     probe --from OR --to OR...   submit a probe (X.411 8.2.1.2): would a message reach
                    them?  The probe report comes to the --from mailbox
     config [--defaults]   the effective configuration as TOML, passwords hidden (from
                    the file with ``--config``, from the running daemon with ``--socket``
                    alone)
     quarantine list|show|delete   transfers kept because they could not be taken in
+    reload     re-read the configuration file, as SIGHUP does: what changed, or why
+               the file is refused (exit 1)
+    stop [--wait]   stop gracefully, as SIGTERM does; ``--wait``: until the socket is gone
 
 Public API::
 
@@ -37,15 +47,16 @@ Public API::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
-from collections.abc import Collection, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from client.api import ApiError, ApiUsageError, call, socket_path
+from client import ctl_queued
+from client.api import ApiUsageError, call, configuration, socket_path
+from client.cli import EXIT_CODES_HELP
+from client.tables import table, utc
 from config.loader import ConfigError, load_config
 from config.view import effective_settings, render
 from p1.ber.values import escape_controls
@@ -58,15 +69,19 @@ COMMANDS = (
     "queue",
     "qshape",
     "channels",
+    "show",
     "hold",
     "release",
     "delete",
+    "non-deliver",
     "flush",
     "minimize",
     "track",
     "probe",
     "config",
     "quarantine",
+    "reload",
+    "stop",
 )
 
 EXIT_OK = 0
@@ -82,7 +97,12 @@ def add_commands(commands: Any, where: argparse.ArgumentParser) -> None:
     parser of ``--config`` and ``--socket``."""
     for name, (summary, text) in _HELP.items():
         sub = commands.add_parser(
-            name, parents=[where], help=summary, description=text, formatter_class=_FORMATTER
+            name,
+            parents=[where],
+            help=summary,
+            description=text,
+            epilog=EXIT_CODES_HELP,
+            formatter_class=_FORMATTER,
         )
         _ARGUMENTS.get(name, _no_arguments)(sub)
     _add_quarantine(commands, where)
@@ -154,7 +174,39 @@ def _minimize_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _track_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "mts_identifier", metavar="MTSID", help="the message's MTS identifier, quoted"
+        "mts_identifier",
+        nargs="?",
+        metavar="MTSID",
+        help="the message's MTS identifier, quoted (or search with the options below)",
+    )
+    parser.add_argument(
+        "--recipient", metavar="OR", help="messages to this O/R name (queue and audit log)"
+    )
+    parser.add_argument(
+        "--originator",
+        metavar="OR",
+        help="messages from this O/R name (the queue's, until retention prunes them)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="TIME",
+        type=_since,
+        help="messages seen since TIME: ISO 8601 (UTC unless it says) or an age, e.g. 30m, 1h, 2d",
+    )
+
+
+def _since(text: str) -> datetime:
+    return ctl_queued.parse_since(text, datetime.now(UTC))
+
+
+def _non_deliver_arguments(parser: argparse.ArgumentParser) -> None:
+    _selection_arguments(parser)
+    parser.add_argument(
+        "--reason",
+        required=True,
+        metavar="TEXT",
+        help="why, for the originator: the report's supplementary-information (1 to 256 "
+        "letters, digits, spaces and '()+,-./:=?)",
     )
 
 
@@ -189,6 +241,8 @@ _ARGUMENTS = {
     "minimize": _minimize_arguments,
     "track": _track_arguments,
     "probe": _probe_arguments,
+    "non-deliver": _non_deliver_arguments,
+    **ctl_queued.ARGUMENTS,
 }
 
 _SELECTORS_HELP = """\
@@ -196,7 +250,7 @@ Select by queue id or MTS identifier (any of those listed), --peer, --precedence
 --all; a recipient must meet every condition given.  Exit 1 when nothing matched.
 """
 
-_HELP = {
+_HELP: dict[str, tuple[str, str]] = {
     "status": (
         "the MTA's state in a few lines",
         "Name and uptime, this process's name in the shared queue, recipients per queue\n"
@@ -270,6 +324,19 @@ _HELP = {
         "examples:\n  x400ctl minimize immediate\n  x400ctl minimize flash --peer MTA-B\n"
         "  x400ctl minimize off\n  x400ctl minimize",
     ),
+    "non-deliver": (
+        "fail queued recipients, reporting to the originator",
+        "The waiting recipients selected (pending or held) fail now, as expiry fails\n"
+        "them: each is reported to its originator (if its report request asks for\n"
+        "non-delivery reports) in an X.411 non-delivery report, reason\n"
+        "unable-to-transfer, no diagnostic, and --reason TEXT as the report's\n"
+        "supplementary-information.  The audit log records each one (x400ctl track).\n"
+        "A recipient in flight (being transferred now) is named and left alone, and\n"
+        "the exit is 1: try again once its transfer ended.\n\n"
+        + _SELECTORS_HELP
+        + "\nexamples:\n  x400ctl non-deliver 12 --reason 'recipient left: use J. Brown'\n"
+        "  x400ctl non-deliver --peer MTA-B --reason 'MTA-B withdrawn from service'",
+    ),
     "probe": (
         "ask whether a message would be delivered (a probe)",
         "Submit a probe (X.411 8.2.1.2) from --from to each --to: no content, only whether\n"
@@ -282,12 +349,19 @@ _HELP = {
         "                --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' --size 1048576",
     ),
     "track": (
-        "a message's events at this MTA, in order",
+        "a message's events at this MTA, in order; or find messages",
         "Every entry of the audit log for the message: time (UTC), event, recipient,\n"
         "peer and detail, oldest first; then where each of its recipients stands in the\n"
         "queue now (state, route, tries, next attempt, last error), until retention\n"
         "prunes it ([retention] finished).  Exit 1 when neither has it.\n\n"
-        "example:\n  x400ctl track '[GB; ;SITEA;e6c4...]'",
+        "Without MTSID, --recipient, --originator and --since find messages (every\n"
+        "condition given must hold): by recipient in the queue and the audit log, by\n"
+        "originator in the queue only (the audit log does not name originators), since\n"
+        "a time by their arrival or events.  Several are listed (the first 100, oldest\n"
+        "first); one is tracked as with its MTSID.  Exit 1 when none is found.\n\n"
+        "examples:\n  x400ctl track '[GB; ;SITEA;e6c4...]'\n"
+        "  x400ctl track --recipient 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' --since 1h\n"
+        "  x400ctl track --originator 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith'",
     ),
     "config": (
         "the effective configuration as TOML, passwords hidden",
@@ -303,6 +377,9 @@ _HELP = {
         "  x400ctl config --defaults -c /etc/aiox400/mta.toml",
     ),
 }
+
+
+_HELP.update(ctl_queued.HELP)
 
 
 def _add_quarantine(commands: Any, where: argparse.ArgumentParser) -> None:
@@ -341,11 +418,15 @@ def run(args: argparse.Namespace, out: TextIO, raw: BinaryIO | None = None) -> i
     explicit_socket = getattr(args, "socket", None)
     if args.command in _SELECTING:
         _selection(args)  # a selection that names nothing is refused before anything else
+    if args.command == "track":
+        _track_request(args)
     if args.command == "config" and not explicit_socket:
         return _config_from_file(config_file, args, out)
     path = socket_path(config_file, explicit_socket)
     if args.command == "quarantine":
         return _quarantine(path, args, out, raw)
+    if args.command == "show":
+        return ctl_queued.show(path, args, out, raw)
     if args.command in _SELECTING:
         return _SELECTING[args.command](path, args, out)
     if args.command == "queue" and args.list is not None:
@@ -454,11 +535,26 @@ def _probe(path: Path, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _track_request(args: argparse.Namespace) -> None:
+    """An MTSID, or a search: ApiUsageError for neither or both."""
+    searching = args.recipient or args.originator or args.since is not None
+    if args.mts_identifier is None and not searching:
+        raise ApiUsageError("say which: MTSID, or --recipient, --originator or --since")
+    if args.mts_identifier is not None and searching:
+        raise ApiUsageError("MTSID names one message: give it without --recipient, ...")
+
+
 def _track(path: Path, args: argparse.Namespace, out: TextIO) -> int:
-    response, _ = call(path, {"op": "track", "mts_identifier": args.mts_identifier})
+    if args.mts_identifier is None:
+        return ctl_queued.find(path, args, out, _track_one)
+    return _track_one(path, args.mts_identifier, out)
+
+
+def _track_one(path: Path, mts_identifier: str, out: TextIO) -> int:
+    response, _ = call(path, {"op": "track", "mts_identifier": mts_identifier})
     events, queued = response["events"], response.get("queue", [])
     if not events and not queued:
-        raise _Nothing(f"neither the audit log nor the queue has {args.mts_identifier}")
+        raise _Nothing(f"neither the audit log nor the queue has {mts_identifier}")
     _events(events, out)
     if queued:
         print(file=out)
@@ -476,7 +572,7 @@ def _now(queued: list[dict[str, Any]], out: TextIO) -> None:
             r["state"],
             r["route"],
             r["attempts"],
-            _utc(r["next_attempt_at"]) if r["state"] in waiting else "-",
+            utc(r["next_attempt_at"]) if r["state"] in waiting else "-",
             r["last_error"] or "",
         )
         for r in queued
@@ -492,7 +588,7 @@ def _events(events: list[dict[str, Any]], out: TextIO) -> None:
         return
     rows = [
         (
-            _utc(e["at"]),
+            utc(e["at"]),
             e["event"],
             e["recipient"] or "-",
             e["peer"] or "-",
@@ -505,11 +601,8 @@ def _events(events: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def _config_from_file(config_file: str | None, args: argparse.Namespace, out: TextIO) -> int:
-    config_file = config_file or os.environ.get("AIOX400_CONFIG")
-    if not config_file:
-        raise ApiUsageError("say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG")
     try:
-        config = load_config(config_file)
+        config = load_config(configuration(config_file))
     except ConfigError as error:
         raise ApiUsageError(str(error)) from error
     out.write(render(effective_settings(config), defaults=args.defaults))
@@ -523,29 +616,11 @@ def _config_from_daemon(path: Path, args: argparse.Namespace, out: TextIO) -> in
     return EXIT_OK
 
 
-class _Nothing(ApiError):
-    """Nothing matched: exit 1, the message on standard error."""
+_Nothing = ctl_queued.Nothing
+"""Nothing matched: exit 1, the message on standard error."""
 
 
 # --- showing ---------------------------------------------------------------------------
-
-
-def table(
-    header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Collection[int] = ()
-) -> list[str]:
-    """``header`` and ``rows`` as lines of columns as wide as their widest cell, two
-    spaces apart; the columns numbered in ``right`` aligned right.  A cell's control
-    characters are escaped (:func:`p1.ber.values.escape_controls`): a peer's text stays
-    in its cell."""
-    cells = [[escape_controls(str(cell)) for cell in row] for row in (header, *rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    return [
-        "  ".join(
-            cell.rjust(width) if i in right else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in cells
-    ]
 
 
 def _status(response: dict[str, Any], out: TextIO) -> None:
@@ -596,7 +671,7 @@ def _queue(response: dict[str, Any], out: TextIO) -> None:
         return
     rows = [
         (route, precedence, *(states.get(s, 0) for s in _STATES))
-        for (route, precedence), states in sorted(counts.items())
+        for (route, precedence), states in sorted(counts.items(), key=_urgent_first)
     ]
     right = range(2, 2 + len(_STATES))
     for line in table(("ROUTE", "PRECEDENCE", *_STATES), rows, right=right):
@@ -609,6 +684,17 @@ def _queue(response: dict[str, Any], out: TextIO) -> None:
             print(line, file=out)
 
 
+def _urgent_first(row: tuple[tuple[str, str], object]) -> tuple[str, int]:
+    """Rows by route, then precedence, the most urgent first (override ... deferred):
+    the order of service, not the alphabet's."""
+    (route, precedence), _ = row
+    try:
+        level = int(parse_precedence(precedence))
+    except PrecedenceError:
+        level = -1
+    return route, -level
+
+
 def _owner_name(holder: dict[str, Any]) -> str:
     """The process holding claims; this one marked."""
     name = str(holder["owner"]) if holder["owner"] else "(no owner)"
@@ -618,7 +704,7 @@ def _owner_name(holder: dict[str, Any]) -> str:
 def _lease(holder: dict[str, Any]) -> str:
     if holder["lapsed"]:
         return "lapsed: a live process takes them back"
-    return f"until {_utc(holder['lease_until'])}"
+    return f"until {utc(holder['lease_until'])}"
 
 
 def _holder(holder: dict[str, Any]) -> str:
@@ -638,7 +724,7 @@ def _qshape(response: dict[str, Any], out: TextIO) -> None:
         return
     totals = [sum(column) for column in zip(*shape.values(), strict=True)]
     rows = [("TOTAL", "", sum(totals), *totals)]
-    rows += [(r, p, sum(b), *b) for (r, p), b in sorted(shape.items())]
+    rows += [(r, p, sum(b), *b) for (r, p), b in sorted(shape.items(), key=_urgent_first)]
     right = range(2, 3 + len(labels))
     for line in table(("ROUTE", "PRECEDENCE", "TOTAL", *labels), rows, right=right):
         print(line, file=out)
@@ -706,12 +792,6 @@ def _age(seconds: float) -> str:
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
-def _utc(iso: str) -> str:
-    """An ISO time from the daemon as ``YYYY-MM-DD HH:MM:SS.mmm`` (UTC)."""
-    moment = datetime.fromisoformat(iso)
-    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
-
-
 def _quarantine(path: Path, args: argparse.Namespace, out: TextIO, raw: BinaryIO | None) -> int:
     if args.action == "list":
         response, _ = call(path, {"op": "quarantine"})
@@ -751,11 +831,28 @@ def _quarantine_entry(entry: dict[str, Any], out: TextIO) -> None:
 
 
 _SHOW = {"status": _status, "queue": _queue, "qshape": _qshape, "channels": _channels}
-_SELECTING = {"hold": _hold_or_release, "release": _hold_or_release, "delete": _delete}
+
+
+def _non_deliver(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    return ctl_queued.non_deliver(path, args, out, _selection(args))
+
+
+def _reload(path: Path, args: argparse.Namespace, out: TextIO) -> int:
+    return ctl_queued.reload(path, out)
+
+
+_SELECTING = {
+    "hold": _hold_or_release,
+    "release": _hold_or_release,
+    "delete": _delete,
+    "non-deliver": _non_deliver,
+}
 _ASKING = {
     "flush": _flush,
     "minimize": _minimize,
     "track": _track,
     "probe": _probe,
     "config": _config_from_daemon,
+    "reload": _reload,
+    "stop": ctl_queued.stop,
 }

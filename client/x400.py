@@ -3,21 +3,25 @@
     x400 send --from OR --to OR [--to OR ...] [--cc OR ...] --precedence LEVEL --subject S
               (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
               [--delivery-report] [--count N] [--p2]
-    x400 inbox --user OR [--unread] [--follow]
-    x400 read ID --user OR [--raw]
+    x400 inbox --user OR [--unread] [--follow]      most urgent first, then oldest first
+    x400 read ID --user OR [--raw [--force]]
     x400 delete ID [ID ...] --user OR
 
 Messages are STANAG 4406 (P772) military messages unless ``--p2``: the heading carries
 the primary precedence, the envelope the matching P1 priority and priority-level-qualifier.
 ``send`` prints the MTS identifier of each message once the MTA has it safely on disk;
+on Ctrl-C it submits nothing more and waits for the answer to the message in flight, so
+that every identifier the MTA answered is printed before it exits with 130 (a second
+Ctrl-C exits at once).
 ``--count`` sends N copies (a progress bar on a terminal) for load tests, and ``--size``
 gives the body a canned size (k = 1024 octets, M = 1024 k).  ``inbox --follow`` goes on
 printing each message or report as it is delivered, until interrupted.  ``read`` shows
 the envelope's security label (X.411 clause 8.5.9: classification, policy, privacy mark,
 categories) when there is one.
 
-Which MTA: ``--config FILE`` (its ``control_socket``), ``--socket PATH``, or the file in
-``$AIOX400_CONFIG``.  ``--user`` defaults to ``$X400_USER``.
+Which MTA, the first given of: ``--config FILE`` (its ``control_socket``), ``--socket
+PATH``, the file in ``$AIOX400_CONFIG``, /etc/aiox400/mta.toml when it exists
+(:func:`client.api.socket_path`).  ``--user`` defaults to ``$X400_USER``.
 
 Exit codes (:data:`client.cli.EXIT_CODES`): 0 done; 1 the MTA refused, or nothing
 matched (``delete`` of numbers not in the mailbox); 2 bad arguments (no MTA or user
@@ -46,6 +50,7 @@ from client.cli import (
     EXIT_INTERRUPTED,
     TerminalText,
     add_version,
+    held_interrupt,
     quiet_broken_pipe,
     terminal_text,
 )
@@ -181,14 +186,22 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         request["probe"] = True
         request["probe_content_length"] = probe_content_length(args, originator)
     started = time.monotonic()
-    with Connection(path) as connection, _progress(args.count, err) as progress:
+    with (
+        held_interrupt() as interrupted,
+        Connection(path) as connection,
+        _progress(args.count, err) as progress,
+    ):
         for number in range(1, args.count + 1):
+            if interrupted():
+                raise KeyboardInterrupt  # (each answered submission's identifier is out)
             content = b"" if args.probe else build_ipm(args, originator, number)
             response, _ = connection.call(request, content)
             _say(progress, response["mts_identifier"], out)
             for rejected in response.get("rejected", ()):
                 _say(progress, f"x400: no route to {rejected}: a non-delivery report follows", err)
             progress.update()
+        if interrupted():
+            raise KeyboardInterrupt
     if args.count > 1:
         elapsed = time.monotonic() - started
         print(
@@ -307,6 +320,12 @@ def _marks(m: dict[str, Any]) -> list[str]:
 
 
 def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.raw and not args.force and sys.stdout.isatty():
+        raise UsageError(
+            "read --raw writes the message's binary BER, not text: pipe it"
+            " (x400 read ID --raw | x400-dump -) or redirect it to a file;"
+            " --force writes it to the terminal all the same"
+        )
     path = socket_path(args.config, args.socket)
     request: dict[str, Any] = {"op": "read", "id": args.id}
     user = args.user or os.environ.get("X400_USER")
@@ -320,6 +339,8 @@ def read(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     print(f"MTS identifier: {escape_controls(summary['mts_identifier'])}", file=out)
     print(f"delivered:      {summary['delivered_at']}", file=out)
     print(f"precedence:     {summary['precedence']}", file=out)
+    if summary.get("security_marking"):  # (with a [security] policy at the daemon)
+        print(f"marking:        {escape_controls(summary['security_marking'])}", file=out)
     if summary.get("kind") == "report" and summary.get("subject"):
         # What the MTA knows and the report does not say: whether its subject is a probe.
         print(f"report:         {escape_controls(summary['subject'])}", file=out)
@@ -505,7 +526,11 @@ def _parser() -> argparse.ArgumentParser:
     add_version(parser)
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
-        "--config", "-c", metavar="FILE", help="the MTA's configuration (for its control socket)"
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="the MTA's configuration, for its control socket (default $AIOX400_CONFIG,"
+        " else /etc/aiox400/mta.toml)",
     )
     where.add_argument("--socket", metavar="PATH", help="the MTA's control socket")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -603,7 +628,13 @@ def _parser() -> argparse.ArgumentParser:
     read_p.add_argument(
         "--raw",
         action="store_true",
-        help="write the MTS-APDU's BER to standard output (for x400-dump)",
+        help="write the MTS-APDU's BER to standard output (for x400-dump); refused when"
+        " standard output is a terminal, unless --force",
+    )
+    read_p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --raw, write the binary to standard output even when it is a terminal",
     )
     read_p.set_defaults(run=read)
     delete_p = _command(commands, where, "delete", "delete messages from a mailbox")
@@ -635,8 +666,9 @@ _HELP: Final = {
     "x400": """\
 Send, list and read X.400 / STANAG 4406 messages through a local aiox400 MTA.
 
-Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
-$AIOX400_CONFIG.  Whose mailbox: --user, or $X400_USER.
+Which MTA, the first given of: --config FILE (its control_socket), --socket PATH,
+the file in $AIOX400_CONFIG, /etc/aiox400/mta.toml when it exists (only its
+control_socket is read: no password file).  Whose mailbox: --user, or $X400_USER.
 
 examples:
   x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\
@@ -656,6 +688,12 @@ priority-level-qualifier.  The body is --body, --body-file, or a canned text of
 --count N sends N copies for load tests: one identifier per line on standard output,
 a progress bar on standard error when it is a terminal, the rate at the end.
 
+Ctrl-C: x400 submits nothing more, waits for the MTA's answer to the message it is
+submitting (60 s at most), prints that identifier, and exits with 130.  So the
+identifiers printed are those of every message the MTA answered: no more, no fewer.
+A second Ctrl-C exits at once, and the message then in flight may be on disk without
+its identifier printed; so may one whose answer never came (the MTA stopped: exit 3).
+
 --probe sends a probe instead (X.411): no content, only whether a message of this
 content type and length (--size, else the message's own) would be delivered to each
 recipient; the answer is a probe report in the originator's inbox, one report per
@@ -669,8 +707,10 @@ examples:
   x400 send --from ... --to ... --probe --size 1M
 """,
     "inbox": """\
-List the messages and reports delivered to a user, newest last; N marks those unread.
-With --follow, go on printing each one as it is delivered, until Ctrl-C.
+List the messages and reports delivered to a user; N marks those unread.  The most
+urgent come first (override, flash, immediate, priority, routine, deferred), and within
+a precedence the oldest first: the order in which they are to be dealt with.  With
+--follow, go on printing each one as it is delivered, at the end, until Ctrl-C.
 
 examples:
   x400 inbox --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'
@@ -678,7 +718,9 @@ examples:
 """,
     "read": """\
 Show a delivered message (envelope, security label, heading and body) or report, and
-mark it read.  --raw writes the MTS-APDU as stored, for x400-dump.
+mark it read.  --raw writes the MTS-APDU as stored, for x400-dump: binary, so it is
+refused (exit 2, nothing read or marked) when standard output is a terminal, unless
+--force.
 
 examples:
   x400 read 3 --user 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones'

@@ -7,13 +7,17 @@ identifier, X.226 CP called-presentation-selector), ``--calling-tsel`` and so on
 such as ``x400`` or hex such as ``hex:0591`` (:mod:`p1.osi.selectors`).  ``--protocol``
 picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default),
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
+``x400ctl ping --peer NAME`` takes all of it, and our credentials, from the configured
+peer (:mod:`client.ping_target`); ``--password-file`` gives a password without showing
+it in ``ps``.
 
-``x400ctl status|queue|qshape|channels|hold|release|delete|flush|track|config|quarantine|
-probe|minimize`` ask a running MTA through its local API (:mod:`client.ctl_local`);
-``x400ctl tls show|selfsigned`` looks at a TLS listener's certificate or makes a lab's
-pair (:mod:`client.ctl_tls`).
-``--config`` and ``--socket`` may come before or after the command; ``--version`` prints
-the installed package's version.
+``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|track|
+config|quarantine|probe|minimize|reload|stop`` ask a running MTA through its local API
+(:mod:`client.ctl_local`, :mod:`client.ctl_queued`); ``x400ctl tls show|selfsigned``
+looks at a TLS listener's certificate or makes a lab's pair (:mod:`client.ctl_tls`).
+``--config`` and ``--socket`` may come before or after the command; without either,
+``$AIOX400_CONFIG`` or /etc/aiox400/mta.toml (:func:`client.api.configuration`);
+``--version`` prints the installed package's version.
 
 Exit codes (:data:`client.cli.EXIT_CODES`): 0 done (bound and released); 1 the peer
 refused the bind (the MTABindError is printed), or the MTA refused the request, or
@@ -43,12 +47,13 @@ from client.cli import (
     quiet_broken_pipe,
     terminal_text,
 )
-from config.schema import P1Protocol
+from client.ping_target import DEFAULT_PORT, TargetError, target
+from config.schema import P1Protocol, Selectors
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings, initiator_settings
 from p1.ber.values import escape_controls
-from p1.mts.precedence import InvalidDscpError, dscp_name, parse_dscp
+from p1.mts.precedence import Precedence, PrecedenceError, dscp_name, parse_precedence
 from p1.osi.selectors import MAX_PSEL, MAX_SSEL, MAX_TSEL, SelectorError, parse_selector
 
 EXIT_OK: Final = cli.EXIT_OK
@@ -60,14 +65,14 @@ EXIT_TIMEOUT: Final = EXIT_UNREACHABLE
 EXIT_FAILED: Final = EXIT_PEER
 """Ping: a connection or protocol error, or not the responder expected."""
 
-DEFAULT_PORT = 102
-
 
 _DESCRIPTION = """\
 Operator's tool for aiox400 MTAs.
 
-Which MTA: --config FILE (its control_socket), --socket PATH, or the file in
-$AIOX400_CONFIG; --config and --socket go before or after the command.
+Which MTA, the first given of: --config FILE (its control_socket), --socket PATH,
+the file in $AIOX400_CONFIG, /etc/aiox400/mta.toml when it exists; --config and
+--socket go before or after the command.  For the local API only the control_socket
+is read from the file; ping --peer reads the whole file, password files included.
 
 examples:
   x400ctl -c /etc/aiox400/mta.toml status
@@ -84,7 +89,11 @@ def _where(*, suppress: bool) -> argparse.ArgumentParser:
     where = argparse.ArgumentParser(add_help=False)
     default = argparse.SUPPRESS if suppress else None
     where.add_argument(
-        "--config", "-c", metavar="FILE", default=default, help="the MTA's configuration file"
+        "--config",
+        "-c",
+        metavar="FILE",
+        default=default,
+        help="the MTA's configuration file (default $AIOX400_CONFIG, else /etc/aiox400/mta.toml)",
     )
     where.add_argument("--socket", metavar="PATH", default=default, help="the MTA's control socket")
     return where
@@ -104,30 +113,104 @@ def _parser() -> argparse.ArgumentParser:
         "ping",
         help="bind to an MTA over P1, report its name and the bind time, release",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Open a P1 association to HOST:PORT (RFC 1006, X.224 class 0, session,\n"
-            "presentation, ACSE, RTSE), bind as --mta-name with --password, print the\n"
-            "responder's MTA name and the bind round-trip time, then release.\n\n"
-            "examples:\n"
-            "  x400ctl ping mta-b.example 102 --mta-name MTA-A --password secret\n"
-            "  x400ctl ping pp.example --mta-name MTA-A --password secret --tsel x400 "
-            "--protocol 1984"
-        ),
+        description=_PING_HELP,
+        parents=[_where(suppress=True)],
     )
-    ping.add_argument("host", metavar="HOST", help="the MTA's host name or address")
+    _add_ping_arguments(ping)
+    ctl_local.add_commands(commands, _where(suppress=True))
+    ctl_tls.add_command(commands)
+    return parser
+
+
+_PING_HELP: Final = """\
+Open a P1 association (RFC 1006, X.224 class 0, session, presentation, ACSE, RTSE),
+bind, print the responder's MTA name and the bind round-trip time, then release.
+
+With --peer NAME, everything comes from that peer in the MTA's configuration (--config,
+$AIOX400_CONFIG or /etc/aiox400/mta.toml; the whole file is read, password files
+included): its first host, its first slot's port, DSCP and selectors (--precedence
+LEVEL or --port PORT picks another slot), its protocol, and our MTA name and the
+password we present to it.  What the command line gives wins.
+
+Without --peer: HOST [PORT], --mta-name and --password-file FILE (a file only its owner
+may read, one password, as the configuration's password files).  --password PW works
+too but shows the password to every user of the host (ps, /proc): x400ctl warns.
+
+examples:
+  sudo -u aiox400 x400ctl ping --peer MTA-B
+  sudo -u aiox400 x400ctl ping --peer MTA-B --precedence flash
+  x400ctl ping mta-b.example 102 --mta-name MTA-A --password-file ~/mta-a.password
+  x400ctl ping pp.example --mta-name MTA-A --password-file pw --tsel x400 --protocol 1984
+"""
+
+_SELECTORS = (
+    ("tsel", "tsel", MAX_TSEL, "the responder's TSEL, the CR's called TSAP-ID (X.224)"),
+    ("ssel", "ssel", MAX_SSEL, "the responder's session selector (X.225 CN, PI 52)"),
+    ("psel", "psel", MAX_PSEL, "the responder's presentation selector (X.226 CP)"),
+    ("calling-tsel", "calling_tsel", MAX_TSEL, "our TSEL, the CR's calling TSAP-ID"),
+    ("calling-ssel", "calling_ssel", MAX_SSEL, "our session selector (CN, PI 51)"),
+    ("calling-psel", "calling_psel", MAX_PSEL, "our presentation selector (CP)"),
+)
+"""Option, :class:`config.schema.Selectors` field, most octets, help: the selectors ping
+sends."""
+
+
+def _selector(limit: int, text: str) -> bytes:
+    try:
+        return parse_selector(text, limit=limit)
+    except SelectorError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {error.why}") from None
+
+
+def _precedence(text: str) -> Precedence:
+    try:
+        return parse_precedence(text)
+    except PrecedenceError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_ping_arguments(ping: argparse.ArgumentParser) -> None:
+    ping.add_argument(
+        "host", metavar="HOST", nargs="?", help="the MTA's host name or address (or --peer)"
+    )
     ping.add_argument(
         "port",
         metavar="PORT",
         type=int,
         nargs="?",
-        default=DEFAULT_PORT,
-        help=f"its P1 port (default {DEFAULT_PORT})",
+        help=f"its P1 port (default {DEFAULT_PORT}; with --peer, --port)",
     )
-    ping.add_argument("--mta-name", required=True, help="our MTA name in the bind")
-    ping.add_argument("--password", required=True, help="our bind password (IA5String)")
+    ping.add_argument("--peer", metavar="NAME", help="a peer of the configuration: see above")
+    ping.add_argument(
+        "--port",
+        dest="port_option",
+        metavar="PORT",
+        type=int,
+        help="the port; with --peer, the slot on this port",
+    )
+    ping.add_argument(
+        "--precedence",
+        metavar="LEVEL",
+        type=_precedence,
+        help="with --peer, the slot carrying this precedence (flash, routine, ...)",
+    )
+    ping.add_argument("--mta-name", help="our MTA name in the bind (with --peer: the MTA's)")
+    secret = ping.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--password-file",
+        metavar="FILE",
+        help="our bind password, read from FILE (mode 0600; one trailing newline dropped)",
+    )
+    secret.add_argument(
+        "--password",
+        metavar="PW",
+        help="our bind password (IA5String): visible in ps, prefer --password-file",
+    )
     ping.add_argument("--peer-name", help="fail (exit 4) unless the responder names itself so")
     ping.add_argument(
-        "--dscp", default="CS0", help="DiffServ mark of the connection: CS0..CS7, EF, AFxy, 0..63"
+        "--dscp",
+        help="DiffServ mark of the connection: CS0..CS7, EF, AFxy, 0..63 (default: the"
+        " slot's with --peer, else CS0)",
     )
     ping.add_argument(
         "--timeout",
@@ -138,35 +221,10 @@ def _parser() -> argparse.ArgumentParser:
     ping.add_argument(
         "--protocol",
         choices=[p.value for p in P1Protocol],
-        default=P1Protocol.NORMAL.value,
-        help="1988 (normal mode, default), 1988-x410 or 1984 (X.410-1984 mode, "
-        "applicationProtocol 12 or 1; no presentation selectors)",
+        help="1988 (normal mode; default unless --peer's protocol says otherwise), "
+        "1988-x410 or 1984 (X.410-1984 mode, applicationProtocol 12 or 1; no presentation "
+        "selectors)",
     )
-    _add_selectors(ping)
-    ctl_local.add_commands(commands, _where(suppress=True))
-    ctl_tls.add_command(commands)
-    return parser
-
-
-_SELECTORS = (
-    ("tsel", "called_tsap", MAX_TSEL, "the responder's TSEL, the CR's called TSAP-ID (X.224)"),
-    ("ssel", "called_ssap", MAX_SSEL, "the responder's session selector (X.225 CN, PI 52)"),
-    ("psel", "called_psap", MAX_PSEL, "the responder's presentation selector (X.226 CP)"),
-    ("calling-tsel", "calling_tsap", MAX_TSEL, "our TSEL, the CR's calling TSAP-ID"),
-    ("calling-ssel", "calling_ssap", MAX_SSEL, "our session selector (CN, PI 51)"),
-    ("calling-psel", "calling_psap", MAX_PSEL, "our presentation selector (CP)"),
-)
-"""Option, AssociationSettings field, most octets, help: the selectors ping sends."""
-
-
-def _selector(limit: int, text: str) -> bytes:
-    try:
-        return parse_selector(text, limit=limit)
-    except SelectorError as error:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected {error.why}") from None
-
-
-def _add_selectors(ping: argparse.ArgumentParser) -> None:
     forms = 'text such as "x400" or hex such as "hex:0591"'
     for option, field, limit, what in _SELECTORS:
         ping.add_argument(
@@ -174,8 +232,8 @@ def _add_selectors(ping: argparse.ArgumentParser) -> None:
             dest=field,
             metavar="SEL",
             type=functools.partial(_selector, limit),
-            default=b"",
-            help=f"{what}: {forms}, up to {limit} octets (default none)",
+            help=f"{what}: {forms}, up to {limit} octets (default: the slot's with --peer,"
+            " else none)",
         )
 
 
@@ -197,26 +255,20 @@ def ping(
 
 def _ping_command(args: argparse.Namespace) -> int:
     try:
-        dscp = parse_dscp(args.dscp)
-    except InvalidDscpError as error:
-        print(f"x400ctl ping: --dscp: {error}", file=sys.stderr)
+        chosen = target(args, lambda line: print(f"x400ctl ping: {line}", file=sys.stderr))
+    except TargetError as error:
+        print(f"x400ctl ping: {error}", file=sys.stderr)
         return EXIT_USAGE
-    where = f"{args.host} port {args.port}"
+    where = chosen.label
     try:
         result = ping(
-            args.host,
-            args.port,
-            mta_name=args.mta_name,
-            password=args.password,
-            dscp=dscp,
+            chosen.host,
+            chosen.port,
+            mta_name=chosen.mta_name,
+            password=chosen.password,
+            dscp=chosen.dscp,
             timeout=args.timeout,
-            settings=initiator_settings(
-                AssociationSettings(
-                    **{field: getattr(args, field) for _, field, _, _ in _SELECTORS}
-                ),
-                x410=P1Protocol(args.protocol).x410,
-                p1_1984=P1Protocol(args.protocol) is P1Protocol.X410_1984,
-            ),
+            settings=_settings(chosen.selectors, chosen.protocol),
         )
     except BindRefusedError as error:
         print(f"x400ctl ping: {where} refused the bind: {error}", file=sys.stderr)
@@ -230,7 +282,7 @@ def _ping_command(args: argparse.Namespace) -> int:
     name = escape_controls(result.responder_name or "(unauthenticated)")
     print(
         f"{where}: bound to {name} in {result.bind_seconds * 1000:.1f} ms "
-        f"(DSCP {dscp_name(dscp)}), released"
+        f"(DSCP {dscp_name(chosen.dscp)}), released"
     )
     if args.peer_name is not None and result.responder_name != args.peer_name:
         print(
@@ -239,6 +291,19 @@ def _ping_command(args: argparse.Namespace) -> int:
         )
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _settings(selectors: Selectors, protocol: P1Protocol) -> AssociationSettings | X410Settings:
+    """The initiator's settings: ``selectors`` sent, in the mode of ``protocol``."""
+    normal = AssociationSettings(
+        called_tsap=selectors.tsel,
+        called_ssap=selectors.ssel,
+        called_psap=selectors.psel,
+        calling_tsap=selectors.calling_tsel,
+        calling_ssap=selectors.calling_ssel,
+        calling_psap=selectors.calling_psel,
+    )
+    return initiator_settings(normal, x410=protocol.x410, p1_1984=protocol is P1Protocol.X410_1984)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,8 @@ Public API::
     LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES,
     GLOBAL_DOMAIN, OR_NAME, OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL
     (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
-    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access])
+    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]),
+    CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
     TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
     hide_url_password(url) -> str
 """
@@ -73,6 +74,9 @@ __all__ = [
     "ACCOUNTS",
     "ADDRESS_PREFIX",
     "ADDRESS_PREFIXES",
+    "CATEGORIES",
+    "CLASSIFICATION",
+    "CLEARANCE_NAME",
     "CONGESTION",
     "COUNT",
     "DATABASE_URL",
@@ -813,6 +817,19 @@ GLOBAL_DOMAIN = Kind(
     name="global domain",
 )
 PEER_NAME = Kind("the name of a peer", _text, name="peer name")
+CLEARANCE_NAME = Kind("the name of a [[security.clearances]] table", _text, name="clearance name")
+CLASSIFICATION = Kind(
+    'a classification the security policy names, such as "SECRET"', _text, name="classification"
+)
+CATEGORIES = list_of(
+    Kind(
+        'a category the security policy names, such as "NATO" or "Releasable To/NATO"',
+        _text,
+        name="category",
+    ),
+    "categories",
+    unique=True,
+)
 OR_NAME = Kind(f"an O/R name such as {_NAME_EXAMPLE}", _orname, _orname_text, name="O/R name")
 OR_NAMES = list_of(OR_NAME, "O/R names", unique=True)
 EXTENSION_TYPES = list_of(

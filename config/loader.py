@@ -14,14 +14,17 @@ Every problem raises :class:`ConfigError`, naming the file, the key (``peers[0].
 Unknown keys are errors, so a misspelt key never silently leaves a default in place.
 Passwords never appear in messages.  Relative paths (``state_dir``, ``database`` for
 SQLite, ``control_socket``, ``password_file``) are resolved against the directory of the
-configuration file.  Apart from reading the file, the password files it names and the
-kernel's list of congestion controls, the loader does no I/O: it creates no directory and
-opens no socket.
+configuration file.  Apart from reading the file, the password files and the security
+policy it names and the kernel's list of congestion controls, the loader does no I/O: it
+creates no directory and opens no socket.
 
 Cross-checks: a peer's slots admit each of the six precedences exactly once (an error
 names the unrouted ones); listener address and port pairs (a wildcard address takes the
 port on every address), peer names and routed prefixes (local domains included) are
 unique; ``default_route`` names a peer; local users are under local domains;
+``[security] policy`` is an Open XML SPIF (read here) and every classification and
+category ``[security]`` names is the policy's; a peer's ``clearance`` and
+``default_clearance`` name a ``[[security.clearances]]`` table;
 ``retry.maximum >= retry.initial``; ``retention.received`` is at least the longest
 ``[max_age]``.  A password file must exist and give group and others no access
 (``mode & 0o077 == 0``); one trailing newline is dropped.
@@ -29,6 +32,8 @@ unique; ``default_route`` names a peer; local users are under local domains;
 Public API::
 
     load_config(path) -> MtaConfig
+    load_control_socket(path) -> Path            the control socket alone (no secret read)
+    read_password_file(path) -> Secret           one password file, by the same rules
     ConfigError(file, key, value, expected)      .file .key .value .expected .missing
 """
 
@@ -60,10 +65,12 @@ from config.schema import (
     MaxAge,
     MetricsEndpoint,
     MtaConfig,
+    NamedClearance,
     Peer,
     Retention,
     RetryPolicy,
     Secret,
+    Security,
     Selectors,
     Slot,
     TlsFiles,
@@ -77,8 +84,16 @@ from config.values import HIDDEN
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
 from p1.osi import DEFAULT_LIMITS, StackLimits
+from p1.security.spif import (
+    CategoryRef,
+    Classification,
+    SecurityPolicy,
+    SpifError,
+    clearance_up_to,
+    parse_spif,
+)
 
-__all__ = ["ConfigError", "load_config"]
+__all__ = ["ConfigError", "load_config", "load_control_socket", "read_password_file"]
 
 T = TypeVar("T")
 
@@ -262,12 +277,87 @@ def _under_local_domains(
         )
 
 
+# --- password files -------------------------------------------------------------------
+
+
+class _BadPasswordFile(Exception):
+    """A password file that cannot be used; ``expected`` says what it should be."""
+
+    def __init__(self, expected: str) -> None:
+        super().__init__(expected)
+        self.expected = expected
+
+
+def read_password_file(path: str | os.PathLike[str]) -> Secret:
+    """The password in the file at ``path``, by the rules the configuration's password
+    files follow (see the module docstring); :class:`ConfigError` naming the file if it
+    breaks them.  For a tool given ``--password-file``."""
+    file = Path(path)
+    try:
+        return _password_file(file)
+    except _BadPasswordFile as bad:
+        raise ConfigError(file, "", None, bad.expected) from None
+
+
+def _password_file(path: Path) -> Secret:
+    try:
+        with path.open("rb") as stream:
+            mode = os.fstat(stream.fileno()).st_mode
+            if mode & 0o077:
+                raise _BadPasswordFile(
+                    f"a file only its owner can access ({path} has mode "
+                    f"{mode & 0o777:04o}; chmod 600 it)"
+                )
+            data = stream.read()
+    except FileNotFoundError:
+        raise _BadPasswordFile(f"an existing file ({path} does not exist)") from None
+    except OSError as error:
+        raise _BadPasswordFile(f"a readable file ({path}: {error.strerror})") from None
+    text = data.decode("latin-1").removesuffix("\n").removesuffix("\r")
+    if not text:
+        raise _BadPasswordFile(f"a file holding a password ({path} is empty)")
+    if not text.isascii():
+        raise _BadPasswordFile(f"an ASCII password in {path} (X.411 simple credentials are IA5)")
+    if len(text) > UB_PASSWORD_LENGTH:
+        raise _BadPasswordFile(
+            f"a password of {UB_PASSWORD_LENGTH} characters at most in {path} "
+            f"(X.411 ub-password-length), not {len(text)}"
+        )
+    return Secret(text, source=path)
+
+
 # --- the loader -----------------------------------------------------------------------
 
 
 def load_config(path: str | os.PathLike[str]) -> MtaConfig:
     """Read and validate the configuration file at ``path``; :class:`ConfigError` if bad."""
     file = Path(path)
+    return _Loader(file).load(_top_table(file))
+
+
+_SOCKET_KEYS: Final = ("state_dir", "control_socket")
+"""The fields that say where the control socket is."""
+
+
+def load_control_socket(path: str | os.PathLike[str]) -> Path:
+    """The control socket the configuration at ``path`` names (``control_socket``, else
+    ``control.sock`` in ``state_dir``), read without the rest of the file: no password
+    file is opened, so a client allowed to read the MTA's file but not its secrets finds
+    the socket.  :class:`ConfigError` for a file that does not parse, an unknown top key,
+    or a bad value of these two keys."""
+    file = Path(path)
+    top = _top_table(file)
+    loader = _Loader(file)
+    read: _Read = {}
+    for f, key in declared(MtaConfig):
+        if f.name in _SOCKET_KEYS:
+            read.update(loader.value(top, f, key, key.file_name(f.name)))
+    state_dir: Path = read.get("state_dir", DEFAULT_STATE_DIR)
+    return loader.control_socket(top, read.get("control_socket"), state_dir)
+
+
+def _top_table(file: Path) -> _Table:
+    """The file's top table, parsed, its keys checked."""
     try:
         raw = file.read_bytes()
     except OSError as error:
@@ -278,7 +368,7 @@ def load_config(path: str | os.PathLike[str]) -> MtaConfig:
         raise ConfigError(file, "", None, f"UTF-8 text ({error.reason})") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(file, "", None, f"valid TOML: {error}") from None
-    return _Loader(file).load(_checked_table(file, "", data, file_keys(MtaConfig)))
+    return _checked_table(file, "", data, file_keys(MtaConfig))
 
 
 class _Loader:
@@ -369,6 +459,9 @@ class _Loader:
             self.check_default_route(top, read["default_route"], read["peers"])
         if "tcp_congestion" in read:
             self.check_congestion(top, read["tcp_congestion"])
+        if "security" in read:
+            read["security"] = self.security(top, read["security"], domains)
+        self.check_peer_clearances(top, read["peers"], read.get("security"))
         return MtaConfig(source=self.file.absolute(), **read)
 
     # --- secrets ----------------------------------------------------------------------
@@ -386,37 +479,10 @@ class _Loader:
         return None
 
     def read_secret(self, table: _Table, key: str, name: str) -> Secret:
-        path = self.resolve(name)
         try:
-            with path.open("rb") as stream:
-                mode = os.fstat(stream.fileno()).st_mode
-                if mode & 0o077:
-                    raise table.error(
-                        key,
-                        name,
-                        f"a file only its owner can access ({path} has mode "
-                        f"{mode & 0o777:04o}; chmod 600 it)",
-                    )
-                data = stream.read()
-        except FileNotFoundError:
-            raise table.error(key, name, f"an existing file ({path} does not exist)") from None
-        except OSError as error:
-            raise table.error(key, name, f"a readable file ({path}: {error.strerror})") from None
-        text = data.decode("latin-1").removesuffix("\n").removesuffix("\r")
-        if not text:
-            raise table.error(key, name, f"a file holding a password ({path} is empty)")
-        if not text.isascii():
-            raise table.error(
-                key, name, f"an ASCII password in {path} (X.411 simple credentials are IA5)"
-            )
-        if len(text) > UB_PASSWORD_LENGTH:
-            raise table.error(
-                key,
-                name,
-                f"a password of {UB_PASSWORD_LENGTH} characters at most in {path} "
-                f"(X.411 ub-password-length), not {len(text)}",
-            )
-        return Secret(text, source=path)
+            return _password_file(self.resolve(name))
+        except _BadPasswordFile as bad:
+            raise table.error(key, name, bad.expected) from None
 
     # --- paths ------------------------------------------------------------------------
 
@@ -541,6 +607,95 @@ class _Loader:
                 "tcp_congestion", name, f"a congestion control this kernel offers ({offered})"
             )
 
+    # --- [security] -------------------------------------------------------------------
+
+    def security(
+        self, top: _Table, security: Security, domains: Sequence[AddressPrefix]
+    ) -> Security:
+        """The policy read and every name in ``[security]`` looked up in it."""
+        raw = top.data["security"]
+        assert isinstance(raw, dict)  # (the walk took it as a table)
+        table = _Table(self.file, "security", raw)
+        if security.policy is None:
+            needing = [k for k in ("default_label", "default_clearance", "clearances") if k in raw]
+            if needing:
+                raise table.error(
+                    "policy", MISSING, f"an Open XML SPIF file ({needing[0]} needs one)"
+                )
+            return dataclasses.replace(security, clearances=())
+        policy = self.read_policy(table, security.policy)
+        unlabelled = None
+        if security.default_label is not None:
+            unlabelled = _classification(
+                table, "default_label", policy, security.default_label
+            ).lacv
+        read: Any = security.clearances  # (the walk's tables, not yet built)
+        clearances = self.clearances(policy, read, domains)
+        security = dataclasses.replace(
+            security, spif=policy, unlabelled=unlabelled, clearances=clearances
+        )
+        if security.default_clearance is not None:
+            _check_clearance_name(table, "default_clearance", security.default_clearance, security)
+        return security
+
+    def read_policy(self, table: _Table, path: Path) -> SecurityPolicy:
+        written = table.data["policy"]
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise table.error(
+                "policy", written, f"a readable file ({path}: {error.strerror})"
+            ) from None
+        try:
+            return parse_spif(data, str(path))
+        except SpifError as error:
+            raise table.error("policy", written, f"an Open XML SPIF ({error})") from None
+
+    def clearances(
+        self,
+        policy: SecurityPolicy,
+        read: Sequence[tuple[_Table, _Read]],
+        domains: Sequence[AddressPrefix],
+    ) -> tuple[NamedClearance, ...]:
+        """The ``[[security.clearances]]`` tables (as the walk read them) in the policy."""
+        built: list[NamedClearance] = []
+        holder: dict[str, str] = {}
+        for table, values in read:
+            entry = NamedClearance(**values)
+            if any(other.name == entry.name for other in built):
+                raise table.error("name", entry.name, "a name no other clearance has")
+            top = _classification(table, "classification", policy, entry.classification)
+            refs = [
+                _category(table, f"categories[{number}]", policy, name)
+                for number, name in enumerate(entry.categories)
+            ]
+            for number, user in enumerate(entry.users):
+                key, written = f"users[{number}]", _written(table, "users", number)
+                _under_local_domains(table, key, written, user, domains)
+                if user.canonical in holder:
+                    expected = f"a user no other clearance lists ({holder[user.canonical]})"
+                    raise table.error(key, written, expected)
+                holder[user.canonical] = table.path
+            clearance = clearance_up_to(policy, top, refs, name=entry.name)
+            built.append(dataclasses.replace(entry, clearance=clearance))
+        return tuple(built)
+
+    def check_peer_clearances(
+        self, top: _Table, peers: Sequence[Peer], security: Security | None
+    ) -> None:
+        """Each peer's clearance names a ``[[security.clearances]]`` table."""
+        raw_peers = top.data.get("peers", [])
+        assert isinstance(raw_peers, list)
+        for index, peer in enumerate(peers):
+            if peer.clearance is None:
+                continue
+            table = _Table(self.file, f"peers[{index}]", raw_peers[index])
+            if security is None or security.spif is None:
+                raise table.error(
+                    "clearance", peer.clearance, "no clearance without a [security] policy"
+                )
+            _check_clearance_name(table, "clearance", peer.clearance, security)
+
     # --- listeners and peers ----------------------------------------------------------
 
     def listeners(self, read: list[tuple[_Table, _Read]], tls: TlsFiles) -> tuple[Listener, ...]:
@@ -647,6 +802,46 @@ class _Loader:
         if unrouted:
             raise peer.error("slots", None, f"{_SLOTS_EXPECTED} (unrouted: {', '.join(unrouted)})")
         return tuple(slots)
+
+
+# --- names the security policy defines ---------------------------------------------------
+
+
+def _classification(table: _Table, key: str, policy: SecurityPolicy, name: str) -> Classification:
+    found = policy.classification_named(name)
+    if found is None:
+        names = ", ".join(c.name for c in policy.classifications)
+        raise table.error(key, name, f"a classification of policy {policy.name} ({names})")
+    return found
+
+
+def _category(table: _Table, key: str, policy: SecurityPolicy, name: str) -> CategoryRef:
+    found = policy.categories_named(name)
+    if len(found) == 1:
+        return found[0].ref
+    if not found:
+        raise table.error(key, name, f"a category of policy {policy.name}")
+    where = ", ".join(
+        f"{_tag_set_name(policy, c.ref.tag_set)}/{c.tag_name}/{c.name}" for c in found
+    )
+    raise table.error(key, name, f"one category: write which ({where})")
+
+
+def _tag_set_name(policy: SecurityPolicy, oid: str) -> str:
+    return next(t.name for t in policy.tag_sets if t.id == oid)
+
+
+def _written(table: _Table, key: str, index: int) -> object:
+    """Element ``index`` of the list ``key`` as the file wrote it."""
+    raw = table.data.get(key)
+    return raw[index] if isinstance(raw, list) and index < len(raw) else None
+
+
+def _check_clearance_name(table: _Table, key: str, name: str, security: Security) -> None:
+    names = [c.name for c in security.clearances]
+    if name not in names:
+        known = ", ".join(names) or "none are configured"
+        raise table.error(key, name, f"the name of a [[security.clearances]] table ({known})")
 
 
 # --- the checks of a section's keys together --------------------------------------------

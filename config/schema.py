@@ -34,11 +34,14 @@ Public API::
     Retention            how long what the MTA has finished with is kept
     MetricsEndpoint      where the Prometheus endpoint listens (``[metrics]``), if anywhere
     Access, OperatorGroup, LocalAccount   who may use the local API for what (``[access]``)
+    Security, NamedClearance   the security policy, the default label and the clearances
+                         of mailboxes and peers (``[security]``), DEFAULT_SECURITY
     STACK_LIMITS, PRECEDENCE_DSCP        the ``[limits]`` keys of the stack, the ``[dscp]`` keys
     default_database(state_dir), default_control_socket(state_dir),
     default_local_domains(global_domain)  the defaults computed from other keys
     DEFAULT_STATE_DIR, DEFAULT_MAX_AGE, DEFAULT_RETRY, DEFAULT_CONNECTION_LIMITS,
     DEFAULT_QUARANTINE, DEFAULT_QUEUE, DEFAULT_RETENTION, DEFAULT_METRICS, DEFAULT_MINIMIZE
+    DEFAULT_CONFIG_FILE   the file read when no configuration is named
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ from config.declare import Foreign, Form, Key, foreign, inline, secret, section,
 from config.kinds import (
     ACCOUNTS,
     ADDRESS_PREFIXES,
+    CATEGORIES,
+    CLASSIFICATION,
+    CLEARANCE_NAME,
     CONGESTION,
     COUNT,
     DATABASE_URL,
@@ -111,8 +117,10 @@ from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.orname.model import ORAddress, ORName
 from p1.orname.text import format_orname
 from p1.osi import DEFAULT_LIMITS, StackLimits
+from p1.security.spif import Clearance, SecurityPolicy
 
 __all__ = [
+    "DEFAULT_CONFIG_FILE",
     "DEFAULT_CONNECTION_LIMITS",
     "DEFAULT_MAX_AGE",
     "DEFAULT_METRICS",
@@ -121,6 +129,7 @@ __all__ = [
     "DEFAULT_QUEUE",
     "DEFAULT_RETENTION",
     "DEFAULT_RETRY",
+    "DEFAULT_SECURITY",
     "DEFAULT_STATE_DIR",
     "NO_SELECTORS",
     "NO_TLS_FILES",
@@ -138,6 +147,7 @@ __all__ = [
     "Minimize",
     "MinimizeSubmissions",
     "MtaConfig",
+    "NamedClearance",
     "OperatorGroup",
     "P1Protocol",
     "Peer",
@@ -146,6 +156,7 @@ __all__ = [
     "Retention",
     "RetryPolicy",
     "Secret",
+    "Security",
     "Selectors",
     "Slot",
     "SlotMode",
@@ -158,6 +169,10 @@ __all__ = [
 
 DEFAULT_STATE_DIR = Path("/var/lib/aiox400")
 """Where the queue database and the control socket live unless configured otherwise."""
+
+DEFAULT_CONFIG_FILE = Path("/etc/aiox400/mta.toml")
+"""The configuration ``x400-mta``, ``x400`` and ``x400ctl`` read when none is named (the
+path deploy/systemd/aiox400-mta.service gives the daemon)."""
 
 _HOUR = 3600.0
 
@@ -457,6 +472,16 @@ class Peer:
             "4406, on messages originated here), for a peer that aborts transfers it cannot "
             "parse.  Extensions other MTAs put in are relayed as received.  With protocol "
             '"1984" every extension is removed by the down-grade anyway.',
+        ),
+    )
+    clearance: str | None = field(
+        default=None,
+        metadata=value(
+            CLEARANCE_NAME,
+            "What the link to this peer is accredited for: a message whose security label "
+            "this clearance does not allow is never transferred to it, its recipients there "
+            "are non-delivered (secure-messaging-error).  Not set, with a [security] policy: "
+            "only messages without a label (and no default_label) are transferred to it.",
         ),
     )
     source_address: str | None = field(
@@ -931,6 +956,100 @@ class Access:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamedClearance:
+    """A clearance (X.501 Clearance: classifications and categories of the policy) by
+    name, and the local users whose mailboxes hold it (``[[security.clearances]]``)."""
+
+    name: str = field(
+        metadata=value(CLEARANCE_NAME, "How a peer's clearance and default_clearance refer to it.")
+    )
+    classification: str = field(
+        metadata=value(
+            CLASSIFICATION,
+            "The highest classification held, by its name in the policy: every one at or "
+            "below it in the policy's hierarchy is held.",
+        )
+    )
+    categories: tuple[str, ...] = field(
+        default=(),
+        metadata=value(
+            CATEGORIES,
+            "The categories held, by their names in the policy (a name two tag sets use "
+            'is written "tag set/name").',
+        ),
+    )
+    users: tuple[ORName, ...] = field(
+        default=(),
+        metadata=value(
+            OR_NAMES,
+            "Local users (O/R names under a local domain) whose mailboxes hold it; a user is "
+            "in one clearance at most.",
+        ),
+    )
+    clearance: Clearance | None = None
+    """The clearance in the policy (the loader builds it)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Security:
+    """Security labels enforced (``[security]``): the policy, the label of unlabelled
+    messages, and what mailboxes and peers (``[[peers]] clearance``) are cleared for."""
+
+    policy: Path | None = field(
+        default=None,
+        metadata=value(
+            PATH,
+            "The security policy: an Open XML SPIF file (classifications, categories, "
+            "rules, markings).  Not set: labels are shown, never enforced.",
+        ),
+    )
+    default_label: str | None = field(
+        default=None,
+        metadata=value(
+            CLASSIFICATION,
+            "The classification an unlabelled message is checked as, where the policy "
+            "requires every message to have a label.  Not set: unlabelled messages go to "
+            "every recipient and peer.",
+        ),
+    )
+    default_clearance: str | None = field(
+        default=None,
+        metadata=value(
+            CLEARANCE_NAME,
+            "The clearance of the local mailboxes no clearance lists.  Not set: they have "
+            "none, and get no labelled message.",
+        ),
+    )
+    clearances: tuple[NamedClearance, ...] = field(
+        default=(), metadata=tables(NamedClearance, "Clearances by name, and their mailboxes.")
+    )
+    spif: SecurityPolicy | None = None
+    """The policy read from ``policy`` (the loader reads it)."""
+    unlabelled: int | None = None
+    """The LACV of ``default_label`` in the policy (the loader looks it up)."""
+
+    @property
+    def enforced(self) -> bool:
+        """Whether labels are checked: a policy is configured."""
+        return self.spif is not None
+
+    def clearance_named(self, name: str | None) -> Clearance | None:
+        """The clearance called ``name``; None for None or an unknown name."""
+        found = next((c for c in self.clearances if c.name == name), None)
+        return None if found is None else found.clearance
+
+    def mailbox_clearance(self, canonical: str) -> Clearance | None:
+        """The clearance of the local mailbox whose canonical O/R name is ``canonical``."""
+        for named in self.clearances:
+            if any(user.canonical == canonical for user in named.users):
+                return named.clearance
+        return self.clearance_named(self.default_clearance)
+
+
+DEFAULT_SECURITY = Security()
+
+
 def _stack_limits(keys: Mapping[str, Any]) -> StackLimits:
     return StackLimits(**keys)
 
@@ -1151,6 +1270,15 @@ class MtaConfig:
             Access,
             "Who may use the local API for what.  Not set: whoever can connect to the "
             "control socket (mode 0660: the daemon's user and group) is an operator.",
+            optional=True,
+        ),
+    )
+    security: Security = field(
+        default=DEFAULT_SECURITY,
+        metadata=section(
+            Security,
+            "Security labels enforced against clearances.  Not set: no policy; labels are "
+            "shown, never enforced.",
             optional=True,
         ),
     )

@@ -1,7 +1,10 @@
 """``x400-mta``: run one MTA in the foreground (a systemd ``Type=notify`` service).
 
-    x400-mta --config /etc/aiox400/mta.toml [--log-level LEVEL] [--check]
+    x400-mta [--config /etc/aiox400/mta.toml] [--log-level LEVEL] [--check]
              [--no-timestamps] [--log-prefix-priorities]
+
+Without ``--config``, the configuration is /etc/aiox400/mta.toml
+(:data:`config.schema.DEFAULT_CONFIG_FILE`), the unit's file, when it exists.
 
 Logs go to standard error, one line per event (systemd's journal adds the time when
 ``--no-timestamps`` is given).  Whatever a record's message holds, it is one line: its
@@ -36,7 +39,7 @@ from typing import Final, TextIO, TypeAlias
 
 from client.cli import EXIT_CODES_HELP, add_version
 from config.loader import ConfigError, load_config
-from config.schema import MtaConfig
+from config.schema import DEFAULT_CONFIG_FILE, MtaConfig
 from mta.instance import StateDirInUseError
 from mta.lifecycle import serve
 from mta.operator.reload import Reloader
@@ -81,7 +84,12 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_version(parser)
-    parser.add_argument("--config", "-c", metavar="FILE", help="the MTA's TOML file (required)")
+    parser.add_argument(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help=f"the MTA's TOML file (default {DEFAULT_CONFIG_FILE}, when it exists)",
+    )
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error", "critical"],
@@ -106,8 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``x400-mta``."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.config is None:
-        parser.error("the following arguments are required: --config/-c")
+    if args.config is None and not DEFAULT_CONFIG_FILE.exists():
+        parser.error(f"say which configuration: --config FILE (there is no {DEFAULT_CONFIG_FILE})")
+    args.config = args.config or str(DEFAULT_CONFIG_FILE)
     try:
         config = load_config(args.config)
     except ConfigError as error:

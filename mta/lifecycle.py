@@ -14,6 +14,11 @@ stops it, telling systemd how it fares (sd_notify(3), :mod:`mta.systemd`):
   :mod:`mta.operator.reload`), then ``READY=1`` again;
 - ``STOPPING=1`` when a stop begins.
 
+``x400ctl reload`` and ``x400ctl stop`` come the same way: the loop hands the daemon its
+:class:`mta.operator.views.Controls` (:meth:`Served.attach`), whose ``reload`` is the
+SIGHUP handler (returning what the reload did) and whose ``stop`` is what SIGTERM sets
+off.  One reload path, one stop path, whoever asks.
+
 A daemon that finds its state directory locked by another
 (:class:`mta.instance.StateDirInUseError`) stops before anything else: it is not
 stopped as a started one would be.
@@ -36,7 +41,7 @@ from typing import TYPE_CHECKING, Final
 
 from mta.faults import store_fault
 from mta.instance import StateDirInUseError
-from mta.operator.views import Served
+from mta.operator.views import Reloaded, Served
 from mta.systemd import Notifier, watchdog_interval
 from store import RecipientState, TransitQueue, transaction
 
@@ -60,18 +65,20 @@ async def serve(
     service: Served,
     *,
     notifier: Notifier | None = None,
-    reload: Callable[[], None] | None = None,
+    reload: Callable[[], Reloaded] | None = None,
 ) -> None:
-    """Start ``service``, serve until SIGTERM or SIGINT (reloading on SIGHUP), stop it."""
+    """Start ``service``, serve until SIGTERM or SIGINT or the local API's ``stop``
+    (reloading on SIGHUP or the local API's ``reload``), stop it."""
     notifier = notifier or Notifier.from_environment()
-    stopping = asyncio.Event()
+    controls = _Controls(_reloader(notifier, reload))
     loop = asyncio.get_running_loop()
     for signum in _STOP_SIGNALS:
-        loop.add_signal_handler(signum, stopping.set)
-    loop.add_signal_handler(signal.SIGHUP, _reloader(service, notifier, reload))
+        loop.add_signal_handler(signum, controls.stop, f"signal {signum.name}")
+    loop.add_signal_handler(signal.SIGHUP, controls.reload)
+    service.attach(controls)
     try:
         await _start(service)
-        await _serve_started(service, notifier, stopping)
+        await _serve_started(service, notifier, controls)
     finally:
         for signum in (*_STOP_SIGNALS, signal.SIGHUP):
             loop.remove_signal_handler(signum)
@@ -89,7 +96,22 @@ async def _start(service: Served) -> None:
         raise
 
 
-async def _serve_started(service: Served, notifier: Notifier, stopping: asyncio.Event) -> None:
+class _Controls:
+    """What a signal or the local API sets off (:class:`mta.operator.views.Controls`)."""
+
+    def __init__(self, reload: Callable[[], Reloaded]) -> None:
+        self.reload = reload
+        self.stopping = asyncio.Event()
+        self.why = ""
+        """What asked for the stop (for the log line)."""
+
+    def stop(self, why: str) -> None:
+        if not self.stopping.is_set():
+            self.why = why
+        self.stopping.set()
+
+
+async def _serve_started(service: Served, notifier: Notifier, controls: _Controls) -> None:
     """From readiness to the end of the stop."""
     tasks: list[asyncio.Task[None]] = []
     try:
@@ -99,8 +121,8 @@ async def _serve_started(service: Served, notifier: Notifier, stopping: asyncio.
         interval = watchdog_interval()
         if interval is not None and notifier.enabled:
             tasks.append(asyncio.create_task(_keep_alive(notifier, interval)))
-        await stopping.wait()
-        log.info("stopping on signal")
+        await controls.stopping.wait()
+        log.info("stopping on %s", controls.why)
     finally:
         notifier.stopping()
         for task in tasks:
@@ -128,18 +150,19 @@ def _freeze_start_up() -> int:
     return frozen
 
 
-def _reloader(
-    service: Served, notifier: Notifier, reload: Callable[[], None] | None
-) -> Callable[[], None]:
-    """The SIGHUP handler (run by the event loop, not in the signal's context)."""
+def _reloader(notifier: Notifier, reload: Callable[[], Reloaded] | None) -> Callable[[], Reloaded]:
+    """The SIGHUP handler (run by the event loop, not in the signal's context), which
+    the local API's ``reload`` calls too."""
 
-    def reload_now() -> None:
+    def reload_now() -> Reloaded:
         notifier.reloading()
         if reload is None:
-            log.warning("SIGHUP: this MTA reloads nothing; restart it to apply changes")
+            done = Reloaded(error="this MTA reloads nothing; restart it to apply changes")
+            log.warning("reload: %s", done.error)
         else:
-            reload()
+            done = reload()
         notifier.send(READY="1")
+        return done
 
     return reload_now
 

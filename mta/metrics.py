@@ -27,6 +27,7 @@ Public API::
         .received(peer, precedence, octets, *, outcome="accepted")
         .bind_refused(peer, direction, reason)
         .report_queued(session, report)     counted when the session's transaction commits
+        .label_refused(session, peer)       likewise: a recipient refused for its label
         .render(figures) -> bytes           the exposition text (CONTENT_TYPE_LATEST)
     after_commit(session, action)       ``action()`` once the session's transaction commits
     Figures(now, routes, queue, slots, slot_states, inbound, unbound, store_bytes,
@@ -183,6 +184,12 @@ class Metrics:
         )
         for kind in _REPORT_KINDS:
             self._reports.labels(kind)  # (both series from the start, at 0)
+        self._label_refusals = self._counter(
+            "security_label_refusals",
+            "Recipients non-delivered because the clearance of their mailbox (route "
+            '"local") or of the link to their peer does not allow the security label',
+            ("route",),
+        )
 
     def _counter(self, name: str, documentation: str, labels: tuple[str, ...]) -> Counter:
         return Counter(f"{_PREFIX}_{name}", documentation, labels, registry=self.registry)
@@ -221,6 +228,11 @@ class Metrics:
         (never if it, or the savepoint around the unit, is rolled back)."""
         kind = _REPORT_KINDS[0 if isinstance(report, DeliveryReport) else 1]
         after_commit(session, self._reports.labels(kind).inc)
+
+    def label_refused(self, session: Session, peer: str | None) -> None:
+        """A recipient was refused for its security label, at its mailbox (None) or the
+        link to ``peer``: counted once ``session``'s transaction commits."""
+        after_commit(session, self._label_refusals.labels(peer or "local").inc)
 
     # --- scrape ------------------------------------------------------------------------
 

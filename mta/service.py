@@ -35,6 +35,8 @@ Public API::
         .flush_peer(peer)         the operator: its slots try again now, backoff anew
         .intake / .peers / .delivery / .listeners / .watch / .metrics / .store / .parts
         .reconfigure(config, *, then=None)    a reload (:mod:`mta.operator.reload`)
+        .attach(controls) / .controls   the service loop's reload and stop, for the
+                                  local API (:mod:`mta.lifecycle`)
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from mta.operator.control import SocketFile, serve_control
 from mta.operator.minimize import MinimizeState, describe
 from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
+from mta.operator.views import Controls
 from mta.outbound.channels import ChannelContext, SlotRunner
 from mta.outbound.peers import Peers
 from mta.outbound.units import OutboundUnits, TransferQueue
@@ -136,6 +139,7 @@ class Service:
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         self._intake_units = IntakeUnits(site, metrics=self.metrics)
         self._scrape: MetricsServer | None = None
+        self._controls: Controls | None = None
 
     # --- parts -------------------------------------------------------------------------
 
@@ -195,6 +199,15 @@ class Service:
     def listening_ports(self) -> list[int]:
         """The TCP ports P1 is served on (useful when configured as 0)."""
         return [] if self._listeners is None else self._listeners.ports
+
+    @property
+    def controls(self) -> Controls | None:
+        """The service loop's reload and stop (None unless :meth:`attach` gave them)."""
+        return self._controls
+
+    def attach(self, controls: Controls) -> None:
+        """Hand the local API the service loop's reload and stop (:mod:`mta.lifecycle`)."""
+        self._controls = controls
 
     # --- life --------------------------------------------------------------------------
 

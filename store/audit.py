@@ -11,8 +11,9 @@ Public API::
         .record_many(records)
         .recent(limit=100, *, mts_identifier=None) -> tuple[AuditRecord, ...]  (newest first)
         .history(mts_identifier, *, limit=10000) -> tuple[AuditRecord, ...]     (oldest first)
+        .messages(*, recipient=None, since=None, limit=1000) -> tuple[Seen, ...]
         .purge(before) -> int
-    AuditEvent, AuditRecord
+    AuditEvent, AuditRecord, Seen
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, select
+from sqlalchemy import CursorResult, func, select
 from sqlalchemy.orm import Session
 
 from store._sql import connection_of
 from store.models import AuditEntry
 from store.sql import audit as sql
 
-__all__ = ["AuditEvent", "AuditLog", "AuditRecord"]
+__all__ = ["AuditEvent", "AuditLog", "AuditRecord", "Seen"]
 
 
 class AuditEvent(enum.StrEnum):
@@ -51,6 +52,9 @@ class AuditEvent(enum.StrEnum):
     RELEASED = "released"
     DELETED = "deleted"
     """Removed from the queue by the operator (``x400ctl delete``), without a report."""
+    NON_DELIVERED = "non-delivered"
+    """Non-delivered by the operator (``x400ctl non-deliver``), with a report to the
+    originator when asked for; ``detail`` holds the operator's reason."""
     RECOVERED = "recovered"
     """Back to pending after a restart found it in flight."""
     REPORTED = "reported"
@@ -60,6 +64,10 @@ class AuditEvent(enum.StrEnum):
     MINIMIZED = "minimized"
     """The operator changed MINIMIZE (``x400ctl minimize``): ``detail`` says what is in
     force, ``peer`` whose it was (none: switch-wide)."""
+    LABEL_CHECKED = "label-checked"
+    """A recipient's security label checked against the clearance of its mailbox, or of
+    the link to ``peer`` (X.411 8.5.9): ``detail`` says allowed or refused, the label's
+    display marking and why."""
     QUARANTINED = "quarantined"
     """Taken from a peer MTA although it cannot be handled: kept in the quarantine
     (:mod:`store.quarantine`), not delivered."""
@@ -75,6 +83,17 @@ class AuditRecord:
     recipient: str | None = None
     peer: str | None = None
     detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """A message the audit log has entries of (``x400ctl track``'s search)."""
+
+    mts_identifier: str
+    first: datetime
+    """Its first entry that met the search's conditions."""
+    last: datetime
+    """Its last such entry."""
 
 
 class AuditLog:
@@ -140,6 +159,29 @@ class AuditLog:
             .limit(limit)
         )
         return tuple(_record(entry) for entry in self.session.scalars(statement))
+
+    def messages(
+        self, *, recipient: str | None = None, since: datetime | None = None, limit: int = 1000
+    ) -> tuple[Seen, ...]:
+        """The messages with an entry naming ``recipient`` and recorded at or after
+        ``since`` (each condition given), by their first such entry, at most ``limit``."""
+        first = func.min(AuditEntry.at)
+        statement = select(AuditEntry.mts_identifier, first, func.max(AuditEntry.at)).where(
+            AuditEntry.mts_identifier.is_not(None)
+        )
+        if recipient is not None:
+            statement = statement.where(AuditEntry.recipient == recipient)
+        if since is not None:
+            statement = statement.where(AuditEntry.at >= since)
+        statement = (
+            statement.group_by(AuditEntry.mts_identifier)
+            .order_by(first, AuditEntry.mts_identifier)
+            .limit(limit)
+        )
+        return tuple(
+            Seen(mts_identifier=str(identifier), first=earliest, last=latest)
+            for identifier, earliest, latest in self.session.execute(statement)
+        )
 
     def purge(self, before: datetime) -> int:
         """Delete entries older than ``before``; how many."""

@@ -56,6 +56,7 @@ Public API::
         .hold_selected(selection, now) / .release_selected(selection, now)
             -> tuple[SelectedRecipient, ...]
         .delete_selected(selection) -> Deletion
+        .fail_selected(selection, *, error, now) -> Failure
         .flush(route, now) -> int
         .shape(now, edges) -> tuple[ShapeCount, ...]
         .expire_due(now, *, limit=1000) -> tuple[QueueEntry, ...]
@@ -63,6 +64,8 @@ Public API::
         .renew_claims(owner, until) -> int     .take_back_lapsed(now) -> int
         .counts() -> tuple[QueueCount, ...]
         .waiting(limit=100) -> tuple[WaitingRecipient, ...]
+        .matching(*, recipient=None, originator=None, since=None, limit=1000)
+            -> tuple[WaitingRecipient, ...]    (x400ctl track's search)
         .backlog(route, precedences, now, *, floor=None) -> int
         .next_due(route, precedences) -> datetime | None
         .get(message_id) -> QueueEntry | None
@@ -71,7 +74,7 @@ Public API::
         .purge_finished(before) -> int          .forget_received(before) -> int
         .record_received(mts_identifier, recipients, origin_peer, now) -> set[str]
     NewMessage, NewRecipient, Enqueued, QueueEntry, QueueRecipient, QueueCount
-    Selection, SelectedRecipient, Deletion, ShapeCount
+    Selection, SelectedRecipient, Deletion, Failure, ShapeCount
     EXPIRED_ERROR
 """
 
@@ -112,6 +115,7 @@ __all__ = [
     "EXPIRED_ERROR",
     "Deletion",
     "Enqueued",
+    "Failure",
     "NewMessage",
     "NewRecipient",
     "QueueCount",
@@ -246,6 +250,8 @@ class WaitingRecipient:
     last_error: str | None
     size: int = 0
     """Octets of the message's APDU."""
+    originator: str = ""
+    """Canonical O/R name of the message's originator (a report's: its destination)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +294,16 @@ class Deletion:
     other recipients of their messages were deleted."""
     messages_removed: int
     """Messages left with nothing to send, removed with their APDUs."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """What :meth:`TransitQueue.fail_selected` did."""
+
+    failed: tuple[QueueEntry, ...]
+    """The recipients failed, under their messages (APDUs with them, for the reports)."""
+    busy: tuple[SelectedRecipient, ...]
+    """Selected recipients in flight (being transferred or delivered now): untouched."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -652,6 +668,24 @@ class TransitQueue:
             messages_removed=removed,
         )
 
+    def fail_selected(self, selection: Selection, *, error: str, now: datetime) -> Failure:
+        """Fail the selected pending and held recipients (the operator's non-delivery;
+        ``error`` is their last error); those in flight finish their attempt and are
+        returned as busy.  No report is made here."""
+        rows = self.connection.execute(
+            select(_c.id, _c.message_id, _c.state, _c.recipient, _c.route)
+            .where(_c.state.in_(_WAITING), _selected(selection))
+            .with_for_update()
+        ).all()
+        idle = [row for row in rows if row.state != _S.IN_FLIGHT]
+        failed = self._transition(sql.TO_NON_DELIVERED, [row.id for row in idle], now, error=error)
+        in_flight = [row for row in rows if row.state == _S.IN_FLIGHT]
+        identifiers = self._identifiers({row.message_id for row in in_flight})
+        return Failure(
+            failed=self._entries(list(dict.fromkeys(row.message_id for row in idle)), failed),
+            busy=tuple(_selected_recipient(row, identifiers) for row in in_flight),
+        )
+
     def _change_selected(
         self,
         selection: Selection,
@@ -738,6 +772,28 @@ class TransitQueue:
         MTS identifier, in any state (finished ones until retention prunes them)."""
         rows = self.connection.execute(sql.OF_MESSAGE, {"mts_identifier": mts_identifier})
         return tuple(_waiting(row) for row in rows)
+
+    def matching(
+        self,
+        *,
+        recipient: str | None = None,
+        originator: str | None = None,
+        since: datetime | None = None,
+        limit: int = 1000,
+    ) -> tuple[WaitingRecipient, ...]:
+        """Recipients in the queue (any state) of the messages that have ``recipient``
+        among theirs, come from ``originator`` and arrived at or after ``since`` (each
+        condition given), oldest first, at most ``limit``."""
+        query = sql.QUEUED
+        if recipient is not None:
+            named = select(_c.message_id).where(_c.recipient == recipient)
+            query = query.where(_m.id.in_(named))
+        if originator is not None:
+            query = query.where(_m.originator == originator)
+        if since is not None:
+            query = query.where(_m.arrival_time >= literal(since, UtcDateTime()))
+        query = query.order_by(_m.arrival_time, _m.id, _c.id).limit(limit)
+        return tuple(_waiting(row) for row in self.connection.execute(query))
 
     def backlog(
         self,
@@ -953,4 +1009,5 @@ def _waiting(row: Any) -> WaitingRecipient:
         next_attempt_at=row.next_attempt_at,
         last_error=row.last_error,
         size=row.size,
+        originator=row.originator,
     )

@@ -6,6 +6,8 @@
   runs when woken (:meth:`Delivery.wake`) and at least every second.
 - The expirer non-delivers recipients past their expiry time (X.411 8.3.1.2.1.10
   maximum-time-expired), every ``expiry_interval`` seconds.
+- The operator's non-delivery (``x400ctl non-deliver``, :meth:`Delivery.non_deliver`)
+  goes the expirer's way: the same units, the same reports, announced the same way.
 - The pruner deletes what the MTA has finished with (:mod:`mta.delivery.retention`).
 - The lease keeper renews this process's claims on queued work every third of the
   lease, and takes back the claims of any process of the site whose lease lapsed (one
@@ -21,6 +23,7 @@ Public API::
     Delivery(db, units, intake, *, healthy, retention, expiry_interval)
         .wake()   await .deliver_forever()  await .expire_forever()  await .prune_forever()
         await .keep_claims_forever()
+        await .non_deliver(selection, reason) -> Failure
         .retention   (replaced on reload)
 """
 
@@ -38,6 +41,7 @@ from mta.database import Database
 from mta.delivery.retention import Pruning
 from mta.delivery.units import DeliveryUnits
 from mta.intake.intake import Intake
+from store.queue import Failure, Selection
 
 __all__ = ["CLAIMS", "EXPIRY", "EXPIRY_INTERVAL", "LOCAL_DELIVERY", "RETENTION", "Delivery"]
 
@@ -115,6 +119,20 @@ class Delivery:
                 log.warning("expired %d recipient(s): non-delivery reports queued", expired)
                 self.intake.queued()
             await asyncio.sleep(self.expiry_interval)
+
+    async def non_deliver(self, selection: Selection, reason: str) -> Failure:
+        """The operator's non-delivery of the selected waiting recipients, with their
+        reports (:meth:`mta.delivery.units.DeliveryUnits.non_deliver`)."""
+        failure = await self.db.run(self.units.non_deliver, selection, reason, datetime.now(UTC))
+        failed = sum(len(entry.recipients) for entry in failure.failed)
+        if failed:
+            log.warning(
+                "non-delivered %d recipient(s) (operator: %s): non-delivery reports queued",
+                failed,
+                reason,
+            )
+            self.intake.queued()
+        return failure
 
     async def keep_claims_forever(self) -> None:
         lease = self.units.lease

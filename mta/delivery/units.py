@@ -5,6 +5,10 @@
   their mailboxes (the message store), with the delivery reports they asked for;
 - :meth:`DeliveryUnits.expire`: recipients past their expiry time are non-delivered,
   reason unable-to-transfer, diagnostic maximum-time-expired (X.411 8.3.1.2.1.10);
+- :meth:`DeliveryUnits.non_deliver`: the operator's non-delivery of the recipients
+  selected (``x400ctl non-deliver``), reported as :data:`OPERATOR_NON_DELIVERY` says,
+  the operator's reason as the report's supplementary-information; both make their
+  reports the one way, :meth:`DeliveryUnits.non_deliver_in`;
 - :meth:`DeliveryUnits.recover`: at start and stop, what this process left in flight is
   pending again (only its own: other processes of the site may share the queue);
 - :meth:`DeliveryUnits.keep_claims_in`: this process's claims are renewed, and those of any
@@ -18,6 +22,8 @@ Public API::
     DeliveryUnits(engine, intake, *, owner=None, lease=None)
         .deliver_local_in(session, *, now, limit) -> list[LocalOutcome]
         .expire(now) -> int
+        .non_deliver(selection, reason, now) -> Failure
+        .non_deliver_in(session, entries, report, now, journal, *, supplementary=None)
         .recover(now) -> int
         .keep_claims_in(session, *, now) -> int     recipients taken back
 """
@@ -25,8 +31,9 @@ Public API::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Final
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -49,8 +56,9 @@ from store import (
 )
 from store.audit import AuditRecord
 from store.mailbox import UNDECODABLE, MailboxIndex, index_apdu
+from store.queue import Failure, Selection
 
-__all__ = ["DeliveryUnits"]
+__all__ = ["OPERATOR_NON_DELIVERY", "DeliveryUnits"]
 
 log = logging.getLogger("aiox400.queue")
 
@@ -59,6 +67,20 @@ _EXPIRED = NonDeliveryReport(
     reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
     diagnostic_code=NonDeliveryDiagnostic.MAXIMUM_TIME_EXPIRED,
 )
+OPERATOR_NON_DELIVERY: Final = NonDeliveryReport(
+    reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER, diagnostic_code=None
+)
+"""How the operator's non-delivery is reported (X.411 8.3.1.2.1.9-10).
+
+unable-to-transfer: "due to some problem with the subject-message itself" the MTS will
+not transfer or deliver it; the nearest of the reason codes to an operator's decision
+about the message.  Not transfer-failure, which tells of a communication failure that
+did not happen (an originator may just send again into the same decision).  No
+diagnostic: none of X.411's names an administrative action (maximum-time-expired,
+mts-congestion or recipient-unavailable would each say something false), and the
+diagnostic is OPTIONAL; the operator's reason goes, in words, into the report's
+supplementary-information on each recipient (PrintableString, 1 to 256 characters).
+"""
 
 
 class DeliveryUnits:
@@ -133,21 +155,66 @@ class DeliveryUnits:
         with transaction(self.engine, durable=False) as session:
             entries = TransitQueue(session).expire_due(now)
             journal: list[AuditRecord] = []
-            for entry in entries:
-                subject = subject_of(entry)
-                if subject is not None:
-                    outcomes = [outcome_for(r, subject, _EXPIRED) for r in entry.recipients]
-                    self.intake.report(session, subject, outcomes, entry.arrival_time, now, journal)
-                journal.append(
-                    AuditRecord(
-                        at=now,
-                        event=AuditEvent.EXPIRED,
-                        mts_identifier=entry.mts_identifier,
-                        detail=", ".join(r.recipient for r in entry.recipients),
-                    )
+            self.non_deliver_in(session, entries, _EXPIRED, now, journal)
+            journal += (
+                AuditRecord(
+                    at=now,
+                    event=AuditEvent.EXPIRED,
+                    mts_identifier=entry.mts_identifier,
+                    detail=", ".join(r.recipient for r in entry.recipients),
                 )
+                for entry in entries
+            )
             AuditLog(session).record_many(journal)
         return sum(len(entry.recipients) for entry in entries)
+
+    def non_deliver(self, selection: Selection, reason: str, now: datetime) -> Failure:
+        """The operator's non-delivery of the selected waiting recipients, each reported
+        (:data:`OPERATOR_NON_DELIVERY`, ``reason`` as supplementary-information) and
+        audited; those in flight are left to their attempt and returned as busy."""
+        with transaction(self.engine) as session:
+            failure = TransitQueue(session).fail_selected(
+                selection, error=f"non-delivered by the operator: {reason}", now=now
+            )
+            journal: list[AuditRecord] = [
+                AuditRecord(
+                    at=now,
+                    event=AuditEvent.NON_DELIVERED,
+                    mts_identifier=entry.mts_identifier,
+                    recipient=r.recipient,
+                    peer=None if r.route == LOCAL_ROUTE else r.route,
+                    detail=f"by the operator: {reason}",
+                )
+                for entry in failure.failed
+                for r in entry.recipients
+            ]
+            self.non_deliver_in(
+                session, failure.failed, OPERATOR_NON_DELIVERY, now, journal, supplementary=reason
+            )
+            AuditLog(session).record_many(journal)
+        return failure
+
+    def non_deliver_in(
+        self,
+        session: Session,
+        entries: Sequence[QueueEntry],
+        report: NonDeliveryReport,
+        now: datetime,
+        journal: list[AuditRecord],
+        *,
+        supplementary: str | None = None,
+    ) -> None:
+        """Queue the non-delivery reports on the failed recipients of ``entries`` (one
+        per message whose recipients asked for it; none on a report)."""
+        for entry in entries:
+            subject = subject_of(entry)
+            if subject is None:
+                continue
+            outcomes = [
+                outcome_for(r, subject, report, supplementary=supplementary)
+                for r in entry.recipients
+            ]
+            self.intake.report(session, subject, outcomes, entry.arrival_time, now, journal)
 
     def keep_claims_in(self, session: Session, *, now: datetime) -> int:
         """Renew this process's claims for another lease, then take back (pending again)

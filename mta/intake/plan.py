@@ -13,8 +13,10 @@ originates) goes through :func:`plan_intake` before it is committed to the queue
    store or a peer; one without a route (a name under a local domain that is none of the
    configured local users included, :mod:`mta.intake.routing`), or whose envelope or own fields
    carry an extension critical for what its route does that is not supported there
-   (X.411 9.1, :meth:`mta.intake.routing.Router.admit`), like every recipient of a looping
-   message, gets a non-delivery outcome here and is never queued.
+   (X.411 9.1, :meth:`mta.intake.routing.Router.admit`), or whose security label the
+   clearance of its mailbox or its peer's link does not allow (X.411 8.5.9,
+   :meth:`mta.intake.routing.Router.judge`), like every recipient of a looping message,
+   gets a non-delivery outcome here and is never queued.
 
 The result, a :class:`Plan`, says what to write: a :class:`store.queue.NewMessage` (or
 none) and the outcomes to report.  A received message's trace entries are added to its
@@ -51,7 +53,7 @@ from datetime import datetime, timedelta
 
 from config.schema import MaxAge
 from mta.intake.reports import Outcome, indicator_bits
-from mta.intake.routing import LocalRoute, NoRoute, PeerRoute, Route, Router
+from mta.intake.routing import LabelDecision, LocalRoute, NoRoute, PeerRoute, Route, Router
 from p1.errors import DecodeError, EncodeError
 from p1.mts.envelope import (
     Message,
@@ -138,6 +140,8 @@ class Plan:
     """When the APDU reached this MTA (the caller's ``now``)."""
     why: str = ""
     """Why recipients were rejected, for the log."""
+    labels: tuple[LabelDecision, ...] = ()
+    """The security label decisions taken for its recipients (X.411 8.5.9)."""
 
 
 def domain_of(address: ORAddress) -> GlobalDomainIdentifier:
@@ -292,11 +296,15 @@ def _plan_subject(
     if loop:
         rejected = _outcomes(responsible, NonDeliveryDiagnostic.LOOP_DETECTED)
         return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=loop)
-    routes = {id(r): _route(site.router, envelope, r, routed or {}) for r in responsible}
+    judged = {id(r): _route(site.router, envelope, r, routed or {}) for r in responsible}
+    routes = {key: route for key, (route, _) in judged.items()}
+    labels = tuple(decision for _, decision in judged.values() if decision is not None)
     queued = [r for r in responsible if not isinstance(routes[id(r)], NoRoute)]
     rejected, why = _unroutable(responsible, routes)
     if not queued:
-        return Plan(message=None, rejected=rejected, subject=envelope, arrival=now, why=why)
+        return Plan(
+            message=None, rejected=rejected, subject=envelope, arrival=now, why=why, labels=labels
+        )
     precedence = precedence_of(envelope, site) if precedence is None else precedence
     message = NewMessage(
         mts_identifier=envelope.mts_identifier.text,
@@ -310,7 +318,9 @@ def _plan_subject(
         origin_peer=origin_peer,
         envelope_recipients=_all_responsible(envelope),
     )
-    return Plan(message=message, rejected=rejected, subject=envelope, arrival=now, why=why)
+    return Plan(
+        message=message, rejected=rejected, subject=envelope, arrival=now, why=why, labels=labels
+    )
 
 
 def _route(
@@ -318,13 +328,13 @@ def _route(
     envelope: MessageEnvelope | Probe,
     recipient: RecipientField,
     routed: Mapping[str, Route],
-) -> Route:
+) -> tuple[Route, LabelDecision | None]:
     """The recipient's route (``routed`` if the caller routed it), once its extensions'
     criticality is checked against it (X.411 9.1: the envelope's extensions and the
-    recipient's own)."""
+    recipient's own) and its security label against where it goes (X.411 8.5.9)."""
     name = recipient.recipient_name
     route = routed.get(name.canonical) or router.route(name)
-    return router.admit(route, (*envelope.extensions, *recipient.extensions))
+    return router.judge(route, (*envelope.extensions, *recipient.extensions), name)
 
 
 def _all_responsible(envelope: MessageEnvelope | Probe) -> int | None:

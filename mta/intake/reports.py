@@ -14,7 +14,7 @@ Pure: no I/O, no clock (``now`` is passed in).
 
 Public API::
 
-    Outcome(recipient, number, indicators, report)       one recipient's fate
+    Outcome(recipient, number, indicators, report, supplementary=None)   one recipient's fate
     wants_report(indicators, report) -> bool
     build_report(subject, outcomes, *, identifier, domain, now) -> Report | None
     report_apdu(report) -> bytes
@@ -66,6 +66,10 @@ class Outcome:
     indicators: PerRecipientIndicators
     """The recipient's per-recipient-indicators in the subject (its report requests)."""
     report: DeliveryReport | NonDeliveryReport
+    supplementary: str | None = None
+    """The report's supplementary-information on the recipient (X.411
+    SupplementaryInformation: a PrintableString of 1 to 256 characters), such as an
+    operator's reason."""
 
 
 def wants_report(
@@ -123,6 +127,7 @@ def _recipient_field(outcome: Outcome, arrival: datetime) -> ReportRecipientFiel
         originally_specified_recipient_number=outcome.number,
         per_recipient_indicators=outcome.indicators,
         last_trace_information=LastTraceInformation(arrival_time=arrival, report=outcome.report),
+        supplementary_information=outcome.supplementary,
     )
 
 

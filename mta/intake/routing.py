@@ -22,6 +22,16 @@ not transferred to a peer unless this MTA implements it or the peer's configurat
 it.  :meth:`Router.admit` gives such a recipient a :class:`NoRoute` of unable-to-transfer
 and unsupported-critical-function instead of its route.
 
+Security labels (X.411 8.5.9, with a ``[security]`` policy): the message-security-label
+extension is then supported wherever it is critical, and :meth:`Router.judge` checks each
+recipient's label (the envelope's, or the configured ``default_label`` for an unlabelled
+message) against the clearance of where its route goes: the recipient's mailbox
+(``[[security.clearances]] users``, else ``default_clearance``) or the peer's link
+(``[[peers]] clearance``).  A label the clearance does not allow, or one that does not read
+under the policy, turns the route into a :class:`NoRoute` of unable-to-transfer and
+secure-messaging-error: the recipient is never delivered to or transferred.  Each decision
+is returned as a :class:`LabelDecision`, for the audit log.
+
 Pure: no I/O, no clock.
 
 Public API::
@@ -29,6 +39,10 @@ Public API::
     LocalRoute(), PeerRoute(peer), NoRoute(reason, diagnostic, why), UNKNOWN_USER
     Router(config).route(recipient) -> Route
     Router(config).admit(route, extensions) -> Route    criticality (X.411 9.1)
+    Router(config).judge(route, extensions, recipient) -> (Route, LabelDecision | None)
+                                    criticality, then the security label (X.411 8.5.9)
+    LabelDecision(recipient, peer, allowed, reason, marking)
+    check_label(security, extensions, clearance) -> LabelVerdict(allowed, reason, marking) | None
     IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
 """
@@ -38,16 +52,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from config.schema import AddressPrefix, MtaConfig
+from config.schema import AddressPrefix, MtaConfig, Security
+from p1.errors import DecodeError
 from p1.mts.extension_view import extension_label
 from p1.mts.extensions import (
     INTERPRETED_EXTENSIONS,
     ExtensionField,
     ExtensionType,
     StandardExtension,
+    find_extension,
 )
 from p1.mts.orname import ORAddress
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
+from p1.mts.security_label import SecurityLabel, message_security_label
+from p1.security.clearance import Clearance, decide, display_marking
 
 IMPLEMENTED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
     {*INTERPRETED_EXTENSIONS, StandardExtension.CONTENT_CORRELATOR}
@@ -81,9 +99,36 @@ class NoRoute:
 
 Route = LocalRoute | PeerRoute | NoRoute
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelVerdict:
+    """A security label judged against one clearance."""
+
+    allowed: bool
+    reason: str
+    marking: str
+    """The label's display marking under the policy."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LabelDecision:
+    """One recipient's security label checked against a clearance (for the audit log)."""
+
+    recipient: str
+    """The recipient's canonical O/R name."""
+    peer: str | None
+    """The peer whose link was judged; None: the recipient's local mailbox."""
+    allowed: bool
+    reason: str
+    marking: str
+    """The label's display marking under the policy."""
+
+
 _LOCAL = LocalRoute()
 UNKNOWN_USER = NoRoute(why="not a local user")
 """The route of a name under a local domain that is none of the configured users."""
+_VERDICTS_KEPT = 1024
+"""Label decisions a router remembers (per label and clearance) before it starts over."""
 
 
 class Router:
@@ -105,6 +150,22 @@ class Router:
             peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
             for peer in config.peers
         }
+        self._security = config.security if config.security.enforced else None
+        self._links: dict[str, Clearance | None] = {}
+        if self._security is not None:
+            # With a policy, this MTA acts on the label wherever it is critical.
+            label = frozenset({StandardExtension.MESSAGE_SECURITY_LABEL})
+            self._delivers |= label
+            self._transfers = {name: known | label for name, known in self._transfers.items()}
+            self._links = {
+                peer.name: self._security.clearance_named(peer.clearance) for peer in config.peers
+            }
+        security = config.security
+        self._mailboxes = {
+            user.canonical: named.clearance for named in security.clearances for user in named.users
+        }
+        self._default_mailbox = security.clearance_named(security.default_clearance)
+        self._verdicts: dict[tuple[bytes | None, Clearance | None], LabelVerdict | None] = {}
 
     def route(self, recipient: ORAddress) -> Route:
         """Where ``recipient`` goes."""
@@ -136,6 +197,63 @@ class Router:
             why=f"{extension_name(refused[0].type)} is critical {where}, and not supported",
         )
 
+    def judge(
+        self, route: Route, extensions: Iterable[ExtensionField], recipient: ORAddress
+    ) -> tuple[Route, LabelDecision | None]:
+        """:meth:`admit`, then the security label against the clearance of where the route
+        goes (X.411 8.5.9); the decision, if a label was checked."""
+        route = self.admit(route, extensions)
+        if self._security is None or isinstance(route, NoRoute):
+            return route, None
+        peer = route.peer if isinstance(route, PeerRoute) else None
+        decision = self._decide(self._security, extensions, recipient, peer)
+        if decision is None or decision.allowed:
+            return route, decision
+        where = "the link to " + peer if peer is not None else "the mailbox"
+        refused = NoRoute(
+            diagnostic=NonDeliveryDiagnostic.SECURE_MESSAGING_ERROR,
+            why=f"security label {decision.marking} refused for {where}: {decision.reason}",
+        )
+        return refused, decision
+
+    def _decide(
+        self,
+        security: Security,
+        extensions: Iterable[ExtensionField],
+        recipient: ORAddress,
+        peer: str | None,
+    ) -> LabelDecision | None:
+        if peer is not None:
+            clearance = self._links.get(peer)
+        else:
+            clearance = self._mailboxes.get(recipient.canonical, self._default_mailbox)
+        verdict = self._verdict(security, tuple(extensions), clearance)
+        if verdict is None:
+            return None
+        return LabelDecision(
+            recipient=recipient.canonical,
+            peer=peer,
+            allowed=verdict.allowed,
+            reason=verdict.reason,
+            marking=verdict.marking,
+        )
+
+    def _verdict(
+        self,
+        security: Security,
+        extensions: tuple[ExtensionField, ...],
+        clearance: Clearance | None,
+    ) -> LabelVerdict | None:
+        """:func:`check_label`, once per label and clearance: the recipients of one
+        message share both, often by the thousand."""
+        found = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
+        key = (None if found is None else found.value, clearance)
+        if key not in self._verdicts:
+            if len(self._verdicts) >= _VERDICTS_KEPT:
+                self._verdicts.clear()
+            self._verdicts[key] = check_label(security, extensions, clearance)
+        return self._verdicts[key]
+
     def is_user(self, name: ORAddress) -> bool:
         """Whether ``name``, under a local domain, names a local user (any name does when
         the configuration does not list them)."""
@@ -151,6 +269,28 @@ class Router:
         for recipient in recipients:
             groups.setdefault(self.route(recipient), []).append(recipient)
         return groups
+
+
+def check_label(
+    security: Security, extensions: Iterable[ExtensionField], clearance: Clearance | None
+) -> LabelVerdict | None:
+    """The envelope's security label (or the default label) judged against ``clearance``
+    under the configured policy; None when there is no policy, or no label and no
+    default label."""
+    if security.spif is None:
+        return None
+    try:
+        label = message_security_label(extensions)
+    except DecodeError as exc:
+        reason = f"the label does not decode ({exc})"
+        return LabelVerdict(allowed=False, reason=reason, marking="(unreadable)")
+    if label is None and security.unlabelled is None:
+        return None
+    if label is None:
+        label = SecurityLabel(policy=security.spif.id, classification=security.unlabelled)
+    decision = decide(security.spif, label, clearance)
+    marking = display_marking(security.spif, label)
+    return LabelVerdict(allowed=decision.allowed, reason=decision.reason, marking=marking)
 
 
 def extension_name(ext_type: ExtensionType) -> str:

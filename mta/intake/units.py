@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -189,6 +189,11 @@ class IntakeUnits:
             for message, result in zip(messages, results, strict=True)
         )
         for plan in plans:
+            journal += _label_records(plan, now)
+            if self.metrics is not None:
+                for decision in plan.labels:
+                    if not decision.allowed:
+                        self.metrics.label_refused(session, decision.peer)
             if plan.rejected and plan.subject is not None:
                 _log_rejected(plan.subject, plan.rejected, plan.why)
                 self.report(session, plan.subject, plan.rejected, plan.arrival, now, journal)
@@ -551,8 +556,11 @@ def outcome_for(
     recipient: QueueRecipient | NewRecipient,
     subject: MessageEnvelope | Probe,
     report: DeliveryReport | NonDeliveryReport,
+    *,
+    supplementary: str | None = None,
 ) -> Outcome:
-    """The outcome for a queued recipient, named as the subject's envelope names it."""
+    """The outcome for a queued recipient, named as the subject's envelope names it
+    (``supplementary``: the report's supplementary-information for it)."""
     number = recipient.recipient_number
     named = next(
         (
@@ -567,6 +575,7 @@ def outcome_for(
         number=recipient.recipient_number or 1,
         indicators=indicators_from(recipient.report_request),
         report=report,
+        supplementary=supplementary,
     )
 
 
@@ -644,6 +653,22 @@ def _log_rejected(subject: MessageEnvelope | Probe, outcomes: Sequence[Outcome],
     names = ", ".join(outcome.recipient.canonical for outcome in outcomes[:3])
     more = f" and {len(outcomes) - 3} more" if len(outcomes) > 3 else ""
     log.info("%s non-delivered to %s%s: %s", subject.mts_identifier.text, names, more, why)
+
+
+def _label_records(plan: Plan, now: datetime) -> Iterator[AuditRecord]:
+    """One record per security label decision of ``plan`` (X.411 8.5.9)."""
+    if plan.subject is None:
+        return
+    for decision in plan.labels:
+        verdict = "allowed" if decision.allowed else "refused"
+        yield AuditRecord(
+            at=now,
+            event=AuditEvent.LABEL_CHECKED,
+            mts_identifier=plan.subject.mts_identifier.text,
+            recipient=decision.recipient,
+            peer=decision.peer,
+            detail=f"{verdict}: {decision.marking}: {decision.reason}",
+        )
 
 
 def _non_delivery_text(report: DeliveryReport | NonDeliveryReport) -> str:

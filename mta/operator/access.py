@@ -141,6 +141,12 @@ NEEDS: Final[Mapping[str, Need]] = MappingProxyType(
         "quarantine": Need.OPERATOR,
         "quarantine_read": Need.OPERATOR,
         "quarantine_delete": Need.OPERATOR,
+        "queue_show": Need.OPERATOR,
+        "non_deliver": Need.OPERATOR,
+        "track_find": Need.OPERATOR,
+        # the daemon's life: the same as SIGHUP and SIGTERM
+        "reload": Need.OPERATOR,
+        "stop": Need.OPERATOR,
     }
 )
 """What each operation needs; one not listed needs an operator."""

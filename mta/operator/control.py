@@ -38,9 +38,23 @@ operator's):
               -> changed | deleted, recipients [..]; queue_delete also busy [..] (in
               flight: not deleted) and messages_removed.  A deletion sends no report;
               the audit log records it
+    non_deliver  a selection (as hold's) + reason (a PrintableString of 1..256) ->
+              non_delivered, recipients [..], busy [..] (in flight: left alone).  Each
+              is reported to its originator as expiry reports (unable-to-transfer, the
+              reason as supplementary-information) and audited
+    queue_show   message_id | mts_identifier -> message {message_id, mts_identifier,
+              kind, precedence, originator, arrival_time, expiry_time, origin_peer,
+              size, recipients [{recipient, route, state, attempts, next_attempt_at,
+              last_error}]} + content (the stored MTS-APDU)
     flush     peer? -> due (recipients waiting out a retry made due now; slots woken)
     track     mts_identifier -> events [{at, event, recipient, peer, detail}] (oldest first),
               queue [as messages' recipients] (every state, until retention prunes it)
+    track_find   recipient?, originator?, since? (ISO 8601) -> matches [{mts_identifier,
+              first, last, originator, states {state: recipients}}] (oldest first, at
+              most 100), more (whether there were more)
+    reload    -> applied, restart [..] (keys that need a restart); refused, the file
+              refused (its error names file, key and value): SIGHUP's reload
+    stop      -> pid; the stop SIGTERM begins, answered before it begins
     config    -> settings [[key, value], ...] (passwords hidden)
     quarantine       -> entries [{id, peer, received_at, reason, size}]  (oldest first):
                      transfers kept because they could not be taken in (mta.intake.quarantine)
@@ -213,11 +227,18 @@ async def serve_control(
 
     async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            await _serve(reader, writer, handler, clients)
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
+            try:
+                await _serve(reader, writer, handler, clients)
+            finally:
+                writer.close()
+                with contextlib.suppress(ConnectionError):
+                    await writer.wait_closed()
+        except asyncio.CancelledError:
+            # The loop ends (the daemon stops) with this connection still open, as the
+            # one that asked for the stop is: it ends here, quietly.  (Python 3.11's
+            # stream server asks a cancelled handler for its exception, and would log
+            # the CancelledError that raises as an error with a traceback.)
+            return
 
     sock = _bound(path, mode)
     try:

@@ -33,12 +33,13 @@ from typing import Any, Final
 
 from sqlalchemy import Engine
 
-from config.schema import MinimizeSubmissions
+from config.schema import MinimizeSubmissions, Security
 from config.view import effective_settings
 from mta.delivery.watch import MailboxWatch, WatchClosedError
 from mta.faults import LogLimiter, store_fault
 from mta.intake.plan import IntakeError
 from mta.intake.submission import SubmitRequest
+from mta.operator import queued
 from mta.operator.access import (
     NEEDS,
     Caller,
@@ -60,12 +61,15 @@ from mta.operator.control import (
     sees_every_account,
 )
 from mta.operator.minimize import Floors, describe
-from mta.operator.views import Daemon, Submitter
+from mta.operator.views import Controls, Daemon, Submitter
 from mta.transport import ConnectionState, Refused, SlotSnapshot, SlotState
 from p1.errors import DecodeError, EncodeError
+from p1.mts.envelope import Report, peek_envelope
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
+from p1.mts.security_label import message_security_label
+from p1.security.clearance import display_marking
 from store import (
     LOCAL_ROUTE,
     AuditEvent,
@@ -562,6 +566,55 @@ class LocalApi:
             return str(peer)
         raise ControlError(f"no peer {peer!r}; known: {', '.join([*known, LOCAL_ROUTE])}")
 
+    async def queue_show(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """One queued message and its APDU (``x400ctl show``), by id or MTS identifier."""
+        if "message_id" in request:
+            return await queued.show(self.service, message_id=_int(request, "message_id"))
+        identifier = request.get("mts_identifier")
+        if not isinstance(identifier, str) or not identifier:
+            raise ControlError("say which: message_id, or mts_identifier as text")
+        return await queued.show(self.service, mts_identifier=identifier)
+
+    async def non_deliver(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Non-deliver the selected waiting recipients, reporting to the originators
+        (:func:`mta.operator.queued.non_deliver`)."""
+        reason = queued.check_reason(request.get("reason"))
+        return await queued.non_deliver(self.service, self._selection(request), reason), b""
+
+    async def track_find(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """The messages with a recipient, from an originator, seen since a time."""
+        recipient = _name(request, "recipient").canonical if "recipient" in request else None
+        originator = _name(request, "originator").canonical if "originator" in request else None
+        since = _time(request, "since")
+        if recipient is None and originator is None and since is None:
+            raise ControlError("say which: recipient, originator or since")
+        found = await queued.find(
+            self.service, recipient=recipient, originator=originator, since=since
+        )
+        return found, b""
+
+    # --- the daemon's life -------------------------------------------------------------
+
+    async def reload(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Re-read the configuration file, as SIGHUP does (the same handler)."""
+        done = self._controls().reload()
+        if done.error is not None:
+            raise ControlError(
+                f"reload refused, the previous configuration stays in force: {done.error}"
+            )
+        return {"ok": True, "applied": done.applied, "restart": [*done.restart]}, b""
+
+    async def stop(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
+        """Stop gracefully, as SIGTERM does (the same path); answered before it begins."""
+        self._controls().stop("request of the local API (x400ctl stop)")
+        return {"ok": True, "pid": os.getpid()}, b""
+
+    def _controls(self) -> Controls:
+        controls = self.service.controls
+        if controls is None:
+            raise ControlError("this MTA is not run by x400-mta: it can neither reload nor stop")
+        return controls
+
     # --- quarantine --------------------------------------------------------------------
 
     async def quarantine(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
@@ -664,7 +717,11 @@ class LocalApi:
         if message is None:
             where = "any mailbox" if user is None else f"the mailbox of {user}"
             raise ControlError(f"no message {entry_id} in {where}")
-        return {"ok": True, "message": _summary(message)}, message.apdu
+        summary = _summary(message)
+        marking = _security_marking(self.service.config.security, message.apdu)
+        if marking is not None:
+            summary["security_marking"] = marking
+        return {"ok": True, "message": summary}, message.apdu
 
     async def delete(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         user = _name(request, "user").canonical
@@ -694,6 +751,11 @@ _OPERATIONS: dict[str, _Operation] = {
     "quarantine": LocalApi.quarantine,
     "quarantine_read": LocalApi.quarantine_read,
     "quarantine_delete": LocalApi.quarantine_delete,
+    "queue_show": LocalApi.queue_show,
+    "non_deliver": LocalApi.non_deliver,
+    "track_find": LocalApi.track_find,
+    "reload": LocalApi.reload,
+    "stop": LocalApi.stop,
     "inbox": LocalApi.inbox,
     "wait": LocalApi.wait,
     "read": LocalApi.read,
@@ -887,6 +949,20 @@ def _ints(request: JsonObject, key: str) -> list[int]:
     ):
         raise ControlError(f"{key} must be a list of integers")
     return values
+
+
+def _security_marking(security: Security, apdu: bytes) -> str | None:
+    """The display marking of a stored message's security label under the configured
+    policy (the SPIF's), or None without a policy or a label."""
+    if security.spif is None:
+        return None
+    try:
+        read = peek_envelope(apdu)
+        envelope = read.envelope if isinstance(read, Report) else read
+        label = message_security_label(envelope.extensions)
+    except DecodeError:
+        return None  # (the client shows the label's octets and why they do not decode)
+    return None if label is None else display_marking(security.spif, label)
 
 
 def _summary(entry: MailboxSummary) -> JsonObject:

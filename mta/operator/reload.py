@@ -51,9 +51,14 @@ listeners, the database, the state directory, the control socket, the MTA's name
 domain and password, and any section not listed above.  One INFO line sums up what was
 applied ("reloaded FILE: peers added X, changed Y, removed Z; limits; retention").
 
+The same reload answers ``x400ctl reload`` (the local API's ``reload``, through
+:mod:`mta.lifecycle`, the one way in): the :class:`Reloaded` it returns says what was
+applied, what needs a restart, or why the file was refused.
+
 Public API::
 
-    Reloader(service, *, level_override=None)    called on SIGHUP
+    Reloader(service, *, level_override=None)    called on SIGHUP -> Reloaded
+    Reloaded (:class:`mta.operator.views.Reloaded`)
     compare(old, new) -> Changes(applied, restart)
     compare_peers(old, new) -> PeerChanges(added, changed, removed, routed)
     applied_config(old, new) -> MtaConfig       ``new`` with what needs a restart kept ``old``
@@ -73,13 +78,14 @@ from sqlalchemy import Engine
 
 from config.loader import ConfigError, load_config
 from config.schema import ConnectionLimits, MtaConfig, Peer
-from mta.operator.views import Reconfigurable
+from mta.operator.views import Reconfigurable, Reloaded
 from store import RecipientState, TransitQueue, transaction
 
 __all__ = [
     "APPLIED",
     "Changes",
     "PeerChanges",
+    "Reloaded",
     "Reloader",
     "applied_config",
     "compare",
@@ -221,26 +227,29 @@ class Reloader:
         self.level_override = level_override
         """The ``--log-level`` given: it wins over the file's ``log_level``."""
 
-    def __call__(self) -> None:
-        """Reload now (module docstring); logs what happened, never raises for a bad
-        file or a failure to apply it."""
+    def __call__(self) -> Reloaded:
+        """Reload now (module docstring); logs what happened and returns it, never
+        raises for a bad file or a failure to apply it."""
         old = self.service.config
         try:
             new = load_config(old.source)
         except ConfigError as error:
             log.error("reload refused, the previous configuration stays in force: %s", error)
-            return
+            return Reloaded(error=str(error))
         changes = compare(old, new)
         peers = compare_peers(old.peers, new.peers)
-        if not self._apply(old, new, peers):
-            return
+        failure = self._apply(old, new, peers)
+        if failure is not None:
+            return Reloaded(error=failure)
         for key in changes.restart:
             log.warning("reload: %s: %s changed: needs a restart to take effect", old.source, key)
         self._apply_level(old, new)
-        log.info("reloaded %s: %s", old.source, _summary(changes, peers))
+        summary = _summary(changes, peers)
+        log.info("reloaded %s: %s", old.source, summary)
+        return Reloaded(applied=summary, restart=changes.restart)
 
-    def _apply(self, old: MtaConfig, new: MtaConfig, peers: PeerChanges) -> bool:
-        """Swap the service's parts over to ``new``; whether it was done."""
+    def _apply(self, old: MtaConfig, new: MtaConfig, peers: PeerChanges) -> str | None:
+        """Swap the service's parts over to ``new``; None when done, else why not."""
         then = None
         if peers.removed:
             then = functools.partial(self._count_left, old, peers.removed)
@@ -248,13 +257,10 @@ class Reloader:
             self.service.reconfigure(applied_config(old, new), then=then)
         except Exception as error:  # (a fault of ours: the daemon goes on as it was)
             log.debug("reload: the failure to apply", exc_info=error)
-            log.error(
-                "reload failed, the previous configuration stays in force: %s: %s",
-                type(error).__name__,
-                error,
-            )
-            return False
-        return True
+            why = f"{type(error).__name__}: {error}"
+            log.error("reload failed, the previous configuration stays in force: %s", why)
+            return f"{old.source}: could not be applied: {why}"
+        return None
 
     async def _count_left(self, old: MtaConfig, removed: tuple[str, ...]) -> None:
         """Once the removed peers' runners ended: say how many recipients still wait

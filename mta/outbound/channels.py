@@ -100,7 +100,7 @@ from mta.link import (
 from mta.metrics import Metrics
 from mta.net import ClientTls
 from mta.outbound import schedule
-from mta.outbound.outgoing import Outgoing, OwnPolicy, outgoing
+from mta.outbound.outgoing import LinkClearance, Outgoing, OwnPolicy, outgoing
 from mta.outbound.refusals import REFUSED, refusal_error, refusals_so_far
 from mta.supervisor import Supervisor
 from mta.transport import (
@@ -115,6 +115,7 @@ from p1.association.events import BindAccepted
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
 from p1.mts.precedence import Precedence, dscp_name
+from p1.mts.report import NonDeliveryDiagnostic
 from store import ApduKind, QueueEntry
 
 __all__ = [
@@ -630,6 +631,15 @@ class SlotRunner:
             self._on_connected()
         return link
 
+    def _link(self) -> LinkClearance | None:
+        """The label check of the link to this peer; None without a policy."""
+        security = self.context.config.security
+        if not security.enforced:
+            return None
+        return LinkClearance(
+            security=security, clearance=security.clearance_named(self.peer.clearance)
+        )
+
     def _own_policy(self) -> OwnPolicy | None:
         """Which of this MTA's own extensions the peer does not get (None: it gets them)."""
         omit = self.peer.omit_extensions
@@ -699,7 +709,7 @@ class SlotRunner:
                 return True
             if not self._urgent and connection.following is None and 2 * number >= len(entries):
                 connection.following = self._queue_claim(connection)
-            wire = outgoing(claimed, self.peer.protocol, self._own_policy())
+            wire = outgoing(claimed, self.peer.protocol, self._own_policy(), self._link())
             if wire.refused is not None:
                 await self._non_deliver(connection, wire)
             entry = wire.entry
@@ -724,7 +734,8 @@ class SlotRunner:
         )
 
     async def _non_deliver(self, connection: _Connection, wire: Outgoing) -> None:
-        """Recipients the peer can never take (:mod:`mta.outbound.outgoing`): failed, with their
+        """Recipients the peer can never take (:mod:`mta.outbound.outgoing`: not down-graded
+        for a 1984 MTA, or a label the link is not cleared for): failed, with their
         non-delivery report, in one transaction with the confirmations so far."""
         refused = wire.refused
         assert refused is not None
@@ -741,12 +752,14 @@ class SlotRunner:
         if report is None:  # a report: dropped, never reported on
             log.warning("report %s to %s dropped: %s (a 1984 MTA)", name, peer, wire.why)
             return
+        labelled = report.diagnostic_code is NonDeliveryDiagnostic.SECURE_MESSAGING_ERROR
         log.warning(
-            "non-delivered %s to %s (%d recipient(s)): %s for a 1984 MTA (%s, %s); %s",
+            "non-delivered %s to %s (%d recipient(s)): %s%s (%s, %s); %s",
             name,
             peer,
             len(refused.recipients),
             wire.why,
+            "" if labelled else " for a 1984 MTA",
             report.reason_name,
             report.diagnostic_name,
             "report queued" if queued else "no report asked",

@@ -7,13 +7,18 @@ extensions it adds itself (:func:`p1.mts.relay.without_own`): its own
 internal-trace entries, the priority-level-qualifier of a message originated here.
 Recipients that cannot be down-graded are non-delivered, reason unable-to-transfer and
 diagnostic unable-to-downgrade (X.411 8.3.1.2.1.9-10); a report that cannot be is
-dropped (a report is never reported on).  In the other protocols the APDU goes as
+dropped (a report is never reported on).  With a ``[security]`` policy, a message or
+probe whose security label the clearance of the link to the peer does not allow is not
+transferred: its claimed recipients are non-delivered, reason unable-to-transfer and
+diagnostic secure-messaging-error (X.411 8.5.9), whatever was decided when it was taken
+in (a reload may have lowered the link's clearance since).  In the other protocols the APDU goes as
 :func:`transfer_apdu` makes it: the next hop becomes responsible for the claimed
 recipients only (X.411 12.2.1.1.1.3), the content as received.
 
 Public API::
 
-    outgoing(entry, protocol, own=None) -> Outgoing
+    outgoing(entry, protocol, own=None, link=None) -> Outgoing
+    LinkClearance(security, clearance)   the label check of the link to one peer
     OwnPolicy(omit, name, domain)   which of this MTA's extensions a peer does not get
     Outgoing(entry, apdu, refused, report, why, removed)
     transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
@@ -25,15 +30,17 @@ import contextlib
 import dataclasses
 from dataclasses import dataclass
 
-from config.schema import P1Protocol
+from config.schema import P1Protocol, Security
 from config.values import OwnExtension
 from mta.intake.journal import NAMED, few
+from mta.intake.routing import check_label
 from p1.errors import DecodeError, EncodeError
 from p1.mts.downgrade import Downgraded, NotDowngradable, downgrade_to_1984
 from p1.mts.envelope import (
     MessageEnvelope,
     Probe,
     RecipientField,
+    Report,
     encode_mts_apdu,
     peek_envelope,
     replace_message_envelope,
@@ -41,9 +48,10 @@ from p1.mts.envelope import (
 from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.relay import Ours, without_own
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
+from p1.security.spif import Clearance
 from store import ApduKind, QueueEntry
 
-__all__ = ["Outgoing", "OwnPolicy", "outgoing", "transfer_apdu"]
+__all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "outgoing", "transfer_apdu"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,10 +82,42 @@ class Outgoing:
     """What down-grading removed (for one log line)."""
 
 
-def outgoing(entry: QueueEntry, protocol: P1Protocol, own: OwnPolicy | None = None) -> Outgoing:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkClearance:
+    """What the link to one peer is accredited for, under the configured policy."""
+
+    security: Security
+    clearance: Clearance | None
+    """None: the link is accredited for no label."""
+
+    def refusal(self, entry: QueueEntry, apdu: bytes) -> str | None:
+        """Why ``apdu`` (a message or probe) may not cross the link, or None."""
+        if entry.kind is ApduKind.REPORT:
+            return None
+        try:
+            envelope = peek_envelope(apdu)
+        except DecodeError:  # (it decoded when queued; the peer will say)
+            return None
+        if isinstance(envelope, Report):
+            return None
+        verdict = check_label(self.security, envelope.extensions, self.clearance)
+        if verdict is None or verdict.allowed:
+            return None
+        return f"security label {verdict.marking} refused for the link: {verdict.reason}"
+
+
+def outgoing(
+    entry: QueueEntry,
+    protocol: P1Protocol,
+    own: OwnPolicy | None = None,
+    link: LinkClearance | None = None,
+) -> Outgoing:
     """What ``entry`` (claimed for a peer speaking ``protocol`` that does not get the
-    extensions ``own`` omits) becomes on the wire."""
+    extensions ``own`` omits, over a link cleared as ``link`` says) becomes on the wire."""
     apdu = transfer_apdu(entry)
+    refusal = None if link is None else link.refusal(entry, apdu)
+    if refusal is not None:
+        return Outgoing(None, b"", entry, _SECURE_MESSAGING_ERROR, refusal)
     if protocol is not P1Protocol.X410_1984:
         return _without_own(entry, apdu, own)
     try:
@@ -105,6 +145,10 @@ def outgoing(entry: QueueEntry, protocol: P1Protocol, own: OwnPolicy | None = No
     )
 
 
+_SECURE_MESSAGING_ERROR = NonDeliveryReport(
+    reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
+    diagnostic_code=NonDeliveryDiagnostic.SECURE_MESSAGING_ERROR,
+)
 _UNABLE_TO_DOWNGRADE = NonDeliveryReport(
     reason_code=NonDeliveryReason.UNABLE_TO_TRANSFER,
     diagnostic_code=NonDeliveryDiagnostic.UNABLE_TO_DOWNGRADE,

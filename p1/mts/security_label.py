@@ -11,6 +11,7 @@ Public API::
 
     SecurityLabel, SecurityCategory, SecurityClassification, classification_name
     decode_security_label(value_ber) / encode_security_label(label)
+    read_security_categories(tlv, what)   (also the ESS form's, RFC 2634 5.3)
     message_security_label(extensions) -> SecurityLabel | None
     is_message_security_label(extension), decode_security_label_extension(extension)
     security_label_extension(label)
@@ -147,7 +148,7 @@ def decode_security_label(value_ber: bytes, what: str = _WHAT) -> SecurityLabel:
 
 def _decode(tlv: Tlv, what: str) -> SecurityLabel:
     members = ber.split_set(ber.expect(tlv, ber.SET, what), _MEMBERS, what)
-    categories = _member(members, _CATEGORIES, _read_categories, what)
+    categories = _member(members, _CATEGORIES, read_security_categories, what)
     return SecurityLabel(
         policy=_member(members, _POLICY, ber.read_oid, what),
         classification=_member(members, _CLASSIFICATION, _read_classification, what),
@@ -183,7 +184,8 @@ def _read_privacy_mark(tlv: Tlv, what: str) -> str:
     return text
 
 
-def _read_categories(tlv: Tlv, what: str) -> tuple[SecurityCategory, ...]:
+def read_security_categories(tlv: Tlv, what: str) -> tuple[SecurityCategory, ...]:
+    """SecurityCategories (SET SIZE (1..ub-security-categories) OF SecurityCategory)."""
     items = ber.children(tlv, what)
     if not 1 <= len(items) <= UB_SECURITY_CATEGORIES:
         raise DecodeError(f"{len(items)} categories, not 1..{UB_SECURITY_CATEGORIES}", where=what)

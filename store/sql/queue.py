@@ -241,6 +241,13 @@ TO_FAILED: Final = _transition(
     "last_error = :error, owner = NULL",
     {"error": TEXT},
 )
+TO_NON_DELIVERED: Final = _transition(
+    (_S.PENDING, _S.HELD),
+    _S.FAILED,
+    "last_error = :error, owner = NULL",
+    {"error": TEXT},
+)
+"""The operator's non-delivery: waiting recipients not in flight fail."""
 TO_EXPIRED: Final = _transition(
     (_S.PENDING,), _S.FAILED, f"last_error = {_literal(EXPIRED_ERROR)}, owner = NULL"
 )
@@ -320,6 +327,7 @@ _QUEUED: Final[Select[Any]] = select(
     _m.precedence,
     _m.arrival_time,
     _m.size,
+    _m.originator,
     _r.recipient,
     _r.route,
     _r.state,
@@ -327,6 +335,10 @@ _QUEUED: Final[Select[Any]] = select(
     _r.next_attempt_at,
     _r.last_error,
 ).join(MESSAGES, _m.id == _r.message_id)
+
+QUEUED: Final[Select[Any]] = _QUEUED
+"""Every recipient in the queue with its message (conditions and order added by the
+caller)."""
 
 WAITING: Final[Select[Any]] = (
     _QUEUED.where(_r.state.in_((_S.PENDING, _S.IN_FLIGHT, _S.HELD)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from client import x400
+from client import api, x400
 from client.cli import EXIT_UNREACHABLE
 from p1.mts.orname import parse_orname
 from tests.support.sites import Site, eventually, until
@@ -105,6 +105,35 @@ async def test_inbox_unread_follow_goes_on_after_the_newest_entry_read_or_not(
     assert await following == x400.EXIT_FAILED
     subjects = [line.strip() for line in out.getvalue().splitlines()[2::2]]
     assert subjects == ["UNREAD", "NEW"]  # the read one is neither listed nor "new"
+
+
+async def test_inbox_lists_in_the_order_its_help_says(
+    site: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        x400._parser().parse_args(["inbox", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "The most urgent come first" in help_text
+    assert "within a precedence the oldest first" in help_text
+    for precedence, subject in [
+        ("routine", "first routine"),
+        ("flash", "the flash"),
+        ("deferred", "the deferred"),
+        ("routine", "second routine"),
+        ("immediate", "the immediate"),
+    ]:
+        await send(site, "--precedence", precedence, "--subject", subject)
+    await inbox_ids(site, jones(site), 5)
+    code, out, _ = await run(site, "inbox", "--user", jones(site))
+    assert code == x400.EXIT_OK
+    subjects = [line.strip() for line in out.splitlines() if line.startswith(" " * 47)]
+    assert subjects == [
+        "the flash",
+        "the immediate",
+        "first routine",
+        "second routine",
+        "the deferred",
+    ]
 
 
 async def test_read_shows_the_message_and_marks_it_read(site: Site) -> None:
@@ -245,6 +274,50 @@ async def test_config_file_and_environment_name_the_mta_and_the_user(
     assert smith(site) in out
 
 
+async def test_without_mta_named_the_default_configuration_serves(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await send(site)
+    await inbox_ids(site, jones(site), 1)
+    monkeypatch.delenv("AIOX400_CONFIG", raising=False)
+    monkeypatch.setattr(api, "DEFAULT_CONFIG", site.config_file)
+    code, out, err = await site.x400("inbox", "-u", jones(site))
+    assert (code, err) == (x400.EXIT_OK, "")
+    assert smith(site) in out
+
+
+async def test_which_mta_config_then_socket_then_environment(
+    site: Site, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    await send(site)
+    await inbox_ids(site, jones(site), 1)
+    nowhere = tmp_path / "nowhere"
+    monkeypatch.setenv("AIOX400_CONFIG", str(nowhere / "mta.toml"))
+    monkeypatch.setattr(api, "DEFAULT_CONFIG", nowhere / "default.toml")
+    config, socket_ = str(site.config_file), str(site.socket)
+    for argv in (
+        ["--config", config, "--socket", str(nowhere / "control.sock")],
+        ["--socket", socket_],
+    ):
+        code, out, err = await site.x400("inbox", "-u", jones(site), *argv)
+        assert (code, err) == (x400.EXIT_OK, ""), argv
+        assert smith(site) in out
+
+
+async def test_only_the_control_socket_is_read_from_the_configuration(site: Site) -> None:
+    # As an operator sees the MTA's file: readable, its password files not.
+    text = site.config_file.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if not line.startswith("password ")]
+    unreadable = site.directory / "mta.password"
+    unreadable.write_text("secret\n", encoding="ascii")
+    unreadable.chmod(0o644)  # (the daemon's loader refuses it; the client never opens it)
+    operator = site.directory / "operator.toml"  # (relative paths as in the MTA's)
+    operator.write_text(f'password_file = "{unreadable}"\n' + "\n".join(lines) + "\n")
+    code, out, err = await site.x400("inbox", "-u", jones(site), "--config", str(operator))
+    assert (code, err) == (x400.EXIT_OK, "")
+    assert out.startswith("no messages for ")
+
+
 # --- exit codes ------------------------------------------------------------------------------
 
 
@@ -301,8 +374,12 @@ def test_no_mta_on_the_socket_exits_3(tmp_path: Path) -> None:
 
 def test_no_mta_named_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("AIOX400_CONFIG", raising=False)
+    monkeypatch.setattr(api, "DEFAULT_CONFIG", tmp_path / "etc" / "mta.toml")
     code, _, err = main("inbox", "--user", "C=GB;ADMD= ;S=Smith")
-    expected = "x400: say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG\n"
+    expected = (
+        "x400: say which MTA: --config FILE, --socket PATH or $AIOX400_CONFIG"
+        f" (none given, and no {tmp_path / 'etc' / 'mta.toml'})\n"
+    )
     assert (code, err) == (x400.EXIT_USAGE, expected)
 
     missing = tmp_path / "mta.toml"

@@ -18,6 +18,7 @@ import signal
 import struct
 import sys
 import termios
+import tty
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,60 @@ def test_send_help_is_paragraphs_not_one_run_on_line(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "\n\nexamples:\n  x400 send --from " in out
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+# --- read --raw --------------------------------------------------------------------------
+
+
+def _raw_argv(site: Site) -> list[str]:
+    user = site.address("Jones")
+    return [str(BIN / "x400"), "read", "1", "--raw", "--socket", str(site.socket), "-u", user]
+
+
+async def _read_raw_on_a_terminal(site: Site, *extra: str) -> tuple[int | None, bytes, str]:
+    """``x400 read 1 --raw`` with its standard output a terminal: the exit code, what
+    the terminal got, standard error."""
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # (the octets as written: no CR put before each LF)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *_raw_argv(site), *extra, stdout=slave, stderr=asyncio.subprocess.PIPE
+        )
+        _, err = await asyncio.wait_for(process.communicate(), 60)
+        terminal = await asyncio.to_thread(_drain, master)
+    finally:
+        os.close(slave)
+        os.close(master)
+    return process.returncode, terminal, err.decode()
+
+
+def _drain(master: int) -> bytes:
+    """What the terminal holds now (the writer has exited)."""
+    got = b""
+    while select.select([master], [], [], 0.5)[0]:
+        got += os.read(master, 65536)
+    return got
+
+
+@pytest.mark.slow
+async def test_read_raw_refuses_a_terminal_unless_forced(site: Site) -> None:
+    await site.send(site.address("Smith"), site.address("Jones"))
+    (entry,) = await site.inbox(site.address("Jones"))
+    code, terminal, err = await _read_raw_on_a_terminal(site)
+    assert code == x400.EXIT_USAGE
+    assert terminal == b""
+    assert err.startswith("x400: read --raw writes the message's binary BER, not text: pipe it")
+    assert "--force" in err
+    (still,) = await site.inbox(site.address("Jones"))
+    assert still["read"] is False  # refused before asking the MTA: nothing marked read
+
+    _, apdu = await site.read(site.address("Jones"), entry["id"])
+    code, terminal, err = await _read_raw_on_a_terminal(site, "--force")
+    assert (code, err) == (x400.EXIT_OK, "")
+    assert terminal == apdu
+
+    process = await asyncio.create_subprocess_exec(
+        *_raw_argv(site), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err_bytes = await asyncio.wait_for(process.communicate(), 60)
+    assert (process.returncode, out, err_bytes) == (x400.EXIT_OK, apdu, b"")

@@ -49,6 +49,14 @@ def silent() -> Iterator[int]:
     process.wait(timeout=10)
 
 
+def password_file(directory: Path, password: str, mode: int = 0o600) -> Path:
+    """A password file as an operator writes one (a trailing newline)."""
+    path = directory / "password"
+    path.write_text(password + "\n", encoding="ascii")
+    path.chmod(mode)
+    return path
+
+
 def _ping(port: int, *extra: str) -> int:
     argv = ["ping", "127.0.0.1", str(port), "--mta-name", "mta-a", *extra]
     return x400ctl.main(argv)
@@ -100,9 +108,10 @@ def malformed_ac() -> Iterator[int]:
     process.wait(timeout=10)
 
 
-def test_ping_of_a_malformed_accept_is_a_protocol_error(malformed_ac: int) -> None:
+def test_ping_of_a_malformed_accept_is_a_protocol_error(malformed_ac: int, tmp_path: Path) -> None:
     command = [str(Path(sys.executable).with_name("x400ctl")), "ping", "127.0.0.1"]
-    command += [str(malformed_ac), "--mta-name", "mta-a", "--password", "a-pw"]
+    command += [str(malformed_ac), "--mta-name", "mta-a", "--password-file"]
+    command += [str(password_file(tmp_path, "a-pw"))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == x400ctl.EXIT_FAILED == 4, done.stderr
     assert done.stderr.splitlines() == [
@@ -120,3 +129,56 @@ def test_ping_refuses_a_bad_dscp(capsys: pytest.CaptureFixture[str]) -> None:
 def test_ping_needs_its_credentials(capsys: pytest.CaptureFixture[str]) -> None:
     assert x400ctl.main(["ping", "127.0.0.1"]) == x400ctl.EXIT_USAGE
     assert "--mta-name" in capsys.readouterr().err
+
+
+def test_ping_reads_the_password_from_a_file(
+    responder: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _ping(responder, "--password-file", str(password_file(tmp_path, "a-pw"))) == 0
+    captured = capsys.readouterr()
+    assert "bound to mta-b" in captured.out
+    assert captured.err == ""
+
+
+def test_ping_refuses_a_password_file_others_may_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = password_file(tmp_path, "a-pw", mode=0o644)
+    assert _ping(1, "--password-file", str(shared)) == x400ctl.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"x400ctl ping: --password-file: {shared}: expected a file only its")
+    assert "chmod 600" in err
+
+
+def test_ping_with_a_password_on_the_command_line_warns_it_is_visible(
+    responder: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _ping(responder, "--password", "a-pw") == 0
+    assert capsys.readouterr().err == (
+        "x400ctl ping: --password is visible to every user of this host (ps, /proc):"
+        " prefer --password-file FILE\n"
+    )
+
+
+@pytest.fixture
+def hang_up() -> Iterator[int]:
+    process, port = _start("--hang-up")
+    yield port
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_ping_of_a_peer_closing_without_an_answer_is_a_peer_error(
+    hang_up: int, tmp_path: Path
+) -> None:
+    # Not a refusal (1): the peer said nothing about the bind.  A peer or protocol error.
+    command = [str(Path(sys.executable).with_name("x400ctl")), "ping", "127.0.0.1"]
+    command += [str(hang_up), "--mta-name", "mta-a", "--password-file"]
+    command += [str(password_file(tmp_path, "a-pw"))]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (x400ctl.EXIT_FAILED, "")
+    assert done.returncode == 4
+    assert done.stderr == (
+        f"x400ctl ping: 127.0.0.1 port {hang_up}: the peer closed the connection"
+        " without answering the bind\n"
+    )

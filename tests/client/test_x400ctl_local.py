@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from client import x400ctl
+from client import api, x400ctl
 from config.schema import RetryPolicy
 from mta.link import open_link
 from p1.association.mtabind import MTABindArgument
@@ -47,6 +47,17 @@ async def ctl(site: Site, capsys: pytest.CaptureFixture[str], *argv: str) -> tup
 async def queue_to_b(site: Site) -> list[str]:
     jones_at_b = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones"
     return await site.send(site.address("Smith"), jones_at_b, Precedence.FLASH, count=2)
+
+
+async def test_status_finds_the_mta_by_the_default_configuration(
+    site_a: Site, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AIOX400_CONFIG", raising=False)
+    monkeypatch.setattr(api, "DEFAULT_CONFIG", site_a.config_file)
+    code = await asyncio.to_thread(x400ctl.main, ["status"])
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (x400ctl.EXIT_OK, "")
+    assert captured.out.startswith("MTA-A: up ")
 
 
 async def test_status_names_the_mta_and_counts_what_waits(

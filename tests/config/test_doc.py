@@ -38,9 +38,11 @@ def expected_keys(cls: type, header: str, into: dict[str, set[str]], prefix: str
     """The value keys of ``cls`` under ``header``, and those of its tables under theirs."""
     for f, key in declared(cls):
         name = key.file_name(f.name)
-        if key.form is Form.SECTION:
-            table = into.setdefault(f"[{name}]", set())
-            table |= set(key.spec.keys) if key.spec else set(file_keys(key.of or object))
+        if key.form is Form.SECTION and key.spec:
+            into.setdefault(f"[{name}]", set()).update(key.spec.keys)
+        elif key.form is Form.SECTION and key.of is not None:
+            into.setdefault(f"[{name}]", set())
+            expected_keys(key.of, f"[{name}]", into, f"{name}.")
         elif key.form is Form.TABLES and key.of is not None:
             expected_keys(key.of, f"[[{prefix}{name}]]", into, f"{prefix}{name}.")
         else:

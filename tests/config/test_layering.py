@@ -17,6 +17,7 @@ ALLOWED_P1 = {
     "p1.mts.precedence",
     "p1.osi.selectors",
     "p1.osi",  # StackLimits, the [limits] sizes
+    "p1.security.spif",  # the [security] policy and clearances
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from config import ConfigError, MtaConfig, load_config
 from config.values import HIDDEN
 from config.view import DEFAULT_MARK, NOT_SET, effective_settings, render
+from tests.p1.security.policies import EXAMPLE_SPIF
 from tests.support.certs import issue, make_ca
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
@@ -196,6 +198,7 @@ supported_extensions = ["1.2.3"]
 protocol = "1988-x410"
 omit_extensions = ["internal-trace"]
 source_address = "192.0.2.7"
+clearance = "link"
 tsel = "x400"
 ssel = "hex:0001"
 psel = "PSEL"
@@ -237,8 +240,20 @@ operators = ["4242", 50]
 [access.users]
 "1001" = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 "1002" = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Jones", "C=GB;ADMD= ;PRMD=SITEA2;O=Ops;S=Duty"]
+
+[security]
+policy = "policy.xml"
+default_label = "UNCLASSIFIED"
+default_clearance = "link"
+
+[[security.clearances]]
+name = "link"
+classification = "SECRET"
+categories = ["NATO", "STAFF"]
+users = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"]
 """
     assert mta.exists()
+    shutil.copy(EXAMPLE_SPIF, directory / "policy.xml")
     path = directory / "every-key.toml"
     path.write_text(text, encoding="utf-8")
     return path

@@ -1,6 +1,7 @@
 """MINIMIZE between two live sites: with MINIMIZE at immediate, site A transfers its flash
-and immediate messages to B while 200 routine ones stay pending at A, never attempted;
-``x400ctl minimize off`` lets them go, and B delivers every one of them once."""
+and immediate messages to B while 200 routine, 40 priority and 40 deferred ones stay pending
+at A, never attempted; ``x400ctl minimize off`` lets them go in precedence order, and B
+delivers every one of them once."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ pytestmark = pytest.mark.slow  # two sites, 200 messages
 
 P = Precedence
 ROUTINE = 200
+PRIORITY = 40
+DEFERRED = 40
+HELD = ROUTINE + PRIORITY + DEFERRED
 
 
 @pytest.fixture
@@ -50,6 +54,8 @@ async def test_minimize_holds_back_routine_and_off_releases_it_all(lab: Lab) -> 
     assert code == x400ctl.EXIT_OK
     smith = a.address("Smith")
     await a.send(smith, jones, P.ROUTINE, count=ROUTINE, subject="routine")
+    await a.send(smith, jones, P.DEFERRED, count=DEFERRED, subject="deferred")
+    await a.send(smith, jones, P.PRIORITY, count=PRIORITY, subject="priority")
     await a.send(smith, jones, P.FLASH, subject="flash")
     await a.send(smith, jones, P.IMMEDIATE, subject="immediate")
 
@@ -59,23 +65,43 @@ async def test_minimize_holds_back_routine_and_off_releases_it_all(lab: Lab) -> 
         what="flash and immediate delivered at B",
     )
     states = await recipients_at_a(a)
-    assert states.get("pending") == ROUTINE
+    assert states.get("pending") == HELD
     assert states.get("in_flight", 0) == 0
-    waiting = (await a.api({"op": "messages", "limit": ROUTINE + 10}))["recipients"]
-    assert len(waiting) == ROUTINE
-    assert {(m["precedence"], m["attempts"]) for m in waiting} == {("routine", 0)}
+    waiting = (await a.api({"op": "messages", "limit": HELD + 10}))["recipients"]
+    assert len(waiting) == HELD
+    assert {(m["precedence"], m["attempts"]) for m in waiting} == {
+        ("priority", 0),
+        ("routine", 0),
+        ("deferred", 0),
+    }
     assert await subjects(b, jones) == Counter(flash=1, immediate=1)
 
     code = await asyncio.to_thread(x400ctl.main, ["minimize", "off", "--socket", str(a.socket)])
     assert code == x400ctl.EXIT_OK
     await eventually(
         lambda: subjects(b, jones),
-        lambda seen: seen["routine"] >= ROUTINE,
-        what=f"{ROUTINE} routine delivered at B",
+        lambda seen: seen["routine"] + seen["priority"] + seen["deferred"] >= HELD,
+        what=f"{HELD} held messages delivered at B",
     )
-    assert await subjects(b, jones) == Counter(routine=ROUTINE, flash=1, immediate=1)
+    assert await subjects(b, jones) == Counter(
+        routine=ROUTINE, priority=PRIORITY, deferred=DEFERRED, flash=1, immediate=1
+    )
+    order = delivery_order(await b.inbox(jones))
+    # Priority has a slot of its own: none of it waits behind the routine backlog.
+    assert max(order["priority"]) < max(order["routine"])
+    # Routine and deferred share a slot of two connections: deferred goes after routine,
+    # give or take what the two connections' windows hold at the turn.
+    assert sorted(order["routine"])[ROUTINE * 3 // 4] < min(order["deferred"])
     await eventually(
         lambda: recipients_at_a(a),
         lambda states: not states.get("pending") and not states.get("in_flight"),
         what="nothing left waiting at A",
     )
+
+
+def delivery_order(entries: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Entry numbers (B's commit order) by subject."""
+    order: dict[str, list[int]] = {}
+    for entry in entries:
+        order.setdefault(str(entry["subject"]), []).append(int(entry["id"]))
+    return order

@@ -888,6 +888,22 @@ def test_check_accepts_the_example_configurations(
     assert "is valid" in capsys.readouterr().out
 
 
+def test_without_config_the_daemon_reads_the_default_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    default = tmp_path / "etc" / "mta.toml"
+    monkeypatch.setattr(daemon, "DEFAULT_CONFIG_FILE", default)
+    with pytest.raises(SystemExit) as stopped:
+        daemon.main(["--check"])
+    assert stopped.value.code == 2
+    assert f"--config FILE (there is no {default})" in capsys.readouterr().err
+
+    default.parent.mkdir()
+    default.write_text((EXAMPLES / "site-a.toml").read_text())
+    assert daemon.main(["--check"]) == daemon.EXIT_OK
+    assert capsys.readouterr().out == f"{default}: configuration of MTA-A is valid\n"
+
+
 def test_malformed_configuration_exits_3_naming_file_key_and_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -222,3 +222,74 @@ def test_recipients_of_one_message_are_listed_in_every_state(engine: Engine) -> 
     assert [(r.route, r.state) for r in l1] == [(LOCAL_ROUTE, S.HELD), ("mta-b", S.PENDING)]
     assert [(r.route, r.state, r.attempts) for r in r1] == [("mta-b", S.TRANSFERRED, 1)]
     assert {r.message_id for r in l1} == {ids[3]} and nothing == ()
+
+
+def test_fail_selected_fails_the_pending_and_held_and_leaves_those_in_flight(
+    engine: Engine,
+) -> None:
+    ids = queue_four(engine)
+    hold(engine, Selection(message_ids=(ids[0],)))
+    with transaction(engine) as session:
+        (claimed,) = TransitQueue(session).claim_next("mta-b", {P.FLASH}, at(1))
+    with transaction(engine) as session:
+        failure = TransitQueue(session).fail_selected(
+            Selection(route="mta-b"), error="by the operator", now=at(2)
+        )
+    failed = {
+        e.mts_identifier: [(r.recipient, r.state) for r in e.recipients] for e in failure.failed
+    }
+    assert failed == {
+        mts_id("r1").text: [("c=gb;s=jones", S.FAILED)],
+        mts_id("l1").text: [("c=gb;s=c", S.FAILED)],
+    }
+    assert [e.apdu for e in failure.failed] == [b"apdu r1", b"apdu l1"]
+    assert [(b.message_id, b.recipient) for b in failure.busy] == [(ids[1], "c=gb;s=jones")]
+    assert states(engine) == {
+        mts_id("f1").text: [S.IN_FLIGHT],
+        mts_id("p1").text: [S.PENDING],
+        mts_id("l1").text: [S.PENDING],
+    }
+    with transaction(engine, read_only=True) as session:
+        (r1,) = TransitQueue(session).recipients_of(mts_id("r1").text)
+    assert r1.last_error == "by the operator"
+    assert claimed.message_id == ids[1]
+
+
+def test_matching_finds_queued_messages_by_recipient_originator_and_arrival(
+    engine: Engine,
+) -> None:
+    queue_four(engine)
+    with transaction(engine, read_only=True) as session:
+        queue = TransitQueue(session)
+        to_c = queue.matching(recipient="c=gb;s=c")
+        by_smith = queue.matching(originator="c=gb;s=smith", since=T0)
+        later = queue.matching(originator="c=gb;s=smith", since=at(1))
+        nobody = queue.matching(originator="c=gb;s=nobody")
+    assert [(r.mts_identifier, r.recipient) for r in to_c] == [
+        (mts_id("l1").text, "c=gb;s=b"),
+        (mts_id("l1").text, "c=gb;s=c"),
+    ]
+    assert {r.mts_identifier for r in by_smith} == {
+        mts_id(n).text for n in ("r1", "f1", "p1", "l1")
+    }
+    assert {r.originator for r in by_smith} == {"c=gb;s=smith"}
+    assert later == () and nobody == ()
+
+
+def test_the_audit_log_finds_messages_by_recipient_and_time(engine: Engine) -> None:
+    with transaction(engine) as session:
+        log = AuditLog(session)
+        log.record(AuditEvent.SUBMITTED, at(1), mts_identifier="m1")
+        log.record(AuditEvent.DELIVERED, at(3), mts_identifier="m1", recipient="c=gb;s=b")
+        log.record(AuditEvent.DELIVERED, at(2), mts_identifier="m2", recipient="c=gb;s=b")
+        log.record(AuditEvent.DELIVERED, at(4), mts_identifier="m3", recipient="c=gb;s=c")
+        log.record(AuditEvent.MINIMIZED, at(5), detail="flash")
+    with transaction(engine, read_only=True) as session:
+        log = AuditLog(session)
+        to_b = log.messages(recipient="c=gb;s=b")
+        since = log.messages(since=at(3))
+    assert [(s.mts_identifier, s.first, s.last) for s in to_b] == [
+        ("m2", at(2), at(2)),
+        ("m1", at(3), at(3)),
+    ]
+    assert [s.mts_identifier for s in since] == ["m1", "m3"]

@@ -10,7 +10,8 @@ and password, others refused with authentication-error; transfers are confirmed 
 ``--abort-transfers`` refuses every transfer as a peer that cannot parse it does (an RTSE
 abort, user-error, once the whole transfer arrived);
 ``--malformed-ac`` accepts every bind with an AC SPDU whose length runs past its TSDU
-(a protocol error in the bind's answer).
+(a protocol error in the bind's answer); ``--hang-up`` takes the transport connection,
+then closes it once the bind arrives, without answering.
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ async def _main(args: argparse.Namespace) -> None:
         if args.malformed_ac:
             await _malformed_accept(reader, writer, responder.result)
             return
+        if args.hang_up:
+            await _hang_up(reader, writer)
+            return
         await links.serve_link(reader, writer, responder)
 
     server = await net.start_marked_server(handle, "127.0.0.1", args.port, dscp=args.dscp)
@@ -106,6 +110,19 @@ async def _malformed_accept(
     writer.close()
 
 
+async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer the transport's and session's connects as the stack does; close the
+    connection when the bind arrives, answering nothing."""
+    association = P1Association(Role.RESPONDER)
+    while data := await reader.read(65536):
+        events = association.receive_data(data)
+        if any(isinstance(event, BindRequested) for event in events):
+            break
+        writer.write(association.data_to_send())
+        await writer.drain()
+    writer.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="responder")
     parser.add_argument("--port", type=int, default=0)
@@ -115,6 +132,7 @@ def main() -> None:
     parser.add_argument("--accept", action="append", default=[])
     parser.add_argument("--silent", action="store_true")
     parser.add_argument("--malformed-ac", action="store_true")
+    parser.add_argument("--hang-up", action="store_true")
     parser.add_argument("--refuse-transfers", action="store_true")
     parser.add_argument("--abort-transfers", action="store_true")
     asyncio.run(_main(parser.parse_args()))

@@ -352,3 +352,25 @@ async def test_a_user_gives_only_its_own_name_as_the_headings_originator(
     assert sorted(entry["originator"] for entry in entries) == [ALICE, ALICE]
     operator = await as_account(OPERATOR, _submitted(site.socket, _ipm(None, kind), kind.value))
     assert operator.code == 0, operator  # an operator's submission is not read
+
+
+async def test_a_user_may_neither_reload_stop_show_non_deliver_nor_search(site: Site) -> None:
+    alice = Caller(site, USER)
+    await site.send(ALICE, "C=GB;ADMD= ;PRMD=SITEZ;O=HQ;S=Nobody")
+    requests: dict[str, dict[str, Any]] = {
+        "reload": {},
+        "stop": {},
+        "queue_show": {"message_id": 1},
+        "non_deliver": {"all": True, "reason": "gone"},
+        "track_find": {"since": "2026-01-01T00:00:00+00:00"},
+    }
+    for op, request in requests.items():
+        answer = await alice.api(op=op, **request)
+        assert answer.err == (
+            f"account daemon (uid 1) may not {op}: only operators (groups staff) may"
+        ), answer
+    for argv in (("reload",), ("stop",), ("show", "1"), ("non-deliver", "--all", "--reason", "x")):
+        refused = one_line(await alice.x400ctl(*argv))
+        assert refused.startswith(f"x400ctl {argv[0]}: account daemon (uid 1) may not "), refused
+    assert (await site.api({"op": "status"}))["ok"] is True
+    assert (await Caller(site, OPERATOR).x400ctl("show", "1")).code == 0

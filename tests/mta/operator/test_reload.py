@@ -6,6 +6,7 @@ peers, routes, limits and retention a reload applies: test_reload_peers.py.)"""
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from config.loader import load_config
 from mta.daemon import EXIT_OK
 from mta.operator.reload import Changes, Reloader, compare
+from tests.p1.security.policies import EXAMPLE_SPIF
 from tests.support.process import Daemon
 from tests.support.sites import ReservedPorts, solo_site
 
@@ -39,6 +41,14 @@ def test_compare_names_the_changed_keys_as_the_file_writes_them(tmp_path: Path) 
     assert compare(config, changed) == Changes(
         applied=("dscp", "log_level"), restart=("state_dir", "database")
     )
+
+
+def test_a_security_policy_takes_effect_at_the_next_start(tmp_path: Path) -> None:
+    site = solo_site(tmp_path)
+    config = load_config(site.write())
+    shutil.copy(EXAMPLE_SPIF, tmp_path / "policy.xml")
+    site.settings["security"] = {"policy": str(tmp_path / "policy.xml")}
+    assert compare(config, load_config(site.write())) == Changes(applied=(), restart=("security",))
 
 
 async def test_a_reload_applies_the_log_level_and_the_quarantine_bounds(

@@ -421,6 +421,17 @@ SELECTS = (
         ordered=False,
     ),
     Case(
+        queue_sql.TO_NON_DELIVERED,
+        _transition(
+            (S.PENDING, S.HELD),
+            state=S.FAILED,
+            last_error=bindparam("error"),
+            owner=None,
+        ),
+        _changes(error="non-delivered by the operator: gone"),
+        ordered=False,
+    ),
+    Case(
         queue_sql.TO_EXPIRED,
         _transition((S.PENDING,), state=S.FAILED, last_error="expired", owner=None),
         _changes(),
