@@ -13,7 +13,8 @@ it in ``ps``.
 
 ``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|track|
 config|quarantine|probe|minimize|reload|stop`` ask a running MTA through its local API
-(:mod:`client.ctl_local`, :mod:`client.ctl_queued`).
+(:mod:`client.ctl_local`, :mod:`client.ctl_queued`); ``x400ctl tls show|selfsigned``
+looks at a TLS listener's certificate or makes a lab's pair (:mod:`client.ctl_tls`).
 ``--config`` and ``--socket`` may come before or after the command; without either,
 ``$AIOX400_CONFIG`` or /etc/aiox400/mta.toml (:func:`client.api.configuration`);
 ``--version`` prints the installed package's version.
@@ -35,7 +36,7 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-from client import cli, ctl_local
+from client import cli, ctl_local, ctl_tls
 from client.api import ApiError, ApiUnreachable, ApiUsageError
 from client.bind import AssociationError, BindRefusedError, Bound, bind_and_release
 from client.cli import (
@@ -117,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_ping_arguments(ping)
     ctl_local.add_commands(commands, _where(suppress=True))
+    ctl_tls.add_command(commands)
     return parser
 
 
@@ -333,6 +335,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(stop.code or 0)
     if args.command == "ping":
         return _ping_command(args)
+    if args.command == "tls":
+        return ctl_tls.run(args, sys.stdout)
     if args.command in ctl_local.COMMANDS:
         try:
             return ctl_local.run(args, sys.stdout, sys.stdout.buffer)

@@ -17,10 +17,12 @@ Public API::
               listeners, local_domains, local_users, peers, default_route, max_age,
               retry, precedence_table, log_level, limits, connection_limits, quarantine)
                                                           .peer(name) -> Peer
-    Listener(address, port, dscp)
-    Peer(name, hosts, routes, our_credentials, their_credentials, slots)
+    Listener(address, port, dscp, tls, tls_files, client_certificate)
+    Peer(name, hosts, routes, our_credentials, their_credentials, addresses, tls,
+         tls_files, fingerprint, certificate_name, slots)
                                                           .slot_for(precedence) -> Slot
-    Slot(precedences, port, dscp, mode, max_connections, backlog_threshold, idle_timeout)
+    Slot(precedences, port, dscp, mode, max_connections, backlog_threshold, idle_timeout,
+         tls)
                                                           .admits(precedence) -> bool
     SlotMode.PERMANENT | SlotMode.ON_DEMAND
     AddressPrefix(text, key)                              .matches(address), .length

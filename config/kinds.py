@@ -18,6 +18,7 @@ Public API::
     (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
     LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]),
     CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
+    TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
     hide_url_password(url) -> str
 """
 
@@ -46,6 +47,7 @@ from config.values import (
     P1Protocol,
     Secret,
     SlotMode,
+    TlsMode,
 )
 from p1.errors import DecodeError
 from p1.mts.precedence import (
@@ -83,6 +85,7 @@ __all__ = [
     "EXTENSION_TYPES",
     "FACTOR",
     "FILE_NAME",
+    "FINGERPRINT",
     "FRACTION",
     "GLOBAL_DOMAIN",
     "HOST",
@@ -109,8 +112,10 @@ __all__ = [
     "SECONDS",
     "SIZE",
     "SLOT_MODE",
+    "SOURCES",
     "SSEL",
     "SSELS",
+    "TLS_MODE",
     "TPDU_SIZE",
     "TSEL",
     "TSELS",
@@ -597,6 +602,40 @@ def _metrics_path(raw: object) -> str:
     raise Invalid()
 
 
+_FINGERPRINT = re.compile(r"(?:sha256[:=])?((?:[0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2})", re.IGNORECASE)
+
+
+def _fingerprint(raw: object) -> str:
+    """A SHA-256 certificate fingerprint, written as ``openssl x509 -fingerprint -sha256``
+    prints it (32 colon-separated pairs of upper-case hexadecimal digits)."""
+    match = _FINGERPRINT.fullmatch(raw.strip()) if isinstance(raw, str) else None
+    if match is None:
+        raise Invalid()
+    digits = match.group(1).replace(":", "").upper()
+    if len(digits) != 64:
+        raise Invalid()
+    return ":".join(digits[i : i + 2] for i in range(0, 64, 2))
+
+
+def _source(raw: object) -> str:
+    """A host name, an IP address or an IP network (CIDR), as the standard library writes
+    addresses and networks."""
+    if not isinstance(raw, str):
+        raise Invalid()
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        pass
+    if "/" in raw:
+        try:
+            return str(ipaddress.ip_network(raw, strict=False))
+        except ValueError:
+            raise Invalid() from None
+    if _HOST_NAME.fullmatch(raw):
+        return raw
+    raise Invalid()
+
+
 def _congestion_name(raw: object) -> str:
     if isinstance(raw, str) and raw.isascii() and raw.isidentifier():
         return raw
@@ -861,6 +900,25 @@ LISTEN = Kind(
 )
 METRICS_PATH = Kind(
     'an absolute URL path such as "/metrics" (no query)', _metrics_path, name="URL path"
+)
+TLS_MODE: Kind[TlsMode] = Kind(
+    'one of "required", "off"', _choice(TlsMode), _enum_value, name="TLS mode"
+)
+FINGERPRINT = Kind(
+    "a SHA-256 certificate fingerprint: 64 hexadecimal digits, in pairs separated by "
+    'colons or not (as "openssl x509 -noout -fingerprint -sha256" or "x400ctl tls show" '
+    "print it)",
+    _fingerprint,
+    name="SHA-256 fingerprint",
+)
+SOURCES = list_of(
+    Kind(
+        'a host name, an IP address or an IP network such as "192.0.2.0/24"',
+        _source,
+        name="host, address or network",
+    ),
+    "hosts, addresses or networks",
+    unique=True,
 )
 CONGESTION = Kind(
     'a congestion control name such as "cubic"', _congestion_name, name="congestion control"

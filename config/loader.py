@@ -57,6 +57,7 @@ from config.schema import (
     DEFAULT_CONNECTION_LIMITS,
     DEFAULT_STATE_DIR,
     NO_SELECTORS,
+    NO_TLS_FILES,
     AddressPrefix,
     ConnectionLimits,
     Credentials,
@@ -72,10 +73,13 @@ from config.schema import (
     Security,
     Selectors,
     Slot,
+    TlsFiles,
+    TlsMode,
     default_control_socket,
     default_database,
     default_local_domains,
 )
+from config.tls import check_identity, check_trust, resolve_files
 from config.values import HIDDEN
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
@@ -443,9 +447,13 @@ class _Loader:
             self.check_accounts(top, domains)
         self.check_retention(top, read)
         self.check_inbound_buffer(top, read)
-        read["listeners"] = self.listeners(read.get("listeners", []))
+        tls: TlsFiles = read.get("tls", NO_TLS_FILES)
+        read["listeners"] = self.listeners(read.get("listeners", []), tls)
         table = read.get("precedence_table", PrecedenceTable())
-        read["peers"] = self.peers(read.get("peers", []), read["name"], read.get("password"), table)
+        read["peers"] = self.peers(
+            read.get("peers", []), read["name"], read.get("password"), table, tls
+        )
+        _check_listener_trust(top, read["listeners"], read["peers"])
         self.check_routes(top, domains, read["peers"])
         if "default_route" in read:
             self.check_default_route(top, read["default_route"], read["peers"])
@@ -690,10 +698,13 @@ class _Loader:
 
     # --- listeners and peers ----------------------------------------------------------
 
-    def listeners(self, read: list[tuple[_Table, _Read]]) -> tuple[Listener, ...]:
+    def listeners(self, read: list[tuple[_Table, _Read]], tls: TlsFiles) -> tuple[Listener, ...]:
         result: list[tuple[_Table, Listener]] = []
         for table, values in read:
-            listener = Listener(**values)
+            files = resolve_files(TlsFiles(**values["tls_files"]), tls)
+            listener = Listener(**values | {"tls_files": files})
+            if listener.tls is TlsMode.REQUIRED:
+                _check_files(table, files, identity=True, trust=False)
             for other_table, other in result:
                 if _same_endpoint(other, listener):
                     raise table.error(
@@ -711,10 +722,11 @@ class _Loader:
         own_name: str,
         mta_password: Secret | None,
         table: PrecedenceTable,
+        tls: TlsFiles,
     ) -> tuple[Peer, ...]:
         peers: list[Peer] = []
         for peer_table, values in read:
-            peer = self.peer(peer_table, values, own_name, mta_password, table)
+            peer = self.peer(peer_table, values, own_name, mta_password, table, tls)
             if peer.name == own_name:
                 raise peer_table.error("name", peer.name, "a name other than this MTA's own")
             for index, other in enumerate(peers):
@@ -732,6 +744,7 @@ class _Loader:
         own_name: str,
         mta_password: Secret | None,
         table: PrecedenceTable,
+        tls: TlsFiles,
     ) -> Peer:
         name: str = values["name"]
         ours = values.get("our_credentials", mta_password)
@@ -739,16 +752,22 @@ class _Loader:
         selectors = dataclasses.replace(NO_SELECTORS, **values["selectors"])
         if not peer.has("slots"):
             raise peer.error("slots", MISSING, _SLOTS_EXPECTED)
-        slots = self.slots(peer, values["slots"], table, selectors)
-        return Peer(
+        mode: TlsMode = values.get("tls", TlsMode.OFF)
+        slots = self.slots(peer, values["slots"], table, selectors, mode)
+        files = resolve_files(TlsFiles(**values["tls_files"]), tls)
+        built = Peer(
             **values
             | {
                 "our_credentials": Credentials(name=own_name, password=ours),
                 "their_credentials": Credentials(name=name, password=theirs),
                 "selectors": selectors,
                 "slots": slots,
+                "tls_files": files,
             }
         )
+        if built.uses_tls:
+            _check_files(peer, files, identity=False, trust=built.fingerprint is None)
+        return built
 
     def slots(
         self,
@@ -756,6 +775,7 @@ class _Loader:
         read: list[tuple[_Table, _Read]],
         table: PrecedenceTable,
         selectors: Selectors,
+        tls: TlsMode,
     ) -> tuple[Slot, ...]:
         slots: list[Slot] = []
         owner: dict[Precedence, str] = {}
@@ -766,6 +786,7 @@ class _Loader:
                 | {
                     "dscp": values.get("dscp", table.dscp(precedences[0])),
                     "selectors": dataclasses.replace(selectors, **values["selectors"]),
+                    "tls": values.get("tls", tls),
                 }
             )
             taken = [p for p in slot.precedences if p in owner]
@@ -824,6 +845,35 @@ def _check_clearance_name(table: _Table, key: str, name: str, security: Security
 
 
 # --- the checks of a section's keys together --------------------------------------------
+
+
+def _check_files(table: _Table, files: TlsFiles, *, identity: bool, trust: bool) -> None:
+    """The TLS files of a listener or peer that requires TLS can be used; ``identity``:
+    it must present a certificate; ``trust``: it must name a CA."""
+    problem = check_identity(files, required=identity) or check_trust(files, required=trust)
+    if problem is not None:
+        shown = problem.value if problem.value is not None else MISSING
+        expected = f"{problem.expected} (tls is required)"
+        raise table.error(problem.key, shown, expected)
+
+
+def _check_listener_trust(
+    top: _Table, listeners: Sequence[Listener], peers: Sequence[Peer]
+) -> None:
+    """A TLS listener asking for client certificates trusts some CA: its own, or a TLS
+    peer's (each of which it trusts as well)."""
+    anchors = [p.tls_files.ca for p in peers if p.uses_tls and p.tls_files.ca is not None]
+    if anchors:
+        return
+    for index, listener in enumerate(listeners):
+        asks = TlsMode.REQUIRED is listener.tls is listener.client_certificate
+        if asks and listener.tls_files.ca is None:
+            raise top.error(
+                f"listeners[{index}].ca",
+                MISSING,
+                "a PEM file of the CAs that issue peers' certificates (or a TLS "
+                "peer's ca), since client_certificate is required",
+            )
 
 
 def _unchecked(table: _Table, built: Any) -> None:

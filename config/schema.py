@@ -18,6 +18,7 @@ Public API::
 
     MtaConfig            the whole file
     Listener             one local listening address, port, DSCP and the TSELs it serves
+    TlsFiles, TlsMode    certificate, key and CA files (PEM); TLS required or off
     Peer, Slot, SlotMode a neighbouring MTA and the connection slots of its channel
     Selectors            transport, session and presentation selectors of a peer or slot
     NO_SELECTORS         none of them
@@ -66,6 +67,8 @@ from config.kinds import (
     DURATION,
     EXTENSION_TYPES,
     FACTOR,
+    FILE_NAME,
+    FINGERPRINT,
     FRACTION,
     GLOBAL_DOMAIN,
     HOST,
@@ -90,8 +93,10 @@ from config.kinds import (
     SECONDS,
     SIZE,
     SLOT_MODE,
+    SOURCES,
     SSEL,
     SSELS,
+    TLS_MODE,
     TPDU_SIZE,
     TSEL,
     TSELS,
@@ -106,6 +111,7 @@ from config.values import (
     P1Protocol,
     Secret,
     SlotMode,
+    TlsMode,
 )
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.orname.model import ORAddress, ORName
@@ -126,6 +132,7 @@ __all__ = [
     "DEFAULT_SECURITY",
     "DEFAULT_STATE_DIR",
     "NO_SELECTORS",
+    "NO_TLS_FILES",
     "PRECEDENCE_DSCP",
     "STACK_LIMITS",
     "Access",
@@ -153,6 +160,8 @@ __all__ = [
     "Selectors",
     "Slot",
     "SlotMode",
+    "TlsFiles",
+    "TlsMode",
     "default_control_socket",
     "default_database",
     "default_local_domains",
@@ -176,6 +185,42 @@ class Credentials:
     """The MTAName (IA5String, 1..32 characters)."""
     password: Secret | None = None
     """The password; None: no password (an unauthenticated bind, or none checked)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsFiles:
+    """This MTA's certificate and key, and the certificates it trusts, as PEM files."""
+
+    certificate: Path | None = field(
+        default=None,
+        metadata=value(
+            FILE_NAME,
+            "PEM file of this MTA's certificate (followed by the intermediate CAs' ones, "
+            "if any) presented in TLS handshakes.",
+            derived="[tls]'s (for a listener or peer)",
+        ),
+    )
+    key: Path | None = field(
+        default=None,
+        metadata=value(
+            FILE_NAME,
+            "PEM file of the private key of certificate (unencrypted: the daemon starts "
+            "unattended; readable by the daemon's user alone).",
+            derived="[tls]'s (for a listener or peer)",
+        ),
+    )
+    ca: Path | None = field(
+        default=None,
+        metadata=value(
+            FILE_NAME,
+            "PEM file of the certificates trusted to have issued the other side's "
+            "certificate (a self-signed certificate is its own CA).",
+            derived="[tls]'s (for a listener or peer)",
+        ),
+    )
+
+
+NO_TLS_FILES = TlsFiles()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +268,32 @@ class Listener:
             "called-presentation-address-unknown).  Not in X.410-1984 mode, which has no "
             "presentation layer.  Not set: any.",
             name="psel",
+        ),
+    )
+    tls: TlsMode = field(
+        default=TlsMode.OFF,
+        metadata=value(
+            TLS_MODE,
+            '"required": every connection begins with a TLS 1.2 or 1.3 handshake and RFC '
+            '1006 runs inside it (port 3782, iso-tp0s, by convention); "off": plain TCP.',
+        ),
+    )
+    tls_files: TlsFiles = field(
+        default=NO_TLS_FILES,
+        metadata=inline(
+            TlsFiles,
+            "This listener's certificate and key, and the CAs its clients' certificates "
+            "are checked against (with every TLS peer's ca).",
+            derived="[tls]",
+        ),
+    )
+    client_certificate: TlsMode = field(
+        default=TlsMode.REQUIRED,
+        metadata=value(
+            TLS_MODE,
+            'With tls = "required": "required" refuses a handshake without a client '
+            'certificate issued by a trusted CA (mutual authentication); "off" asks for '
+            'none (then only peers with tls = "off" can bind over it).',
         ),
     )
 
@@ -319,6 +390,13 @@ class Slot:
             "The selectors of this slot's connections: each the slot's own when it sets "
             "it, else its peer's.",
             derived="the peer's",
+        ),
+    )
+    tls: TlsMode = field(
+        metadata=value(
+            TLS_MODE,
+            "Whether this slot's connections run inside TLS.",
+            derived="the peer's tls",
         ),
     )
 
@@ -420,6 +498,49 @@ class Peer:
         default=NO_SELECTORS,
         metadata=inline(Selectors, "The peer's selectors, which its slots inherit."),
     )
+    addresses: tuple[str, ...] | None = field(
+        default=None,
+        metadata=value(
+            SOURCES,
+            "Hosts, IP addresses or networks (CIDR) the peer's connections may come from: "
+            "a bind naming it from elsewhere is refused as for a wrong password.  Host "
+            "names are resolved at each bind.  Not set: any address.",
+        ),
+    )
+    tls: TlsMode = field(
+        default=TlsMode.OFF,
+        metadata=value(
+            TLS_MODE,
+            '"required": this MTA connects to the peer in TLS (each slot unless it says '
+            "otherwise), and refuses the peer's binds made without TLS or with a "
+            'certificate that is not its; "off": plain TCP, binds accepted either way.',
+        ),
+    )
+    tls_files: TlsFiles = field(
+        default=NO_TLS_FILES,
+        metadata=inline(
+            TlsFiles,
+            "What this MTA presents to the peer, and the CA that issues the peer's certificate.",
+            derived="[tls]",
+        ),
+    )
+    fingerprint: str | None = field(
+        default=None,
+        metadata=value(
+            FINGERPRINT,
+            "The SHA-256 fingerprint of the peer's certificate: its certificate must be "
+            "this one (then neither ca nor certificate_name is needed to connect to it).",
+        ),
+    )
+    certificate_name: str | None = field(
+        default=None,
+        metadata=value(
+            HOST,
+            "The DNS name or IP address the peer's certificate must carry in its subject "
+            "alternative names, its issuer being in ca (unless fingerprint is set).",
+            derived="the peer's first host",
+        ),
+    )
     slots: tuple[Slot, ...] = field(
         metadata=tables(
             Slot,
@@ -432,6 +553,16 @@ class Peer:
     def host(self) -> str:
         """The first of the peer's hosts."""
         return self.hosts[0]
+
+    @property
+    def tls_name(self) -> str:
+        """The name the peer's certificate must carry (when it is not pinned)."""
+        return self.certificate_name or self.host
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether the peer or any of its slots requires TLS."""
+        return TlsMode.REQUIRED in (self.tls, *(slot.tls for slot in self.slots))
 
     def slot_for(self, precedence: Precedence) -> Slot:
         """The slot that carries ``precedence`` (the loader guarantees there is one)."""
@@ -1148,6 +1279,15 @@ class MtaConfig:
             Security,
             "Security labels enforced against clearances.  Not set: no policy; labels are "
             "shown, never enforced.",
+            optional=True,
+        ),
+    )
+    tls: TlsFiles = field(
+        default=NO_TLS_FILES,
+        metadata=section(
+            TlsFiles,
+            "The certificate, key and CA files every TLS listener and peer uses unless it "
+            "names its own.",
             optional=True,
         ),
     )

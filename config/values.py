@@ -12,6 +12,7 @@ Public API::
     MinimizeSubmissions  what MINIMIZE does to a local submission below its precedence
     P1Protocol           how this MTA speaks P1 when it calls a peer (X.419 clause 7)
     LogLevel             the daemon's log threshold
+    TlsMode              whether connections run inside TLS
     OperatorGroup, LocalAccount   a group of operators and a local user (``[access]``)
     HIDDEN               what ``x400ctl config`` writes in place of a secret
 """
@@ -36,6 +37,7 @@ __all__ = [
     "P1Protocol",
     "Secret",
     "SlotMode",
+    "TlsMode",
 ]
 
 HIDDEN = "<hidden>"
@@ -59,6 +61,16 @@ class SlotMode(enum.Enum):
     """Opened at start and re-opened with backoff whenever it drops."""
     ON_DEMAND = "on-demand"
     """Opened when a message is waiting; closed after the slot's idle timeout."""
+
+
+class TlsMode(enum.Enum):
+    """Whether a listener, peer or slot's connections run inside TLS (RFC 8446, RFC 5246)."""
+
+    REQUIRED = "required"
+    """TLS 1.2 or 1.3 from the first octet; a connection that does not complete the
+    handshake carries nothing."""
+    OFF = "off"
+    """Plain TCP (RFC 1006 as it always was)."""
 
 
 class OwnExtension(enum.Enum):

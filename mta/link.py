@@ -31,9 +31,10 @@ Public API::
     Link(association, reader, writer, *, peer, before_bind=None)
         .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
         .give_turn() / take_turn(priority, timeout) / answer_turn_request()
-        .bound(pace) / .is_bound
+        .bound(pace) / .is_bound / .tls_version
     protocol_settings(normal, protocol) -> AssociationSettings | X410Settings
-    async open_link(host, port, argument, *, settings, dscp, timeouts) -> (Link, BindAccepted)
+    async open_link(host, port, argument, *, settings, dscp, timeouts, tls)
+        -> (Link, BindAccepted)
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu);
         on_transfer_too_long(event)
     async serve_link(reader, writer, responder, *, settings, timeouts, ticket, budget)
@@ -56,6 +57,7 @@ from mta import net
 from mta.faults import LogLimiter
 from mta.inbound.budget import InboundBudget, Share
 from mta.inbound.guard import Pace, Ticket
+from mta.net import ClientTls
 from p1.association.base import SessionAssociation
 from p1.association.connection import (
     Aborted,
@@ -94,6 +96,11 @@ READ_SIZE = 1 << 20
 BIND_READ_SIZE = 4096
 """Bytes asked of the stream per read before the MTA-bind is accepted (a bind takes a few
 hundred octets)."""
+
+
+TLS_CLOSE_WAIT: Final = 5.0
+"""Seconds a closing TLS connection waits for the peer's close_notify before it is cut
+(the standard library would wait 30)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +238,8 @@ class Link:
         self._lost: str | None = None  # why the connection failed under us, when it did
         self._share = share
         self._answered = False  # the last read's events were answered: its octets are free
+        ssl_object = writer.get_extra_info("ssl_object")  # (not to be asked once closed)
+        self._tls_version = str(ssl_object.version()) if ssl_object is not None else None
         transport = writer.transport
         self._transport = transport if isinstance(transport, asyncio.ReadTransport) else None
         if before_bind is not None and self._transport is not None:
@@ -240,6 +249,11 @@ class Link:
     def is_bound(self) -> bool:
         """True once :meth:`bound` was called (or there never was a bound to lift)."""
         return self._allowance is None
+
+    @property
+    def tls_version(self) -> str | None:
+        """The TLS version the connection runs inside ("TLSv1.3"); None: plain TCP."""
+        return self._tls_version
 
     @property
     def writable(self) -> bool:
@@ -521,8 +535,13 @@ class Link:
         with contextlib.suppress(ConnectionError, LinkClosedError):
             await self.flush()
         self._writer.close()
-        with contextlib.suppress(ConnectionError):
-            await self._writer.wait_closed()
+        try:
+            async with asyncio.timeout(TLS_CLOSE_WAIT if self.tls_version else None):
+                await self._writer.wait_closed()
+        except TimeoutError:  # a TLS peer that does not answer our close_notify
+            self._writer.transport.abort()
+        except ConnectionError:
+            pass
 
 
 def protocol_settings(
@@ -543,10 +562,11 @@ async def open_link(
     timeouts: Timeouts | None = None,
     congestion: str | None = None,
     source: str | None = None,
+    tls: ClientTls | None = None,
 ) -> tuple[Link, BindAccepted]:
     """Connect (marked ``dscp``; TCP congestion control ``congestion``, None: the system's;
-    from the local address ``source``, None: the system's choice), bind with ``argument``;
-    the link and the bind result.
+    from the local address ``source``, None: the system's choice; inside TLS with
+    ``tls``), bind with ``argument``; the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
 
     Raises ``TimeoutError`` (connect; BindTimeoutError: the bind's answer), ``OSError``
@@ -554,7 +574,13 @@ async def open_link(
     """
     timeouts = timeouts or Timeouts()
     reader, writer = await net.open_marked_connection(
-        host, port, dscp=dscp, timeout=timeouts.connect, congestion=congestion, source=source
+        host,
+        port,
+        dscp=dscp,
+        timeout=timeouts.connect,
+        congestion=congestion,
+        source=source,
+        tls=tls,
     )
     association: SessionAssociation
     if isinstance(settings, X410Settings):
@@ -816,7 +842,7 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
     else:
         ended = link.association.accept_bind(answer)
         if not link.association.closed:
-            log.info("%s: bind from %r accepted%s", link.peer, name, _mode(link.association, event))
+            log.info("%s: bind from %r accepted%s", link.peer, name, _mode(link, event))
             if ticket is not None:
                 ticket.bind_accepted()
             link.bound(_pace(serving))
@@ -871,8 +897,9 @@ def _pace(serving: _Serving) -> Pace:
     )
 
 
-def _mode(association: SessionAssociation, event: BindRequested) -> str:
-    notes = []
+def _mode(link: Link, event: BindRequested) -> str:
+    association = link.association
+    notes = [] if link.tls_version is None else [link.tls_version]
     if association.MODE != P1Association.MODE:
         notes.append(f"{association.MODE} mode")
     if event.dialogue_mode is rtse.DialogueMode.TWA:

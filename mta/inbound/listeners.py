@@ -24,6 +24,16 @@ a transfer once that transfer is confirmed.  Each is aborted as temporary (a res
 cannot release, X.228 7.6): the peer keeps what it had not had confirmed and binds again,
 with the credentials configured now.
 
+A listener with ``tls = "required"`` completes a TLS handshake (:mod:`mta.net`) on each
+connection the guard admitted before anything else is read: the handshake is held to the
+pre-bind limits (its place among the unbound connections, ``bind_timeout``), and a
+handshake that fails (a plaintext client, a certificate refused, garbage) is one
+rate-limited line.  The peer named in the MTA-bind must then be the one the connection
+proves: a peer with ``tls = "required"`` binds only over TLS with its own certificate
+(:func:`mta.net.certificate_mismatch`), and a peer with ``addresses`` only from one of
+them; otherwise the bind is refused as for a wrong password, and logged as such.  The
+listeners' certificates and trusted CAs are read again at each reload.
+
 The configured peers' hosts are resolved at start and at each reload, and their
 addresses handed to the guard (:meth:`mta.inbound.guard.Guard.know`): a peer's own
 connections never wait behind strangers'.
@@ -47,12 +57,15 @@ import functools
 import ipaddress
 import logging
 import socket
+import ssl
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
-from config.schema import Listener, MtaConfig, Peer
+from config.schema import Listener, MtaConfig, Peer, TlsMode
 from config.values import Secret
 from mta import net
+from mta.faults import LogLimiter
+from mta.inbound import sources
 from mta.inbound.budget import InboundBudget
 from mta.inbound.guard import Guard
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
@@ -99,6 +112,7 @@ class Listeners:
         self._inbound: set[asyncio.Task[Any]] = set()
         self._serving: dict[asyncio.Task[Any], _Inbound] = {}  # (who each serves)
         self._chores: set[asyncio.Task[None]] = set()  # resolving peers, the guard's ticks
+        self._tls: dict[Listener, ssl.SSLContext] = {}  # each TLS listener's context
 
     @property
     def associations(self) -> set[asyncio.Task[Any]]:
@@ -113,6 +127,14 @@ class Listeners:
     async def start(self) -> None:
         """Listen on every configured address (raises if one cannot be bound)."""
         self._know_peers(self.config)
+        self._tls = _contexts(self.config)
+        keylog = net.keylog_path()
+        if keylog is not None and (self._tls or any(p.uses_tls for p in self.config.peers)):
+            log.warning(
+                "SSLKEYLOGFILE is set: the TLS session secrets are written to %s, and "
+                "whoever reads it can decrypt this MTA's traffic",
+                keylog,
+            )
         self._chore(self._tick())
         for listener in self.config.listeners:
             server = await net.start_marked_server(
@@ -134,6 +156,12 @@ class Listeners:
         self._end_changed(old, config)
         self.budget.resize(config.connection_limits.max_inbound_buffer)
         self._know_peers(config)
+        try:
+            self._tls = _contexts(config)
+        except (OSError, ValueError) as error:
+            log.error(
+                "reload: the listeners' TLS files cannot be read, kept as they were: %s", error
+            )
 
     def _end_changed(self, old: MtaConfig, new: MtaConfig) -> None:
         """End each association whose peer's credentials differ in ``new`` (one line per
@@ -224,12 +252,16 @@ class Listeners:
             writer.transport.abort()
             return
         self._inbound.add(task)
-        inbound = self._serving[task] = _Inbound(self, task)
+        inbound = self._serving[task] = _Inbound(self, task, _host(writer))
         try:
             # Cancelled by stop(), or when the guard gives this unbound connection's place
             # to another: end quietly, as Python 3.11's streams would report a cancelled
             # connection handler to the loop's exception handler as an error.
             with contextlib.suppress(asyncio.CancelledError):
+                if listener.tls is TlsMode.REQUIRED:
+                    if not await self._handshake(listener, writer, ticket.warnings):
+                        return
+                    inbound.secured(writer.get_extra_info("ssl_object"))
                 await serve_link(
                     reader,
                     writer,
@@ -244,16 +276,47 @@ class Listeners:
             self._inbound.discard(task)
             self._serving.pop(task, None)
 
+    async def _handshake(
+        self, listener: Listener, writer: asyncio.StreamWriter, notes: LogLimiter
+    ) -> bool:
+        """TLS on an admitted connection, within ``bind_timeout``; whether it completed
+        (else it is logged, one line per kind of failure per interval, and closed)."""
+        peer = _peer_label(writer)
+        limit = self.timeouts.bind
+        try:
+            async with asyncio.timeout(limit):
+                await writer.start_tls(self._tls[listener])
+        except TimeoutError:
+            notes.warning(log, "tls timeout", "%s: no TLS handshake within %g s", peer, limit)
+        except (OSError, EOFError) as error:
+            kind, words = net.handshake_failure(error)
+            notes.warning(log, f"tls {kind}", "%s: TLS handshake failed: %s", peer, words)
+        else:
+            return True
+        writer.transport.abort()
+        return False
+
 
 class _Inbound(Responder):
     """One inbound association: who the peer is, and where its transfers go."""
 
-    def __init__(self, listeners: Listeners, task: asyncio.Task[Any]) -> None:
+    def __init__(self, listeners: Listeners, task: asyncio.Task[Any], host: str) -> None:
         self.listeners = listeners
         self.peer: Peer | None = None
+        self.host = host
+        """The address the connection comes from."""
+        self.over_tls = False
+        self.certificate: bytes | None = None
+        """The client's certificate (DER), when it came over TLS with one."""
         self._task = task
         self._busy = False  # taking in a transfer
         self._ending: str | None = None  # why it ends once the transfer is confirmed
+
+    def secured(self, ssl_object: ssl.SSLObject | None) -> None:
+        """The connection completed a TLS handshake."""
+        self.over_tls = True
+        if ssl_object is not None:
+            self.certificate = ssl_object.getpeercert(binary_form=True)
 
     def end(self, why: str) -> None:
         """End the association for ``why``: now when idle, else once the transfer in
@@ -283,6 +346,12 @@ class _Inbound(Responder):
                 )
                 metrics.bind_refused(peer.name, "in", "wrong-password")
                 return MTABindError.AUTHENTICATION_ERROR
+        refusal = await self._not_proven(peer)
+        if refusal is not None:
+            reason, why = refusal
+            notes.warning(log, f"{reason} {peer.name}", "bind refused: %s from %s", why, peer.name)
+            metrics.bind_refused(peer.name, "in", reason)
+            return MTABindError.AUTHENTICATION_ERROR
         self.peer = peer
         self.listeners.reachable(peer.name)
         if expected is None:  # not authenticated: nothing of ours goes to it
@@ -292,6 +361,19 @@ class _Inbound(Responder):
         return MTABindResult(
             responder_name=ours.name, password=password.reveal() if password else ""
         )
+
+    async def _not_proven(self, peer: Peer) -> tuple[str, str] | None:
+        """What the connection fails to prove of ``peer``: (metric reason, log words)."""
+        if peer.addresses is not None and not await sources.admits(peer.addresses, self.host):
+            return "wrong-address", f"address {self.host} is not among its addresses"
+        if peer.tls is not TlsMode.REQUIRED:
+            return None
+        if not self.over_tls:
+            return "no-tls", "bind without TLS (tls is required)"
+        mismatch = net.certificate_mismatch(peer, self.certificate)
+        if mismatch is not None:
+            return "wrong-certificate", mismatch
+        return None
 
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
@@ -325,10 +407,32 @@ def _refusal() -> Iterator[None]:
 
 
 def _credentials(config: MtaConfig, peer: Peer) -> tuple[object, ...]:
-    """What an association with ``peer`` was bound with: what it presents, and what this
-    MTA answers (its own password unless the peer sets one)."""
+    """What an association with ``peer`` was bound with: what it presents and must
+    prove, and what this MTA answers (its own password unless the peer sets one)."""
     ours = peer.our_credentials
-    return (peer.their_credentials, ours.name, ours.password or config.password)
+    proof = (peer.addresses, peer.tls, peer.fingerprint, peer.tls_name, peer.tls_files.ca)
+    return (peer.their_credentials, *proof, ours.name, ours.password or config.password)
+
+
+def _contexts(config: MtaConfig) -> dict[Listener, ssl.SSLContext]:
+    """The TLS context of each TLS listener, its files read now."""
+    return {
+        listener: net.server_context(listener, config.peers)
+        for listener in config.listeners
+        if listener.tls is TlsMode.REQUIRED
+    }
+
+
+def _host(writer: asyncio.StreamWriter) -> str:
+    address = writer.get_extra_info("peername")
+    return str(address[0]) if isinstance(address, tuple) else str(address)
+
+
+def _peer_label(writer: asyncio.StreamWriter) -> str:
+    address = writer.get_extra_info("peername")
+    if isinstance(address, tuple) and len(address) >= 2:
+        return f"{address[0]}:{address[1]}"
+    return str(address)
 
 
 def _wrong_password(expected: Secret, argument: MTABindArgument) -> str | None:

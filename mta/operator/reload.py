@@ -42,6 +42,9 @@ Applied:
     dscp          the precedence table, for what is submitted from now on
     log_level     the threshold of every logger (unless ``--log-level`` overrides it)
     quarantine    the bounds of what is kept of transfers that cannot be taken in
+    TLS files     every certificate, key and CA file is read again (the listeners'
+                  too): connections made from now on present and check the files on
+                  disk now; a listener's ``tls`` and its files' paths need a restart
 
 Every other key that changed is named in one WARNING line each ("needs a restart"): the
 listeners, the database, the state directory, the control socket, the MTA's name, global

@@ -83,7 +83,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot
+from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot, TlsMode
 from mta.database import is_urgent
 from mta.faults import LOG_INTERVAL, LogLimiter
 from mta.intake.plan import domain_of
@@ -98,6 +98,7 @@ from mta.link import (
     protocol_settings,
 )
 from mta.metrics import Metrics
+from mta.net import ClientTls
 from mta.outbound import schedule
 from mta.outbound.outgoing import LinkClearance, Outgoing, OwnPolicy, outgoing
 from mta.outbound.refusals import REFUSED, refusal_error, refusals_so_far
@@ -592,6 +593,7 @@ class SlotRunner:
             timeouts=self._timeouts(),
             congestion=self.context.config.tcp_congestion,
             source=slot.source_address or peer.source_address,
+            tls=ClientTls.for_peer(peer) if slot.tls is TlsMode.REQUIRED else None,
         )
 
     def _timeouts(self) -> Timeouts:
@@ -617,7 +619,9 @@ class SlotRunner:
             host,
             slot.port,
             dscp_name(slot.dscp),
-            slot.mode.value,
+            slot.mode.value
+            if link.tls_version is None
+            else f"{slot.mode.value}, {link.tls_version}",
             f", {link.association.MODE} mode, P1 {peer.protocol.value}"
             if peer.protocol.x410
             else "",

@@ -44,7 +44,7 @@ TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
     "listeners, local_domains, local_users, supported_extensions, peers, default_route, "
     "max_age, retry, dscp, log_level, limits, quarantine, minimize, queue, retention, metrics, "
-    "access, security, tcp_congestion"
+    "access, security, tls, tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -165,7 +165,7 @@ ERRORS: list[tuple[str, str, str]] = [
         HEAD + PEER + SLOT + "prot = 5003\n",
         "peers[0].slots[0].prot = 5003: expected one of the keys precedences, port, dscp, mode, "
         "max_connections, backlog_threshold, idle_timeout, source_address, tsel, ssel, psel, "
-        'calling_tsel, calling_ssel, calling_psel (did you mean "port"?)',
+        'calling_tsel, calling_ssel, calling_psel, tls (did you mean "port"?)',
     ),
     (
         "unknown-no-guess",

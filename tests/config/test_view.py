@@ -19,6 +19,7 @@ from config import ConfigError, MtaConfig, load_config
 from config.values import HIDDEN
 from config.view import DEFAULT_MARK, NOT_SET, effective_settings, render
 from tests.p1.security.policies import EXAMPLE_SPIF
+from tests.support.certs import issue, make_ca
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
@@ -80,6 +81,12 @@ def every_key(directory: Path) -> Path:
     mta = secret_file(directory, "mta.pass", "mta-secret")
     theirs = secret_file(directory, "b.pass", "b-secret")
     algorithm = congestion()
+    ca = make_ca("every-key CA")
+    (directory / "ca.pem").write_bytes(ca.pem)
+    issue(ca, "mta-a.example").write(directory, "mta-a")
+    issue(ca, "mta-a.example").write(directory, "listener")
+    issue(ca, "mta-a.example").write(directory, "to-b")
+    (directory / "b-ca.pem").write_bytes(make_ca("site B CA").pem)
     text = f"""
 name = "MTA-A"
 global_domain = "C=GB;ADMD= ;PRMD=SITEA"
@@ -101,6 +108,16 @@ dscp = "AF41"
 tsel = ["x400", "hex:0591", ""]
 ssel = "S1"
 psel = ["P", "hex:00ff"]
+tls = "required"
+certificate = "listener.pem"
+key = "listener.key"
+ca = "ca.pem"
+client_certificate = "off"
+
+[tls]
+certificate = "mta-a.pem"
+key = "mta-a.key"
+ca = "ca.pem"
 
 [retry]
 initial = "45s"
@@ -188,10 +205,18 @@ psel = "PSEL"
 calling_tsel = "us"
 calling_ssel = "hex:02"
 calling_psel = "our-psel"
+addresses = ["mta-b.example", "192.0.2.9", "2001:db8:b::/48"]
+tls = "required"
+certificate = "to-b.pem"
+key = "to-b.key"
+ca = "b-ca.pem"
+fingerprint = "{"AB:" * 31}AB"
+certificate_name = "mta-b.lab.example"
 
 [[peers.slots]]
 precedences = ["override", "flash", "immediate"]
 port = 5003
+tls = "off"
 dscp = "CS4"
 mode = "permanent"
 max_connections = 3

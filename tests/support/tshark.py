@@ -10,7 +10,8 @@ Public API::
     require_tshark()                            skip the test without tshark and dumpcap
                                                 (fail instead when AIOX400_REQUIRE_TSHARK=1)
     LoopbackCapture(pcap, ports)                dumpcap on lo; start() / stop(), with, async with
-    decode(pcap, ports) -> Decoded              frames, X.400 fields, problems
+    decode(pcap, ports, keylog=None) -> Decoded frames, X.400 fields, problems (keylog: the
+                                                SSLKEYLOGFILE of TLS on those ports)
     matching(pcap, ports, display_filter)       numbers of the frames a display filter selects
     fields(pcap, ports, display_filter, names)  those frames' values of some fields
     Decoded.values(field), Decoded.dscp_by_port()
@@ -339,9 +340,17 @@ def _role(frame: Frame, ports: str) -> tuple[int, Direction] | None:
 Layers = dict[str, list[str]]
 
 
-def _tshark(pcap: Path, ports: str, display_filter: str, fields: Iterable[str]) -> list[Layers]:
+def _tshark(
+    pcap: Path,
+    ports: str,
+    display_filter: str,
+    fields: Iterable[str],
+    keylog: Path | None = None,
+) -> list[Layers]:
     """One tshark pass: the ``fields`` of each frame ``display_filter`` selects."""
     argv = ["tshark", "-n", "-r", str(pcap), "-o", f"tpkt.tcp.port:{ports}"]
+    if keylog is not None:
+        argv += _inside_tls(ports, keylog)
     argv += ["-Y", display_filter, "-T", "json"]
     for name in fields:
         argv += ["-e", name]
@@ -350,6 +359,15 @@ def _tshark(pcap: Path, ports: str, display_filter: str, fields: Iterable[str]) 
         raise TsharkError(f"{' '.join(argv)}: {done.stderr.decode(errors='replace').strip()}")
     packets: list[dict[str, Any]] = json.loads(done.stdout)
     return [_layers(packet["_source"]["layers"]) for packet in packets]
+
+
+def _inside_tls(ports: str, keylog: Path) -> list[str]:
+    """TLS on ``ports``, decrypted with the secrets in ``keylog``, RFC 1006 inside it."""
+    argv = ["-o", f"tls.keylog_file:{keylog}"]
+    for low, high in _ranges(ports):
+        for port in range(low, high + 1):
+            argv += ["-d", f"tcp.port=={port},tls", "-d", f"tls.port=={port},tpkt"]
+    return argv
 
 
 def _layers(layers: dict[str, Any]) -> Layers:
@@ -382,10 +400,13 @@ def _problem(layers: Layers) -> Problem:
     )
 
 
-def decode(pcap: Path, ports: str) -> Decoded:
-    """Every TCP frame of ``pcap`` with its X.400 fields, and the frames with problems."""
-    frames = tuple(_frame(layers) for layers in _tshark(pcap, ports, "tcp", _FRAME_FIELDS))
-    problems = tuple(_problem(layers) for layers in _tshark(pcap, ports, PROBLEMS, _PROBLEM_FIELDS))
+def decode(pcap: Path, ports: str, keylog: Path | None = None) -> Decoded:
+    """Every TCP frame of ``pcap`` with its X.400 fields, and the frames with problems;
+    with ``keylog``, the traffic on ``ports`` is TLS, decrypted with its secrets."""
+    frames = tuple(_frame(layers) for layers in _tshark(pcap, ports, "tcp", _FRAME_FIELDS, keylog))
+    problems = tuple(
+        _problem(layers) for layers in _tshark(pcap, ports, PROBLEMS, _PROBLEM_FIELDS, keylog)
+    )
     return Decoded(ports=ports, frames=frames, problems=problems)
 
 

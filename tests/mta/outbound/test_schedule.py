@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.schema import RetryPolicy, Slot, SlotMode
+from config.schema import RetryPolicy, Slot, SlotMode, TlsMode
 from mta.database import is_urgent
 from mta.outbound.schedule import (
     MAX_WINDOW,
@@ -26,6 +26,7 @@ PERMANENT = Slot(
     max_connections=1,
     backlog_threshold=10,
     idle_timeout=60,
+    tls=TlsMode.OFF,
 )
 ON_DEMAND = Slot(
     precedences=(Precedence.ROUTINE,),
@@ -35,6 +36,7 @@ ON_DEMAND = Slot(
     max_connections=3,
     backlog_threshold=20,
     idle_timeout=120,
+    tls=TlsMode.OFF,
 )
 
 
