@@ -756,7 +756,9 @@ class MetricsEndpoint:
     """TCP port, 1..65535 (set with ``host`` by ``listen``)."""
     path: str = field(
         default="/metrics",
-        metadata=value(METRICS_PATH, "The one path answered (HTTP GET); any other is 404."),
+        metadata=value(
+            METRICS_PATH, "The one path answered (HTTP GET and HEAD); any other is 404."
+        ),
     )
 
     @property
