@@ -14,9 +14,10 @@ stops it, telling systemd how it fares (sd_notify(3), :mod:`mta.systemd`):
   :mod:`mta.operator.reload`), then ``READY=1`` again;
 - ``STOPPING=1`` when a stop begins.
 
-A daemon that finds its state directory locked by another
-(:class:`mta.instance.StateDirInUseError`) stops before anything else: it is not
-stopped as a started one would be.
+A daemon that cannot start (its state directory locked by another,
+:class:`mta.instance.StateDirInUseError`; a port in use; a store it cannot open) has
+undone what it started before the error reaches the caller (:meth:`mta.service.Service.start`),
+which says why in one line: it is not stopped as a started one would be.
 
 Public API::
 
@@ -35,7 +36,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from mta.faults import store_fault
-from mta.instance import StateDirInUseError
 from mta.operator.views import Served
 from mta.systemd import Notifier, watchdog_interval
 from store import RecipientState, TransitQueue, transaction
@@ -70,23 +70,11 @@ async def serve(
         loop.add_signal_handler(signum, stopping.set)
     loop.add_signal_handler(signal.SIGHUP, _reloader(service, notifier, reload))
     try:
-        await _start(service)
+        await service.start()
         await _serve_started(service, notifier, stopping)
     finally:
         for signum in (*_STOP_SIGNALS, signal.SIGHUP):
             loop.remove_signal_handler(signum)
-
-
-async def _start(service: Served) -> None:
-    """Start ``service``; on failure stop what started, unless another daemon holds its
-    state directory (then nothing was started, nothing is to be stopped)."""
-    try:
-        await service.start()
-    except StateDirInUseError:
-        raise
-    except BaseException:
-        await service.stop()
-        raise
 
 
 async def _serve_started(service: Served, notifier: Notifier, stopping: asyncio.Event) -> None:

@@ -112,7 +112,7 @@ class Served(Reconfigurable, Protocol):
     """A daemon the service manager's loop starts and stops (:mod:`mta.lifecycle`)."""
 
     async def start(self) -> None:
-        """Start every part; raises if one cannot start."""
+        """Start every part; raises if one cannot start, having undone what started."""
 
     async def stop(self) -> None:
         """Stop every part; nothing committed is lost."""
