@@ -16,7 +16,7 @@ Public API::
     LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES,
     GLOBAL_DOMAIN, OR_NAME, OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL
     (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
-    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access])
+    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
     hide_url_password(url) -> str
 """
 
@@ -71,6 +71,7 @@ __all__ = [
     "ACCOUNTS",
     "ADDRESS_PREFIX",
     "ADDRESS_PREFIXES",
+    "BOOLEAN",
     "CONGESTION",
     "COUNT",
     "DATABASE_URL",
@@ -169,6 +170,12 @@ def _is_int(raw: object) -> TypeGuard[int]:
 
 def _text(raw: object) -> str:
     if isinstance(raw, str) and raw.strip() and "\0" not in raw:
+        return raw
+    raise Invalid()
+
+
+def _boolean(raw: object) -> bool:
+    if isinstance(raw, bool):
         return raw
     raise Invalid()
 
@@ -692,6 +699,7 @@ def _write_accounts(accounts: tuple[LocalAccount, ...]) -> object:
 MTA_NAME = Kind(
     "an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name, name="MTA name"
 )
+BOOLEAN = Kind("true or false", _boolean, name="boolean")
 HOST = Kind("a host name or IP address", _host, name="host")
 HOSTS = Kind(
     "a host name or IP address, or a non-empty list of them",

@@ -53,6 +53,7 @@ from config.declare import Foreign, Form, Key, foreign, inline, secret, section,
 from config.kinds import (
     ACCOUNTS,
     ADDRESS_PREFIXES,
+    BOOLEAN,
     CONGESTION,
     COUNT,
     DATABASE_URL,
@@ -936,9 +937,20 @@ class MtaConfig:
         default=None,
         metadata=value(
             OR_NAMES,
-            "The users of the local domains, each under one of them; a recipient there "
-            "that is none of them is non-delivered (unrecognised O/R name).  Not set: every "
-            "O/R name under a local domain has a mailbox.",
+            "The users of the local domains (their mailboxes), each under one of them; a "
+            "recipient there that is none of them is non-delivered (unable-to-transfer, "
+            "unrecognised O/R name), so a mistyped name is reported to its sender.  "
+            "Required unless accept_any_recipient = true: a file that sets neither is "
+            "refused.",
+        ),
+    )
+    accept_any_recipient: bool = field(
+        default=False,
+        metadata=value(
+            BOOLEAN,
+            "true: every O/R name under a local domain has a mailbox, made at its first "
+            "delivery, a mistyped one too (a lab, a gateway that sorts mail itself); "
+            "local_users must then be left out.  false: local_users lists the users.",
         ),
     )
     supported_extensions: tuple[int | str, ...] = field(

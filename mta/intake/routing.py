@@ -6,13 +6,13 @@ recipient wins (longest prefix); if none does, the default route (a peer) is tak
 is configured.  A recipient with no route gets a non-delivery report with reason
 unable-to-transfer and diagnostic unrecognised-OR-name.
 
-When the configuration lists the local users (``local_users``), a recipient under a local
-domain that is none of them has no route either (:data:`UNKNOWN_USER`): it names no user
-of this MTA's, and gets the same report (X.411 14.3.1; reason and diagnostic codes, X.411
-8.3.1.2.1.9-10).  Names are compared in their canonical form
-(:attr:`p1.mts.orname.ORAddress.canonical`: case and redundant spaces ignored, as X.411
-compares PrintableString attributes).  Without the list every name under a local domain
-is a user, its mailbox named by that canonical form.
+A recipient under a local domain that is none of the local users (``local_users``) has
+no route either (:data:`UNKNOWN_USER`): it names no user of this MTA's, and gets the same
+report (X.411 14.3.1; reason and diagnostic codes, X.411 8.3.1.2.1.9-10).  Names are
+compared in their canonical form (:attr:`p1.mts.orname.ORAddress.canonical`: case and
+redundant spaces ignored, as X.411 compares PrintableString attributes).  Only with
+``accept_any_recipient`` is every name under a local domain a user, its mailbox named by
+that canonical form; a configuration built in code that sets neither has no local user.
 
 Extension criticality (X.411 9.1, 12.2.1.1.1.x): a message or probe that carries an
 extension marked critical for delivery, which this MTA does not implement
@@ -98,8 +98,10 @@ class Router:
         self._default: Route = (
             PeerRoute(config.default_route) if config.default_route is not None else NoRoute()
         )
-        users = config.local_users
-        self._users = None if users is None else frozenset(user.canonical for user in users)
+        users = config.local_users or ()
+        self._users = (
+            None if config.accept_any_recipient else frozenset(user.canonical for user in users)
+        )
         self._delivers = IMPLEMENTED_EXTENSIONS | frozenset(config.supported_extensions)
         self._transfers = {
             peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
@@ -137,8 +139,8 @@ class Router:
         )
 
     def is_user(self, name: ORAddress) -> bool:
-        """Whether ``name``, under a local domain, names a local user (any name does when
-        the configuration does not list them)."""
+        """Whether ``name``, under a local domain, names a local user (any name does with
+        ``accept_any_recipient``)."""
         return self._users is None or name.canonical in self._users
 
     def split(self, recipients: Iterable[ORAddress]) -> dict[Route, list[ORAddress]]:

@@ -81,7 +81,9 @@ REPORT = PerRecipientIndicators(responsibility=True, originating_mta_report=True
 
 
 def site_b(max_age: MaxAge | None = None) -> Site:
-    config = load_config(EXAMPLES / "site-b.toml")
+    """Site B of the examples, every name under its domain a user."""
+    example = load_config(EXAMPLES / "site-b.toml")
+    config = dataclasses.replace(example, local_users=None, accept_any_recipient=True)
     return Site(
         name=config.name,
         domain=domain_of(config.global_domain),
@@ -241,7 +243,8 @@ def test_recipient_without_a_route_is_rejected_and_the_others_queued() -> None:
 def test_recipient_under_our_domain_that_is_no_local_user_is_rejected() -> None:
     config = load_config(EXAMPLES / "site-b.toml")
     site = dataclasses.replace(
-        site_b(), router=Router(dataclasses.replace(config, local_users=(JONES,)))
+        site_b(),
+        router=Router(dataclasses.replace(config, local_users=(JONES,))),
     )
     made = envelope(recipient(JONES, 1), recipient(BROWN, 2), recipient(NOBODY, 3))
     plan = plan_intake(apdu(made), site, origin_peer="MTA-A", now=NOW)
