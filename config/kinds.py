@@ -13,7 +13,8 @@ Public API::
     list_of(kind, what, unique=False) -> Kind[tuple]
     MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, DURATION, SECONDS, SIZE,
     TPDU_SIZE, FRACTION, FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL,
-    LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES,
+    FOREIGN_ORIGINATORS, LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX,
+    ADDRESS_PREFIXES,
     GLOBAL_DOMAIN, OR_NAME, OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL
     (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
     LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
@@ -37,6 +38,7 @@ from typing import Generic, TypeGuard, TypeVar
 from config.values import (
     HIDDEN,
     AddressPrefix,
+    ForeignOriginators,
     LocalAccount,
     LogLevel,
     MinimizeSubmissions,
@@ -80,6 +82,7 @@ __all__ = [
     "EXTENSION_TYPES",
     "FACTOR",
     "FILE_NAME",
+    "FOREIGN_ORIGINATORS",
     "FRACTION",
     "GLOBAL_DOMAIN",
     "HOST",
@@ -746,6 +749,9 @@ SLOT_MODE: Kind[SlotMode] = Kind(
 )
 MINIMIZE_SUBMISSIONS: Kind[MinimizeSubmissions] = Kind(
     "one of refuse, hold", _choice(MinimizeSubmissions), _enum_value, name="minimize submissions"
+)
+FOREIGN_ORIGINATORS: Kind[ForeignOriginators] = Kind(
+    "one of refuse, accept", _choice(ForeignOriginators), _enum_value, name="refuse or accept"
 )
 P1_PROTOCOL: Kind[P1Protocol] = Kind(
     'one of "1988" (normal mode), "1988-x410" (X.410-1984 mode, 1988 P1), '

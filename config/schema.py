@@ -61,6 +61,7 @@ from config.kinds import (
     DURATION,
     EXTENSION_TYPES,
     FACTOR,
+    FOREIGN_ORIGINATORS,
     FRACTION,
     GLOBAL_DOMAIN,
     HOST,
@@ -93,6 +94,7 @@ from config.kinds import (
 )
 from config.values import (
     AddressPrefix,
+    ForeignOriginators,
     LocalAccount,
     LogLevel,
     MinimizeSubmissions,
@@ -124,6 +126,7 @@ __all__ = [
     "AddressPrefix",
     "ConnectionLimits",
     "Credentials",
+    "ForeignOriginators",
     "Listener",
     "LocalAccount",
     "LogLevel",
@@ -951,6 +954,17 @@ class MtaConfig:
             "true: every O/R name under a local domain has a mailbox, made at its first "
             "delivery, a mistyped one too (a lab, a gateway that sorts mail itself); "
             "local_users must then be left out.  false: local_users lists the users.",
+        ),
+    )
+    foreign_originators: ForeignOriginators = field(
+        default=ForeignOriginators.REFUSE,
+        metadata=value(
+            FOREIGN_ORIGINATORS,
+            "A local submission (x400 send, x400ctl probe) whose originator is under no "
+            'local domain: "refuse" (the submitter is told why; nothing is queued) or '
+            '"accept" (a gateway submitting on behalf of other domains).  With [access] '
+            "a user submits only as its own names, which are under the local domains; "
+            "this bounds the operators' submissions too.",
         ),
     )
     supported_extensions: tuple[int | str, ...] = field(

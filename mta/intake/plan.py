@@ -40,6 +40,7 @@ Public API::
     IntakeError                                    the APDU cannot be taken
     MalformedApduError(IntakeError)                ... because of its own octets: permanent
     TooLongError(IntakeError)                      a submission over max_message_size
+    ForeignOriginatorError(IntakeError)            a submission from under no local domain
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from store.models import LOCAL_ROUTE, ApduKind
 from store.queue import NewMessage, NewRecipient
 
 __all__ = [
+    "ForeignOriginatorError",
     "IntakeError",
     "MalformedApduError",
     "Plan",
@@ -96,6 +98,11 @@ class MalformedApduError(IntakeError):
     tried: it does not decode (X.411 12.2, X.690), or its envelope cannot be written back
     with this MTA's trace (X.411 12.2.1.1.1.10), such as a value outside its bounds.
     Not a fault of the store: trying again later changes nothing."""
+
+
+class ForeignOriginatorError(IntakeError):
+    """A local submission whose originator is under none of the local domains, refused
+    (``foreign_originators = "refuse"``): nothing was queued."""
 
 
 class TooLongError(IntakeError):

@@ -22,6 +22,11 @@ not transferred to a peer unless this MTA implements it or the peer's configurat
 it.  :meth:`Router.admit` gives such a recipient a :class:`NoRoute` of unable-to-transfer
 and unsupported-critical-function instead of its route.
 
+A local submission's originator must be under a local domain (:meth:`Router.is_local`:
+the most specific prefix that matches it is a local domain's) unless the configuration
+accepts foreign originators (``foreign_originators = "accept"``): an MTA vouches for the
+originators of what it submits, and a user agent on this host speaks for this domain.
+
 Pure: no I/O, no clock.
 
 Public API::
@@ -31,6 +36,8 @@ Public API::
     Router(config).admit(route, extensions) -> Route    criticality (X.411 9.1)
     IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
+    Router(config).is_local(name) -> bool          under a local domain (longest prefix)
+    Router(config).foreign_originator(name) -> str | None   why a submission is refused
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from config.schema import AddressPrefix, MtaConfig
+from config.schema import AddressPrefix, ForeignOriginators, MtaConfig
 from p1.mts.extension_view import extension_label
 from p1.mts.extensions import (
     INTERPRETED_EXTENSIONS,
@@ -46,7 +53,7 @@ from p1.mts.extensions import (
     ExtensionType,
     StandardExtension,
 )
-from p1.mts.orname import ORAddress
+from p1.mts.orname import ORAddress, format_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 
 IMPLEMENTED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
@@ -102,6 +109,8 @@ class Router:
         self._users = (
             None if config.accept_any_recipient else frozenset(user.canonical for user in users)
         )
+        self._local_domains = config.local_domains
+        self._foreign = config.foreign_originators
         self._delivers = IMPLEMENTED_EXTENSIONS | frozenset(config.supported_extensions)
         self._transfers = {
             peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
@@ -142,6 +151,25 @@ class Router:
         """Whether ``name``, under a local domain, names a local user (any name does with
         ``accept_any_recipient``)."""
         return self._users is None or name.canonical in self._users
+
+    def is_local(self, name: ORAddress) -> bool:
+        """Whether ``name`` is under a local domain: the most specific prefix that
+        matches it is a local domain's (a user listed or not)."""
+        for prefix, route in self._table:
+            if prefix.matches(name):
+                return route is _LOCAL
+        return False
+
+    def foreign_originator(self, originator: ORAddress) -> str | None:
+        """Why a local submission from ``originator`` is refused, or None: it is under a
+        local domain, or the configuration accepts foreign originators."""
+        if self._foreign is ForeignOriginators.ACCEPT or self.is_local(originator):
+            return None
+        domains = ", ".join(domain.text for domain in self._local_domains)
+        return (
+            f"originator {format_orname(originator)} is under none of this MTA's local "
+            f'domains ({domains}); foreign_originators = "accept" would take it'
+        )
 
     def split(self, recipients: Iterable[ORAddress]) -> dict[Route, list[ORAddress]]:
         """The recipients grouped by route, in their original order within each group.
