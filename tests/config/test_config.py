@@ -26,6 +26,7 @@ from config import (
     SlotMode,
     load_config,
 )
+from config.schema import ForeignOriginators
 from config.view import effective_settings
 from p1.mts.orname import format_orname, parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
@@ -43,10 +44,9 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
-    "listeners, local_domains, local_users, accept_any_recipient, supported_extensions, peers, "
-    "default_route, "
-    "max_age, retry, dscp, log_level, limits, quarantine, minimize, queue, retention, metrics, "
-    "access, tcp_congestion"
+    "listeners, local_domains, local_users, accept_any_recipient, foreign_originators, "
+    "supported_extensions, peers, default_route, max_age, retry, dscp, log_level, limits, "
+    "quarantine, minimize, queue, retention, metrics, access, tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -1201,6 +1201,18 @@ def test_accept_any_recipient_errors(tmp_path: Path, text: str, message: str) ->
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert f"{path}: {message}" in str(caught.value)
+
+
+def test_foreign_originators_is_refuse_unless_set(tmp_path: Path) -> None:
+    assert load_text(tmp_path, HEAD).foreign_originators is ForeignOriginators.REFUSE
+    accepting = load_text(tmp_path, HEAD + 'foreign_originators = "Accept"\n')
+    assert accepting.foreign_originators is ForeignOriginators.ACCEPT
+    path = write(tmp_path, HEAD + 'foreign_originators = "maybe"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f'{path}: foreign_originators = "maybe": expected one of refuse, accept'
+    )
 
 
 def test_either_local_users_or_accept_any_recipient_loads(tmp_path: Path) -> None:

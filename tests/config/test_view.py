@@ -87,6 +87,7 @@ database = "sqlite:///db/queue.db"
 control_socket = "run/ctl.sock"
 local_domains = ["C=GB;ADMD= ;PRMD=SITEA", "C=GB;ADMD= ;PRMD=SITEA2;O=Ops"]
 local_users = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"]
+foreign_originators = "accept"
 supported_extensions = [20, "1.3.26.0.4406.0.8.0"]
 default_route = "MTA-B"
 log_level = "debug"
