@@ -138,10 +138,17 @@ class NewRecipient:
     """Canonical O/R name."""
     route: str
     """:data:`store.models.LOCAL_ROUTE` or a peer MTA's name."""
+    shown: str | None = None
+    """The O/R name as given (its letters' case kept), for display; None: ``recipient``."""
     report_request: int = 0
     """per-recipient-indicators bits, bit n as ``1 << n``."""
     recipient_number: int | None = None
     """originally-specified-recipient-number."""
+
+    @property
+    def display(self) -> str:
+        """The O/R name to show: as given, else canonical."""
+        return self.shown or self.recipient
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,6 +197,13 @@ class QueueRecipient:
     last_error: str | None
     report_request: int
     recipient_number: int | None
+    shown: str | None = None
+    """The O/R name as given, for display; None: ``recipient``."""
+
+    @property
+    def display(self) -> str:
+        """The O/R name to show: as given, else canonical."""
+        return self.shown or self.recipient
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,6 +253,7 @@ class WaitingRecipient:
     precedence: Precedence
     arrival_time: datetime
     recipient: str
+    """The O/R name as the envelope gave it (canonical for a row of an earlier release)."""
     route: str
     state: RecipientState
     attempts: int
@@ -415,6 +430,7 @@ class TransitQueue:
             {
                 "message_id": message_id,
                 "recipient": r.recipient,
+                "shown": r.shown,
                 "route": r.route,
                 "state": _S.DELIVERED if r.route == delivered_route else _S.PENDING,
                 "precedence": int(m.precedence),
@@ -883,6 +899,7 @@ def _recipient(row: Row) -> QueueRecipient:
     return QueueRecipient(
         id=row.id,
         recipient=row.recipient,
+        shown=row.shown,
         route=row.route,
         state=row.state,
         attempts=row.attempts,

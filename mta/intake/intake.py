@@ -68,6 +68,7 @@ from p1.mts.envelope import (
     long_tags_in_message_envelope,
     peek_envelope,
 )
+from p1.mts.orname import format_orname
 from p1.mts.precedence import Precedence
 from store import ApduKind, Enqueued
 
@@ -233,11 +234,11 @@ class Intake:
         peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
         self.claim_ahead(peers, request.precedence)
         identifier, plan, result, delivered = await self._settled(queued)
-        log_intake("submitted", plan, result, f"by {request.originator.canonical}")
+        log_intake("submitted", plan, result, f"by {format_orname(request.originator)}")
         self._after(plan, delivered)
         return Submitted(
             mts_identifier=identifier,
-            rejected=tuple(o.recipient.canonical for o in plan.rejected),
+            rejected=tuple(format_orname(o.recipient) for o in plan.rejected),
         )
 
     async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
@@ -307,7 +308,7 @@ class Intake:
             outcome.mts_identifier,
             outcome.precedence.label,
             len(outcome.users),
-            few(outcome.users),
+            few(outcome.shown or outcome.users),
             "; delivery report queued" if outcome.reported else "",
         )
         if outcome.reported:

@@ -65,7 +65,7 @@ from p1.mts.envelope import (
 )
 from p1.mts.extensions import with_internal_trace_entry
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.orname import ORAddress
+from p1.mts.orname import ORAddress, format_orname
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.mts.relay import with_trace_added
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
@@ -446,6 +446,7 @@ def _expiry(
 def _new_recipient(recipient: RecipientField, route: Route) -> NewRecipient:
     return NewRecipient(
         recipient=recipient.recipient_name.canonical,
+        shown=format_orname(recipient.recipient_name),
         route=_route_name(route),
         report_request=indicator_bits(recipient.per_recipient_indicators),
         recipient_number=recipient.originally_specified_recipient_number,
@@ -498,7 +499,13 @@ def _plan_report(
         apdu=apdu,
         precedence=precedence,
         originator=destination.canonical,
-        recipients=(NewRecipient(recipient=destination.canonical, route=_route_name(route)),),
+        recipients=(
+            NewRecipient(
+                recipient=destination.canonical,
+                shown=format_orname(destination),
+                route=_route_name(route),
+            ),
+        ),
         expiry_time=now + timedelta(seconds=site.max_age.of(precedence)),
         origin_peer=origin_peer,
     )
