@@ -63,7 +63,7 @@ DT_TPDU = encode_tpkt(b"\x02\xf0\x00" + bytes(2045))
 def _config(port: int, peer_port: int) -> str:
     return (
         'name = "MTA-B"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEB"\npassword = "pw-MTA-B"\n'
-        'state_dir = "state"\nlog_level = "info"\n\n'
+        'state_dir = "state"\nlog_level = "info"\naccept_any_recipient = true\n\n'
         f'[[listeners]]\naddress = "0.0.0.0"\nport = {port}\ndscp = "CS0"\n\n'
         f'[[peers]]\nname = "{A_NAME}"\nhost = "127.0.0.1"\n'
         f'routes = ["C=GB;ADMD= ;PRMD=SITEA"]\npeer_password = "{A_PASSWORD}"\n\n'

@@ -55,6 +55,14 @@ from p1.mts.orname import parse_orname  # noqa: E402
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
 DUTY_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Duty"
+
+
+def local_users(domain: str) -> list[str]:
+    """The users (``local_users``) of the site of ``domain``: those messages and reports
+    are sent to."""
+    return [user for user in (USER_A, USER_B, DUTY_B) if user.startswith(domain + ";")]
+
+
 """The flash messages' recipient: a mailbox of their own, watched as ``x400 inbox
 --follow`` does (the local API's ``wait``), so that the watch is woken by them alone."""
 CLIENTS = 8
@@ -113,7 +121,8 @@ def _config(
     )
     return (
         f'name = "{name}"\nglobal_domain = "{domain}"\npassword = "pw-{name}"\n'
-        f'state_dir = "state-{name}"\nlocal_domains = ["{domain}"]\nlog_level = "warning"\n\n'
+        f'state_dir = "state-{name}"\nlocal_domains = ["{domain}"]\nlog_level = "warning"\n'
+        f"local_users = {json.dumps(local_users(domain))}\n\n"
         f'{listeners}[[peers]]\nname = "{peer}"\nhost = "127.0.0.1"\n'
         f'routes = ["{peer_domain}"]\npeer_password = "pw-{peer}"\n\n{slot_text}'
     )

@@ -42,6 +42,7 @@ from benchmarks.relay import (  # noqa: E402
     MTA,
     Site,
     _free_ports,
+    local_users,
     permanent_slots_ready,
     submit_many,
     wait_delivered,
@@ -83,6 +84,7 @@ def config_text(
     return (
         f'name = "{name}"\nglobal_domain = "{domain}"\npassword = "pw-{name}"\n'
         f'state_dir = "state-{label}"\nlocal_domains = ["{domain}"]\nlog_level = "warning"\n'
+        f"local_users = {json.dumps(local_users(domain))}\n"
         f'{stored}\n{listeners}[[peers]]\nname = "{peer}"\nhost = {json.dumps(list(peer_hosts))}\n'
         f'routes = ["{peer_domain}"]\npeer_password = "pw-{peer}"\n\n{slots}'
     )

@@ -14,8 +14,9 @@ Public API::
     ConfigError(file, key, value, expected)               .file .key .value .expected .missing
 
     MtaConfig(source, name, global_domain, password, state_dir, database, control_socket,
-              listeners, local_domains, local_users, peers, default_route, max_age,
-              retry, precedence_table, log_level, limits, connection_limits, quarantine)
+              listeners, local_domains, local_users, accept_any_recipient, peers,
+              default_route, max_age, retry, precedence_table, log_level, limits,
+              connection_limits, quarantine)
                                                           .peer(name) -> Peer
     Listener(address, port, dscp, tls, tls_files, client_certificate)
     Peer(name, hosts, routes, our_credentials, their_credentials, addresses, tls,

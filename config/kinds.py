@@ -13,10 +13,11 @@ Public API::
     list_of(kind, what, unique=False) -> Kind[tuple]
     MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, DURATION, SECONDS, SIZE,
     TPDU_SIZE, FRACTION, FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL,
-    LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX, ADDRESS_PREFIXES,
+    FOREIGN_ORIGINATORS, LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX,
+    ADDRESS_PREFIXES,
     GLOBAL_DOMAIN, OR_NAME, OR_NAMES, EXTENSION_TYPES, OWN_EXTENSIONS, TSEL, SSEL, PSEL
     (selectors: text or hex:digits, "" for none), TSELS, SSELS, PSELS (a listener's),
-    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]),
+    LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
     CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
     TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
     hide_url_password(url) -> str
@@ -39,6 +40,7 @@ from typing import Generic, TypeGuard, TypeVar
 from config.values import (
     HIDDEN,
     AddressPrefix,
+    ForeignOriginators,
     LocalAccount,
     LogLevel,
     MinimizeSubmissions,
@@ -74,6 +76,7 @@ __all__ = [
     "ACCOUNTS",
     "ADDRESS_PREFIX",
     "ADDRESS_PREFIXES",
+    "BOOLEAN",
     "CATEGORIES",
     "CLASSIFICATION",
     "CLEARANCE_NAME",
@@ -86,6 +89,7 @@ __all__ = [
     "FACTOR",
     "FILE_NAME",
     "FINGERPRINT",
+    "FOREIGN_ORIGINATORS",
     "FRACTION",
     "GLOBAL_DOMAIN",
     "HOST",
@@ -178,6 +182,12 @@ def _is_int(raw: object) -> TypeGuard[int]:
 
 def _text(raw: object) -> str:
     if isinstance(raw, str) and raw.strip() and "\0" not in raw:
+        return raw
+    raise Invalid()
+
+
+def _boolean(raw: object) -> bool:
+    if isinstance(raw, bool):
         return raw
     raise Invalid()
 
@@ -735,6 +745,7 @@ def _write_accounts(accounts: tuple[LocalAccount, ...]) -> object:
 MTA_NAME = Kind(
     "an MTA name: 1 to 32 printable ASCII characters (X.411 MTAName)", _mta_name, name="MTA name"
 )
+BOOLEAN = Kind("true or false", _boolean, name="boolean")
 HOST = Kind("a host name or IP address", _host, name="host")
 HOSTS = Kind(
     "a host name or IP address, or a non-empty list of them",
@@ -781,6 +792,9 @@ SLOT_MODE: Kind[SlotMode] = Kind(
 )
 MINIMIZE_SUBMISSIONS: Kind[MinimizeSubmissions] = Kind(
     "one of refuse, hold", _choice(MinimizeSubmissions), _enum_value, name="minimize submissions"
+)
+FOREIGN_ORIGINATORS: Kind[ForeignOriginators] = Kind(
+    "one of refuse, accept", _choice(ForeignOriginators), _enum_value, name="refuse or accept"
 )
 P1_PROTOCOL: Kind[P1Protocol] = Kind(
     'one of "1988" (normal mode), "1988-x410" (X.410-1984 mode, 1988 P1), '

@@ -21,7 +21,8 @@ creates no directory and opens no socket.
 Cross-checks: a peer's slots admit each of the six precedences exactly once (an error
 names the unrouted ones); listener address and port pairs (a wildcard address takes the
 port on every address), peer names and routed prefixes (local domains included) are
-unique; ``default_route`` names a peer; local users are under local domains;
+unique; ``default_route`` names a peer; ``local_users`` is set (local users under local
+domains) or else ``accept_any_recipient = true``, not both;
 ``[security] policy`` is an Open XML SPIF (read here) and every classification and
 category ``[security]`` names is the policy's; a peer's ``clearance`` and
 ``default_clearance`` name a ``[[security.clearances]]`` table;
@@ -443,6 +444,7 @@ class _Loader:
         domains = read.setdefault("local_domains", default_local_domains(read["global_domain"]))
         if "local_users" in read:
             self.check_users(top, domains)
+        self.check_recipients(top, read)
         if "access" in read:
             self.check_accounts(top, domains)
         self.check_retention(top, read)
@@ -511,6 +513,27 @@ class _Loader:
         return path
 
     # --- cross-checks -----------------------------------------------------------------
+
+    def check_recipients(self, top: _Table, read: _Read) -> None:
+        """Either ``local_users`` lists the mailboxes or ``accept_any_recipient`` is
+        true: never a mailbox made for a mistyped name unless the file says so."""
+        listed = "local_users" in read
+        accept_any = read.get("accept_any_recipient", False)
+        if listed and accept_any:
+            raise top.error(
+                "accept_any_recipient",
+                True,
+                "false or not set when local_users lists the users (a recipient not "
+                "listed is non-delivered): set one of the two",
+            )
+        if not listed and not accept_any:
+            raise top.error(
+                "local_users",
+                MISSING,
+                "the O/R names of the local users, which have mailboxes (list them), or "
+                "accept_any_recipient = true to give every O/R name under a local domain "
+                "one, a mistyped name too",
+            )
 
     def check_users(self, top: _Table, domains: Sequence[AddressPrefix]) -> None:
         """Each local user is under a local domain."""

@@ -57,6 +57,7 @@ from config.declare import Foreign, Form, Key, foreign, inline, secret, section,
 from config.kinds import (
     ACCOUNTS,
     ADDRESS_PREFIXES,
+    BOOLEAN,
     CATEGORIES,
     CLASSIFICATION,
     CLEARANCE_NAME,
@@ -69,6 +70,7 @@ from config.kinds import (
     FACTOR,
     FILE_NAME,
     FINGERPRINT,
+    FOREIGN_ORIGINATORS,
     FRACTION,
     GLOBAL_DOMAIN,
     HOST,
@@ -103,6 +105,7 @@ from config.kinds import (
 )
 from config.values import (
     AddressPrefix,
+    ForeignOriginators,
     LocalAccount,
     LogLevel,
     MinimizeSubmissions,
@@ -139,6 +142,7 @@ __all__ = [
     "AddressPrefix",
     "ConnectionLimits",
     "Credentials",
+    "ForeignOriginators",
     "Listener",
     "LocalAccount",
     "LogLevel",
@@ -912,7 +916,9 @@ class MetricsEndpoint:
     """TCP port, 1..65535 (set with ``host`` by ``listen``)."""
     path: str = field(
         default="/metrics",
-        metadata=value(METRICS_PATH, "The one path answered (HTTP GET); any other is 404."),
+        metadata=value(
+            METRICS_PATH, "The one path answered (HTTP GET and HEAD); any other is 404."
+        ),
     )
 
     @property
@@ -1184,9 +1190,31 @@ class MtaConfig:
         default=None,
         metadata=value(
             OR_NAMES,
-            "The users of the local domains, each under one of them; a recipient there "
-            "that is none of them is non-delivered (unrecognised O/R name).  Not set: every "
-            "O/R name under a local domain has a mailbox.",
+            "The users of the local domains (their mailboxes), each under one of them; a "
+            "recipient there that is none of them is non-delivered (unable-to-transfer, "
+            "unrecognised O/R name), so a mistyped name is reported to its sender.  "
+            "Required unless accept_any_recipient = true: a file that sets neither is "
+            "refused.",
+        ),
+    )
+    accept_any_recipient: bool = field(
+        default=False,
+        metadata=value(
+            BOOLEAN,
+            "true: every O/R name under a local domain has a mailbox, made at its first "
+            "delivery, a mistyped one too (a lab, a gateway that sorts mail itself); "
+            "local_users must then be left out.  false: local_users lists the users.",
+        ),
+    )
+    foreign_originators: ForeignOriginators = field(
+        default=ForeignOriginators.REFUSE,
+        metadata=value(
+            FOREIGN_ORIGINATORS,
+            "A local submission (x400 send, x400ctl probe) whose originator is under no "
+            'local domain: "refuse" (the submitter is told why; nothing is queued) or '
+            '"accept" (a gateway submitting on behalf of other domains).  With [access] '
+            "a user submits only as its own names, which are under the local domains; "
+            "this bounds the operators' submissions too.",
         ),
     )
     supported_extensions: tuple[int | str, ...] = field(

@@ -10,6 +10,8 @@ Public API::
     AddressPrefix        an O/R address prefix (route or local domain) and its route key
     SlotMode             permanent or on-demand connection slot
     MinimizeSubmissions  what MINIMIZE does to a local submission below its precedence
+    ForeignOriginators   whether a local submission may name an originator outside the
+                         local domains
     P1Protocol           how this MTA speaks P1 when it calls a peer (X.419 clause 7)
     LogLevel             the daemon's log threshold
     TlsMode              whether connections run inside TLS
@@ -29,6 +31,7 @@ from p1.orname.model import ORAddress, ORName
 __all__ = [
     "HIDDEN",
     "AddressPrefix",
+    "ForeignOriginators",
     "LocalAccount",
     "LogLevel",
     "MinimizeSubmissions",
@@ -52,6 +55,15 @@ class MinimizeSubmissions(enum.Enum):
     """Refused, the reason naming the precedence in force."""
     HOLD = "hold"
     """Accepted and queued; transferred once MINIMIZE is lifted."""
+
+
+class ForeignOriginators(enum.Enum):
+    """What becomes of a local submission whose originator is under no local domain."""
+
+    REFUSE = "refuse"
+    """Refused, the submitter told why: this MTA originates for its own domains only."""
+    ACCEPT = "accept"
+    """Taken (a gateway or a relay host that submits on others' behalf)."""
 
 
 class SlotMode(enum.Enum):

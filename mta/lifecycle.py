@@ -19,9 +19,10 @@ stops it, telling systemd how it fares (sd_notify(3), :mod:`mta.systemd`):
 SIGHUP handler (returning what the reload did) and whose ``stop`` is what SIGTERM sets
 off.  One reload path, one stop path, whoever asks.
 
-A daemon that finds its state directory locked by another
-(:class:`mta.instance.StateDirInUseError`) stops before anything else: it is not
-stopped as a started one would be.
+A daemon that cannot start (its state directory locked by another,
+:class:`mta.instance.StateDirInUseError`; a port in use; a store it cannot open) has
+undone what it started before the error reaches the caller (:meth:`mta.service.Service.start`),
+which says why in one line: it is not stopped as a started one would be.
 
 Public API::
 
@@ -40,7 +41,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from mta.faults import store_fault
-from mta.instance import StateDirInUseError
 from mta.operator.views import Reloaded, Served
 from mta.systemd import Notifier, watchdog_interval
 from store import RecipientState, TransitQueue, transaction
@@ -77,23 +77,11 @@ async def serve(
     loop.add_signal_handler(signal.SIGHUP, controls.reload)
     service.attach(controls)
     try:
-        await _start(service)
+        await service.start()
         await _serve_started(service, notifier, controls)
     finally:
         for signum in (*_STOP_SIGNALS, signal.SIGHUP):
             loop.remove_signal_handler(signum)
-
-
-async def _start(service: Served) -> None:
-    """Start ``service``; on failure stop what started, unless another daemon holds its
-    state directory (then nothing was started, nothing is to be stopped)."""
-    try:
-        await service.start()
-    except StateDirInUseError:
-        raise
-    except BaseException:
-        await service.stop()
-        raise
 
 
 class _Controls:

@@ -140,6 +140,8 @@ class Service:
         self._intake_units = IntakeUnits(site, metrics=self.metrics)
         self._scrape: MetricsServer | None = None
         self._controls: Controls | None = None
+        self._running = False
+        """Started and not stopped since."""
 
     # --- parts -------------------------------------------------------------------------
 
@@ -212,7 +214,25 @@ class Service:
     # --- life --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the store, recover, listen, connect; raises if a part cannot start."""
+        """Open the store, recover, listen, connect; raises if a part cannot start,
+        having undone what it did (the lock released, the store closed, nothing left
+        listening), quietly: the caller says why it could not start."""
+        try:
+            await self._start()
+        except BaseException:
+            await self._close()
+            raise
+        self._running = True
+        config = self.config
+        log.info(
+            "%s started: listening on %s; %d peer(s), %d slot(s)",
+            config.name,
+            ", ".join(f"{lst.address}:{lst.port}" for lst in config.listeners) or "nothing",
+            len(config.peers),
+            len(self.runners),
+        )
+
+    async def _start(self) -> None:
         config = self.config
         self._lock = StateLock.acquire(config.state_dir)  # before anything is touched
         self._owner = owner = self._lock.claim_owner(config.name)
@@ -254,18 +274,7 @@ class Service:
         slots = [slot.precedences for peer in config.peers for slot in peer.slots]
         built = await db.run(warm_up, engine, slots, now=datetime.now(UTC))
         log.debug("ran %d store statement(s) once before the first message", built)
-        try:
-            await self._start_parts()
-        except BaseException:
-            await self.stop()
-            raise
-        log.info(
-            "%s started: listening on %s; %d peer(s), %d slot(s)",
-            config.name,
-            ", ".join(f"{lst.address}:{lst.port}" for lst in config.listeners) or "nothing",
-            len(config.peers),
-            len(self.runners),
-        )
+        await self._start_parts()
 
     async def _start_parts(self) -> None:
         limits = self.config.connection_limits
@@ -298,7 +307,15 @@ class Service:
         self._scrape = await MetricsServer.start(self)
 
     async def stop(self) -> None:
-        """Stop everything and wait for it; what was in flight is put back."""
+        """Stop everything and wait for it; what was in flight is put back.  Logs that
+        it stopped only when it had started (a failed start was undone already)."""
+        await self._close()
+        if self._running:
+            self._running = False
+            log.info("%s stopped", self.config.name)
+
+    async def _close(self) -> None:
+        """Undo whatever part of :meth:`start` was done, in reverse."""
         self.watch.close()  # (user agents waiting for mail are told at once)
         if self._control is not None:
             self._control.close()
@@ -314,9 +331,10 @@ class Service:
             await self._control.wait_closed()
             self._control = None
         if self._db is not None:
-            # Units queued by the tasks just stopped are committed first, then put back.
-            await self.db.batch(_nothing, durable=False)
-            await self.db.run(self.delivery.units.recover, datetime.now(UTC))
+            if self._delivery is not None:
+                # Units queued by the tasks just stopped are committed first, then put back.
+                await self.db.batch(_nothing, durable=False)
+                await self.db.run(self.delivery.units.recover, datetime.now(UTC))
             self.db.close()
             self._db = None
         if self._socket is not None:
@@ -325,7 +343,6 @@ class Service:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        log.info("%s stopped", self.config.name)
 
     async def run(self) -> None:
         """Start, serve until SIGTERM or SIGINT, stop (:func:`mta.lifecycle.serve`)."""

@@ -12,7 +12,8 @@ Tables::
     audit        what happened to which message, when
     quarantine   MTS-APDUs peers transferred that could not be taken in, kept as received
 
-Names are canonical O/R name text (:attr:`p1.mts.orname.ORName.canonical`); MTS identifiers
+Names are canonical O/R name text (:attr:`p1.mts.orname.ORName.canonical`), compared and
+looked up in that form; a recipient's ``shown`` keeps it as given, for display.  MTS identifiers
 are :attr:`p1.mts.envelope.MTSIdentifier.text`.  Every time is an aware ``datetime``; it is
 stored as UTC (``timestamptz`` on PostgreSQL, ISO text on SQLite, where text order is time
 order because the format is fixed).  A naive datetime is refused rather than guessed at.
@@ -233,6 +234,9 @@ class QueuedRecipient(Base):
     )
     recipient: Mapped[str] = mapped_column(_NAME)
     """Canonical O/R name."""
+    shown: Mapped[str | None] = mapped_column(_NAME, nullable=True)
+    """The O/R name as the envelope gave it (its letters' case kept), for display; None:
+    as ``recipient`` (a row of an earlier release)."""
     route: Mapped[str] = mapped_column(_PEER)
     """:data:`LOCAL_ROUTE` or the name of the peer MTA to transfer to."""
     state: Mapped[RecipientState] = mapped_column(_enum(RecipientState))

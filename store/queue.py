@@ -142,10 +142,17 @@ class NewRecipient:
     """Canonical O/R name."""
     route: str
     """:data:`store.models.LOCAL_ROUTE` or a peer MTA's name."""
+    shown: str | None = None
+    """The O/R name as given (its letters' case kept), for display; None: ``recipient``."""
     report_request: int = 0
     """per-recipient-indicators bits, bit n as ``1 << n``."""
     recipient_number: int | None = None
     """originally-specified-recipient-number."""
+
+    @property
+    def display(self) -> str:
+        """The O/R name to show: as given, else canonical."""
+        return self.shown or self.recipient
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +201,13 @@ class QueueRecipient:
     last_error: str | None
     report_request: int
     recipient_number: int | None
+    shown: str | None = None
+    """The O/R name as given, for display; None: ``recipient``."""
+
+    @property
+    def display(self) -> str:
+        """The O/R name to show: as given, else canonical."""
+        return self.shown or self.recipient
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,6 +257,7 @@ class WaitingRecipient:
     precedence: Precedence
     arrival_time: datetime
     recipient: str
+    """The O/R name as the envelope gave it (canonical for a row of an earlier release)."""
     route: str
     state: RecipientState
     attempts: int
@@ -281,6 +296,7 @@ class SelectedRecipient:
     message_id: int
     mts_identifier: str
     recipient: str
+    """As the envelope gave it (its letters' case kept)."""
     route: str
 
 
@@ -431,6 +447,7 @@ class TransitQueue:
             {
                 "message_id": message_id,
                 "recipient": r.recipient,
+                "shown": r.shown,
                 "route": r.route,
                 "state": _S.DELIVERED if r.route == delivered_route else _S.PENDING,
                 "precedence": int(m.precedence),
@@ -650,7 +667,7 @@ class TransitQueue:
         again once it ended).  A message left with nothing to send goes too, its APDU
         file once the caller commits.  No report is made here."""
         rows = self.connection.execute(
-            select(_c.id, _c.message_id, _c.state, _c.recipient, _c.route)
+            select(_c.id, _c.message_id, _c.state, _SHOWN, _c.route)
             .where(_c.state.in_(_WAITING), _selected(selection))
             .with_for_update()
         ).all()
@@ -673,7 +690,7 @@ class TransitQueue:
         ``error`` is their last error); those in flight finish their attempt and are
         returned as busy.  No report is made here."""
         rows = self.connection.execute(
-            select(_c.id, _c.message_id, _c.state, _c.recipient, _c.route)
+            select(_c.id, _c.message_id, _c.state, _SHOWN, _c.route)
             .where(_c.state.in_(_WAITING), _selected(selection))
             .with_for_update()
         ).all()
@@ -697,7 +714,7 @@ class TransitQueue:
             update(sql.RECIPIENTS)
             .where(_c.state == state, _selected(selection))
             .values(**values, updated_at=now)
-            .returning(_c.id, _c.message_id, _c.recipient, _c.route)
+            .returning(_c.id, _c.message_id, _SHOWN, _c.route)
         )
         rows = self.connection.execute(statement).all()
         identifiers = self._identifiers({row.message_id for row in rows})
@@ -892,6 +909,8 @@ class TransitQueue:
 
 _c = sql.RECIPIENTS.c
 _m = sql.MESSAGES.c
+_SHOWN = func.coalesce(_c.shown, _c.recipient).label("recipient")
+"""A recipient as the envelope gave it, for what an operator's command answers."""
 _WAITING = (_S.PENDING, _S.IN_FLIGHT, _S.HELD)
 """The states of a recipient the MTA still owes something."""
 
@@ -939,6 +958,7 @@ def _recipient(row: Row) -> QueueRecipient:
     return QueueRecipient(
         id=row.id,
         recipient=row.recipient,
+        shown=row.shown,
         route=row.route,
         state=row.state,
         attempts=row.attempts,

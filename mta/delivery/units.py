@@ -141,12 +141,14 @@ class DeliveryUnits:
                 journal,
             )
         TransitQueue(session).mark_delivered(entry.recipient_ids, now)
-        journal += delivered_records(entry.mts_identifier, users, now)
+        shown = tuple(r.display for r in entry.recipients)
+        journal += delivered_records(entry.mts_identifier, shown, now)
         return LocalOutcome(
             mts_identifier=entry.mts_identifier,
             kind=entry.kind,
             precedence=entry.precedence,
             users=users,
+            shown=shown,
             reported=reported,
         )
 
@@ -161,7 +163,7 @@ class DeliveryUnits:
                     at=now,
                     event=AuditEvent.EXPIRED,
                     mts_identifier=entry.mts_identifier,
-                    detail=", ".join(r.recipient for r in entry.recipients),
+                    detail=", ".join(r.display for r in entry.recipients),
                 )
                 for entry in entries
             )
@@ -181,7 +183,7 @@ class DeliveryUnits:
                     at=now,
                     event=AuditEvent.NON_DELIVERED,
                     mts_identifier=entry.mts_identifier,
-                    recipient=r.recipient,
+                    recipient=r.display,
                     peer=None if r.route == LOCAL_ROUTE else r.route,
                     detail=f"by the operator: {reason}",
                 )

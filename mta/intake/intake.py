@@ -40,10 +40,16 @@ from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
 from mta.database import Database, is_urgent
-from mta.faults import StoreCondition, store_fault
+from mta.faults import LogLimiter, StoreCondition, store_fault
 from mta.intake.journal import few, log_intake, log_non_delivery
 from mta.intake.oversize import envelope_of, too_long_line
-from mta.intake.plan import IntakeError, MalformedApduError, Plan, precedence_of
+from mta.intake.plan import (
+    ForeignOriginatorError,
+    IntakeError,
+    MalformedApduError,
+    Plan,
+    precedence_of,
+)
 from mta.intake.quarantine import full_refusal
 from mta.intake.recent import RecentPrecedences
 from mta.intake.routing import PeerRoute
@@ -62,6 +68,7 @@ from p1.mts.envelope import (
     long_tags_in_message_envelope,
     peek_envelope,
 )
+from p1.mts.orname import format_orname
 from p1.mts.precedence import Precedence
 from store import ApduKind, Enqueued
 
@@ -123,6 +130,7 @@ class Intake:
         """What peers sent outside the standard's form and was read anyway."""
         self.store = StoreCondition()
         """Whether the store takes work (a full disk, a database that does not answer)."""
+        self._refusals = LogLimiter()
 
     @property
     def metrics(self) -> Metrics:
@@ -210,9 +218,14 @@ class Intake:
         """Take a local submission in; return once committed.  Its recipients are routed
         here, once: the plan takes these routes, and an idle connection to each peer
         among them claims right behind the submission's unit (:attr:`claim_ahead`).
-        :class:`mta.intake.plan.IntakeError` when it cannot be taken; :class:`Refused`
-        (temporary) on a store fault."""
+        :class:`mta.intake.plan.IntakeError` when it cannot be taken (its originator
+        under no local domain, unless foreign ones are accepted: one WARNING a minute);
+        :class:`Refused` (temporary) on a store fault."""
         router = self.units.site.router
+        why = router.foreign_originator(request.originator)
+        if why is not None:
+            self._refusals.warning(log, "foreign originator", "refused a local submission: %s", why)
+            raise ForeignOriginatorError(why)
         routes = {name.canonical: router.route(name) for name in request.recipients}
         unit = functools.partial(
             self.units.submit_in, request=request, now=datetime.now(UTC), routes=routes
@@ -221,11 +234,11 @@ class Intake:
         peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
         self.claim_ahead(peers, request.precedence)
         identifier, plan, result, delivered = await self._settled(queued)
-        log_intake("submitted", plan, result, f"by {request.originator.canonical}")
+        log_intake("submitted", plan, result, f"by {format_orname(request.originator)}")
         self._after(plan, delivered)
         return Submitted(
             mts_identifier=identifier,
-            rejected=tuple(o.recipient.canonical for o in plan.rejected),
+            rejected=tuple(format_orname(o.recipient) for o in plan.rejected),
         )
 
     async def _quarantine(self, apdu: bytes, peer: str, reason: str, now: datetime) -> None:
@@ -295,7 +308,7 @@ class Intake:
             outcome.mts_identifier,
             outcome.precedence.label,
             len(outcome.users),
-            few(outcome.users),
+            few(outcome.shown or outcome.users),
             "; delivery report queued" if outcome.reported else "",
         )
         if outcome.reported:

@@ -4,7 +4,9 @@ Lines name the MTS identifier, the kind and precedence, the peer or user, and wh
 happened, so that ``journalctl -u aiox400-mta | grep ID`` tells a message's story.
 
 A line naming recipients names the first :data:`NAMED` and counts the others, so that
-a message for thousands of recipients is one line of bounded length.
+a message for thousands of recipients is one line of bounded length.  O/R names are
+shown as the envelope gave them (their letters' case kept), though compared and stored
+case-folded.
 
 Public API::
 
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from mta.intake.plan import Plan
+from p1.mts.orname import format_orname
 from p1.mts.report import NonDeliveryReport, Report
 from store import Enqueued
 
@@ -55,7 +58,7 @@ def log_intake(verb: str, plan: Plan, result: Enqueued | None, where: str) -> No
                 where,
                 len(message.recipients),
                 few(
-                    [f"{r.recipient} via {r.route}" for r in message.recipients[:NAMED]],
+                    [f"{r.display} via {r.route}" for r in message.recipients[:NAMED]],
                     len(message.recipients),
                 ),
             )
@@ -72,7 +75,7 @@ def log_intake(verb: str, plan: Plan, result: Enqueued | None, where: str) -> No
             "non-delivered %s to %d recipient(s): %s: %s",
             plan.subject.mts_identifier.text if plan.subject else "?",
             len(plan.rejected),
-            few([outcome.recipient.canonical for outcome in plan.rejected]),
+            few([format_orname(outcome.recipient) for outcome in plan.rejected]),
             plan.why,
         )
 
@@ -84,7 +87,7 @@ def log_non_delivery(report: Report, peer: str) -> None:
     its reason and diagnostic (X.411 8.3.1.2.1.9, 8.3.1.2.1.10).  A delivery report
     says nothing more than its INFO line."""
     failed = [
-        (r.actual_recipient_name.canonical, r.last_trace_information.report)
+        (format_orname(r.actual_recipient_name), r.last_trace_information.report)
         for r in report.content.recipients
         if isinstance(r.last_trace_information.report, NonDeliveryReport)
     ]

@@ -42,6 +42,7 @@ Public API::
     IntakeError                                    the APDU cannot be taken
     MalformedApduError(IntakeError)                ... because of its own octets: permanent
     TooLongError(IntakeError)                      a submission over max_message_size
+    ForeignOriginatorError(IntakeError)            a submission from under no local domain
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ from p1.mts.envelope import (
 )
 from p1.mts.extensions import with_internal_trace_entry
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.orname import ORAddress
+from p1.mts.orname import ORAddress, format_orname
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.mts.relay import with_trace_added
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
@@ -75,6 +76,7 @@ from store.models import LOCAL_ROUTE, ApduKind
 from store.queue import NewMessage, NewRecipient
 
 __all__ = [
+    "ForeignOriginatorError",
     "IntakeError",
     "MalformedApduError",
     "Plan",
@@ -98,6 +100,11 @@ class MalformedApduError(IntakeError):
     tried: it does not decode (X.411 12.2, X.690), or its envelope cannot be written back
     with this MTA's trace (X.411 12.2.1.1.1.10), such as a value outside its bounds.
     Not a fault of the store: trying again later changes nothing."""
+
+
+class ForeignOriginatorError(IntakeError):
+    """A local submission whose originator is under none of the local domains, refused
+    (``foreign_originators = "refuse"``): nothing was queued."""
 
 
 class TooLongError(IntakeError):
@@ -449,6 +456,7 @@ def _expiry(
 def _new_recipient(recipient: RecipientField, route: Route) -> NewRecipient:
     return NewRecipient(
         recipient=recipient.recipient_name.canonical,
+        shown=format_orname(recipient.recipient_name),
         route=_route_name(route),
         report_request=indicator_bits(recipient.per_recipient_indicators),
         recipient_number=recipient.originally_specified_recipient_number,
@@ -501,7 +509,13 @@ def _plan_report(
         apdu=apdu,
         precedence=precedence,
         originator=destination.canonical,
-        recipients=(NewRecipient(recipient=destination.canonical, route=_route_name(route)),),
+        recipients=(
+            NewRecipient(
+                recipient=destination.canonical,
+                shown=format_orname(destination),
+                route=_route_name(route),
+            ),
+        ),
         expiry_time=now + timedelta(seconds=site.max_age.of(precedence)),
         origin_peer=origin_peer,
     )

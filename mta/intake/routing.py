@@ -6,13 +6,13 @@ recipient wins (longest prefix); if none does, the default route (a peer) is tak
 is configured.  A recipient with no route gets a non-delivery report with reason
 unable-to-transfer and diagnostic unrecognised-OR-name.
 
-When the configuration lists the local users (``local_users``), a recipient under a local
-domain that is none of them has no route either (:data:`UNKNOWN_USER`): it names no user
-of this MTA's, and gets the same report (X.411 14.3.1; reason and diagnostic codes, X.411
-8.3.1.2.1.9-10).  Names are compared in their canonical form
-(:attr:`p1.mts.orname.ORAddress.canonical`: case and redundant spaces ignored, as X.411
-compares PrintableString attributes).  Without the list every name under a local domain
-is a user, its mailbox named by that canonical form.
+A recipient under a local domain that is none of the local users (``local_users``) has
+no route either (:data:`UNKNOWN_USER`): it names no user of this MTA's, and gets the same
+report (X.411 14.3.1; reason and diagnostic codes, X.411 8.3.1.2.1.9-10).  Names are
+compared in their canonical form (:attr:`p1.mts.orname.ORAddress.canonical`: case and
+redundant spaces ignored, as X.411 compares PrintableString attributes).  Only with
+``accept_any_recipient`` is every name under a local domain a user, its mailbox named by
+that canonical form; a configuration built in code that sets neither has no local user.
 
 Extension criticality (X.411 9.1, 12.2.1.1.1.x): a message or probe that carries an
 extension marked critical for delivery, which this MTA does not implement
@@ -32,6 +32,11 @@ under the policy, turns the route into a :class:`NoRoute` of unable-to-transfer 
 secure-messaging-error: the recipient is never delivered to or transferred.  Each decision
 is returned as a :class:`LabelDecision`, for the audit log.
 
+A local submission's originator must be under a local domain (:meth:`Router.is_local`:
+the most specific prefix that matches it is a local domain's) unless the configuration
+accepts foreign originators (``foreign_originators = "accept"``): an MTA vouches for the
+originators of what it submits, and a user agent on this host speaks for this domain.
+
 Pure: no I/O, no clock.
 
 Public API::
@@ -45,6 +50,8 @@ Public API::
     check_label(security, extensions, clearance) -> LabelVerdict(allowed, reason, marking) | None
     IMPLEMENTED_EXTENSIONS, extension_name(type) -> str    for the log
     Router(config).split(recipients) -> dict[Route, list[ORName]]   recipients per route
+    Router(config).is_local(name) -> bool          under a local domain (longest prefix)
+    Router(config).foreign_originator(name) -> str | None   why a submission is refused
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from config.schema import AddressPrefix, MtaConfig, Security
+from config.schema import AddressPrefix, ForeignOriginators, MtaConfig, Security
 from p1.errors import DecodeError
 from p1.mts.extension_view import extension_label
 from p1.mts.extensions import (
@@ -62,7 +69,7 @@ from p1.mts.extensions import (
     StandardExtension,
     find_extension,
 )
-from p1.mts.orname import ORAddress
+from p1.mts.orname import ORAddress, format_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
 from p1.mts.security_label import SecurityLabel, message_security_label
 from p1.security.clearance import Clearance, decide, display_marking
@@ -143,8 +150,12 @@ class Router:
         self._default: Route = (
             PeerRoute(config.default_route) if config.default_route is not None else NoRoute()
         )
-        users = config.local_users
-        self._users = None if users is None else frozenset(user.canonical for user in users)
+        users = config.local_users or ()
+        self._users = (
+            None if config.accept_any_recipient else frozenset(user.canonical for user in users)
+        )
+        self._local_domains = config.local_domains
+        self._foreign = config.foreign_originators
         self._delivers = IMPLEMENTED_EXTENSIONS | frozenset(config.supported_extensions)
         self._transfers = {
             peer.name: IMPLEMENTED_EXTENSIONS | frozenset(peer.supported_extensions)
@@ -255,9 +266,28 @@ class Router:
         return self._verdicts[key]
 
     def is_user(self, name: ORAddress) -> bool:
-        """Whether ``name``, under a local domain, names a local user (any name does when
-        the configuration does not list them)."""
+        """Whether ``name``, under a local domain, names a local user (any name does with
+        ``accept_any_recipient``)."""
         return self._users is None or name.canonical in self._users
+
+    def is_local(self, name: ORAddress) -> bool:
+        """Whether ``name`` is under a local domain: the most specific prefix that
+        matches it is a local domain's (a user listed or not)."""
+        for prefix, route in self._table:
+            if prefix.matches(name):
+                return route is _LOCAL
+        return False
+
+    def foreign_originator(self, originator: ORAddress) -> str | None:
+        """Why a local submission from ``originator`` is refused, or None: it is under a
+        local domain, or the configuration accepts foreign originators."""
+        if self._foreign is ForeignOriginators.ACCEPT or self.is_local(originator):
+            return None
+        domains = ", ".join(domain.text for domain in self._local_domains)
+        return (
+            f"originator {format_orname(originator)} is under none of this MTA's local "
+            f'domains ({domains}); foreign_originators = "accept" would take it'
+        )
 
     def split(self, recipients: Iterable[ORAddress]) -> dict[Route, list[ORAddress]]:
         """The recipients grouped by route, in their original order within each group.

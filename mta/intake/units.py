@@ -72,7 +72,7 @@ from p1.mts.envelope import (
     message_content,
     peek_envelope,
 )
-from p1.mts.orname import parse_orname
+from p1.mts.orname import format_orname, parse_orname
 from p1.mts.precedence import Precedence
 from p1.mts.report import (
     DeliveryReport,
@@ -128,6 +128,8 @@ class LocalOutcome:
     precedence: Precedence
     users: tuple[str, ...]
     """Mailboxes it went into."""
+    shown: tuple[str, ...] = ()
+    """Their users' O/R names as the envelope gave them, for the log; empty: ``users``."""
     reported: bool
     """A delivery report was queued."""
     deviations: tuple[Deviation, ...] = ()
@@ -184,7 +186,7 @@ class IntakeUnits:
                 event=AuditEvent.DUPLICATE if not result.queued else event,
                 mts_identifier=message.mts_identifier,
                 peer=message.origin_peer,
-                detail=_recipients_detail(result),
+                detail=_recipients_detail(result, message),
             )
             for message, result in zip(messages, results, strict=True)
         )
@@ -222,7 +224,7 @@ class IntakeUnits:
                 at=now,
                 event=AuditEvent.FAILED,
                 mts_identifier=subject.mts_identifier.text,
-                recipient=outcome.recipient.canonical,
+                recipient=format_orname(outcome.recipient),
                 detail=_non_delivery_text(outcome.report),
             )
             for outcome in outcomes
@@ -377,19 +379,23 @@ class IntakeUnits:
         assert message is not None
         fresh = set(result.queued)
         local = [r for r in message.recipients if r.route == LOCAL_ROUTE and r.recipient in fresh]
-        users = tuple(dict.fromkeys(r.recipient for r in local))
+        shown: dict[str, str] = {}
+        for r in local:
+            shown.setdefault(r.recipient, r.display)
+        users = tuple(shown)
         MessageStore(session).deliver_many(
             [Delivery(user=u, apdu=message.apdu, index=indexes[u]) for u in users], now
         )
         reported = message.kind is ApduKind.MESSAGE and self.delivery_report(
             session, local, lambda: plan.subject, plan.arrival, now, journal
         )
-        journal += delivered_records(message.mts_identifier, users, now)
+        journal += delivered_records(message.mts_identifier, tuple(shown.values()), now)
         return LocalOutcome(
             mts_identifier=message.mts_identifier,
             kind=message.kind,
             precedence=message.precedence,
             users=users,
+            shown=tuple(shown.values()),
             reported=reported,
             deviations=indexes[users[0]].deviations if users else (),
         )
@@ -650,7 +656,7 @@ def delivered_records(
 
 def _log_rejected(subject: MessageEnvelope | Probe, outcomes: Sequence[Outcome], why: str) -> None:
     """One line for the recipients a plan non-delivers, and why."""
-    names = ", ".join(outcome.recipient.canonical for outcome in outcomes[:3])
+    names = ", ".join(format_orname(outcome.recipient) for outcome in outcomes[:3])
     more = f" and {len(outcomes) - 3} more" if len(outcomes) > 3 else ""
     log.info("%s non-delivered to %s%s: %s", subject.mts_identifier.text, names, more, why)
 
@@ -682,10 +688,12 @@ def _intake_event(origin_peer: str | None) -> AuditEvent:
     return AuditEvent.SUBMITTED if origin_peer is None else AuditEvent.RECEIVED
 
 
-def _recipients_detail(result: Enqueued) -> str:
+def _recipients_detail(result: Enqueued, message: NewMessage) -> str:
+    """``to A, B; duplicate for C``: the names as the envelope gave them."""
+    shown = {r.recipient: r.display for r in message.recipients}
     parts = []
     if result.queued:
-        parts.append("to " + ", ".join(result.queued))
+        parts.append("to " + ", ".join(shown.get(name, name) for name in result.queued))
     if result.duplicates:
-        parts.append("duplicate for " + ", ".join(result.duplicates))
+        parts.append("duplicate for " + ", ".join(shown.get(n, n) for n in result.duplicates))
     return "; ".join(parts)

@@ -90,7 +90,7 @@ def _message(entry: QueueEntry) -> JsonObject:
 
 def _recipient(r: QueueRecipient) -> JsonObject:
     return {
-        "recipient": r.recipient,
+        "recipient": r.display,
         "route": r.route,
         "state": r.state.value,
         "attempts": r.attempts,

@@ -23,10 +23,12 @@ Applied:
                   routes or supported_extensions changed.  A removed peer can no longer
                   bind to this MTA; its associations up end as they would have.
     routes        the router is rebuilt from the peers' routes, ``default_route``,
-                  ``local_domains``, ``local_users`` and ``supported_extensions``; it
-                  routes what is taken in from now on.  Recipients already queued keep
-                  the route they were given when they were taken in: re-routing them
-                  could send a message twice, once on each route.  Those of a removed
+                  ``local_domains``, ``local_users``, ``accept_any_recipient``,
+                  ``foreign_originators`` and ``supported_extensions``; it routes (and
+                  judges the originators of) what is taken in from now on.
+                  Recipients already queued keep the route they were given when they
+                  were taken in: re-routing them could send a message twice, once on
+                  each route.  Those of a removed
                   peer stay queued under its name (a WARNING counts them): they leave if
                   a peer of that name is configured again, else they are non-delivered
                   at their ``max_age``, or ``x400ctl delete --peer`` removes them.
@@ -97,6 +99,8 @@ log = logging.getLogger("aiox400.mta")
 APPLIED: Final = (
     "local_domains",
     "local_users",
+    "accept_any_recipient",
+    "foreign_originators",
     "supported_extensions",
     "peers",
     "default_route",

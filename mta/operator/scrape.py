@@ -17,7 +17,9 @@ for its request head (that one is closed): a scraper sends its request as soon a
 connects, so connections that say nothing cannot keep it out, however many there are;
 it is refused only while every place is answering a request already.  GET on the configured path
 answers 200 with :data:`prometheus_client.CONTENT_TYPE_LATEST`; another path 404,
-another method 405, a malformed head 400, one too long 431.  A scrape that cannot read
+another method 405, a malformed head 400, one too long 431.  HEAD is answered as GET is,
+the same status and headers (Content-Length that of the body GET would get) without the
+body (RFC 9110 9.3.2), as ``curl -I`` and health checks ask.  A scrape that cannot read
 the store answers 503, with one log line per minute (:class:`mta.inbound.guard.LogLimiter`),
 never a traceback.
 
@@ -65,6 +67,8 @@ REQUEST_TIMEOUT: Final = 10.0
 """Seconds for the request head to arrive, and for the answer to be taken."""
 MAX_CLIENTS: Final = 8
 """Scrapes served at once (Prometheus sends one at a time per target)."""
+_ANSWERED: Final = ("GET", "HEAD")
+"""The methods answered on the path; any other is 405."""
 
 
 class MetricsServer:
@@ -172,23 +176,25 @@ class MetricsServer:
             return
         except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
             return  # nothing sensible to answer: the client went, or said nothing
-        status, body = await self._answer(head)
-        await _send(writer, status, body)
+        request = _request_line(head)
+        status, body = await self._answer(request)
+        head_only = request is not None and request[0] == "HEAD"
+        await _send(writer, status, body, with_body=not head_only)
 
     def _answering(self, task: asyncio.Task[None] | None) -> None:
         """``task`` has its request: it keeps its place until answered."""
         if task is not None:
             self._waiting.pop(task, None)
 
-    async def _answer(self, head: bytes) -> tuple[HTTPStatus, bytes]:
-        request = _request_line(head)
+    async def _answer(self, request: tuple[str, str] | None) -> tuple[HTTPStatus, bytes]:
+        """The status and body for ``request`` (method, path), None when malformed."""
         if request is None:
             return HTTPStatus.BAD_REQUEST, b"malformed request\n"
         method, path = request
         if path != self.service.config.metrics.path:
             return HTTPStatus.NOT_FOUND, b"not found\n"
-        if method != "GET":
-            return HTTPStatus.METHOD_NOT_ALLOWED, b"only GET\n"
+        if method not in _ANSWERED:
+            return HTTPStatus.METHOD_NOT_ALLOWED, b"only GET and HEAD\n"
         try:
             figures = await read_figures(self.service)
         except Exception as error:
@@ -214,7 +220,11 @@ def _request_line(head: bytes) -> tuple[str, str] | None:
     return method, target.split("?", 1)[0]
 
 
-async def _send(writer: asyncio.StreamWriter, status: HTTPStatus, body: bytes = b"") -> None:
+async def _send(
+    writer: asyncio.StreamWriter, status: HTTPStatus, body: bytes = b"", *, with_body: bool = True
+) -> None:
+    """Answer ``status`` with ``body``; ``with_body`` False (HEAD): the same head, its
+    Content-Length the body's, and no body."""
     content_type = CONTENT_TYPE_LATEST if status is HTTPStatus.OK else "text/plain; charset=utf-8"
     headers = [
         f"HTTP/1.1 {status.value} {status.phrase}",
@@ -223,8 +233,9 @@ async def _send(writer: asyncio.StreamWriter, status: HTTPStatus, body: bytes = 
         "Connection: close",
     ]
     if status is HTTPStatus.METHOD_NOT_ALLOWED:
-        headers.append("Allow: GET")
-    writer.write(("\r\n".join(headers) + "\r\n\r\n").encode("ascii") + body)
+        headers.append(f"Allow: {', '.join(_ANSWERED)}")
+    head = ("\r\n".join(headers) + "\r\n\r\n").encode("ascii")
+    writer.write(head + body if with_body else head)
     with contextlib.suppress(TimeoutError, ConnectionError):
         async with asyncio.timeout(REQUEST_TIMEOUT):
             await writer.drain()

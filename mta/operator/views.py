@@ -160,7 +160,7 @@ class Served(Reconfigurable, Protocol):
         """Hand the local API the loop's reload and stop."""
 
     async def start(self) -> None:
-        """Start every part; raises if one cannot start."""
+        """Start every part; raises if one cannot start, having undone what started."""
 
     async def stop(self) -> None:
         """Stop every part; nothing committed is lost."""

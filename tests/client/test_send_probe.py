@@ -134,7 +134,7 @@ async def test_x400ctl_probe_submits_one_whose_report_comes_to_the_originator(
     assert code == 0
     printed = capsys.readouterr().out.splitlines()
     identifier = printed[0]
-    assert printed[1:] == [f"no route to {parse_orname(nobody).canonical}: a probe report follows"]
+    assert printed[1:] == [f"no route to {nobody}: a probe report follows"]
     reports = await eventually(
         lambda: site.inbox(smith), lambda found: len(found) == 2, what="the probe reports"
     )

@@ -309,7 +309,7 @@ def test_config_names_a_password_file_and_hides_a_database_password(
     secret.chmod(0o600)
     config = tmp_path / "mta.toml"
     config.write_text(
-        'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+        'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
         f'password_file = "{secret}"\nstate_dir = "{tmp_path}"\n'
         'database = "postgresql+psycopg://mta:db-secret@db.example/aiox400"\n'
     )

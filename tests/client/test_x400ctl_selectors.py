@@ -47,6 +47,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     settings = {
         "name": "mta-b",
         "global_domain": "C=GB;ADMD= ;PRMD=SITEB",
+        "accept_any_recipient": True,
         "password": "b-pw",
         "state_dir": "state",
         "control_socket": "control.sock",

@@ -13,7 +13,7 @@ from config.schema import Access, LocalAccount, OperatorGroup
 from config.view import effective_settings
 from p1.mts.orname import parse_orname
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 ALICE = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Alice"
 DUTY = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Duty"
 UNKNOWN_GROUP = (

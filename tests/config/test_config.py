@@ -26,6 +26,7 @@ from config import (
     SlotMode,
     load_config,
 )
+from config.schema import ForeignOriginators
 from config.view import effective_settings
 from p1.mts.orname import format_orname, parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, dscp_name
@@ -34,7 +35,8 @@ from tests.profiles import examples
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "examples"
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+NAMED = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = NAMED + "accept_any_recipient = true\n"
 PEER = '[[peers]]\nname = "MTA-B"\nhost = "127.0.0.1"\n'
 ALL = '"override", "flash", "immediate", "priority", "routine", "deferred"'
 SLOT = f"[[peers.slots]]\nprecedences = [{ALL}]\nport = 5000\n"
@@ -42,9 +44,9 @@ LISTENER = '[[listeners]]\naddress = "127.0.0.1"\nport = 5100\n'
 
 TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
-    "listeners, local_domains, local_users, supported_extensions, peers, default_route, "
-    "max_age, retry, dscp, log_level, limits, quarantine, minimize, queue, retention, metrics, "
-    "access, security, tls, tcp_congestion"
+    "listeners, local_domains, local_users, accept_any_recipient, foreign_originators, "
+    "supported_extensions, peers, default_route, max_age, retry, dscp, log_level, limits, "
+    "quarantine, minimize, queue, retention, metrics, access, security, tls, tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -1104,7 +1106,7 @@ def test_connection_limits_share_the_limits_table(tmp_path: Path) -> None:
     ],
 )
 def test_limit_and_user_errors(tmp_path: Path, text: str, message: str) -> None:
-    path = write(tmp_path, HEAD + text)
+    path = write(tmp_path, (NAMED if text.startswith("local_users") else HEAD) + text)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value).startswith(f"{path}: {message}")
@@ -1159,7 +1161,7 @@ def test_supported_extensions_are_read_once_each(tmp_path: Path) -> None:
 def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
     config = load_text(
         tmp_path,
-        HEAD
+        NAMED
         + 'local_users = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice", '
         + '"/C=GB/ADMD= /PRMD=SITEA/O=HQ/CN=alice/", "C=GB;ADMD= ;PRMD=SITEA;CN=bob"]\n',
     )
@@ -1168,6 +1170,57 @@ def test_local_users_are_parsed_and_deduplicated(tmp_path: Path) -> None:
         "C=GB;ADMD= ;PRMD=SITEA;O=HQ;CN=alice",
         "C=GB;ADMD= ;PRMD=SITEA;CN=bob",
     ]
+
+
+def test_a_file_that_neither_lists_the_users_nor_accepts_any_recipient_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, NAMED)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert (caught.value.key, caught.value.missing) == ("local_users", True)
+    assert str(caught.value).startswith(
+        f"{path}: local_users is missing: expected the O/R names of the local users"
+    )
+    assert "or accept_any_recipient = true" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'local_users = ["C=GB;ADMD= ;PRMD=SITEA;S=Smith"]\naccept_any_recipient = true\n',
+            "accept_any_recipient = true: expected false or not set when local_users lists",
+        ),
+        ("accept_any_recipient = 1\n", "accept_any_recipient = 1: expected true or false"),
+        ('accept_any_recipient = "yes"\n', 'accept_any_recipient = "yes": expected true or'),
+    ],
+)
+def test_accept_any_recipient_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, NAMED + text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert f"{path}: {message}" in str(caught.value)
+
+
+def test_foreign_originators_is_refuse_unless_set(tmp_path: Path) -> None:
+    assert load_text(tmp_path, HEAD).foreign_originators is ForeignOriginators.REFUSE
+    accepting = load_text(tmp_path, HEAD + 'foreign_originators = "Accept"\n')
+    assert accepting.foreign_originators is ForeignOriginators.ACCEPT
+    path = write(tmp_path, HEAD + 'foreign_originators = "maybe"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        f'{path}: foreign_originators = "maybe": expected one of refuse, accept'
+    )
+
+
+def test_either_local_users_or_accept_any_recipient_loads(tmp_path: Path) -> None:
+    listed = load_text(tmp_path, NAMED + 'local_users = ["C=GB;ADMD= ;PRMD=SITEA;S=Smith"]\n')
+    assert not listed.accept_any_recipient
+    assert load_text(tmp_path, NAMED + "local_users = []\n").local_users == ()
+    anyone = load_text(tmp_path, NAMED + "accept_any_recipient = true\n")
+    assert (anyone.local_users, anyone.accept_any_recipient) == (None, True)
 
 
 # --- [queue] --------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from config import ConfigError, MtaConfig, load_config
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 MIB = 1 << 20
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from config import ConfigError, MtaConfig, load_config
 from config.schema import MetricsEndpoint
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 
 
 def load(tmp_path: Path, text: str) -> MtaConfig:

@@ -9,7 +9,7 @@ import pytest
 from config import ConfigError, MtaConfig, load_config
 from config.schema import Retention
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 
 
 def load(tmp_path: Path, text: str) -> MtaConfig:

@@ -8,7 +8,7 @@ import pytest
 
 from config import ConfigError, MtaConfig, load_config
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 ALL = '"override", "flash", "immediate", "priority", "routine", "deferred"'
 PEER = '[[peers]]\nname = "PP"\nhost = "127.0.0.1"\n'
 SLOT = "[[peers.slots]]\nprecedences = [{}]\nport = {}\n"

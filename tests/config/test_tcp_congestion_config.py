@@ -9,7 +9,7 @@ import pytest
 
 from config import ConfigError, MtaConfig, load_config
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 

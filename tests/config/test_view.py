@@ -96,6 +96,7 @@ database = "sqlite:///db/queue.db"
 control_socket = "run/ctl.sock"
 local_domains = ["C=GB;ADMD= ;PRMD=SITEA", "C=GB;ADMD= ;PRMD=SITEA2;O=Ops"]
 local_users = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"]
+foreign_originators = "accept"
 supported_extensions = [20, "1.3.26.0.4406.0.8.0"]
 default_route = "MTA-B"
 log_level = "debug"
@@ -268,6 +269,7 @@ def test_the_every_key_file_sets_every_key(tmp_path: Path) -> None:
         if value == NOT_SET or value.endswith(DEFAULT_MARK)
         if not key.startswith("peers[0].slots[1].")  # the second slot keeps the defaults
         if not (key == "tcp_congestion" and congestion() is None)
+        if key != "accept_any_recipient"  # true only without local_users, which is set
     ]
     assert at_default == []
     assert len(shown) > 100
@@ -305,7 +307,7 @@ def test_the_files_units_and_forms_are_kept(tmp_path: Path) -> None:
 
 # --- defaults, secrets ----------------------------------------------------------------------
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 
 
 def shown(tmp_path: Path, text: str, *, defaults: bool = False) -> str:
@@ -320,7 +322,7 @@ def test_only_keys_away_from_their_defaults_by_default(tmp_path: Path) -> None:
     )
     assert text == (
         f'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\nstate_dir = "{tmp_path}"\n'
-        "\n[retry]\njitter = 0.5\n"
+        "accept_any_recipient = true\n\n[retry]\njitter = 0.5\n"
     )
 
 
@@ -489,6 +491,8 @@ def configurations(draw: st.DrawFn) -> dict[str, Any]:
     for key, strategy in optional.items():
         if draw(st.booleans()):
             data[key] = draw(strategy)
+    if "local_users" not in data:
+        data["accept_any_recipient"] = True
     if draw(st.booleans()):
         peer: dict[str, Any] = {"name": draw(names), "host": "b", "slots": draw(slot_tables())}
         for key, strategy in {

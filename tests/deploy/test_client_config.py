@@ -24,6 +24,7 @@ async def test_x400ctl_status_with_a_client_file_that_holds_no_secret(tmp_path: 
     client = tmp_path / "client.toml"
     client.write_text(
         f'name = "{A.name}"\nglobal_domain = "{A.domain}"\ncontrol_socket = "{site.socket}"\n'
+        "accept_any_recipient = true\n"
     )
     try:
         done = await asyncio.to_thread(

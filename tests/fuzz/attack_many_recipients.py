@@ -193,14 +193,15 @@ def free_port() -> int:
 
 def daemon_config(directory: Path, port: int, peer_port: int) -> Path:
     """MTA-B's configuration: one listener, MTA-A its peer, every name under its domain
-    a user (``local_users`` not set)."""
+    a user (``accept_any_recipient``)."""
     config = directory / "mta.toml"
     config.write_text(
         'name = "MTA-B"\n'
         f'global_domain = "{B_DOMAIN}"\n'
         'password = "pw-MTA-B"\n'
         'state_dir = "state"\n'
-        'log_level = "info"\n\n'
+        'log_level = "info"\n'
+        "accept_any_recipient = true\n\n"
         f'[[listeners]]\naddress = "127.0.0.1"\nport = {port}\ndscp = "CS0"\n\n'
         f'[[peers]]\nname = "{A_NAME}"\nhost = "127.0.0.1"\n'
         f'routes = ["C=GB;ADMD= ;PRMD=SITEA"]\npeer_password = "{A_PASSWORD}"\n\n'

@@ -191,7 +191,7 @@ async def test_names_a_peer_sends_reach_neither_log_nor_store_with_a_control_cha
     lab: Lab, logs: tuple[io.StringIO, io.StringIO]
 ) -> None:
     jones_at_b = f"{B.domain};O=HQ;S=Jones"
-    lab.b.settings["local_users"] = [jones_at_b, format_orname(TELETEX_USER)]
+    lab.b.list_users(jones_at_b, format_orname(TELETEX_USER))
     await lab.start()
 
     # A PrintableString holding a newline: the envelope does not decode, the transfer

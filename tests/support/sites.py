@@ -1,6 +1,8 @@
 """Two MTAs on loopback for the daemon's tests: site A and site B of the lab.
 
 Each site's configuration is a plain dict that a test may change before the site starts;
+every O/R name under a site's domain is one of its users (``accept_any_recipient``) unless
+the test lists them (:meth:`Site.list_users`);
 :meth:`Site.start` writes it as TOML into the test's directory and reads it back with
 :func:`config.loader.load_config`, so the daemon runs exactly as an operator's file would
 configure it.  B's listener ports are in A's slots and A's in B's, one listener and one
@@ -20,7 +22,7 @@ Public API::
     Lab.create(directory, slots=LAB_SLOTS) -> Lab(a, b)      both sites, not started
         await .start() / .stop() / .close()   (close: stopped for good, ports given back)
     solo_site(directory) -> Site                             one MTA without peers
-    Site.start() / .stop() / .service / .runner(...) / .address(surname)
+    Site.start() / .stop() / .service / .runner(...) / .address(surname) / .list_users(*names)
         await .api(request, payload) / .inbox(user) / .read(user, id) / .x400(*argv)
         await .send(sender, recipient, precedence, ...) -> [MTS identifiers]
     SlotSpec, LAB_SLOTS, A, B (site identities)
@@ -257,6 +259,8 @@ def site_settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec])
         "state_dir": "state",
         "control_socket": "control.sock",
         "log_level": "debug",
+        # Tests send to whatever names they need; local_users is set where one is tested.
+        "accept_any_recipient": True,
         "listeners": [
             {"address": "127.0.0.1", "port": port, "dscp": spec.dscp}
             for port, spec in zip(ports, slots, strict=True)
@@ -317,6 +321,12 @@ class Site:
     def address(self, surname: str) -> str:
         """The O/R address of a user of this site."""
         return f"{self.identity.domain};O=HQ;S={surname}"
+
+    def list_users(self, *names: str) -> None:
+        """Make ``names`` the site's only users (``local_users``, in place of the
+        ``accept_any_recipient`` the lab's sites start with), from its next start."""
+        self.settings.pop("accept_any_recipient", None)
+        self.settings["local_users"] = list(names)
 
     # life
 

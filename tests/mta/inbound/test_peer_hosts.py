@@ -23,7 +23,7 @@ SLOT = f"[[peers.slots]]\nprecedences = [{ALL}]\nport = 5000\n"
 def config_with(tmp_path: Path, hosts: str) -> MtaConfig:
     path = tmp_path / "site.toml"
     path.write_text(
-        'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+        'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
         f'[[peers]]\nname = "MTA-B"\nhost = {hosts}\n'
         + SLOT
         + '[[peers]]\nname = "MTA-C"\nhost = "192.0.2.30"\n'

@@ -42,6 +42,7 @@ def _site(identity: Identity, them: Identity, listen: int, peer_port: int) -> di
         "state_dir": "state",
         "control_socket": "control.sock",
         "log_level": "debug",
+        "accept_any_recipient": True,
         "listeners": [{"address": "127.0.0.1", "port": listen}],
         "retry": {"initial": "1s", "maximum": "5s"},
         "peers": [

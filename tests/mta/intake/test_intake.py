@@ -52,7 +52,7 @@ from p1.mts.envelope import (
 )
 from p1.mts.extensions import latest_delivery_time_extension, with_extension
 from p1.mts.fields import GlobalDomainIdentifier
-from p1.mts.orname import ORName, parse_orname
+from p1.mts.orname import ORName, format_orname, parse_orname
 from p1.mts.precedence import DEFAULT_TABLE, Precedence
 from p1.mts.report import (
     DeliveryReport,
@@ -81,7 +81,9 @@ REPORT = PerRecipientIndicators(responsibility=True, originating_mta_report=True
 
 
 def site_b(max_age: MaxAge | None = None) -> Site:
-    config = load_config(EXAMPLES / "site-b.toml")
+    """Site B of the examples, every name under its domain a user."""
+    example = load_config(EXAMPLES / "site-b.toml")
+    config = dataclasses.replace(example, local_users=None, accept_any_recipient=True)
     return Site(
         name=config.name,
         domain=domain_of(config.global_domain),
@@ -158,6 +160,7 @@ def test_message_for_a_local_user_is_queued_for_the_store() -> None:
     assert message.recipients == (
         NewRecipient(
             recipient=JONES.canonical,
+            shown=format_orname(JONES),
             route=LOCAL_ROUTE,
             report_request=indicator_bits(RESPONSIBLE),
             recipient_number=1,
@@ -241,7 +244,8 @@ def test_recipient_without_a_route_is_rejected_and_the_others_queued() -> None:
 def test_recipient_under_our_domain_that_is_no_local_user_is_rejected() -> None:
     config = load_config(EXAMPLES / "site-b.toml")
     site = dataclasses.replace(
-        site_b(), router=Router(dataclasses.replace(config, local_users=(JONES,)))
+        site_b(),
+        router=Router(dataclasses.replace(config, local_users=(JONES,))),
     )
     made = envelope(recipient(JONES, 1), recipient(BROWN, 2), recipient(NOBODY, 3))
     plan = plan_intake(apdu(made), site, origin_peer="MTA-A", now=NOW)
@@ -389,7 +393,9 @@ def test_report_goes_to_its_destination_at_the_precedence_asked() -> None:
     assert message is not None
     assert (message.kind, message.precedence) == (ApduKind.REPORT, Precedence.FLASH)
     assert message.originator == SMITH.canonical
-    assert message.recipients == (NewRecipient(recipient=SMITH.canonical, route="MTA-A"),)
+    assert message.recipients == (
+        NewRecipient(recipient=SMITH.canonical, shown=format_orname(SMITH), route="MTA-A"),
+    )
     queued = decode_mts_apdu(message.apdu)
     assert isinstance(queued, Report)
     assert [e.mta_name for e in queued.envelope.internal_trace] == ["MTA-B"]

@@ -1,4 +1,5 @@
-"""Routing by O/R address prefix over the example two-site configuration."""
+"""Routing by O/R address prefix over the example two-site configuration (its
+``local_users`` replaced by ``accept_any_recipient`` where any name must be local)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,13 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "config" / "examples"
 
 
 @pytest.fixture(scope="module")
-def site_a() -> MtaConfig:
+def example_a() -> MtaConfig:
     return load_config(EXAMPLES / "site-a.toml")
+
+
+@pytest.fixture(scope="module")
+def site_a(example_a: MtaConfig) -> MtaConfig:
+    return replace(example_a, local_users=None, accept_any_recipient=True)
 
 
 @pytest.mark.parametrize(
@@ -81,8 +87,10 @@ def test_split_groups_recipients_by_route_in_order(site_a: MtaConfig) -> None:
 USERS = ("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith", "C=GB;ADMD= ;PRMD=SITEA;CN=Duty Officer")
 
 
-def test_without_local_users_every_name_under_a_local_domain_is_local(site_a: MtaConfig) -> None:
-    assert site_a.local_users is None
+def test_with_accept_any_recipient_every_name_under_a_local_domain_is_local(
+    site_a: MtaConfig,
+) -> None:
+    assert site_a.accept_any_recipient
     router = Router(site_a)
     assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;CN=anyone")) == LocalRoute()
     assert router.is_user(parse_orname("C=GB;ADMD= ;PRMD=SITEA;CN=anyone"))
@@ -103,8 +111,23 @@ def test_without_local_users_every_name_under_a_local_domain_is_local(site_a: Mt
 def test_with_local_users_a_name_under_a_local_domain_that_is_none_of_them_has_no_route(
     site_a: MtaConfig, recipient: str, expected: object
 ) -> None:
-    router = Router(replace(site_a, local_users=tuple(parse_orname(u) for u in USERS)))
+    users = tuple(parse_orname(u) for u in USERS)
+    router = Router(replace(site_a, local_users=users, accept_any_recipient=False))
     assert router.route(parse_orname(recipient)) == expected
+
+
+def test_the_example_lists_its_users_and_a_typo_has_no_route(example_a: MtaConfig) -> None:
+    router = Router(example_a)
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=smith")) == LocalRoute()
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smiht")) == UNKNOWN_USER
+
+
+def test_a_configuration_built_without_users_or_accept_any_recipient_has_no_user(
+    site_a: MtaConfig,
+) -> None:
+    """The loader refuses such a file; built in code, it turns every local name away."""
+    router = Router(replace(site_a, local_users=None, accept_any_recipient=False))
+    assert router.route(parse_orname("C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith")) == UNKNOWN_USER
 
 
 def test_an_unknown_local_user_gets_unrecognised_or_name() -> None:

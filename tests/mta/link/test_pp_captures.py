@@ -45,6 +45,7 @@ async def aiox(tmp_path: Path) -> AsyncIterator[tuple[Site, int]]:
         "state_dir": "state",
         "control_socket": "control.sock",
         "log_level": "debug",
+        "accept_any_recipient": True,
         "listeners": [{"address": "127.0.0.1", "port": listen}],
         "peers": [
             {

@@ -236,7 +236,6 @@ async def test_only_get_on_the_path_is_answered(lab: Lab, metrics_port: int) -> 
         (b"GET /other HTTP/1.1\r\n\r\n", 404),
         (b"GET / HTTP/1.0\r\n\r\n", 404),
         (b"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405),
-        (b"HEAD /metrics HTTP/1.1\r\n\r\n", 405),
         (b"GET /metrics\r\n\r\n", 400),
         (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400),
         (b"GET /metrics HTTP/1.1\r\nX-Long: " + b"x" * 20000 + b"\r\n\r\n", 431),
@@ -246,10 +245,35 @@ async def test_only_get_on_the_path_is_answered(lab: Lab, metrics_port: int) -> 
         assert answer.status == status, request[:40]
         assert not answer.body.startswith(b"# HELP"), request[:40]
     allowed = await http(metrics_port, b"PUT /metrics HTTP/1.1\r\n\r\n")
-    assert allowed.headers["allow"] == "GET"
+    assert allowed.headers["allow"] == "GET, HEAD"
     with_query = await http(metrics_port, b"GET /metrics?name[]=x HTTP/1.1\r\n\r\n")
     assert with_query.status == 200
     assert b"aiox400_queue_recipients" in with_query.body
+
+
+async def test_head_is_answered_as_get_without_the_body(lab: Lab, metrics_port: int) -> None:
+    """HEAD (curl -I, health checks) gets GET's status and headers and no body: the
+    connection closes right after the head."""
+    await lab.a.start()
+    for path, status, content_type in (
+        ("/metrics", 200, CONTENT_TYPE_LATEST),
+        ("/other", 404, "text/plain; charset=utf-8"),
+    ):
+        reader, writer = await asyncio.open_connection("127.0.0.1", metrics_port)
+        try:
+            writer.write(f"HEAD {path} HTTP/1.1\r\nHost: mta\r\n\r\n".encode())
+            await writer.drain()
+            data = await reader.read()
+        finally:
+            writer.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        status_line, *lines = head.decode("ascii").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+        assert (int(status_line.split(" ")[1]), body) == (status, b""), data[:200]
+        assert headers["content-type"] == content_type
+        assert int(headers["content-length"]) > 0
+    got = await http(metrics_port, b"GET /metrics HTTP/1.1\r\n\r\n")
+    assert got.status == 200 and got.body.startswith(b"# HELP")
 
 
 async def test_a_scrape_that_cannot_read_the_store_answers_503(

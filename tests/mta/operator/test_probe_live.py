@@ -52,7 +52,7 @@ async def test_a_probe_to_a_user_of_b_gets_would_be_delivered(
 ) -> None:
     caplog.set_level(logging.INFO)
     bob = lab.b.address("Bob")
-    lab.b.settings["local_users"] = [bob]
+    lab.b.list_users(bob)
     await lab.start()
     (identifier,) = await _probe(lab, bob, "--precedence", "flash", "--p2")
     (entry,) = await _reports(lab, 1)
@@ -75,7 +75,7 @@ async def test_a_probe_to_a_user_of_b_gets_would_be_delivered(
 
 
 async def test_a_probe_to_an_unknown_name_gets_would_not_be_delivered(lab: Lab) -> None:
-    lab.b.settings["local_users"] = [lab.b.address("Bob")]
+    lab.b.list_users(lab.b.address("Bob"))
     await lab.start()
     (identifier,) = await _probe(lab, lab.b.address("Nobody"))
     (entry,) = await _reports(lab, 1)

@@ -101,6 +101,7 @@ def recipient(message_id: int, name: str, route: str, state: S, **changes: Any) 
     row: dict[str, Any] = {
         "message_id": message_id,
         "recipient": name,
+        "shown": name.upper(),
         "route": route,
         "state": state,
         "precedence": MESSAGE_ROWS[message_id - 1]["precedence"],
@@ -213,6 +214,7 @@ RECIPIENT_COLUMNS = (
     R.id,
     R.message_id,
     R.recipient,
+    R.shown,
     R.route,
     R.state,
     R.attempts,
