@@ -13,7 +13,7 @@ from config.view import effective_settings
 from p1.mts.orname import parse_orname
 from tests.p1.security.policies import EXAMPLE_SPIF, ref
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 ALICE = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Alice"
 BOB = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Bob"
 PEER = """

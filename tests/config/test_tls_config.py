@@ -13,7 +13,7 @@ from config.schema import TlsMode
 from config.tls import fingerprint
 from tests.support.certs import issue, make_ca
 
-HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\n'
+HEAD = 'name = "MTA-A"\nglobal_domain = "C=GB;ADMD= ;PRMD=SITEA"\naccept_any_recipient = true\n'
 ALL = '"override", "flash", "immediate", "priority", "routine", "deferred"'
 PEER = '[[peers]]\nname = "MTA-B"\nhost = "mta-b.example"\n'
 SLOT = f"[[peers.slots]]\nprecedences = [{ALL}]\nport = 3782\n"

@@ -23,6 +23,7 @@ BOB = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Bob"  # the default: UNCLASSIFIED
 FAR = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones"  # behind MTA-B: CONFIDENTIAL
 HEAD = """name = "MTA-A"
 global_domain = "C=GB;ADMD= ;PRMD=SITEA"
+accept_any_recipient = true
 
 [[peers]]
 name = "MTA-B"
