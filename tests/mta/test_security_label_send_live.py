@@ -106,7 +106,9 @@ async def test_a_name_the_policy_does_not_have_refuses_the_message(
     assert "classification 'COSMIC' is not in policy EXAMPLE" in err
     code, out, err = await send(a, "--to", JONES_AT_B, "--label", "SECRET", "--category", "MARS")
     assert (code, out) == (x400.EXIT_FAILED, "")
-    assert "category 'MARS' is not in policy EXAMPLE" in err
+    assert (
+        err == "x400: message refused: security label: category 'MARS' is not in policy EXAMPLE\n"
+    )
 
     assert (await a.api({"op": "messages"}))["recipients"] == []
     assert await a.inbox(alice) == []
