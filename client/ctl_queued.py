@@ -4,7 +4,8 @@ and stop (:mod:`client.ctl_local` parses the command line and calls these).
 
     show ID|MTSID [--raw [--force]]   a queued message (Postfix's ``postcat -q``): the
                queue's record and each recipient's state, the envelope (content type,
-               trace) and the content's heading and body, decoded as ``x400 read`` and
+               trace, security label and its marking under the MTA's policy) and the
+               content's heading and body, decoded as ``x400 read`` and
                ``x400-dump`` decode them; ``--raw`` writes the stored MTS-APDU's octets
                (not to a terminal unless ``--force``)
     non-deliver SELECTION --reason TEXT   the waiting recipients selected fail, each
@@ -107,10 +108,11 @@ HELP: Final[dict[str, tuple[str, str]]] = {
     "show": (
         "one queued message: recipients, envelope, heading, body",
         "The queue's record of the message (by queue id, or the newest of that MTS\n"
-        "identifier): precedence, originator, arrival, expiry, size, and each recipient's\n"
-        "state, route, tries, next attempt and last error; then its envelope's content\n"
-        "type and trace, and the content's heading and body (decoded as x400 read and\n"
-        "x400-dump decode them; long text bodies cut short).  Postfix's postcat -q.\n"
+        "identifier): precedence, security marking (the label as the MTA's policy shows\n"
+        "it), originator, arrival, expiry, size, and each recipient's state, route,\n"
+        "tries, next attempt and last error; then its envelope's content type, trace\n"
+        "and security label, and the content's heading and body (decoded as x400 read\n"
+        "and x400-dump decode them; long text bodies cut short).  Postfix's postcat -q.\n"
         "--raw writes the stored MTS-APDU instead, as octets: not to a terminal unless\n"
         "--force.  Exit 1 when the queue has no such message.\n\n"
         "examples:\n  x400ctl show 12\n  x400ctl show '[GB; ;SITEA;e6c4...]'\n"
@@ -191,6 +193,8 @@ def _record(message: dict[str, Any], out: TextIO) -> None:
         ),
         ("octets", str(message["size"])),
     ]
+    if message.get("security_marking"):  # (with a [security] policy at the daemon)
+        lines.insert(3, ("marking", message["security_marking"]))
     for label, value in lines:
         print(f"{label + ':':<16}{escape_controls(str(value))}", file=out)
     header = ("RECIPIENT", "STATE", "ROUTE", "TRIES", "NEXT ATTEMPT (UTC)", "LAST ERROR")

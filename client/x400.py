@@ -3,6 +3,7 @@
     x400 send --from OR --to OR [--to OR ...] [--cc OR ...] --precedence LEVEL --subject S
               (--body TEXT | --body-file F | --size 1k|10k|100k|1M|10M)
               [--delivery-report] [--count N] [--p2]
+              [--label CLASSIFICATION [--category NAME ...] [--privacy-mark TEXT]]
     x400 inbox --user OR [--unread] [--follow]      most urgent first, then oldest first
     x400 read ID --user OR [--raw [--force]]
     x400 delete ID [ID ...] --user OR
@@ -17,7 +18,9 @@ Ctrl-C exits at once).
 gives the body a canned size (k = 1024 octets, M = 1024 k).  ``inbox --follow`` goes on
 printing each message or report as it is delivered, until interrupted.  ``read`` shows
 the envelope's security label (X.411 clause 8.5.9: classification, policy, privacy mark,
-categories) when there is one.
+categories) when there is one.  ``send --label`` gives the message a security label by
+the names of the MTA's policy (its SPIF): the MTA looks them up and writes the label
+into the envelope; this client knows no policy.
 
 Which MTA, the first given of: ``--config FILE`` (its ``control_socket``), ``--socket
 PATH``, the file in ``$AIOX400_CONFIG``, /etc/aiox400/mta.toml when it exists
@@ -185,6 +188,10 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.probe:
         request["probe"] = True
         request["probe_content_length"] = probe_content_length(args, originator)
+    if args.label is not None:
+        request["security_label"] = _label_request(args)
+    elif args.category or args.privacy_mark is not None:
+        raise UsageError("--category and --privacy-mark are parts of a label: give --label")
     started = time.monotonic()
     with (
         held_interrupt() as interrupted,
@@ -211,6 +218,16 @@ def send(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             file=err,
         )
     return EXIT_OK
+
+
+def _label_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The label by names, for the MTA to look up in its policy."""
+    if args.probe:
+        raise UsageError("--label: a probe carries no security label")
+    label: dict[str, Any] = {"classification": args.label, "categories": args.category}
+    if args.privacy_mark is not None:
+        label["privacy_mark"] = args.privacy_mark
+    return label
 
 
 def probe_content_length(args: argparse.Namespace, originator: ORName) -> int:
@@ -604,6 +621,7 @@ def _parser() -> argparse.ArgumentParser:
         help="send a probe instead: would such a message be delivered? (the report"
         " answers; --size sets the content length it asks about)",
     )
+    _label_arguments(send_p)
     send_p.set_defaults(run=send)
     inbox_p = _command(commands, where, "inbox", "list a mailbox")
     inbox_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
@@ -644,6 +662,27 @@ def _parser() -> argparse.ArgumentParser:
     delete_p.add_argument("--user", "-u", metavar="OR", help="whose mailbox (default $X400_USER)")
     delete_p.set_defaults(run=delete)
     return parser
+
+
+def _label_arguments(send_p: argparse.ArgumentParser) -> None:
+    label = send_p.add_argument_group(
+        "security label", "by the names of the MTA's security policy ([security] policy)"
+    )
+    label.add_argument(
+        "--label",
+        metavar="CLASSIFICATION",
+        help="the classification, e.g. SECRET (a number: its value in the policy)",
+    )
+    label.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --label: a security category, e.g. GBR (repeat for more)",
+    )
+    label.add_argument(
+        "--privacy-mark", metavar="TEXT", help="with --label: the label's privacy mark"
+    )
 
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -699,12 +738,21 @@ content type and length (--size, else the message's own) would be delivered to e
 recipient; the answer is a probe report in the originator's inbox, one report per
 probe.  --precedence, --count and --size work with it as with messages.
 
+--label CLASSIFICATION gives the message a security label (X.411), with --category
+NAME (repeat for more) and --privacy-mark TEXT: the MTA looks the names up in its
+security policy (the SPIF of [security] policy), writes the label into the envelope,
+and then checks it as it checks every message: a recipient not cleared for it gets a
+non-delivery report (secure-messaging-error).  A name the policy does not have, or no
+policy at the MTA, refuses the message (exit 1).  Without a policy only a number is
+taken, as the classification alone.
+
 examples:
   x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\
             --to 'C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones' \\
             --precedence flash --subject 'SITREP 42' --body 'All quiet.' -r
   x400 send --from ... --to ... --size 100k --count 1000 > identifiers.txt
   x400 send --from ... --to ... --probe --size 1M
+  x400 send --from ... --to ... --label SECRET --category GBR -s 'SITREP' -b 'All quiet.'
 """,
     "inbox": """\
 List the messages and reports delivered to a user; N marks those unread.  The most

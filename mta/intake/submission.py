@@ -10,7 +10,10 @@ message transfer envelope:
   (:mod:`p1.mts.precedence`, with the configured table);
 - report requests: with ``delivery_report`` both the originator and the originating MTA
   ask for ``report`` (delivery and non-delivery), else for ``non-delivery-report`` only;
-- deferred delivery time and latest delivery time when given.
+- deferred delivery time and latest delivery time when given;
+- the message-security-label extension (standard-extension 20, X.411 12.2.1.1.1)
+  when the user gave a label (:mod:`p1.security.naming` makes it from names), with
+  its recommended criticality {for-delivery}.
 
 A probe (X.411 clause 8.2.1.2, probe-submission) asks whether a message of the content
 type and length given could be delivered, without content: its envelope (X.411
@@ -50,6 +53,7 @@ from p1.mts.extensions import (
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName
 from p1.mts.precedence import Precedence, PrecedenceTable
+from p1.mts.security_label import SecurityLabel, security_label_extension
 
 __all__ = ["SubmitRequest", "build_probe", "build_submission"]
 
@@ -71,6 +75,8 @@ class SubmitRequest:
     """A probe (no content): :func:`build_probe`."""
     content_length: int | None = None
     """A probe's content-length: the octets of the content it asks about."""
+    security_label: SecurityLabel | None = None
+    """The message's security label (X.411 8.5.9), for its envelope."""
 
 
 def build_submission(
@@ -87,6 +93,8 @@ def build_submission(
     if request.latest_delivery_time is not None:
         extension = latest_delivery_time_extension(request.latest_delivery_time)
         extensions = with_extension(extensions, extension)
+    if request.security_label is not None:
+        extensions = with_extension(extensions, security_label_extension(request.security_label))
     envelope = MessageEnvelope(
         mts_identifier=identifier,
         originator_name=request.originator,

@@ -21,7 +21,9 @@ inbox, wait, read and delete are also a user's, on its own O/R names, the others
 operator's):
 
     submit    originator, recipients [..], precedence, content_type, delivery_report,
-              deferred_delivery_time?, latest_delivery_time?, + content  -> mts_identifier
+              deferred_delivery_time?, latest_delivery_time?, security_label?
+              {classification, categories [..]?, privacy_mark?} (names of the
+              [security] policy's SPIF), + content  -> mts_identifier
     status    -> name, uptime, queue counts by state, channels up/total, connections
                  bound, garbage collector (objects of start-up left out of it,
                  collections per generation), quarantine {messages, octets,
@@ -44,8 +46,9 @@ operator's):
               reason as supplementary-information) and audited
     queue_show   message_id | mts_identifier -> message {message_id, mts_identifier,
               kind, precedence, originator, arrival_time, expiry_time, origin_peer,
-              size, recipients [{recipient, route, state, attempts, next_attempt_at,
-              last_error}]} + content (the stored MTS-APDU)
+              size, security_marking? (with a [security] policy), recipients
+              [{recipient, route, state, attempts, next_attempt_at, last_error}]}
+              + content (the stored MTS-APDU)
     flush     peer? -> due (recipients waiting out a retry made due now; slots woken)
     track     mts_identifier -> events [{at, event, recipient, peer, detail}] (oldest first),
               queue [as messages' recipients] (every state, until retention prunes it)

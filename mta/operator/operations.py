@@ -68,8 +68,9 @@ from p1.mts.envelope import Report, peek_envelope
 from p1.mts.fields import ContentType
 from p1.mts.orname import ORName, parse_orname
 from p1.mts.precedence import Precedence, PrecedenceError, parse_precedence
-from p1.mts.security_label import message_security_label
+from p1.mts.security_label import SecurityLabel, message_security_label
 from p1.security.clearance import display_marking
+from p1.security.naming import UnknownName, label_from_names
 from store import (
     LOCAL_ROUTE,
     AuditEvent,
@@ -210,7 +211,10 @@ class LocalApi:
             latest_delivery_time=_time(request, "latest_delivery_time"),
             probe=probe,
             content_length=_probe_content_length(request),
+            security_label=_label(request, self.service.config.security),
         )
+        if probe and submission.security_label is not None:
+            raise ControlError("a probe (probe: true) carries no security_label here")
         if probe and content:
             raise ControlError("a probe (probe: true) has no content after the request line")
         if not content and not probe:
@@ -569,11 +573,17 @@ class LocalApi:
     async def queue_show(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         """One queued message and its APDU (``x400ctl show``), by id or MTS identifier."""
         if "message_id" in request:
-            return await queued.show(self.service, message_id=_int(request, "message_id"))
-        identifier = request.get("mts_identifier")
-        if not isinstance(identifier, str) or not identifier:
-            raise ControlError("say which: message_id, or mts_identifier as text")
-        return await queued.show(self.service, mts_identifier=identifier)
+            found = await queued.show(self.service, message_id=_int(request, "message_id"))
+        else:
+            identifier = request.get("mts_identifier")
+            if not isinstance(identifier, str) or not identifier:
+                raise ControlError("say which: message_id, or mts_identifier as text")
+            found = await queued.show(self.service, mts_identifier=identifier)
+        answer, apdu = found
+        marking = _security_marking(self.service.config.security, apdu)
+        if marking is not None:
+            answer["message"]["security_marking"] = marking
+        return answer, apdu
 
     async def non_deliver(self, request: JsonObject, payload: bytes) -> tuple[JsonObject, bytes]:
         """Non-deliver the selected waiting recipients, reporting to the originators
@@ -858,6 +868,27 @@ def _precedence(request: JsonObject) -> Precedence:
 
 _OBJECT_IDENTIFIER: Final = re.compile(r"[0-2](\.(0|[1-9][0-9]{0,38})){2,30}")
 """A content type's dotted object identifier: arcs no longer than a UUID's (X.667)."""
+
+
+def _label(request: JsonObject, security: Security) -> SecurityLabel | None:
+    """``security_label`` ({"classification", "categories", "privacy_mark"}, by the
+    names of the configured policy) as the label it names; ControlError naming what the
+    policy does not define."""
+    given = request.get("security_label")
+    if given is None:
+        return None
+    if not isinstance(given, dict) or not isinstance(given.get("classification"), str):
+        raise ControlError("security_label must be an object with classification as text")
+    categories = given.get("categories", [])
+    mark = given.get("privacy_mark")
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        raise ControlError("security_label categories must be a list of names")
+    if mark is not None and not isinstance(mark, str):
+        raise ControlError("security_label privacy_mark must be text")
+    try:
+        return label_from_names(security.spif, given["classification"], categories, mark)
+    except UnknownName as error:
+        raise ControlError(f"message refused: security label: {error}") from None
 
 
 def _content_type(request: JsonObject) -> ContentType:

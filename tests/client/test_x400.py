@@ -392,3 +392,24 @@ async def test_request_the_mta_refuses_exits_1_with_its_reason(site: Site) -> No
     assert (code, out) == (x400.EXIT_FAILED, "")
     canonical = parse_orname(jones(site)).canonical
     assert err == f"x400: no message 999 in the mailbox of {canonical}\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--category", "GBR"], "--category and --privacy-mark are parts of a label: give --label"),
+        (
+            ["--privacy-mark", "NATO"],
+            "--category and --privacy-mark are parts of a label: give --label",
+        ),
+        (["--label", "SECRET", "--probe"], "--label: a probe carries no security label"),
+    ],
+    ids=["category-alone", "privacy-mark-alone", "probe"],
+)
+def test_label_parts_without_a_label_exit_2_before_the_mta_is_asked(
+    args: list[str], error: str
+) -> None:
+    code, _, err = main(
+        "send", "--socket", "/nonexistent", "--from", "C=GB;ADMD= ;S=Smith", "--to", NOWHERE, *args
+    )
+    assert (code, err) == (x400.EXIT_USAGE, f"x400: {error}\n")
