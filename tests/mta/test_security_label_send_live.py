@@ -148,6 +148,6 @@ async def test_show_of_a_held_labelled_message_gives_its_marking(
         categories=label("SECRET", "GBR").categories,
     )
     assert f"security label: {expected.describe()}" in lines
-    jones = parse_orname(JONES_AT_B).canonical
-    (recipient,) = (line for line in lines if jones in line)
+    # The queue shows a recipient as the envelope gave it.
+    (recipient,) = (line for line in lines if line.lstrip().startswith(JONES_AT_B))
     assert recipient.split()[-5:-3] == ["held", "MTA-B"]
