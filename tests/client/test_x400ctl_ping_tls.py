@@ -114,7 +114,8 @@ async def test_ping_host_with_tls_options_and_a_certificate_that_fails(
     )
     assert "Hostname mismatch" in err and "Traceback" not in err
 
-    # Issued by a CA we do not trust (B's file carries the lab CA after its certificate).
+    # Issued by a CA we do not trust (B sends the lab CA too: OpenSSL completes its
+    # chain from the CAs it trusts).
     other = tmp_path / "other-ca.pem"
     other.write_bytes(make_ca("another CA").pem)
     code, out, err = await ping(lab, capsys, *host, "--ca", str(other))
