@@ -56,7 +56,12 @@ class AssociationError(Exception):
 
 
 class _ClosedError(AssociationError):
-    """The peer closed the connection instead of answering."""
+    """The peer closed (or reset) the connection instead of answering."""
+
+    def __init__(self, why: str, *, silent: bool) -> None:
+        self.silent = silent
+        """It sent nothing at all: it did not even answer the transport connection."""
+        super().__init__(why)
 
 
 class BindRefusedError(AssociationError):
@@ -164,15 +169,12 @@ def _secure(sock: socket.socket, tls: ClientTls) -> ssl.SSLSocket:
 def _bind(
     sock: socket.socket, association: SessionAssociation, deadline: float, *, plaintext: bool
 ) -> BindAccepted:
-    """The bind's answer; in the clear, a connection closed unanswered says why it may be."""
+    """The bind's answer; a plaintext connection that the peer ends before it said
+    anything says why it may be."""
     try:
         return _until(sock, association, deadline, BindAccepted)
-    except ConnectionResetError as error:
-        if not plaintext:
-            raise
-        raise AssociationError(f"the peer reset the connection ({_TLS_HINT})") from error
-    except AssociationError as error:
-        if not plaintext or not isinstance(error, _ClosedError):
+    except _ClosedError as error:
+        if not (plaintext and error.silent):
             raise
         raise AssociationError(f"{error} ({_TLS_HINT})") from None
 
@@ -181,6 +183,7 @@ def _until(
     sock: socket.socket, association: SessionAssociation, deadline: float, wanted: type[_E]
 ) -> _E:
     """Write what the association queued and feed it what comes back, until ``wanted``."""
+    silent = True  # nothing received yet
     while True:
         data = association.data_to_send()
         if data:
@@ -189,12 +192,16 @@ def _until(
         if left <= 0:
             raise TimeoutError
         sock.settimeout(left)
-        received = sock.recv(_READ)
+        try:
+            received = sock.recv(_READ)
+        except ConnectionResetError:
+            why = f"the peer reset the connection without answering the {_ASKED[wanted]}"
+            raise _ClosedError(why, silent=silent) from None
         if not received:
             association.receive_eof()
-            raise _ClosedError(
-                f"the peer closed the connection without answering the {_ASKED[wanted]}"
-            )
+            why = f"the peer closed the connection without answering the {_ASKED[wanted]}"
+            raise _ClosedError(why, silent=silent)
+        silent = False
         for event in association.receive_data(received):
             if isinstance(event, wanted):
                 return event
