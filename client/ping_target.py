@@ -215,7 +215,8 @@ def _secured(args: argparse.Namespace, slot: Slot | None) -> bool:
 
 
 def _tls(args: argparse.Namespace, peer: Peer | None, host: str) -> ClientTls:
-    """The peer's TLS (or none), each setting the command line gives overriding it."""
+    """The peer's TLS settings (none without --peer), each one the command line gives
+    overriding the peer's."""
     configured = peer.tls_files if peer is not None else NO_TLS_FILES
     files = TlsFiles(
         certificate=_path(args.certificate) or configured.certificate,
@@ -225,7 +226,7 @@ def _tls(args: argparse.Namespace, peer: Peer | None, host: str) -> ClientTls:
     problem = check_identity(files, required=False) or check_trust(files, required=False)
     if problem is not None:
         given = "" if problem.value is None else f" {problem.value}"
-        raise TargetError(f"--{problem.key}{given}: expected {problem.expected}")
+        raise TargetError(f"{_origin(args, peer, problem.key)}{given}: expected {problem.expected}")
     pinned = peer.fingerprint if peer is not None else None
     named = peer.certificate_name if peer is not None else None
     try:
@@ -236,6 +237,13 @@ def _tls(args: argparse.Namespace, peer: Peer | None, host: str) -> ClientTls:
         )
     except (OSError, ssl.SSLError) as error:
         raise TargetError(f"TLS files: {error}") from error
+
+
+def _origin(args: argparse.Namespace, peer: Peer | None, key: str) -> str:
+    """Where a TLS file came from: its option, or the peer's key."""
+    if getattr(args, key) is None and peer is not None:
+        return f"peer {peer.name}'s {key}"
+    return f"--{key}"
 
 
 def _path(text: str | None) -> Path | None:
