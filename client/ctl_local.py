@@ -12,8 +12,9 @@ configuration given with ``--config``, or ``--socket``):
     qshape     waiting recipients per route and precedence by age (Postfix's qshape)
     show ID|MTSID [--raw [--force]]   one queued message (Postfix's postcat -q): its
                recipients' states, envelope, heading and body (:mod:`client.ctl_queued`)
-    channels   every connection slot of every peer: precedences, port, DSCP, mode,
-               backlog, and each connection's state, age, transfers and last error
+    channels   every connection slot of every peer: precedences, port, DSCP, TLS, mode,
+               backlog, and each connection's state, TLS version, age, transfers and
+               last error
     hold / release / delete   the recipients selected by message id, MTS identifier,
                ``--peer``, ``--precedence`` or ``--all`` (every condition given must
                hold); delete sends no report and never touches a message in flight
@@ -275,9 +276,10 @@ _HELP: dict[str, tuple[str, str]] = {
         "example:\n  x400ctl qshape",
     ),
     "channels": (
-        "each connection slot: port, DSCP, mode, connections",
-        "Every slot of every peer: precedences, state, host and port, DSCP, mode,\n"
-        "backlog, and each connection's state, age, transfers and last error.\n\n"
+        "each connection slot: port, DSCP, TLS, mode, connections",
+        "Every slot of every peer: precedences, state, host and port, DSCP, TLS (for a\n"
+        "slot whose connections run inside TLS), mode, backlog, and each connection's\n"
+        "state (with the TLS version once bound), age, transfers and last error.\n\n"
         "example:\n  x400ctl channels -c /etc/aiox400/mta.toml",
     ),
     "hold": (
@@ -767,14 +769,16 @@ def _channels(response: dict[str, Any], out: TextIO) -> None:
         print(
             f"{slot['peer']} {'+'.join(slot['precedences'])} {slot['state']}:"
             f" {slot['host']} port {slot['port']}"
-            f" {slot['dscp']} {slot['mode']}, backlog {slot['backlog']},"
+            f" {slot['dscp']}{' TLS' if slot.get('tls') else ''} {slot['mode']},"
+            f" backlog {slot['backlog']},"
             f" {len(slot['connections'])} of {slot['max_connections']} connection(s)",
             file=out,
         )
         for c in slot["connections"]:
             error = f"  last error: {escape_controls(c['last_error'])}" if c["last_error"] else ""
+            version = f" in {c['tls_version']}" if c.get("tls_version") else ""
             print(
-                f"  #{c['index']} {c['state']} for {c['since']:.0f} s,"
+                f"  #{c['index']} {c['state']}{version} for {c['since']:.0f} s,"
                 f" {c['transfers']} transfer(s){error}",
                 file=out,
             )

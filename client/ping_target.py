@@ -11,31 +11,63 @@ are needed.  ``--password-file`` follows the rules of the configuration's passwo
 (:func:`config.loader.read_password_file`); ``--password`` works but shows the password
 to every user of the host (ps, /proc), and says so.
 
+TLS (RFC 1006 inside TLS) runs when the chosen slot's ``tls`` is ``"required"`` or with
+``--tls``, with the context the daemon would make (:class:`config.tls.ClientTls`): the
+peer's ``certificate`` and ``key`` presented, its ``ca``, ``fingerprint`` and
+``certificate_name`` checked, each overridden by ``--certificate``, ``--key``, ``--ca``,
+``--fingerprint`` and ``--certificate-name``.  Without --peer, the name checked is HOST,
+the CAs trusted those of the system unless ``--ca`` is given, and the port is 3782
+(iso-tp0s).  A file that cannot be used is a usage error naming the option.
+
 Public API::
 
-    Target(host, port, mta_name, password, dscp, protocol, selectors, label)
+    Target(host, port, mta_name, password, dscp, protocol, selectors, label, tls)
     target(args, warn) -> Target     TargetError (a usage error) when it cannot say
+    TLS_OPTIONS                      the options of TLS, each with its argparse dest
 """
 
 from __future__ import annotations
 
 import argparse
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
+from client import ctl_tls
 from client.api import ApiUsageError, configuration
 from config.loader import ConfigError, load_config, read_password_file
-from config.schema import NO_SELECTORS, MtaConfig, P1Protocol, Peer, Selectors, Slot
+from config.schema import (
+    NO_SELECTORS,
+    NO_TLS_FILES,
+    MtaConfig,
+    P1Protocol,
+    Peer,
+    Selectors,
+    Slot,
+    TlsFiles,
+    TlsMode,
+)
+from config.tls import ClientTls, check_identity, check_trust
 from p1.mts.precedence import InvalidDscpError, Precedence, parse_dscp
 
-__all__ = ["DEFAULT_PORT", "SELECTOR_FIELDS", "Target", "TargetError", "target"]
+__all__ = ["DEFAULT_PORT", "SELECTOR_FIELDS", "TLS_OPTIONS", "Target", "TargetError", "target"]
 
 DEFAULT_PORT: Final = 102
 """The P1 port without --peer or PORT (RFC 1006's)."""
 
 SELECTOR_FIELDS: Final = ("tsel", "ssel", "psel", "calling_tsel", "calling_ssel", "calling_psel")
 """The :class:`config.schema.Selectors` fields, each an option of ping's."""
+
+TLS_OPTIONS: Final = (
+    ("--ca", "ca"),
+    ("--certificate", "certificate"),
+    ("--key", "key"),
+    ("--fingerprint", "fingerprint"),
+    ("--certificate-name", "certificate_name"),
+)
+"""The options that say how TLS runs, and their argparse dests."""
 
 PASSWORD_SHOWN: Final = (
     "--password is visible to every user of this host (ps, /proc): prefer --password-file FILE"
@@ -59,6 +91,8 @@ class Target:
     selectors: Selectors
     label: str
     """How messages name the target: ``HOST port PORT``, after the peer's name."""
+    tls: ClientTls | None = None
+    """How TLS runs; None: in the clear."""
 
 
 def target(args: argparse.Namespace, warn: Callable[[str], None]) -> Target:
@@ -68,7 +102,9 @@ def target(args: argparse.Namespace, warn: Callable[[str], None]) -> Target:
     host = args.host or (peer.host if peer is not None else None)
     if host is None:
         raise TargetError("say which MTA: HOST, or --peer NAME of the configuration")
-    port = args.port_option or args.port or (slot.port if slot else DEFAULT_PORT)
+    secured = _secured(args, slot)
+    default = ctl_tls.DEFAULT_PORT if secured else DEFAULT_PORT
+    port = args.port_option or args.port or (slot.port if slot else default)
     where = f"{host} port {port}"
     return Target(
         host=host,
@@ -79,6 +115,7 @@ def target(args: argparse.Namespace, warn: Callable[[str], None]) -> Target:
         protocol=P1Protocol(args.protocol) if args.protocol else _protocol(peer),
         selectors=_selectors(args, slot),
         label=f"{peer.name} ({where})" if peer is not None else where,
+        tls=_tls(args, peer, host) if secured else None,
     )
 
 
@@ -165,3 +202,49 @@ def _selectors(args: argparse.Namespace, slot: Slot | None) -> Selectors:
 def _chosen(configured: Selectors, name: str, given: bytes | None) -> bytes:
     """A selector: the command line's when given (even empty), else the slot's."""
     return given if given is not None else bytes(getattr(configured, name))
+
+
+def _secured(args: argparse.Namespace, slot: Slot | None) -> bool:
+    """Whether the ping runs TLS: ``--tls``, or the slot's ``tls``."""
+    if args.tls or (slot is not None and slot.tls is TlsMode.REQUIRED):
+        return True
+    for option, dest in TLS_OPTIONS:
+        if getattr(args, dest) is not None:
+            raise TargetError(f"{option} is for TLS, which this ping does not run: add --tls")
+    return False
+
+
+def _tls(args: argparse.Namespace, peer: Peer | None, host: str) -> ClientTls:
+    """The peer's TLS settings (none without --peer), each one the command line gives
+    overriding the peer's."""
+    configured = peer.tls_files if peer is not None else NO_TLS_FILES
+    files = TlsFiles(
+        certificate=_path(args.certificate) or configured.certificate,
+        key=_path(args.key) or configured.key,
+        ca=_path(args.ca) or configured.ca,
+    )
+    problem = check_identity(files, required=False) or check_trust(files, required=False)
+    if problem is not None:
+        given = "" if problem.value is None else f" {problem.value}"
+        raise TargetError(f"{_origin(args, peer, problem.key)}{given}: expected {problem.expected}")
+    pinned = peer.fingerprint if peer is not None else None
+    named = peer.certificate_name if peer is not None else None
+    try:
+        return ClientTls.create(
+            files,
+            name=args.certificate_name or named or host,
+            fingerprint=args.fingerprint or pinned,
+        )
+    except (OSError, ssl.SSLError) as error:
+        raise TargetError(f"TLS files: {error}") from error
+
+
+def _origin(args: argparse.Namespace, peer: Peer | None, key: str) -> str:
+    """Where a TLS file came from: its option, or the peer's key."""
+    if getattr(args, key) is None and peer is not None:
+        return f"peer {peer.name}'s {key}"
+    return f"--{key}"
+
+
+def _path(text: str | None) -> Path | None:
+    return Path(text) if text is not None else None

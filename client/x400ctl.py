@@ -9,7 +9,9 @@ picks the mode as a peer's ``protocol`` does: ``1988`` (normal mode, the default
 ``1988-x410`` or ``1984`` (X.410-1984 mode, applicationProtocol 12 or 1).
 ``x400ctl ping --peer NAME`` takes all of it, and our credentials, from the configured
 peer (:mod:`client.ping_target`); ``--password-file`` gives a password without showing
-it in ``ps``.
+it in ``ps``.  ``--tls`` (or a peer's slot with ``tls = "required"``) runs the bind inside
+TLS as the daemon would (``--ca``, ``--certificate``, ``--key``, ``--fingerprint``,
+``--certificate-name``), and the TLS version is printed with the round-trip.
 
 ``x400ctl status|queue|qshape|channels|show|hold|release|delete|non-deliver|flush|track|
 config|quarantine|probe|minimize|reload|stop`` ask a running MTA through its local API
@@ -23,7 +25,7 @@ Exit codes (:data:`client.cli.EXIT_CODES`): 0 done (bound and released); 1 the p
 refused the bind (the MTABindError is printed), or the MTA refused the request, or
 nothing matched; 2 bad arguments (among them no MTA named, a selection naming nothing);
 3 the MTA is not running or does not answer (ping: not within ``--timeout``); 4 a
-connection or protocol error (ping), or the responder's name is not the one expected with
+connection, TLS or protocol error (ping), or the responder's name is not the one expected with
 ``--peer-name``; 130 interrupted (Ctrl-C); 141 standard output's reader went away.
 """
 
@@ -48,7 +50,9 @@ from client.cli import (
     terminal_text,
 )
 from client.ping_target import DEFAULT_PORT, TargetError, target
+from config.kinds import FINGERPRINT, Invalid
 from config.schema import P1Protocol, Selectors
+from config.tls import ClientTls
 from p1.association.connection import AssociationSettings
 from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings, initiator_settings
@@ -136,11 +140,20 @@ Without --peer: HOST [PORT], --mta-name and --password-file FILE (a file only it
 may read, one password, as the configuration's password files).  --password PW works
 too but shows the password to every user of the host (ps, /proc): x400ctl warns.
 
+TLS (RFC 1006 inside TLS): with --peer, when the slot's tls is "required", with the
+peer's certificate, key, ca, fingerprint and certificate_name; else with --tls (default
+port 3782), checking the certificate against --ca (else the system's CAs) for
+--certificate-name (else HOST), or against the pinned --fingerprint; --certificate and
+--key present ours.  The options override the peer's.  A certificate that fails the
+check is exit 4; the TLS version is printed with the round-trip.
+
 examples:
   sudo -u aiox400 x400ctl ping --peer MTA-B
   sudo -u aiox400 x400ctl ping --peer MTA-B --precedence flash
   x400ctl ping mta-b.example 102 --mta-name MTA-A --password-file ~/mta-a.password
   x400ctl ping pp.example --mta-name MTA-A --password-file pw --tsel x400 --protocol 1984
+  x400ctl ping mta-b.example --tls --ca ca.pem --certificate a.pem --key a.key \
+      --mta-name MTA-A --password-file pw
 """
 
 _SELECTORS = (
@@ -167,6 +180,13 @@ def _precedence(text: str) -> Precedence:
         return parse_precedence(text)
     except PrecedenceError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _fingerprint(text: str) -> str:
+    try:
+        return FINGERPRINT.convert(text)
+    except Invalid:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {FINGERPRINT.expected}") from None
 
 
 def _add_ping_arguments(ping: argparse.ArgumentParser) -> None:
@@ -225,6 +245,7 @@ def _add_ping_arguments(ping: argparse.ArgumentParser) -> None:
         "1988-x410 or 1984 (X.410-1984 mode, applicationProtocol 12 or 1; no presentation "
         "selectors)",
     )
+    _add_tls_arguments(ping)
     forms = 'text such as "x400" or hex such as "hex:0591"'
     for option, field, limit, what in _SELECTORS:
         ping.add_argument(
@@ -237,6 +258,27 @@ def _add_ping_arguments(ping: argparse.ArgumentParser) -> None:
         )
 
 
+def _add_tls_arguments(ping: argparse.ArgumentParser) -> None:
+    tls = ping.add_argument_group("TLS", "default: the slot's with --peer, else none")
+    tls.add_argument(
+        "--tls", action="store_true", help="bind inside TLS (RFC 1006 inside TLS, port 3782)"
+    )
+    tls.add_argument("--ca", metavar="FILE", help="PEM certificates trusted to issue the MTA's")
+    tls.add_argument("--certificate", metavar="FILE", help="our PEM certificate, to present")
+    tls.add_argument("--key", metavar="FILE", help="the PEM private key of --certificate")
+    tls.add_argument(
+        "--fingerprint",
+        metavar="SHA256",
+        type=_fingerprint,
+        help="the SHA-256 fingerprint the MTA's certificate must have (x400ctl tls show)",
+    )
+    tls.add_argument(
+        "--certificate-name",
+        metavar="NAME",
+        help="the DNS name or address the MTA's certificate must carry (default HOST)",
+    )
+
+
 def ping(
     host: str,
     port: int,
@@ -246,11 +288,15 @@ def ping(
     dscp: int,
     timeout: float,
     settings: AssociationSettings | X410Settings | None = None,
+    tls: ClientTls | None = None,
 ) -> Bound:
-    """Bind to ``host:port``, release, and say who answered and how long the bind took;
-    ``settings`` carries the selectors to send (and, X410Settings, the X.410-1984 mode)."""
+    """Bind to ``host:port`` (inside TLS with ``tls``), release, and say who answered and
+    how long the bind took; ``settings`` carries the selectors to send (and,
+    X410Settings, the X.410-1984 mode)."""
     argument = MTABindArgument(initiator_name=mta_name, password=password)
-    return bind_and_release(host, port, argument, settings=settings, dscp=dscp, timeout=timeout)
+    return bind_and_release(
+        host, port, argument, settings=settings, dscp=dscp, timeout=timeout, tls=tls
+    )
 
 
 def _ping_command(args: argparse.Namespace) -> int:
@@ -269,6 +315,7 @@ def _ping_command(args: argparse.Namespace) -> int:
             dscp=chosen.dscp,
             timeout=args.timeout,
             settings=_settings(chosen.selectors, chosen.protocol),
+            tls=chosen.tls,
         )
     except BindRefusedError as error:
         print(f"x400ctl ping: {where} refused the bind: {error}", file=sys.stderr)
@@ -280,9 +327,10 @@ def _ping_command(args: argparse.Namespace) -> int:
         print(f"x400ctl ping: {where}: {error}", file=sys.stderr)
         return EXIT_FAILED
     name = escape_controls(result.responder_name or "(unauthenticated)")
+    tls = "" if result.tls_version is None else f", {result.tls_version}"
     print(
         f"{where}: bound to {name} in {result.bind_seconds * 1000:.1f} ms "
-        f"(DSCP {dscp_name(chosen.dscp)}), released"
+        f"(DSCP {dscp_name(chosen.dscp)}{tls}), released"
     )
     if args.peer_name is not None and result.responder_name != args.peer_name:
         print(

@@ -111,6 +111,8 @@ class ConnectionSnapshot:
     """Seconds in this state."""
     transfers: int
     last_error: str | None
+    tls_version: str | None = None
+    """The TLS version negotiated ("TLSv1.3") while bound inside TLS, else None."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +125,8 @@ class SlotSnapshot:
     port: int
     dscp: str
     mode: str
+    tls: bool
+    """Whether the slot's connections run inside TLS (its ``tls``)."""
     max_connections: int
     backlog: int
     connections: tuple[ConnectionSnapshot, ...]

@@ -34,7 +34,8 @@ operator's):
     messages  limit? -> recipients [{message_id, mts_identifier, precedence, recipient,
               route, state, attempts, next_attempt_at, last_error, size, age, ...}]
               (service order)
-    channels  -> slots [{peer, precedences, host, port, dscp, mode, backlog, connections}]
+    channels  -> slots [{peer, precedences, host, port, dscp, mode, tls, backlog,
+              connections [{index, state, since, transfers, last_error, tls_version}]}]
     hold / release / queue_delete   a selection: message_ids [..]?, mts_identifiers [..]?,
               peer?, precedence?, all? (recipients meeting every condition given)
               -> changed | deleted, recipients [..]; queue_delete also busy [..] (in

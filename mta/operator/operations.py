@@ -356,6 +356,7 @@ class LocalApi:
                     "port": snap.port,
                     "dscp": snap.dscp,
                     "mode": snap.mode,
+                    "tls": snap.tls,
                     "max_connections": snap.max_connections,
                     "backlog": snap.backlog,
                     "state": snap.state.value,
@@ -366,6 +367,7 @@ class LocalApi:
                             "since": c.since,
                             "transfers": c.transfers,
                             "last_error": c.last_error,
+                            "tls_version": c.tls_version,
                         }
                         for c in snap.connections
                     ],

@@ -177,6 +177,8 @@ class _Connection:
     tried: int = 0
     """Transfers attempted, confirmed or not."""
     last_error: str | None = None
+    tls_version: str | None = None
+    """The TLS version of the link bound now ("TLSv1.3"); None in the clear or unbound."""
     bind_refused: str | None = None
     """Why the peer refused this connection's last bind, until a bind is accepted: a bind
     that times out after it is shown with it (the peer delays its answers after a failed
@@ -380,6 +382,7 @@ class SlotRunner:
             port=self.slot.port,
             dscp=dscp_name(self.slot.dscp),
             mode=self.slot.mode.value,
+            tls=self.slot.tls is TlsMode.REQUIRED,
             max_connections=self.slot.max_connections,
             backlog=self._backlog,
             connections=tuple(
@@ -389,6 +392,7 @@ class SlotRunner:
                     since=round(now - c.since, 3),
                     transfers=c.transfers,
                     last_error=c.last_error,
+                    tls_version=c.tls_version,
                 )
                 for c in sorted(self._connections.values(), key=lambda c: c.index)
             ),
@@ -481,6 +485,7 @@ class SlotRunner:
                 await self._end_on_stop(connection, link)
                 raise
             finally:
+                connection.tls_version = None
                 await link.close()
             if self._retiring:
                 return
@@ -627,6 +632,7 @@ class SlotRunner:
             else "",
         )
         connection.last_error = connection.bind_refused = None
+        connection.tls_version = link.tls_version
         if self._on_connected is not None:
             self._on_connected()
         return link

@@ -136,6 +136,7 @@ async def test_channels_show_each_slot_with_its_port_dscp_mode_and_error(
     assert [line.split()[6] for line in slots] == ["CS3", "CS2", "CS1", "CS0"]
     assert ["permanent," in line for line in slots] == [True, True, True, False]
     assert "on-demand," in slots[3]
+    assert not any(" TLS " in line for line in slots)  # (plain TCP: no TLS said)
 
 
 async def test_hold_and_release_change_the_queued_recipients(
