@@ -636,9 +636,11 @@ def _status(response: dict[str, Any], out: TextIO) -> None:
     )
     for owner in response.get("in_flight", ()):
         print(f"  in flight {escape_controls(_holder(owner))}", file=out)
+    closed = response.get("slots_closed", 0)
     print(
-        f"slots: {response['slots_connected']} of {response['slots']} connected, "
-        f"{response.get('connections', 0)} connection(s) bound",
+        f"slots: {response['slots_connected']} of {response['slots']} connected"
+        + (f" ({closed} on demand, closed)" if closed else "")
+        + f", {response.get('connections', 0)} connection(s) bound",
         file=out,
     )
     for slot in response.get("slots_down", ()):

@@ -24,7 +24,8 @@ operator's):
               deferred_delivery_time?, latest_delivery_time?, security_label?
               {classification, categories [..]?, privacy_mark?} (names of the
               [security] policy's SPIF), + content  -> mts_identifier
-    status    -> name, uptime, queue counts by state, channels up/total, connections
+    status    -> name, uptime, queue counts by state, slots connected (a connection bound)
+                 / closed (on demand) / total, slots down [{slot, error}], connections
                  bound, garbage collector (objects of start-up left out of it,
                  collections per generation), quarantine {messages, octets,
                  max_messages, max_bytes}

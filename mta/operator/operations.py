@@ -249,7 +249,8 @@ class LocalApi:
         for count in counts:
             states[count.state.value] = states.get(count.state.value, 0) + count.recipients
         slots = [runner.snapshot() for runner in self.service.runners]
-        up = sum(1 for s in slots if s.state in (SlotState.UP, SlotState.CONNECTING))
+        up = sum(1 for s in slots if s.state == SlotState.UP)
+        closed = sum(1 for s in slots if s.state == SlotState.CLOSED)
         bound = sum(1 for s in slots for c in s.connections if c.state in _BOUND)
         return {
             "ok": True,
@@ -260,6 +261,7 @@ class LocalApi:
             "in_flight": await self._owners(),
             "slots": len(slots),
             "slots_connected": up,
+            "slots_closed": closed,
             "slots_down": _slots_down(slots),
             "connections": bound,
             "store": self.service.store.down,
@@ -1015,11 +1017,12 @@ def _summary(entry: MailboxSummary) -> JsonObject:
 
 
 def _slots_down(slots: list[SlotSnapshot]) -> list[JsonObject]:
-    """The slots not connected whose connections failed, each with the last error (a
-    refused bind stays shown until a bind is accepted)."""
+    """The slots with no connection bound whose connections failed (waiting out a backoff
+    or trying again), each with the last error (a refused bind stays shown until a bind
+    is accepted)."""
     down: list[JsonObject] = []
     for slot in slots:
         errors = [c.last_error for c in slot.connections if c.last_error]
-        if slot.state not in (SlotState.UP, SlotState.CONNECTING) and errors:
+        if slot.state != SlotState.UP and errors:
             down.append({"slot": f"{slot.peer}/{'+'.join(slot.precedences)}", "error": errors[0]})
     return down

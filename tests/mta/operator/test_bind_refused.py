@@ -82,7 +82,10 @@ async def test_a_refused_bind_is_shown_as_refused_and_a_flush_brings_the_slots_b
     for text in (channels, status):
         assert "bind refused: authentication-error" in text, text
         assert "TimeoutError" not in text, text
-    assert "down MTA-B/override+flash" in status or "down MTA-B/flash" in status, status
+    # No slot retrying after a refusal counts as connected; each says why it is not.
+    assert "slots: 0 of 4 connected (1 on demand, closed)" in status, status
+    for slot in ("override+flash", "immediate", "priority"):
+        assert f"down MTA-B/{slot}: bind refused: authentication-error" in status, status
     snapshot = flash.snapshot()
     assert all("bind refused" in (c.last_error or "") for c in snapshot.connections)
 
