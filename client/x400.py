@@ -280,7 +280,8 @@ def inbox(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if messages or args.follow:
             _inbox_heading(out)
         else:
-            print(f"no {'unread ' if args.unread else ''}messages for {response['user']}", file=out)
+            shown = format_orname(user)  # as given: the daemon answers with the folded form
+            print(f"no {'unread ' if args.unread else ''}messages for {shown}", file=out)
         for m in messages:
             _inbox_line(m, out)
         if args.follow:

@@ -28,6 +28,7 @@ Public API::
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Final
 
@@ -35,8 +36,10 @@ from sqlalchemy import Engine
 
 from mta.operator.control import ControlError, JsonObject
 from mta.operator.views import Daemon
-from p1.errors import EncodeError
+from p1.errors import DecodeError, EncodeError
 from p1.ipms.fields import printable
+from p1.mts.envelope import Message, Probe, decode_mts_apdu
+from p1.mts.orname import format_orname
 from store import AuditLog, TransitQueue, WaitingRecipient, transaction
 from store.audit import Seen
 from store.queue import QueueEntry, QueueRecipient, SelectedRecipient, Selection
@@ -61,7 +64,24 @@ async def show(
     if entry is None:
         named = message_id if mts_identifier is None else mts_identifier
         raise ControlError(f"no message {named} in the queue")
-    return {"ok": True, "message": _message(entry)}, entry.apdu
+    message = _message(entry) | {"originator": await asyncio.to_thread(_originator, entry)}
+    return {"ok": True, "message": message}, entry.apdu
+
+
+def _originator(entry: QueueEntry) -> str:
+    """The originator as the envelope gives it (its letters' case kept); the queue's
+    folded form when the APDU is gone or does not decode."""
+    if not entry.apdu:
+        return entry.originator
+    try:
+        decoded = decode_mts_apdu(entry.apdu)
+    except DecodeError:
+        return entry.originator
+    if isinstance(decoded, Message):
+        return format_orname(decoded.envelope.originator_name)
+    if isinstance(decoded, Probe):
+        return format_orname(decoded.originator_name)
+    return entry.originator  # a report: its originator is the MTA that made it
 
 
 def _entry(engine: Engine, message_id: int | None, mts_identifier: str | None) -> QueueEntry | None:

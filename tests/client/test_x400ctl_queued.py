@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session
 
 from client import ctl_queued, x400ctl
 from p1.mts.envelope import decode_mts_apdu
-from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryReason, NonDeliveryReport
 from store.db import transaction
@@ -33,9 +32,8 @@ _T = TypeVar("_T")
 SMITH_AT_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 JONES_AT_B = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Jones"
 BROWN_AT_B = "C=GB;ADMD= ;PRMD=SITEB;O=HQ;S=Brown"
-SMITH = parse_orname(SMITH_AT_A).canonical
-# The queue shows a recipient as the envelope gave it.
-JONES, BROWN = JONES_AT_B, BROWN_AT_B
+# Names are shown as the envelope gave them.
+SMITH, JONES, BROWN = SMITH_AT_A, JONES_AT_B, BROWN_AT_B
 """The names as the queue keeps them (canonical)."""
 
 
