@@ -67,11 +67,10 @@ from p1.mts.extensions import (
     ExtensionField,
     ExtensionType,
     StandardExtension,
-    find_extension,
 )
 from p1.mts.orname import ORAddress, format_orname
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason
-from p1.mts.security_label import SecurityLabel, message_security_label
+from p1.mts.security_label import SecurityLabel, is_message_security_label, message_security_label
 from p1.security.clearance import Clearance, decide, display_marking
 
 IMPLEMENTED_EXTENSIONS: frozenset[ExtensionType] = frozenset(
@@ -136,6 +135,8 @@ UNKNOWN_USER = NoRoute(why="not a local user")
 """The route of a name under a local domain that is none of the configured users."""
 _VERDICTS_KEPT = 1024
 """Label decisions a router remembers (per label and clearance) before it starts over."""
+_VerdictKey = tuple[tuple[bytes | None, ...], Clearance | None]
+"""A cached verdict's key: the values of the envelope's label extensions, the clearance."""
 
 
 class Router:
@@ -176,7 +177,9 @@ class Router:
             user.canonical: named.clearance for named in security.clearances for user in named.users
         }
         self._default_mailbox = security.clearance_named(security.default_clearance)
-        self._verdicts: dict[tuple[bytes | None, Clearance | None], LabelVerdict | None] = {}
+        self._verdicts: dict[
+            tuple[tuple[bytes | None, ...], Clearance | None], LabelVerdict | None
+        ] = {}
 
     def route(self, recipient: ORAddress) -> Route:
         """Where ``recipient`` goes."""
@@ -257,8 +260,8 @@ class Router:
     ) -> LabelVerdict | None:
         """:func:`check_label`, once per label and clearance: the recipients of one
         message share both, often by the thousand."""
-        found = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
-        key = (None if found is None else found.value, clearance)
+        labels = tuple(e.value for e in extensions if is_message_security_label(e))
+        key = (labels, clearance)
         if key not in self._verdicts:
             if len(self._verdicts) >= _VERDICTS_KEPT:
                 self._verdicts.clear()

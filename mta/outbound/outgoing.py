@@ -96,8 +96,8 @@ class LinkClearance:
             return None
         try:
             envelope = peek_envelope(apdu)
-        except DecodeError:  # (it decoded when queued; the peer will say)
-            return None
+        except DecodeError as error:  # it decoded when queued: never sent unjudged
+            return f"the envelope does not decode, so its label cannot be judged: {error}"
         if isinstance(envelope, Report):
             return None
         verdict = check_label(self.security, envelope.extensions, self.clearance)

@@ -264,9 +264,14 @@ EXTENSION_NAME = "message-security-label"
 
 def message_security_label(extensions: Iterable[ExtensionField]) -> SecurityLabel | None:
     """The message-security-label extension (standard-extension 20) of an envelope,
-    or None when it has none."""
-    extension = find_extension(extensions, StandardExtension.MESSAGE_SECURITY_LABEL)
-    return None if extension is None else decode_security_label_extension(extension)
+    or None when it has none.  Two or more are a DecodeError: which one governs the
+    message would be a guess (the extensions are a SET: their order is no answer)."""
+    found = [e for e in extensions if is_message_security_label(e)]
+    if len(found) > 1:
+        raise DecodeError(
+            f"the envelope has {len(found)} message-security-label extensions", where=EXTENSION_NAME
+        )
+    return decode_security_label_extension(found[0]) if found else None
 
 
 def is_message_security_label(extension: ExtensionField) -> bool:

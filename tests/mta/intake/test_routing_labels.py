@@ -164,3 +164,16 @@ def test_without_a_policy_nothing_is_judged(tmp_path: Path) -> None:
     assert decision is None
     assert isinstance(route, NoRoute)  # critical for delivery, and not supported
     assert route.diagnostic is NonDeliveryDiagnostic.UNSUPPORTED_CRITICAL_FUNCTION
+
+
+def test_two_labels_are_refused_whichever_comes_first(tmp_path: Path) -> None:
+    config = configure(tmp_path)
+    low, high = labelled("UNCLASSIFIED")[0], labelled("SECRET", "GBR")[0]
+    router = Router(config)
+    name = parse_orname(BOB)
+    # One router for all: a verdict remembered for one label must not answer for two.
+    assert router.judge(router.route(name), (low,), name)[0] == LocalRoute()
+    for extensions in ((low, high), (high, low)):
+        route, decision = router.judge(router.route(name), extensions, name)
+        assert isinstance(route, NoRoute) and decision is not None
+        assert "2 message-security-label extensions" in decision.reason

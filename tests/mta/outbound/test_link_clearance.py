@@ -4,6 +4,7 @@ whatever was decided when the message was taken in."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from config.schema import P1Protocol
@@ -45,3 +46,11 @@ def test_what_the_link_is_cleared_for_goes_as_it_would(tmp_path: Path) -> None:
     wire = outgoing(entry, P1Protocol.NORMAL, None, link(tmp_path, "link"))
     assert (wire.entry, wire.apdu, wire.refused) == (entry, transfer_apdu(entry), None)
     assert outgoing(entry, P1Protocol.NORMAL).apdu == wire.apdu
+
+
+def test_an_envelope_that_does_not_decode_is_not_sent_unjudged(tmp_path: Path) -> None:
+    entry = _queued(labelled("conf", "CONFIDENTIAL", [JONES]), None)
+    broken = replace(entry, apdu=entry.apdu[: len(entry.apdu) // 2])
+    wire = outgoing(broken, P1Protocol.NORMAL, None, link(tmp_path, "link"))
+    assert (wire.entry, wire.apdu, wire.refused) == (None, b"", broken)
+    assert wire.why.startswith("the envelope does not decode, so its label cannot be judged")
