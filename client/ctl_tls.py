@@ -129,7 +129,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         return _fail(f"TLS handshake with {args.host} port {args.port} failed: {error}", EXIT_PEER)
     if der is None:
         return _fail(f"{args.host} port {args.port} presented no certificate", EXIT_PEER)
-    _describe(x509.load_der_x509_certificate(der), der, version, out)
+    try:
+        _describe(x509.load_der_x509_certificate(der), der, version, out)
+    except ValueError as error:  # (one OpenSSL accepted and cryptography does not read)
+        print(f'fingerprint = "{fingerprint(der)}"', file=out)
+        return _fail(f"{args.host} port {args.port}: certificate not readable: {error}", EXIT_PEER)
     return EXIT_OK
 
 
@@ -221,8 +225,9 @@ def _certificate(
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
-        # Its own CA: the other site puts this file in its ca (and may pin it too).
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        # Not a CA: the other site trusts this very certificate (its ca, its pin), and it
+        # can sign no other, even in a ca file several peers share.
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.ExtendedKeyUsage(usage), critical=False)
         .sign(key, hashes.SHA256())

@@ -743,9 +743,9 @@ probe.  --precedence, --count and --size work with it as with messages.
 NAME (repeat for more) and --privacy-mark TEXT: the MTA looks the names up in its
 security policy (the SPIF of [security] policy), writes the label into the envelope,
 and then checks it as it checks every message: a recipient not cleared for it gets a
-non-delivery report (secure-messaging-error).  A name the policy does not have, or no
-policy at the MTA, refuses the message (exit 1).  Without a policy only a number is
-taken, as the classification alone.
+non-delivery report (secure-messaging-error).  A name the policy does not have refuses
+the message (exit 1); an MTA without a policy takes only a number, as the
+classification alone, and refuses any name.
 
 examples:
   x400 send --from 'C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith' \\

@@ -399,7 +399,9 @@ class Slot:
     tls: TlsMode = field(
         metadata=value(
             TLS_MODE,
-            "Whether this slot's connections run inside TLS.",
+            "Whether this slot's connections run inside TLS.  A slot that requires it "
+            "makes the peer's own binds require it too, as the peer's tls does: a link "
+            "proven in one direction is not left open in the other.",
             derived="the peer's tls",
         ),
     )

@@ -293,8 +293,11 @@ def certificate_mismatch(peer: Peer, der: bytes | None) -> str | None:
     if peer.fingerprint is not None:
         found = fingerprint(der)
         return None if found == peer.fingerprint else f"certificate {found} is not the pinned one"
-    certificate = x509.load_der_x509_certificate(der)
-    names = subject_names(certificate)
+    try:
+        certificate = x509.load_der_x509_certificate(der)
+        names = subject_names(certificate)
+    except ValueError as error:  # (one OpenSSL accepted and cryptography does not read)
+        return f"certificate not readable: {error}"
     if not _carries(names, peer.tls_name):
         return f"certificate for {', '.join(names) or 'no name'} does not carry {peer.tls_name}"
     ca = peer.tls_files.ca
@@ -325,15 +328,29 @@ def _carries(names: list[str], wanted: str) -> bool:
 
 
 def _issued_by(certificate: x509.Certificate, ca: Path) -> bool:
-    """Whether a certificate in the PEM file ``ca`` signed ``certificate``."""
+    """Whether ``certificate`` is in the PEM file ``ca`` itself, or was signed by a CA
+    certificate (basic constraints cA) in it.  A certificate that is no CA signs nothing
+    here, so a peer's own certificate in a shared file cannot vouch for another name."""
     try:
         issuers = x509.load_pem_x509_certificates(ca.read_bytes())
     except (OSError, ValueError):
         return False
     for issuer in issuers:
+        if issuer == certificate:
+            return True
+        if not _is_ca(issuer):
+            continue
         try:
             certificate.verify_directly_issued_by(issuer)
         except (InvalidSignature, ValueError, TypeError):  # (not its issuer)
             continue
         return True
     return False
+
+
+def _is_ca(certificate: x509.Certificate) -> bool:
+    try:
+        constraints = certificate.extensions.get_extension_for_class(x509.BasicConstraints)
+    except (x509.ExtensionNotFound, ValueError):
+        return False
+    return constraints.value.ca

@@ -366,7 +366,7 @@ class _Inbound(Responder):
         """What the connection fails to prove of ``peer``: (metric reason, log words)."""
         if peer.addresses is not None and not await sources.admits(peer.addresses, self.host):
             return "wrong-address", f"address {self.host} is not among its addresses"
-        if peer.tls is not TlsMode.REQUIRED:
+        if not peer.uses_tls:
             return None
         if not self.over_tls:
             return "no-tls", "bind without TLS (tls is required)"

@@ -209,3 +209,20 @@ async def test_a_stranger_stalling_handshakes_holds_only_its_unbound_places(
     finally:
         for _, writer in stalled:
             writer.close()
+
+
+async def test_a_peer_whose_slot_requires_tls_binds_in_tls_only(
+    lab: Lab, pki: Pki, caplog: pytest.LogCaptureFixture
+) -> None:
+    secure(lab, pki)
+    peer = lab.b.settings["peers"][0]
+    peer["tls"] = "off"
+    peer["slots"][0]["tls"] = "required"  # B reaches A in TLS on this slot alone
+    lab.b.settings["listeners"][PLAIN]["tls"] = "off"
+    lab.b.settings["limits"] = {"failed_bind_delay": "0s"}
+    await lab.b.start()
+    tls_port, plain = lab.b.running.listening_ports[TLS], lab.b.running.listening_ports[PLAIN]
+    with pytest.raises(BindRefusedError):
+        await open_link("127.0.0.1", plain, A_BINDS)
+    assert messages(caplog, "bind refused: bind without TLS (tls is required) from MTA-A")
+    await bind_over_tls(tls_port, client_tls(pki, pki.a))
