@@ -535,7 +535,10 @@ class Peer:
         metadata=value(
             FINGERPRINT,
             "The SHA-256 fingerprint of the peer's certificate: its certificate must be "
-            "this one (then neither ca nor certificate_name is needed to connect to it).",
+            "this one (then neither ca nor certificate_name is needed to connect to it).  "
+            "Its binds to a listener that requires client certificates still need the "
+            "certificate trusted there: issued by a CA in a ca file the listener trusts, "
+            "or given itself as this peer's ca.",
         ),
     )
     certificate_name: str | None = field(
