@@ -98,11 +98,15 @@ async def test_ping_reads_pps_refusal_as_authentication_error() -> None:
 
 
 @pytest.mark.slow
-async def test_the_ping_command_prints_authentication_error() -> None:
+async def test_the_ping_command_prints_authentication_error(tmp_path: Path) -> None:
+    password = tmp_path / "password"
+    password.write_text("wrong\n")
+    password.chmod(0o600)
     async with _pp_refusing() as port:
         command = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "client.x400ctl", "ping", "127.0.0.1", str(port)),
-            *("--mta-name", "aiox", "--password", "wrong", "--timeout", str(DEADLINE)),
+            *("--mta-name", "aiox", "--password-file", str(password)),
+            *("--timeout", str(DEADLINE)),
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
