@@ -57,7 +57,7 @@ from typing import Any, BinaryIO, TextIO
 from client import ctl_queued
 from client.api import ApiUsageError, call, configuration, socket_path
 from client.cli import EXIT_CODES_HELP
-from client.tables import table, utc
+from client.tables import recipients_table, table, utc
 from config.loader import ConfigError, load_config
 from config.view import effective_settings, render
 from p1.ber.values import escape_controls
@@ -566,21 +566,8 @@ def _track_one(path: Path, mts_identifier: str, out: TextIO) -> int:
 
 def _now(queued: list[dict[str, Any]], out: TextIO) -> None:
     """Where each recipient of a tracked message stands in the queue."""
-    header = ("RECIPIENT", "STATE", "ROUTE", "TRIES", "NEXT ATTEMPT (UTC)", "LAST ERROR")
-    waiting = {"pending", "held", "in_flight"}
-    rows = [
-        (
-            r["recipient"],
-            r["state"],
-            r["route"],
-            r["attempts"],
-            utc(r["next_attempt_at"]) if r["state"] in waiting else "-",
-            r["last_error"] or "",
-        )
-        for r in queued
-    ]
     print("now in the queue:", file=out)
-    for line in table(header, rows, right=(3,)):
+    for line in recipients_table(queued):
         print(line, file=out)
 
 

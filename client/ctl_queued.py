@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final, TextIO
 
 from client.api import ApiError, call
-from client.tables import table, utc
+from client.tables import recipients_table, table, utc
 from p1.ber.values import escape_controls
 from p1.errors import DecodeError
 
@@ -197,21 +197,8 @@ def _record(message: dict[str, Any], out: TextIO) -> None:
         lines.insert(3, ("marking", message["security_marking"]))
     for label, value in lines:
         print(f"{label + ':':<16}{escape_controls(str(value))}", file=out)
-    header = ("RECIPIENT", "STATE", "ROUTE", "TRIES", "NEXT ATTEMPT (UTC)", "LAST ERROR")
-    waiting = {"pending", "held", "in_flight"}
-    rows = [
-        (
-            r["recipient"],
-            r["state"],
-            r["route"],
-            r["attempts"],
-            utc(r["next_attempt_at"]) if r["state"] in waiting else "-",
-            r["last_error"] or "",
-        )
-        for r in message["recipients"]
-    ]
     print("recipients:", file=out)
-    for line in table(header, rows, right=(3,)):
+    for line in recipients_table(message["recipients"]):
         print(f"  {line}", file=out)
 
 
