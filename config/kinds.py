@@ -20,6 +20,7 @@ Public API::
     LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
     CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
     TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
+    TRANSPORT, NODE_ID, PDU_SIZE ([acp142], [peers.acp142])
     hide_url_password(url) -> str
 """
 
@@ -50,6 +51,7 @@ from config.values import (
     Secret,
     SlotMode,
     TlsMode,
+    Transport,
 )
 from p1.errors import DecodeError
 from p1.mts.precedence import (
@@ -100,6 +102,7 @@ __all__ = [
     "METRICS_PATH",
     "MINIMIZE_SUBMISSIONS",
     "MTA_NAME",
+    "NODE_ID",
     "OPERATOR_GROUPS",
     "OR_NAME",
     "OR_NAMES",
@@ -107,6 +110,7 @@ __all__ = [
     "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
+    "PDU_SIZE",
     "PEER_NAME",
     "PORT",
     "PRECEDENCE",
@@ -121,6 +125,7 @@ __all__ = [
     "SSELS",
     "TLS_MODE",
     "TPDU_SIZE",
+    "TRANSPORT",
     "TSEL",
     "TSELS",
     "Invalid",
@@ -203,6 +208,23 @@ def _host(raw: object) -> str:
     if isinstance(raw, str) and raw and not any(char.isspace() for char in raw):
         return raw
     raise Invalid()
+
+
+def _ipv4(raw: object) -> str:
+    """An IPv4 address, written as the standard library writes it."""
+    if not isinstance(raw, str):
+        raise Invalid()
+    try:
+        return str(ipaddress.IPv4Address(raw))
+    except ValueError:
+        raise Invalid() from None
+
+
+def _pdu_size(raw: object) -> int:
+    """A whole number of octets from 64 to 65535 (Length_of_PDU is 16 bits)."""
+    if type(raw) is not int or not 64 <= raw <= 0xFFFF:
+        raise Invalid()
+    return raw
 
 
 def _ip_address(raw: object) -> str:
@@ -787,6 +809,14 @@ PRECEDENCES = Kind(
     lambda precedences: [p.label for p in precedences],
     name="list of precedences",
 )
+TRANSPORT: Kind[Transport] = Kind(
+    'one of "p1" (P1 over RFC 1006), "acp142" (STANAG 4406 Annex E over ACP 142)',
+    _choice(Transport),
+    _enum_value,
+    name="transport",
+)
+NODE_ID = Kind("an ACP 142 node ID written as an IPv4 address", _ipv4, name="node ID")
+PDU_SIZE = Kind("a P_MUL PDU size in octets, 64..65535", _pdu_size, name="PDU size")
 SLOT_MODE: Kind[SlotMode] = Kind(
     "one of permanent, on-demand", _choice(SlotMode), _enum_value, name="slot mode"
 )

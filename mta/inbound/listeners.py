@@ -62,7 +62,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
 from config.schema import Listener, MtaConfig, Peer, TlsMode
-from config.values import Secret
+from config.values import Secret, Transport
 from mta import net
 from mta.faults import LogLimiter
 from mta.inbound import sources
@@ -193,7 +193,7 @@ class Listeners:
         """Tell the guard the peers' addresses: those written as addresses at once, the
         rest once resolved."""
         for peer in config.peers:
-            if peer.their_credentials.password is None:
+            if peer.their_credentials.password is None and peer.transport is Transport.P1:
                 log.warning(
                     "peer %s has no peer_password: its binds are accepted on its name "
                     "alone and answered unauthenticated (without this MTA's password)",

@@ -86,8 +86,20 @@ def _info_parts(info: ber.Tlv) -> tuple[ber.Tlv, ber.Tlv]:
     return parts[0], content
 
 
+def _untagged(tlv: ber.Tlv, where: str) -> ber.Tlv:
+    """A CHOICE alternative tagged implicitly (as written here) or explicitly (as some
+    write it): the tag with the value's own contents."""
+    if not tlv.constructed:
+        return tlv
+    inner = ber.only_child(tlv, where)
+    return tlv._replace(
+        body=inner.body, end=inner.end, stop=inner.stop, constructed=inner.constructed
+    )
+
+
 def _check_algorithm(tlv: ber.Tlv) -> None:
     where = f"{_WHAT}.compressionAlgorithm"
+    tlv = _untagged(tlv, where)
     if tlv.tag == ber.context(0) and not tlv.constructed:
         number = ber.read_int(tlv, where)
         if number != _ZLIB_SHORT:
@@ -103,6 +115,7 @@ def _check_algorithm(tlv: ber.Tlv) -> None:
 
 def _check_content_type(tlv: ber.Tlv) -> None:
     where = f"{_WHAT}.compressedContentInfo.contentType"
+    tlv = _untagged(tlv, where)
     if tlv.tag == ber.context(0) and not tlv.constructed:
         number = ber.read_int(tlv, where)
         if number != P1_CONTENT:

@@ -207,8 +207,8 @@ class Node:
     def _ack(self, pdu: AckPdu, now: float) -> list[NodeEvent]:
         events: list[NodeEvent] = []
         for info in pdu.entries:
-            if info.source != self.node_id:
-                continue
+            if info.source not in (self.node_id, pdu.node):
+                continue  # (some nodes name themselves in the entry: either is taken)
             sending = self._sending.get(info.message_id)
             if sending is None:
                 continue

@@ -203,7 +203,7 @@ async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: La
     for precedence in Precedence:
         await lab.a.send(smith(lab.a), jones(lab.b), precedence)
 
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     expected = {runner.name: len(runner.slot.precedences) for runner in runners}
     await until(
         lambda: {runner.name: lab.a.transfers(runner) for runner in runners} == expected,
@@ -221,7 +221,7 @@ async def test_a_message_wakes_only_the_slots_that_carry_its_precedence(lab: Lab
     await lab.start()
     for precedence in (Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY):
         await until_connected(lab.a, precedence)
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     before = {runner.name: runner.wakes for runner in runners}
     await lab.a.send(smith(lab.a), jones(lab.b), Precedence.IMMEDIATE)
     await eventually(lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="at B")
@@ -322,7 +322,7 @@ async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: La
         lambda: (lab.b.transfers(flash), lab.b.transfers(priority)) == (1, 1),
         what="one report on each of B's flash and priority slots",
     )
-    others = [r for r in lab.b.running.runners if r not in (flash, priority)]
+    others = [r for r in lab.b.running.slot_runners if r not in (flash, priority)]
     assert [lab.b.transfers(r) for r in others] == [0] * len(others)
     # A lists each report at the precedence it sent the message at (a report's envelope
     # carries none: A takes it from its own queue).
@@ -534,7 +534,7 @@ async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
         opened = [c for snapshot in snapshots for c in snapshot.connections]
         transferring = [
             c
-            for runner in lab.a.running.runners
+            for runner in lab.a.running.slot_runners
             for c in runner.snapshot().connections
             if c.state is ConnectionState.TRANSFERRING
         ]
