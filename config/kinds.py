@@ -20,7 +20,7 @@ Public API::
     LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
     CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
     TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
-    TRANSPORT, NODE_ID, PDU_SIZE ([acp142], [peers.acp142])
+    TRANSPORT, NODE_ID, PDU_SIZE, MULTICAST_GROUP(S) ([acp142], [peers.acp142])
     hide_url_password(url) -> str
 """
 
@@ -102,6 +102,8 @@ __all__ = [
     "METRICS_PATH",
     "MINIMIZE_SUBMISSIONS",
     "MTA_NAME",
+    "MULTICAST_GROUP",
+    "MULTICAST_GROUPS",
     "NODE_ID",
     "OPERATOR_GROUPS",
     "OR_NAME",
@@ -218,6 +220,14 @@ def _ipv4(raw: object) -> str:
         return str(ipaddress.IPv4Address(raw))
     except ValueError:
         raise Invalid() from None
+
+
+def _multicast(raw: object) -> str:
+    """An IPv4 multicast address (224.0.0.0/4)."""
+    address = _ipv4(raw)
+    if not ipaddress.IPv4Address(address).is_multicast:
+        raise Invalid()
+    return address
 
 
 def _pdu_size(raw: object) -> int:
@@ -817,6 +827,10 @@ TRANSPORT: Kind[Transport] = Kind(
 )
 NODE_ID = Kind("an ACP 142 node ID written as an IPv4 address", _ipv4, name="node ID")
 PDU_SIZE = Kind("a P_MUL PDU size in octets, 64..65535", _pdu_size, name="PDU size")
+MULTICAST_GROUP = Kind(
+    "an IPv4 multicast address (224.0.0.0 to 239.255.255.255)", _multicast, name="multicast group"
+)
+MULTICAST_GROUPS = list_of(MULTICAST_GROUP, "IPv4 multicast addresses", unique=True)
 SLOT_MODE: Kind[SlotMode] = Kind(
     "one of permanent, on-demand", _choice(SlotMode), _enum_value, name="slot mode"
 )

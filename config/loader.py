@@ -871,6 +871,19 @@ def _check_acp142(top: _Table, read: _Read) -> None:
         raise top.error(
             "acp142", MISSING, f"an [acp142] table (peer {peers[0].name} uses transport acp142)"
         )
+    grouped: dict[str, Peer] = {}
+    for index, peer in enumerate(read["peers"]):
+        group = peer.acp142.group
+        if peer.transport is not Transport.ACP142 or group is None:
+            continue
+        first = grouped.setdefault(group, peer)
+        if first.acp142.data_port != peer.acp142.data_port:
+            table = list(top.tables("peers", file_keys(Peer)))[index]
+            raise table.table("acp142", section_keys(Peer, "acp142")).error(
+                "data_port",
+                peer.acp142.data_port,
+                f"data_port {first.acp142.data_port}, as peer {first.name} of group {group}",
+            )
     if endpoint is not None and endpoint.node_id is None:
         try:
             ipaddress.IPv4Address(endpoint.address)

@@ -81,6 +81,8 @@ from config.kinds import (
     METRICS_PATH,
     MINIMIZE_SUBMISSIONS,
     MTA_NAME,
+    MULTICAST_GROUP,
+    MULTICAST_GROUPS,
     NODE_ID,
     OPERATOR_GROUPS,
     OR_NAMES,
@@ -477,6 +479,18 @@ class Acp142Endpoint:
             "acknowledgements; its peers must have emcon = true for it.",
         ),
     )
+    groups: tuple[str, ...] = field(
+        default=(),
+        metadata=value(
+            MULTICAST_GROUPS,
+            "Multicast groups this node receives on (at data_port), joined on the "
+            "interface of address: where peers send messages meant for several MTAs at once.",
+        ),
+    )
+    multicast_ttl: int = field(
+        default=8,
+        metadata=value(COUNT, "The IP TTL of what this node sends to a multicast group."),
+    )
     max_incomplete: int = field(
         default=64,
         metadata=value(
@@ -508,6 +522,16 @@ class PeerAcp142:
             NODE_ID,
             "The peer's node ID; PDUs naming another Source_ID from its address are not its.",
             derived="the peer's host (an IPv4 address)",
+        ),
+    )
+    group: str | None = field(
+        default=None,
+        metadata=value(
+            MULTICAST_GROUP,
+            "A multicast group the peer receives on: a message for several peers with the "
+            "same group goes once, to the group, naming each of them; each takes on the "
+            "recipients it does not route to another of them.  The peers of one group "
+            "share one data_port.  Not set: the peer's own address.",
         ),
     )
     emcon: bool = field(

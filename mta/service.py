@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig, Peer
 from config.values import Transport
-from mta.acp142.channel import Acp142Channel
+from mta.acp142.channel import Acp142Channel, channel_key
 from mta.acp142.link import Acp142Link
 from mta.database import Database
 from mta.delivery.local import (
@@ -127,6 +127,8 @@ class Service:
         self._delivery: Delivery | None = None
         self._listeners: Listeners | None = None
         self._acp142: Acp142Link | None = None
+        self._building: dict[tuple[int, object], tuple[ChannelContext, Acp142Channel]] = {}
+        """The ACP 142 channels of the runners being built, shared by a group's peers."""
         self._lock: StateLock | None = None
         self._owner: str | None = None
         self._socket: SocketFile | None = None
@@ -216,12 +218,26 @@ class Service:
     def _acp142_runners(
         self, context: ChannelContext, peer: Peer, kept: Iterable[Runner]
     ) -> list[Runner]:
-        """An ACP 142 peer's one channel: today's if it serves the peer as configured."""
+        """An ACP 142 peer's one channel, shared with the peers of its multicast group:
+        today's if it serves them as configured, else one built for ``context`` (the
+        group's other peers get the same)."""
         assert self._acp142 is not None, "an acp142 peer without [acp142]"
+        group = peer.acp142.group
+        members = [
+            p
+            for p in context.config.peers
+            if p.transport is Transport.ACP142
+            and (p.name == peer.name or (group is not None and p.acp142.group == group))
+        ]
+        key = channel_key(members)
         for runner in kept:
-            if isinstance(runner, Acp142Channel) and runner.peer.acp142 == peer.acp142:
+            if isinstance(runner, Acp142Channel) and runner.key == key:
                 return [runner]
-        return [Acp142Channel(context, peer, self._acp142, parts=self.parts)]
+        built = self._building.get((id(context), key))
+        if built is None or built[0] is not context:
+            channel = Acp142Channel(context, members, self._acp142, parts=self.parts)
+            built = self._building[(id(context), key)] = (context, channel)
+        return [built[1]]
 
     @property
     def listening_ports(self) -> list[int]:
@@ -329,7 +345,12 @@ class Service:
         )
         await self._listeners.start()
         if self.config.acp142 is not None:
-            self._acp142 = Acp142Link(self.config, self.intake, reachable=self.peer_reachable)
+            self._acp142 = Acp142Link(
+                self.config,
+                self.intake,
+                reachable=self.peer_reachable,
+                route=lambda name: self.site.router.route(name),
+            )
             await self._acp142.start()
         context = self._channel_context(self.config, self.timeouts, self.settings)
         self.peers.start(self.peers.build(self.config, context))

@@ -1,8 +1,11 @@
-"""The channel to one ACP 142 peer: queued messages handed to the link, their outcomes
+"""The channel to ACP 142 peers: queued messages handed to the link, their outcomes
 marked (the outbound side of the transport seam, :mod:`mta.transport`).
 
-One :class:`Acp142Channel` per peer with ``transport = "acp142"``.  It claims the most
-urgent, oldest messages for the peer, at most ``[peers.acp142] window`` on their way at a
+One :class:`Acp142Channel` per peer with ``transport = "acp142"``, or per multicast group
+for the peers that share one (``[peers.acp142] group``): a message queued for several of
+them goes once, to the group, naming each (:mod:`mta.acp142.share` says what each takes
+on), and each peer's part is marked as that peer acknowledges it.  It claims the most
+urgent, oldest messages for its peers, at most ``[peers.acp142] window`` on their way at a
 time, and the urgent precedences (immediate and above) a window of their own besides, so
 that a flash message is never kept waiting behind large routine ones: the link then sends
 its PDUs first.  Each message goes as :mod:`mta.outbound.outgoing` makes it for the peer
@@ -23,7 +26,7 @@ identifier).
 
 Public API::
 
-    Acp142Channel(context, peer, link, *, parts)
+    Acp142Channel(context, peers, link, *, parts)     .peers  .key
         .start() / .stop() / .wake() / .peer_reachable() / .flush() / .snapshot()
         .admits(precedence) / .claim_ahead() -> bool
         .reconfigure(context, peer)   .retire() / .drain()   .retiring
@@ -32,17 +35,20 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from config.schema import Peer
+from config.values import P1Protocol
 from mta.acp142.link import Acp142Link, Sending
 from mta.database import is_urgent
 from mta.outbound.channels import ChannelContext, retry_delay
-from mta.outbound.outgoing import LinkClearance, outgoing
+from mta.outbound.outgoing import LinkClearance, Outgoing, outgoing, transfer_apdu
 from mta.supervisor import Supervisor
 from mta.transport import ConnectionSnapshot, ConnectionState, SlotSnapshot
 from p1.mts.precedence import Precedence
@@ -60,26 +66,39 @@ _URGENT = tuple(p for p in _ALL if is_urgent(p))
 
 @dataclass(slots=True)
 class _OnItsWay:
-    entry: QueueEntry
+    parts: dict[str, QueueEntry]
+    """What each peer is to take on, by peer name."""
     sending: Sending
     started: float
 
 
+def channel_key(peers: Sequence[Peer]) -> tuple[tuple[str, object], ...]:
+    """What a channel serves: its peers' names and ACP 142 settings (a reload that
+    leaves them as they are keeps the channel)."""
+    return tuple((p.name, p.acp142) for p in peers)
+
+
 class Acp142Channel:
-    """The channel to one ACP 142 peer (see the module docstring)."""
+    """The channel to ACP 142 peers (see the module docstring)."""
 
     def __init__(
-        self, context: ChannelContext, peer: Peer, link: Acp142Link, *, parts: Supervisor
+        self,
+        context: ChannelContext,
+        peers: Sequence[Peer],
+        link: Acp142Link,
+        *,
+        parts: Supervisor,
     ) -> None:
         self.context = context
-        self.peer = peer
+        self.peers = tuple(peers)
+        self.key = channel_key(self.peers)
         self.link = link
         self._parts = parts
-        self.name = f"{peer.name}/acp142"
+        self.name = "+".join(p.name for p in self.peers) + "/acp142"
         self._wakes = 0
         self._woken = asyncio.Event()
         self._on_its_way: dict[int, _OnItsWay] = {}
-        self._confirmed: list[QueueEntry] = []
+        self._confirmed: dict[str, list[QueueEntry]] = {p.name: [] for p in self.peers}
         self._retiring = False
         self._state = ConnectionState.IDLE
         self._since = time.monotonic()
@@ -104,18 +123,20 @@ class Acp142Channel:
         self._parts.start(self.part, self._run)
 
     async def stop(self) -> None:
-        """Stop: what the peer acknowledged is marked; the rest stays claimed."""
+        """Stop: what the peers acknowledged is marked; the rest stays claimed."""
         await self._parts.stop(self.part)
         self._abandon()
-        if self._confirmed:
-            await self._put_back(None, ())
+        for peer in self.peers:
+            if self._confirmed[peer.name]:
+                await self._put_back(peer.name, None, ())
 
     async def retire(self) -> None:
-        """A reload replaces or removes the peer: stop sending, put back the rest."""
+        """A reload replaces or removes the peers: stop sending, put back the rest."""
         self._retiring = True
         await self._parts.stop(self.part)
         unsent = self._abandon()
-        await self._put_back(None, unsent)
+        for peer in self.peers:
+            await self._put_back(peer.name, None, unsent.get(peer.name, ()))
         self._ended.set()
 
     async def drain(self) -> None:
@@ -123,17 +144,24 @@ class Acp142Channel:
         await self._ended.wait()
 
     def reconfigure(self, context: ChannelContext, peer: Peer) -> None:
-        """Take a reloaded configuration for the same peer and link settings."""
+        """Take a reloaded configuration that leaves the peers' ACP 142 settings as they
+        are (their routes may differ)."""
         self.context = context
-        self.peer = peer
+        self.peers = tuple(peer if p.name == peer.name else p for p in self.peers)
 
-    def _abandon(self) -> tuple[QueueEntry, ...]:
-        """Send nothing more; what was on its way (claimed, not acknowledged)."""
-        entries = tuple(way.entry for way in self._on_its_way.values())
+    def _abandon(self) -> dict[str, tuple[QueueEntry, ...]]:
+        """Send nothing more; what was on its way (claimed, not acknowledged), by peer."""
+        unsent: dict[str, list[QueueEntry]] = {}
         for way in self._on_its_way.values():
             self.link.cancel(way.sending)
+            for name, entry in way.parts.items():
+                outcome = way.sending.outcomes[name]
+                if outcome.done() and not outcome.cancelled() and outcome.result():
+                    self._confirmed[name].append(entry)
+                else:
+                    unsent.setdefault(name, []).append(entry)
         self._on_its_way.clear()
-        return entries
+        return {name: tuple(entries) for name, entries in unsent.items()}
 
     # --- wake-ups --------------------------------------------------------------------------
 
@@ -165,28 +193,35 @@ class Acp142Channel:
             woken = self._woken
             await self._claim()
             waits: list[asyncio.Future[object]] = [asyncio.ensure_future(woken.wait())]
-            waits += [way.sending.outcome for way in self._on_its_way.values()]  # type: ignore[misc]
+            for way in self._on_its_way.values():
+                waits += way.sending.outcomes.values()  # type: ignore[arg-type]
             await asyncio.wait(waits, timeout=_POLL, return_when=asyncio.FIRST_COMPLETED)
             waits[0].cancel()
             await self._outcomes()
 
     async def _claim(self) -> None:
-        window = self.peer.acp142.window
-        urgent = sum(1 for w in self._on_its_way.values() if is_urgent(w.entry.precedence))
-        claimed = await self._claim_of(_URGENT, window - urgent)
-        claimed += await self._claim_of(_ALL, window - len(self._on_its_way) - len(claimed))
-        for entry in claimed:
-            await self._send(entry)
+        window = self.peers[0].acp142.window
+        ways = self._on_its_way.values()
+        urgent = sum(1 for w in ways if is_urgent(next(iter(w.parts.values())).precedence))
+        claimed: dict[int, dict[str, QueueEntry]] = {}
+        for peer in self.peers:
+            entries = await self._claim_of(peer.name, _URGENT, window - urgent)
+            entries += await self._claim_of(peer.name, _ALL, window - len(self._on_its_way))
+            for entry in entries:
+                claimed.setdefault(entry.message_id, {})[peer.name] = entry
+        for parts in sorted(claimed.values(), key=_urgency):
+            await self._send(parts)
 
     async def _claim_of(
-        self, precedences: tuple[Precedence, ...], limit: int
+        self, peer: str, precedences: tuple[Precedence, ...], limit: int
     ) -> tuple[QueueEntry, ...]:
-        if limit <= 0 and not self._confirmed:
+        confirmed = self._confirmed[peer]
+        if limit <= 0 and not confirmed:
             return ()
-        confirmed, self._confirmed = self._confirmed, []
+        self._confirmed[peer] = []
         return await asyncio.shield(
             self.context.queue.claim(
-                self.peer.name,
+                peer,
                 precedences,
                 limit=max(0, limit),
                 transferred=confirmed,
@@ -195,77 +230,96 @@ class Acp142Channel:
             )
         )
 
-    async def _send(self, claimed: QueueEntry) -> None:
-        wire = outgoing(claimed, self.peer.protocol, None, self._clearance())
-        if wire.refused is not None:
-            done, self._confirmed = self._confirmed, []
-            await asyncio.shield(
-                self.context.queue.non_deliver(
-                    wire.refused, wire.report, why=wire.why, peer=self.peer.name, transferred=done
-                )
-            )
-            log.warning(
-                "non-delivered %s to %s: %s", claimed.mts_identifier, self.peer.name, wire.why
-            )
-        if wire.entry is None:
+    async def _send(self, claimed: dict[str, QueueEntry]) -> None:
+        """One message claimed for one or more of the peers: each part checked for its
+        link, the rest sent once."""
+        wires: dict[str, Outgoing] = {}
+        for name, entry in claimed.items():
+            wire = outgoing(entry, P1Protocol.NORMAL, None, self._clearance(self._peer(name)))
+            if wire.refused is not None:
+                await self._non_deliver(name, wire)
+            if wire.entry is not None:
+                wires[name] = wire
+        if not wires:
             return
-        sending = self.link.send(self.peer, wire.apdu, claimed.precedence, self._expiry(claimed))
-        self._on_its_way[sending.message_id] = _OnItsWay(wire.entry, sending, time.monotonic())
+        parts = {name: wire.entry for name, wire in wires.items() if wire.entry is not None}
+        apdu = _together(parts) if len(parts) > 1 else next(iter(wires.values())).apdu
+        peers = [self._peer(name) for name in parts]
+        first = next(iter(parts.values()))
+        sending = self.link.send(peers, apdu, first.precedence, self._expiry(first, peers[0]))
+        self._on_its_way[sending.message_id] = _OnItsWay(parts, sending, time.monotonic())
         self._enter(ConnectionState.TRANSFERRING)
 
-    def _clearance(self) -> LinkClearance | None:
+    async def _non_deliver(self, peer: str, wire: Outgoing) -> None:
+        assert wire.refused is not None
+        done, self._confirmed[peer] = self._confirmed[peer], []
+        await asyncio.shield(
+            self.context.queue.non_deliver(
+                wire.refused, wire.report, why=wire.why, peer=peer, transferred=done
+            )
+        )
+        log.warning("non-delivered %s to %s: %s", wire.refused.mts_identifier, peer, wire.why)
+
+    def _peer(self, name: str) -> Peer:
+        return next(p for p in self.peers if p.name == name)
+
+    def _clearance(self, peer: Peer) -> LinkClearance | None:
         security = self.context.config.security
         if not security.enforced:
             return None
-        return LinkClearance(
-            security=security, clearance=security.clearance_named(self.peer.clearance)
-        )
+        return LinkClearance(security=security, clearance=security.clearance_named(peer.clearance))
 
-    def _expiry(self, entry: QueueEntry) -> int:
+    def _expiry(self, entry: QueueEntry, peer: Peer) -> int:
         """The Expiry_Time of this attempt: ``give_up`` from now, or the message's own."""
-        until = time.time() + self.peer.acp142.give_up
+        until = time.time() + peer.acp142.give_up
         if entry.expiry_time is not None:
             until = min(until, entry.expiry_time.timestamp())
         return int(until) + 1
 
     async def _outcomes(self) -> None:
         for message_id, way in list(self._on_its_way.items()):
-            outcome = way.sending.outcome
-            if not outcome.done():
-                continue
-            del self._on_its_way[message_id]
-            if outcome.cancelled():
-                continue
-            if outcome.result():
-                self._arrived(way)
-            else:
-                await self._expired(way)
+            for name, outcome in list(way.sending.outcomes.items()):
+                if not outcome.done() or name not in way.parts:
+                    continue
+                entry = way.parts.pop(name)
+                if outcome.cancelled():
+                    continue
+                if outcome.result():
+                    self._arrived(name, entry, way.started)
+                else:
+                    await self._expired(name, entry)
+            if not way.parts:
+                del self._on_its_way[message_id]
         if not self._on_its_way and self._state is ConnectionState.TRANSFERRING:
             self._enter(ConnectionState.IDLE)
 
-    def _arrived(self, way: _OnItsWay) -> None:
-        self._confirmed.append(way.entry)
+    def _arrived(self, peer: str, entry: QueueEntry, started: float) -> None:
+        self._confirmed[peer].append(entry)
         self._transfers += 1
-        took = time.monotonic() - way.started
-        self.context.metrics.transferred(self.peer.name, way.entry, took, datetime.now(UTC))
+        took = time.monotonic() - started
+        self.context.metrics.transferred(peer, entry, took, datetime.now(UTC))
         log.info(
             "transferred %s (%s, %d recipient(s), %d octets) to %s over ACP 142 in %.1f s",
-            way.entry.mts_identifier,
-            way.entry.precedence.label,
-            len(way.entry.recipients),
-            len(way.entry.apdu),
-            self.peer.name,
+            entry.mts_identifier,
+            entry.precedence.label,
+            len(entry.recipients),
+            len(entry.apdu),
+            peer,
             took,
         )
 
-    async def _expired(self, way: _OnItsWay) -> None:
+    async def _expired(self, peer: str, entry: QueueEntry) -> None:
         self._last_error = "not acknowledged before its Expiry_Time on the link"
-        self.context.metrics.transfer_failed(self.peer.name, way.entry.precedence)
-        await self._put_back(way.entry, ())
+        self.context.metrics.transfer_failed(peer, entry.precedence)
+        await self._put_back(peer, entry, ())
         self._enter(ConnectionState.BACKOFF)
 
-    async def _put_back(self, failed: QueueEntry | None, unsent: tuple[QueueEntry, ...]) -> None:
-        done, self._confirmed = self._confirmed, []
+    async def _put_back(
+        self, peer: str, failed: QueueEntry | None, unsent: tuple[QueueEntry, ...]
+    ) -> None:
+        done, self._confirmed[peer] = self._confirmed[peer], []
+        if failed is None and not unsent and not done:
+            return
         why = self._last_error or "the channel stopped"
         delay = None
         if failed is not None:
@@ -274,7 +328,7 @@ class Acp142Channel:
         now = datetime.now(UTC)
         await asyncio.shield(
             self.context.queue.put_back(
-                peer=self.peer.name,
+                peer=peer,
                 transferred=done,
                 failed=failed,
                 error=why,
@@ -285,10 +339,10 @@ class Acp142Channel:
         if failed is not None:
             self.context.notes.warning(
                 log,
-                f"deferred to {self.peer.name}",
+                f"deferred to {peer}",
                 "deferred %s to %s: %s; next in %.1f s",
                 failed.mts_identifier,
-                self.peer.name,
+                peer,
                 why,
                 delay or 0.0,
             )
@@ -302,16 +356,17 @@ class Acp142Channel:
 
     def snapshot(self) -> SlotSnapshot:
         """The channel as one slot with one pseudo-connection (the link)."""
-        endpoint = self.peer.acp142
+        settings = self.peers[0].acp142
+        group = settings.group if len(self.peers) > 1 else None
         return SlotSnapshot(
-            peer=self.peer.name,
+            peer=", ".join(p.name for p in self.peers),
             precedences=tuple(p.label for p in _ALL),
-            host=", ".join(self.peer.hosts),
-            port=endpoint.data_port,
+            host=group or ", ".join(h for p in self.peers for h in p.hosts),
+            port=settings.data_port,
             dscp="-",
-            mode="acp142" + (" emcon" if endpoint.emcon else ""),
+            mode="acp142" + (" emcon" if any(p.acp142.emcon for p in self.peers) else ""),
             tls=False,
-            max_connections=endpoint.window,
+            max_connections=settings.window,
             backlog=len(self._on_its_way),
             connections=(
                 ConnectionSnapshot(
@@ -323,3 +378,18 @@ class Acp142Channel:
                 ),
             ),
         )
+
+
+def _urgency(parts: dict[str, QueueEntry]) -> tuple[int, float]:
+    """Most urgent first, then oldest."""
+    entry = next(iter(parts.values()))
+    return -int(entry.precedence), entry.arrival_time.timestamp()
+
+
+def _together(parts: dict[str, QueueEntry]) -> bytes:
+    """The APDU that makes each peer of a group responsible for its part: the
+    responsibility bit set for every part's recipients (each peer takes on its own,
+    :mod:`mta.acp142.share`)."""
+    entries = list(parts.values())
+    recipients = tuple(r for entry in entries for r in entry.recipients)
+    return transfer_apdu(dataclasses.replace(entries[0], recipients=recipients))

@@ -25,10 +25,10 @@ messages to :meth:`Acp142Link.send` and waits for their outcome.
 
 Public API::
 
-    Acp142Link(config, sink, *, reachable)
+    Acp142Link(config, sink, *, reachable, route)
         await .start()   await .stop()   .reconfigure(config)
-        .send(peer, apdu, precedence, expiry) -> Sending   (its .outcome future: True
-                                                delivered, False expired)
+        .send(peers, apdu, precedence, expiry) -> Sending   (its .outcomes futures, by
+                                                peer: True delivered, False expired)
         .cancel(sending)      .ports -> (data_port, ack_port)
         .counters -> dict[str, int]
 """
@@ -42,13 +42,16 @@ import heapq
 import ipaddress
 import itertools
 import logging
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from config.schema import Acp142Endpoint, MtaConfig, Peer
 from config.values import Transport
+from mta.acp142.share import own_share
 from mta.faults import LogLimiter
+from mta.intake.routing import Route
 from mta.transport import InboundSink, Refused
 from p1.acp142.annex_e import unwrap_apdu, wrap_apdu
 from p1.acp142.node import (
@@ -65,6 +68,7 @@ from p1.acp142.receiver import Refused as NotTaken
 from p1.acp142.sender import Destination, SenderTimers
 from p1.errors import DecodeError
 from p1.mts.precedence import Precedence
+from p1.orname.model import ORName
 
 __all__ = ["Acp142Link", "Sending"]
 
@@ -77,11 +81,11 @@ _LOOP_SLACK = 0.001
 
 @dataclass(slots=True)
 class Sending:
-    """One message handed to the link: its Message_ID and its outcome."""
+    """One message handed to the link: its Message_ID and, per peer, its outcome."""
 
-    peer: str
     message_id: int
-    outcome: asyncio.Future[bool]
+    outcomes: dict[str, asyncio.Future[bool]]
+    """By peer name: True once the peer has it, False if it expired first."""
 
 
 @dataclass(order=True, slots=True)
@@ -115,14 +119,27 @@ class Acp142Link:
         sink: InboundSink,
         *,
         reachable: Callable[[str], None],
+        route: Callable[[ORName], Route],
     ) -> None:
         assert config.acp142 is not None
         self.endpoint: Acp142Endpoint = config.acp142
         self.sink = sink
         self.reachable = reachable
+        self.route = route
+        """Where this MTA routes a recipient now (for a message multicast to several)."""
         self.notes = LogLimiter()
         self.counters: dict[str, int] = dict.fromkeys(
-            ("sent", "received", "octets_sent", "bad", "strangers", "delivered", "expired"), 0
+            (
+                "sent",
+                "multicast",
+                "received",
+                "octets_sent",
+                "bad",
+                "strangers",
+                "delivered",
+                "expired",
+            ),
+            0,
         )
         self.node = Node(
             node_id(self.endpoint.node),
@@ -132,6 +149,7 @@ class Acp142Link:
         self._limit = config.limits.max_message_size
         self._peers: dict[int, Peer] = {}
         self._by_address: dict[str, Peer] = {}
+        self._groups: dict[int, tuple[str, int]] = {}
         self._sending: dict[int, Sending] = {}
         self._queue: list[_Queued] = []
         self._order = itertools.count()
@@ -164,6 +182,14 @@ class Acp142Link:
             )
             protocol.transport = transport
             self._sockets.append(protocol)
+        _send_multicast(self._sockets[0], self.endpoint)
+        for group in self.endpoint.groups:
+            protocol = _Socket(self)
+            transport, _ = await loop.create_datagram_endpoint(
+                functools.partial(_same, protocol), sock=_group_socket(group, self.endpoint)
+            )
+            protocol.transport = transport
+            self._sockets.append(protocol)
         for job, name in ((self._pace, "acp142 pacer"), (self._tick, "acp142 timer")):
             task = asyncio.create_task(job(), name=name)
             self._tasks.add(task)
@@ -182,36 +208,48 @@ class Acp142Link:
         for task in (*self._tasks, *self._commits):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for socket in self._sockets:
-            if socket.transport is not None:
-                socket.transport.close()
+        for one in self._sockets:
+            if one.transport is not None:
+                one.transport.close()
         for sending in self._sending.values():
-            if not sending.outcome.done():
-                sending.outcome.cancel()
+            for outcome in sending.outcomes.values():
+                if not outcome.done():
+                    outcome.cancel()
 
     def reconfigure(self, config: MtaConfig) -> None:
         """Take the peers of a reloaded configuration (the endpoint itself stays)."""
         peers = [p for p in config.peers if p.transport is Transport.ACP142]
         self._peers = {node_id(p.node_id): p for p in peers}
         self._by_address = {_address(h): p for p in peers for h in p.hosts}
+        self._groups = {
+            node_id(p.acp142.group): (p.acp142.group, p.acp142.data_port)
+            for p in peers
+            if p.acp142.group is not None
+        }
 
     # --- sending ---------------------------------------------------------------------------
 
-    def send(self, peer: Peer, apdu: bytes, precedence: Precedence, expiry: int) -> Sending:
-        """Start sending ``apdu`` to ``peer``; its outcome resolves when the peer has it
-        (True) or the message's Expiry_Time passed first (False)."""
-        settings = peer.acp142
+    def send(
+        self, peers: Sequence[Peer], apdu: bytes, precedence: Precedence, expiry: int
+    ) -> Sending:
+        """Start sending ``apdu`` to ``peers`` (several: once, to their multicast group);
+        each outcome resolves when its peer has it (True) or the message's Expiry_Time
+        passed first (False)."""
+        first = peers[0]
+        group = first.acp142.group
+        together = len(peers) > 1 and group is not None
         message_id = self.node.send_message(
             wrap_apdu(apdu),
-            [Destination(node_id(peer.node_id), emcon=settings.emcon)],
+            [Destination(node_id(p.node_id), emcon=p.acp142.emcon) for p in peers],
             priority=int(precedence),
             rank=int(Precedence.OVERRIDE) - int(precedence),
             expiry=expiry,
             max_pdu=self.endpoint.max_pdu_size,
-            timers=_timers(peer),
+            timers=_timers(first),
+            to=(node_id(group),) if together and group is not None else (),
         )
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        sending = Sending(peer.name, message_id, future)
+        loop = asyncio.get_running_loop()
+        sending = Sending(message_id, {p.name: loop.create_future() for p in peers})
         self._sending[message_id] = sending
         self._flush()
         return sending
@@ -238,6 +276,9 @@ class Acp142Link:
         self._timer_changed.set()
 
     def _destination(self, datagram: Datagram) -> tuple[str, int] | None:
+        group = self._groups.get(datagram.to)
+        if group is not None:
+            return group
         peer = self._peers.get(datagram.to)
         if peer is None:
             return None
@@ -268,6 +309,8 @@ class Acp142Link:
         socket.sendto(queued.datagram.data, queued.address)
         self.counters["sent"] += 1
         self.counters["octets_sent"] += len(queued.datagram.data)
+        if queued.datagram.to in self._groups:
+            self.counters["multicast"] += 1
         if queued.datagram.ends_burst is not None:
             self._handle(self.node.burst_sent(queued.datagram.ends_burst, time.time()))
 
@@ -344,7 +387,7 @@ class Acp142Link:
     async def _commit(self, peer: Peer, event: MessageComplete) -> None:
         """Hand the message to intake; acknowledge it once committed."""
         try:
-            apdu = unwrap_apdu(event.data, self._limit)
+            apdu = self._share(unwrap_apdu(event.data, self._limit), event)
             await self.sink.receive(apdu, peer.name)
         except DecodeError as error:
             self.node.refused(event.source, event.message_id)
@@ -367,21 +410,36 @@ class Acp142Link:
             self.node.committed(event.source, event.message_id, time.time())
         self._flush()
 
+    def _share(self, apdu: bytes, event: MessageComplete) -> bytes:
+        """A message multicast to several MTAs: the recipients this one takes on."""
+        if len(event.destinations) < 2:
+            return apdu
+        nodes = {*event.destinations, event.source} - {self.node.node_id}
+        others = {self._peers[n].name for n in nodes if n in self._peers}
+        return own_share(apdu, self.route, others)
+
     def _delivered(self, event: Delivered) -> None:
         self.counters["delivered"] += 1
-        self._resolve(event.message_id, True)
-        sending = self._sending.get(event.message_id)
-        if sending is not None and event.acknowledged:
-            self.reachable(sending.peer)
+        peer = self._resolve(event.message_id, event.node, True)
+        if peer is not None and event.acknowledged:
+            self.reachable(peer)
 
     def _undelivered(self, event: Undelivered) -> None:
         self.counters["expired"] += 1
-        self._resolve(event.message_id, False)
+        self._resolve(event.message_id, event.node, False)
 
-    def _resolve(self, message_id: int, delivered: bool) -> None:
-        sending = self._sending.pop(message_id, None)
-        if sending is not None and not sending.outcome.done():
-            sending.outcome.set_result(delivered)
+    def _resolve(self, message_id: int, node: int, delivered: bool) -> str | None:
+        """Settle ``node``'s outcome of ``message_id``; the peer's name."""
+        sending = self._sending.get(message_id)
+        peer = self._peers.get(node)
+        if sending is None or peer is None:
+            return None
+        outcome = sending.outcomes.get(peer.name)
+        if outcome is not None and not outcome.done():
+            outcome.set_result(delivered)
+        if all(o.done() for o in sending.outcomes.values()):
+            del self._sending[message_id]
+        return peer.name
 
     def _bad(self, who: str, kind: str, why: str) -> None:
         self.counters["bad"] += 1
@@ -428,6 +486,27 @@ class Acp142Link:
 
 def _same(protocol: _Socket) -> _Socket:
     return protocol
+
+
+def _send_multicast(data: _Socket, endpoint: Acp142Endpoint) -> None:
+    """What the data socket sends to a group leaves by the node's own interface."""
+    assert data.transport is not None
+    sock = data.transport.get_extra_info("socket")
+    interface = socket.inet_aton(endpoint.address)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, interface)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, endpoint.multicast_ttl)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+
+
+def _group_socket(group: str, endpoint: Acp142Endpoint) -> socket.socket:
+    """A socket receiving ``group`` at the data port, joined on the node's interface."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((group, endpoint.data_port))
+    membership = socket.inet_aton(group) + socket.inet_aton(endpoint.address)
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+    sock.setblocking(False)
+    return sock
 
 
 def _address(host: str) -> str:

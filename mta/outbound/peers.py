@@ -66,8 +66,9 @@ class Peers:
 
     @property
     def runners(self) -> list[Runner]:
-        """Every slot runner, peer by peer."""
-        return [runner for runners in self._runners.values() for runner in runners]
+        """Every slot runner, peer by peer (a channel several peers share, once)."""
+        every = [runner for runners in self._runners.values() for runner in runners]
+        return list(dict.fromkeys(every))
 
     def of(self, peer: str) -> list[Runner]:
         """``peer``'s slot runners (none for an unknown peer)."""
@@ -81,7 +82,7 @@ class Peers:
     def start(self, runners: dict[str, list[Runner]]) -> None:
         """Serve with ``runners`` (at start)."""
         self._runners = runners
-        for runner in self.runners:
+        for runner in self.runners:  # (once each, though several peers may share one)
             runner.start()
 
     async def stop(self) -> None:
@@ -120,7 +121,7 @@ class Peers:
         ``then()``.  Nothing here fails or awaits."""
         kept = {r for rs in runners.values() for r in rs} & set(self.runners)
         leaving = [r for r in self.runners if r not in kept]
-        fresh = [r for rs in runners.values() for r in rs if r not in kept]
+        fresh = list(dict.fromkeys(r for rs in runners.values() for r in rs if r not in kept))
         for peer in config.peers:
             for runner in runners[peer.name]:
                 if runner in kept:

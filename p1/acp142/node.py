@@ -19,8 +19,8 @@ changes nothing.
 Public API::
 
     Node(node_id, *, receiver=ReceiverLimits(), first_message_id=1)
-        .send_message(data, destinations, *, priority, rank, expiry, max_pdu, timers)
-            -> message_id
+        .send_message(data, destinations, *, priority, rank, expiry, max_pdu, timers,
+                      to=()) -> message_id
         .cancel(message_id)                         no more bursts (a stop)
         .receive_datagram(data, now) -> list[NodeEvent]
         .committed(source, message_id, now)   .refused(source, message_id)
@@ -135,8 +135,10 @@ class Node:
         expiry: int,
         max_pdu: int,
         timers: SenderTimers,
+        to: Sequence[int] = (),
     ) -> int:
-        """Start sending ``data``; its Message_ID."""
+        """Start sending ``data``; its Message_ID.  ``to``: where its datagrams go (a
+        multicast group's ID: once for every destination); by default to each destination."""
         message_id = self._take_id()
         sequences = {d.node: self._sequence(d.node) for d in destinations}
         transmission = Transmission(
@@ -150,7 +152,8 @@ class Node:
             timers=timers,
             sequences=sequences,
         )
-        sending = _Sending(transmission, rank, tuple(d.node for d in destinations))
+        targets = tuple(to) or tuple(d.node for d in destinations)
+        sending = _Sending(transmission, rank, targets)
         self._sending[message_id] = sending
         self._queue(message_id, sending, transmission.start())
         return message_id

@@ -79,6 +79,8 @@ class MessageComplete(Event):
 
     priority: int
     data: bytes
+    destinations: tuple[int, ...] = ()
+    """The nodes its Address_PDU named (several: it went to a multicast group)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -216,7 +218,11 @@ class Receiver:
         data = b"".join(incoming.fragments[n] for n in range(1, total + 1))
         return [
             MessageComplete(
-                source=key[0], message_id=key[1], priority=incoming.address.priority, data=data
+                source=key[0],
+                message_id=key[1],
+                priority=incoming.address.priority,
+                data=data,
+                destinations=tuple(d.node for d in incoming.address.destinations),
             )
         ]
 

@@ -252,6 +252,7 @@ transport = "acp142"
 data_port = 3001
 ack_port = 3002
 node_id = "10.9.0.20"
+group = "239.1.2.3"
 emcon = true
 emcon_repetitions = 5
 emcon_interval = "2m"
@@ -270,6 +271,8 @@ rate = 9600
 max_pdu_size = 1024
 ack_delay = "5s"
 emcon = true
+groups = ["239.1.2.3"]
+multicast_ttl = 2
 max_incomplete = 16
 
 [security]
