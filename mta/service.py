@@ -428,6 +428,11 @@ class Service:
         .swap`).  Everything is built before anything is replaced, so an error leaves the
         service as it was."""
         old = self.config
+        if self._acp142 is None and any(p.transport is Transport.ACP142 for p in config.peers):
+            raise ValueError(
+                "an acp142 peer needs this MTA's [acp142] node, which it started without: "
+                "a restart adds it"
+            )
         settings = self.settings
         if config.limits != old.limits:
             settings = dataclasses.replace(settings, limits=config.limits)
