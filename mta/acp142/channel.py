@@ -366,7 +366,7 @@ class Acp142Channel:
             dscp="-",
             mode="acp142" + (" emcon" if any(p.acp142.emcon for p in self.peers) else ""),
             tls=False,
-            max_connections=settings.window,
+            max_connections=1,  # (the link: there are no connections)
             backlog=len(self._on_its_way),
             connections=(
                 ConnectionSnapshot(
