@@ -168,6 +168,8 @@ class Receiver:
             incoming = self._incoming[key] = _Incoming(pdu)
         elif incoming.address.total != pdu.total:
             return [self._drop(key, "announced again with another number of Data_PDUs")]
+        if incoming.handed_up:
+            return []  # being committed: acknowledged once it is (rule 1)
         incoming.last_seen = now
         incoming.ack_at = now + self.limits.ack_delay
         events: list[ReceiverEvent] = []

@@ -283,6 +283,19 @@ def test_committed_after_its_expiry_is_remembered_a_moment() -> None:
     assert receiver.timer is None
 
 
+def test_announced_again_while_being_committed_it_is_not_acknowledged() -> None:
+    # Handed up, not yet committed: the sender's next burst must not hear that we have it.
+    receiver = Receiver(B, LIMITS)
+    receiver.receive(_address(1), 0.0)
+    assert receiver.receive(_data(1), 0.0) == [_complete(_whole(1))]
+    assert receiver.receive(_address(1), 5.0) == []
+    assert receiver.timer is None
+    assert receiver.handle_timer(10.0) == []
+    assert receiver.acks_to_send() == []
+    receiver.committed(A, 7, 11.0)
+    assert receiver.acks_to_send() == [(A, AckInfo(A, 7))]
+
+
 def test_a_refused_message_is_forgotten_and_taken_again() -> None:
     receiver = Receiver(B, LIMITS)
     receiver.receive(_address(2), 0.0)

@@ -306,6 +306,23 @@ def test_a_refused_message_is_not_acknowledged_and_comes_again() -> None:
     }
 
 
+def test_no_acknowledgement_before_the_commit() -> None:
+    # The commit takes longer than the sender waits: its next burst announces the message
+    # again while the receiver is still committing it.
+    def commit(node: int, event: MessageComplete, count: int) -> bool | float:
+        return 7.0
+
+    net = Network(_nodes(A, B), commit=commit)
+    message_id = net.send(A, _message(5000), [Destination(B)], max_pdu=1000, timers=TIMERS)
+    net.run(3700.0)
+
+    [(handed_at, _)] = [(t, e) for t, e in net.events[B] if isinstance(e, MessageComplete)]
+    assert len(_bursts(net, A, message_id)) >= 2
+    assert _full_acks(net, B)
+    assert all(t >= handed_at + 7.0 for t in _full_acks(net, B))
+    assert len(_handed(net, B)) == 1
+
+
 def test_copies_after_the_commit_are_acknowledged_again_never_handed_up() -> None:
     # B's first two acknowledgements are lost: A announces the message again twice, and B
     # answers each time.
