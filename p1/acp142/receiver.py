@@ -18,7 +18,8 @@ Address_PDU, keyed by (Source_ID, Message_ID).  Its rules:
 5. Bounds: at most ``max_messages`` incomplete messages and ``max_octets`` octets held
    in all; a message over ``max_message`` octets is given up.  An Address_PDU that
    would pass a bound is refused (:class:`Refused`); the sender tries again later.
-6. An incomplete message is dropped at its Expiry_Time or when its sender discards it.
+6. An incomplete message is dropped at its Expiry_Time or when its sender discards it;
+   an Address_PDU that arrives at or after its Expiry_Time is ignored.
 
 Time is an argument (seconds since 1970); the machine never reads a clock.
 
@@ -161,6 +162,8 @@ class Receiver:
             self._acks.append((pdu.source, AckInfo(*key)))
             return []
         incoming = self._incoming.get(key)
+        if incoming is None and now >= pdu.expiry:
+            return []  # a late copy: the message was given up at its expiry (rule 6)
         if incoming is None:
             refusal = self._bounded(pdu)
             if refusal is not None:

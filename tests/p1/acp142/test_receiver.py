@@ -258,6 +258,17 @@ def test_an_incomplete_message_expires() -> None:
     assert receiver.acks_to_send() == []
 
 
+def test_an_address_pdu_that_arrives_expired_is_ignored() -> None:
+    # A late copy of the last announcement: the message was dropped at its expiry already.
+    receiver = Receiver(B, LIMITS)
+    receiver.receive(_address(2), 0.0)
+    assert receiver.handle_timer(EXPIRY)[0].why == "expired before it was complete"
+    assert receiver.receive(_address(2), EXPIRY + 0.2) == []
+    assert receiver.receive(_data(1), EXPIRY + 0.3) == []
+    assert receiver.holding == 0
+    assert receiver.handle_timer(EXPIRY + 1.0) == []
+
+
 def test_a_committed_message_is_remembered_until_its_expiry() -> None:
     receiver = Receiver(B, LIMITS)
     receiver.receive(_address(1), 0.0)
