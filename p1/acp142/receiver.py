@@ -212,7 +212,7 @@ class Receiver:
     def _progress(
         self, key: _Key, incoming: _Incoming, pdu: DataPdu, now: float
     ) -> list[ReceiverEvent]:
-        if incoming.missing:
+        if len(incoming.fragments) < incoming.address.total:
             incoming.ack_at = now + self.limits.ack_delay
             return []
         incoming.handed_up = True

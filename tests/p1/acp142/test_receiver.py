@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from p1.acp142 import receiver as receiver_module
 from p1.acp142.pdu import AckInfo, AddressPdu, DataPdu, DestinationEntry, DiscardPdu, node_id
 from p1.acp142.receiver import (
     Dropped,
@@ -262,7 +263,9 @@ def test_an_address_pdu_that_arrives_expired_is_ignored() -> None:
     # A late copy of the last announcement: the message was dropped at its expiry already.
     receiver = Receiver(B, LIMITS)
     receiver.receive(_address(2), 0.0)
-    assert receiver.handle_timer(EXPIRY)[0].why == "expired before it was complete"
+    assert receiver.handle_timer(EXPIRY) == [
+        Dropped(source=A, message_id=7, why="expired before it was complete", received=0, total=2)
+    ]
     assert receiver.receive(_address(2), EXPIRY + 0.2) == []
     assert receiver.receive(_data(1), EXPIRY + 0.3) == []
     assert receiver.holding == 0
@@ -338,3 +341,26 @@ def test_the_priority_handed_up_is_the_address_pdus(total: int) -> None:
     receiver.receive(_address(total, priority=200), 0.0)
     events = [e for n in range(1, total + 1) for e in receiver.receive(_data(n), 0.0)]
     assert [e.priority for e in events if isinstance(e, MessageComplete)] == [200]
+
+
+def test_what_is_missing_is_worked_out_only_to_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Listing the missing numbers walks the whole message: done for each Data_PDU, a
+    # message of n Data_PDUs would cost n * n steps (65535 of them: minutes).
+    listed: list[int] = []
+    missing = vars(receiver_module._Incoming)["missing"]
+
+    def counted(incoming: receiver_module._Incoming) -> tuple[int, ...]:
+        listed.append(1)
+        return missing.fget(incoming)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(receiver_module._Incoming, "missing", property(counted))
+    receiver = Receiver(B, LIMITS)
+    receiver.receive(_address(1000), 0.0)
+    for sequence in range(1000, 1, -1):
+        receiver.receive(_data(sequence, b"x"), 0.0)
+    assert listed == []
+    receiver.handle_timer(2.0)
+    assert receiver.acks_to_send() == [(A, AckInfo(A, 7, (1,)))]
+    assert len(listed) == 1
+    assert receiver.receive(_data(1, b"x"), 3.0) == [_complete(b"x" * 1000)]
+    assert len(listed) == 1
