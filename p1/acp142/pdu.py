@@ -33,6 +33,7 @@ Public API::
     Pdu = AddressPdu | DataPdu | AckPdu | DiscardPdu
     encode_pdu(pdu) -> bytes      decode_pdu(datagram) -> Pdu   (raises PduError)
     checksum(pdu_octets) -> int   the Annex B-3 value for octets whose field is zero
+    ack_info_size(info) -> int    the octets of an Ack_Info_Entry
     PduError(kind, why)           kind: "short", "length", "checksum", "type", "field"
     node_id(text) -> int          node_text(number) -> str
     HEADER_SIZE, DATA_OVERHEAD, ADDRESS_OVERHEAD, DESTINATION_SIZE
@@ -59,6 +60,7 @@ __all__ = [
     "Pdu",
     "PduError",
     "PduType",
+    "ack_info_size",
     "checksum",
     "decode_pdu",
     "encode_pdu",
@@ -266,6 +268,11 @@ def _encode_discard(pdu: DiscardPdu) -> bytes:
     body = _head(pdu.priority, PduType.DISCARD_MESSAGE, 0)
     body += struct.pack("!II", pdu.source, pdu.message_id)
     return _seal(body)
+
+
+def ack_info_size(info: AckInfo) -> int:
+    """The octets of ``info``'s Ack_Info_Entry, its missing numbers written short."""
+    return _ACK_INFO_HEAD + len(_missing_octets(info.missing))
 
 
 def _missing_octets(missing: tuple[int, ...]) -> bytes:

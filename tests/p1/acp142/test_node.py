@@ -235,6 +235,47 @@ def test_acknowledgements_due_together_share_an_ack_pdu_per_node() -> None:
     assert entries[70] == AckInfo(C, 1, (1, 2))
 
 
+UDP_MAX = 65507
+"""The largest UDP payload over IPv4."""
+
+
+def _every_fifth(node: Node, message_id: int, total: int) -> set[int]:
+    """Announce ``total`` Data_PDUs to ``node``, deliver one in five; what it misses."""
+    _announce(node, message_id, total)
+    received = range(1, total + 1, 5)
+    for sequence in received:
+        _deliver(node, message_id, sequence)
+    return set(range(1, total + 1)) - set(received)
+
+
+def test_a_long_list_of_missing_numbers_is_cut_to_fit_an_ack_pdu() -> None:
+    # 65535 Data_PDUs, one in five received: the missing numbers take 13107 ranges, 78642
+    # octets, more than a datagram holds.  The lowest are listed; the rest next time.
+    node = Node(B)
+    missing = _every_fifth(node, 5, 0xFFFF)
+    node.handle_timer(2.0)
+    [ack] = node.datagrams_to_send()
+    assert len(ack.data) <= UDP_MAX
+    pdu = decode_pdu(ack.data)
+    assert isinstance(pdu, AckPdu)
+    [entry] = pdu.entries
+    listed = set(entry.missing)
+    assert listed < missing
+    assert sorted(listed) == sorted(missing)[: len(listed)]
+    assert len(listed) > 0.8 * len(missing)
+
+
+def test_entries_too_long_together_go_in_several_ack_pdus() -> None:
+    node = Node(B)
+    first = _every_fifth(node, 5, 30_000)
+    second = _every_fifth(node, 6, 30_000)
+    node.handle_timer(2.0)
+    acks = node.datagrams_to_send()
+    assert [len(a.data) <= UDP_MAX for a in acks] == [True, True]
+    entries = [e for a in acks for e in decode_pdu(a.data).entries]  # type: ignore[union-attr]
+    assert entries == [AckInfo(A, 5, tuple(sorted(first))), AckInfo(A, 6, tuple(sorted(second)))]
+
+
 def test_a_datagram_that_is_not_a_pdu_changes_nothing() -> None:
     node = Node(B)
     _announce(node, 5, 2)

@@ -24,6 +24,7 @@ from p1.acp142.pdu import (
     Pdu,
     PduError,
     PduType,
+    ack_info_size,
     checksum,
     decode_pdu,
     encode_pdu,
@@ -261,6 +262,7 @@ def test_missing_numbers_are_written_short(info: AckInfo) -> None:
     expected = sum(6 if len(run) >= 3 else 2 * len(run) for run in runs)
     octets = encode_pdu(AckPdu(priority=0, node=B, entries=(info,)))
     assert struct.unpack_from("!H", octets, 14)[0] == 10 + expected
+    assert ack_info_size(info) == 10 + expected
 
 
 def test_the_reserved_fields_must_be_of_one_length() -> None:
