@@ -16,8 +16,9 @@ Address_PDU, keyed by (Source_ID, Message_ID).  Its rules:
 4. Data_PDUs that arrive before their Address_PDU are held, at most
    ``max_unidentified`` of them for ``unidentified_validity`` seconds.
 5. Bounds: at most ``max_messages`` incomplete messages and ``max_octets`` octets held
-   in all; a message over ``max_message`` octets is given up.  An Address_PDU that
-   would pass a bound is refused (:class:`Refused`); the sender tries again later.
+   in all; a message over ``max_message`` octets, or whose Data_PDU would pass
+   ``max_octets`` in all, is given up.  An Address_PDU that would pass a bound is
+   refused (:class:`Refused`); the sender tries again later.
 6. An incomplete message is dropped at its Expiry_Time or when its sender discards it;
    an Address_PDU that arrives at or after its Expiry_Time is ignored.
 
@@ -207,6 +208,9 @@ class Receiver:
             incoming.octets += len(pdu.fragment)
         if incoming.octets > self.limits.max_message:
             return [self._drop(key, f"larger than {self.limits.max_message} octets")]
+        if sum(i.octets for i in self._incoming.values()) > self.limits.max_octets:
+            why = f"more than {self.limits.max_octets} octets of incomplete messages held"
+            return [self._drop(key, why)]
         return self._progress(key, incoming, pdu, now)
 
     def _progress(

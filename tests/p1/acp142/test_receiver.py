@@ -179,6 +179,42 @@ def test_no_new_message_once_max_octets_are_held() -> None:
     ]
 
 
+def test_data_that_would_pass_max_octets_in_all_gives_its_message_up() -> None:
+    # Two messages admitted while little is held may not grow past the bound together.
+    receiver = Receiver(B, ReceiverLimits(max_octets=10, max_message=100))
+    receiver.receive(_address(4, 1), 0.0)
+    receiver.receive(_address(4, 2), 0.0)
+    for message_id, sequence in ((1, 1), (1, 2), (2, 1)):
+        assert receiver.receive(_data(sequence, message_id=message_id), 0.0) == []
+    assert receiver.receive(_data(2, message_id=2), 0.0) == [
+        Dropped(
+            source=A,
+            message_id=2,
+            why="more than 10 octets of incomplete messages held",
+            received=2,
+            total=4,
+        )
+    ]
+    assert receiver.holding == 1
+    receiver.receive(_data(3, message_id=1), 0.0)
+    assert receiver.receive(_data(4, message_id=1), 0.0) == [
+        Dropped(
+            source=A,
+            message_id=1,
+            why="more than 10 octets of incomplete messages held",
+            received=4,
+            total=4,
+        )
+    ]
+
+
+def test_a_message_as_large_as_max_octets_is_taken() -> None:
+    receiver = Receiver(B, ReceiverLimits(max_octets=6, max_message=6))
+    receiver.receive(_address(2), 0.0)
+    receiver.receive(_data(1), 0.0)
+    assert receiver.receive(_data(2), 0.0) == [_complete(_whole(2))]
+
+
 def test_a_message_over_max_message_is_given_up() -> None:
     receiver = Receiver(B, ReceiverLimits(max_message=5))
     receiver.receive(_address(3), 0.0)
