@@ -6,11 +6,13 @@ A :class:`Node` is what an adapter drives, as aioquic's connection is: datagrams
 (:meth:`Node.datagrams_to_send`), and events back.  It never does I/O and never reads a
 clock.
 
-Each datagram out names the node it goes to and its *rank* (the order the link sends
-in: lower first, then first come first served; the adapter gives each message its rank
-from its precedence), and the last one of a burst names its message, so that the
-adapter reports when it left the link (:meth:`Node.burst_sent`): the retransmission
-timer starts then, not when the burst was queued behind slower traffic.
+A burst goes as one copy of each PDU to each destination still owed the message (those
+its Address_PDU names; a Discard_Message_PDU to every destination).  Each datagram out
+names the node it goes to and its *rank* (the order the link sends in: lower first, then
+first come first served; the adapter gives each message its rank from its precedence),
+and the last one of a burst names its message, so that the adapter reports when it left
+the link (:meth:`Node.burst_sent`): the retransmission timer starts then, not when the
+burst was queued behind slower traffic.
 
 Acknowledgements due are sent in as few Ack_PDUs per destination node as hold them, each
 entry naming one message, at most 64 entries and 65507 octets (the largest UDP payload
@@ -43,6 +45,7 @@ from p1.acp142.pdu import (
     HEADER_SIZE,
     AckInfo,
     AckPdu,
+    AddressPdu,
     PduError,
     ack_info_size,
     decode_pdu,
@@ -198,7 +201,7 @@ class Node:
         out = [
             Datagram(encode_pdu(pdu), node, sending.rank)
             for pdu in burst.pdus
-            for node in sending.to
+            for node in _burst_to(burst, sending.to)
         ]
         if out and not burst.discard:
             last = out[-1]
@@ -290,6 +293,16 @@ class Node:
         """What to send, in the order it was made (the adapter orders it by rank)."""
         taken, self._out = self._out, []
         return taken
+
+
+def _burst_to(burst: Burst, everyone: tuple[int, ...]) -> tuple[int, ...]:
+    """The nodes a burst goes to: those its Address_PDU names, the ones still owed the
+    message (a discard goes to every destination)."""
+    address = burst.pdus[0] if burst.pdus else None
+    if not isinstance(address, AddressPdu):
+        return everyone
+    owed = {d.node for d in address.destinations}
+    return tuple(n for n in everyone if n in owed)
 
 
 def _batches(entries: list[AckInfo]) -> list[tuple[AckInfo, ...]]:

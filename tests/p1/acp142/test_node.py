@@ -125,6 +125,20 @@ def test_an_acknowledgement_serves_its_destination() -> None:
     assert node.datagrams_to_send() == []
 
 
+def test_a_destination_served_gets_no_more_of_the_message() -> None:
+    node = Node(A)
+    message_id = _send(node)
+    node.datagrams_to_send()
+    node.burst_sent(message_id, 1.0)
+    ack = AckPdu(priority=0, node=B, entries=(AckInfo(A, message_id),))
+    node.receive_datagram(encode_pdu(ack), 2.0)
+    node.handle_timer(31.0)
+    burst = node.datagrams_to_send()
+    assert [type(p).__name__ for _, p in _pdus(burst)] == ["AddressPdu"] + ["DataPdu"] * 3
+    assert {d.to for d in burst} == {C}
+    assert burst[-1].ends_burst == message_id
+
+
 def test_acknowledgements_of_others_messages_are_not_ours() -> None:
     node = Node(A)
     message_id = _send(node)
