@@ -287,6 +287,42 @@ def test_a_pdu_holds_at_most_65535_octets() -> None:
         )
 
 
+OUT_OF_RANGE: list[Pdu] = [
+    DataPdu(priority=256, source=A, message_id=1, sequence=1, fragment=b""),
+    DataPdu(priority=-1, source=A, message_id=1, sequence=1, fragment=b""),
+    DataPdu(priority=0, source=2**32, message_id=1, sequence=1, fragment=b""),
+    DataPdu(priority=0, source=A, message_id=1, sequence=0, fragment=b""),
+    DataPdu(priority=0, source=A, message_id=1, sequence=0x10000, fragment=b""),
+    AddressPdu(priority=0, source=A, message_id=1, expiry=2**32, total=1, destinations=()),
+    AddressPdu(priority=0, source=A, message_id=1, expiry=0, total=0x10000, destinations=()),
+    AddressPdu(
+        priority=0,
+        source=A,
+        message_id=1,
+        expiry=0,
+        total=1,
+        destinations=(DestinationEntry(B, 2**32),),
+    ),
+    AckPdu(priority=0, node=B, entries=(AckInfo(A, 1, (0,)),)),
+    AckPdu(priority=0, node=B, entries=(AckInfo(A, 1, (5, 0x10000)),)),
+    AckPdu(priority=0, node=B, entries=(AckInfo(A, 1, (-3, 5)),)),
+    AckPdu(priority=0, node=B, entries=(AckInfo(A, 2**32),)),
+    AckPdu(priority=0, node=B, entries=(), timestamp=2**64),
+    AckPdu(priority=0, node=B, entries=(), timestamp=-1),
+    DiscardPdu(priority=0, source=A, message_id=-1),
+]
+
+
+@pytest.mark.parametrize("pdu", OUT_OF_RANGE)
+def test_a_field_out_of_range_is_a_value_error(pdu: Pdu) -> None:
+    # Never octets the decoder would refuse, never struct.error.
+    with pytest.raises(ValueError, match=r"out of range|numbered from 1"):
+        encode_pdu(pdu)
+    if isinstance(pdu, AckPdu) and pdu.entries and pdu.entries[0].missing:
+        with pytest.raises(ValueError, match="out of range"):
+            ack_info_size(pdu.entries[0])
+
+
 # --- damage -------------------------------------------------------------------------------
 
 
