@@ -4,6 +4,7 @@ forms a peer may write, and each refusal, the inflation bound among them."""
 from __future__ import annotations
 
 import random
+import re
 import tracemalloc
 import zlib
 
@@ -98,6 +99,22 @@ def test_other_algorithms_are_refused(algorithm: bytes, why: str) -> None:
 def test_other_content_types_are_refused(content_type: bytes, why: str) -> None:
     data = _compressed_data(SHORT_ZLIB, content_type, _content(zlib.compress(APDU)))
     with pytest.raises(DecodeError, match=why) as refused:
+        unwrap_apdu(data, len(APDU))
+    assert refused.value.where.endswith("contentType")
+
+
+@pytest.mark.parametrize("oid", ["1.3.26.0.4406.0.4.1", "2.6.1.4.0"])
+def test_a_content_type_oid_is_read_and_refused_by_name(oid: str) -> None:
+    content_type = ber.tlv(ber.context(1), ber.oid_contents(oid, "test"))
+    data = _compressed_data(SHORT_ZLIB, content_type, _content(zlib.compress(APDU)))
+    with pytest.raises(DecodeError, match=rf"content type {re.escape(oid)}, not p1 \(2\)"):
+        unwrap_apdu(data, len(APDU))
+
+
+def test_a_content_type_oid_that_is_no_oid() -> None:
+    content_type = ber.tlv(ber.context(1), b"\x80")
+    data = _compressed_data(SHORT_ZLIB, content_type, _content(zlib.compress(APDU)))
+    with pytest.raises(DecodeError) as refused:
         unwrap_apdu(data, len(APDU))
     assert refused.value.where.endswith("contentType")
 
