@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from p1.acp142.node import BadPdu, Delivered, Node, Undelivered
 from p1.acp142.pdu import AckPdu, AddressPdu, DataPdu, DiscardPdu, Pdu, node_id
-from p1.acp142.receiver import Dropped, MessageComplete, Refused
+from p1.acp142.receiver import Dropped, MessageComplete, ReceiverLimits, Refused
 from p1.acp142.sender import Destination, SenderTimers, fragments_of
 from tests.p1.acp142.network import T0, Faults, Network
 from tests.profiles import examples
@@ -368,7 +368,8 @@ def test_every_datagram_twice() -> None:
     faults=faults(st.floats(0.0, 300.0)),
 )
 def test_several_messages_each_way(sizes: list[int], faults: Faults) -> None:
-    net = Network(_nodes(A, B, C), faults)
+    # Every node numbers its messages from 1: the same Message_IDs from each source.
+    net = Network([Node(A), Node(B), Node(C)], faults)
     sent: list[tuple[int, int, bytes, tuple[int, ...]]] = []
     for index, size in enumerate(sizes):
         source = (A, B, C)[index % 3]
@@ -395,3 +396,29 @@ def test_several_messages_each_way(sizes: list[int], faults: Faults) -> None:
         assert net.of(node, Refused) == []
         assert net.of(node, Dropped) == []
     _no_bad_pdus(net)
+
+
+def test_a_message_refused_for_a_bound_is_taken_once_there_is_room() -> None:
+    # B holds one incomplete message at most, and takes 3 s to commit one: the second is
+    # refused until the first is committed, its Data_PDUs held meanwhile, and the
+    # sender's next burst gets it in.
+    limits = ReceiverLimits(max_messages=1)
+
+    def commit(node: int, event: MessageComplete, count: int) -> bool | float:
+        return 3.0
+
+    net = Network([Node(A), Node(B, receiver=limits)], Faults(jitter=0.001, seed=2), commit=commit)
+    first = net.send(A, _message(30_000, 1), [Destination(B)], max_pdu=1000, timers=TIMERS)
+    second = net.send(A, _message(30_000, 2), [Destination(B)], max_pdu=1000, timers=TIMERS)
+    net.run(3700.0)
+
+    refused = net.of(B, Refused)
+    assert {(r.source, r.message_id) for r in refused} == {(A, second)}
+    assert [(e.message_id, e.data) for e in _handed(net, B)] == [
+        (first, _message(30_000, 1)),
+        (second, _message(30_000, 2)),
+    ]
+    for message_id in (first, second):
+        assert _outcomes(net, A, message_id) == {
+            B: [Delivered(message_id=message_id, node=B, acknowledged=True)]
+        }
