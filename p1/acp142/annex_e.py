@@ -18,7 +18,8 @@ the Compressed Data Type of STANAG 4406 Annex E::
         compressedContent [0] EXPLICIT OCTET STRING }
 
 We write the short forms (zlibCompress, p1) and read either form of each; a content
-type other than p1, or an algorithm other than zlib, is refused with the reason.  The
+type other than the short form p1 (an OID is named in the refusal), or an algorithm
+other than zlib, is refused with the reason.  The
 inflated size is bounded by the caller's limit, so a small datagram cannot inflate
 without end.
 
@@ -121,6 +122,9 @@ def _check_content_type(tlv: ber.Tlv) -> None:
         if number != P1_CONTENT:
             raise DecodeError(f"content type {number}, not p1 (2)", where=where)
         return
+    if tlv.tag == ber.context(1) and not tlv.constructed:
+        found = ber.oid_text(bytes(tlv.contents()), where)
+        raise DecodeError(f"content type {found}, not p1 (2)", where=where)
     raise DecodeError(f"{ber.tag_name(tlv.tag)}: the content must be p1 (2)", where=where)
 
 

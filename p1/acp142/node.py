@@ -6,15 +6,19 @@ A :class:`Node` is what an adapter drives, as aioquic's connection is: datagrams
 (:meth:`Node.datagrams_to_send`), and events back.  It never does I/O and never reads a
 clock.
 
-Each datagram out names the node it goes to and its *rank* (the order the link sends
-in: lower first, then first come first served; the adapter gives each message its rank
-from its precedence), and the last one of a burst names its message, so that the
-adapter reports when it left the link (:meth:`Node.burst_sent`): the retransmission
-timer starts then, not when the burst was queued behind slower traffic.
+A burst goes as one copy of each PDU to each destination still owed the message (those
+its Address_PDU names; a Discard_Message_PDU to every destination).  Each datagram out
+names the node it goes to and its *rank* (the order the link sends in: lower first, then
+first come first served; the adapter gives each message its rank from its precedence),
+and the last one of a burst names its message, so that the adapter reports when it left
+the link (:meth:`Node.burst_sent`): the retransmission timer starts then, not when the
+burst was queued behind slower traffic.
 
-Acknowledgements due are sent in one Ack_PDU per destination node, each entry naming one
-message.  A datagram that is not a PDU this node takes gives a :class:`BadPdu` event and
-changes nothing.
+Acknowledgements due are sent in as few Ack_PDUs per destination node as hold them, each
+entry naming one message, at most 64 entries and 65507 octets (the largest UDP payload
+over IPv4) in one; an entry whose missing numbers would not fit lists the lowest of them,
+and the next answer the rest.  A datagram that is not a PDU this node takes gives a
+:class:`BadPdu` event and changes nothing.
 
 Public API::
 
@@ -37,7 +41,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from p1.acp142.pdu import AckInfo, AckPdu, PduError, decode_pdu, encode_pdu
+from p1.acp142.pdu import (
+    HEADER_SIZE,
+    AckInfo,
+    AckPdu,
+    AddressPdu,
+    PduError,
+    ack_info_size,
+    decode_pdu,
+    encode_pdu,
+)
 from p1.acp142.receiver import Dropped, MessageComplete, Receiver, ReceiverLimits, Refused
 from p1.acp142.sender import Burst, Destination, Expired, SenderTimers, Transmission
 
@@ -53,6 +66,11 @@ __all__ = [
 _U32 = 0xFFFFFFFF
 _ACK_RANK = -1
 """Acknowledgements go before any message's PDUs: they are short and free the sender."""
+_ACK_ENTRIES = 64
+_ACK_OCTETS = 65507
+"""The largest Ack_PDU: the largest UDP payload over IPv4."""
+_ACK_HEAD = HEADER_SIZE + 6
+"""An Ack_PDU's octets before its entries (Source_ID_of_Ack_Sender, the count)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +204,7 @@ class Node:
         out = [
             Datagram(encode_pdu(pdu), node, sending.rank)
             for pdu in burst.pdus
-            for node in sending.to
+            for node in _burst_to(burst, sending.to)
         ]
         if out and not burst.discard:
             last = out[-1]
@@ -235,10 +253,8 @@ class Node:
         for node, info in self.receiver.acks_to_send():
             by_node.setdefault(node, []).append(info)
         for node, entries in by_node.items():
-            for start in range(0, len(entries), 64):
-                pdu = AckPdu(
-                    priority=0, node=self.node_id, entries=tuple(entries[start : start + 64])
-                )
+            for batch in _batches(entries):
+                pdu = AckPdu(priority=0, node=self.node_id, entries=batch)
                 self._out.append(Datagram(encode_pdu(pdu), node, _ACK_RANK))
 
     # --- timers --------------------------------------------------------------------------
@@ -280,3 +296,49 @@ class Node:
         """What to send, in the order it was made (the adapter orders it by rank)."""
         taken, self._out = self._out, []
         return taken
+
+
+def _burst_to(burst: Burst, everyone: tuple[int, ...]) -> tuple[int, ...]:
+    """The nodes a burst goes to: those its Address_PDU names, the ones still owed the
+    message (a discard goes to every destination)."""
+    address = burst.pdus[0] if burst.pdus else None
+    if not isinstance(address, AddressPdu):
+        return everyone
+    owed = {d.node for d in address.destinations}
+    return tuple(n for n in everyone if n in owed)
+
+
+def _batches(entries: list[AckInfo]) -> list[tuple[AckInfo, ...]]:
+    """``entries`` in groups that each fit one Ack_PDU."""
+    batches: list[tuple[AckInfo, ...]] = []
+    batch: list[AckInfo] = []
+    size = _ACK_HEAD
+    for entry in entries:
+        fitted, octets = _fitted(entry)
+        if batch and (len(batch) == _ACK_ENTRIES or size + octets > _ACK_OCTETS):
+            batches.append(tuple(batch))
+            batch, size = [], _ACK_HEAD
+        batch.append(fitted)
+        size += octets
+    if batch:
+        batches.append(tuple(batch))
+    return batches
+
+
+def _fitted(entry: AckInfo) -> tuple[AckInfo, int]:
+    """``entry`` with as many of its missing numbers, lowest first, as an Ack_PDU holds
+    beside nothing else, and its size."""
+    size = ack_info_size(entry)
+    if _ACK_HEAD + size <= _ACK_OCTETS:
+        return entry, size
+    numbers = sorted(set(entry.missing))
+    low, high = 1, len(numbers)
+    while low < high:  # the longest run of the lowest numbers that fits
+        middle = (low + high + 1) // 2
+        cut = AckInfo(entry.source, entry.message_id, tuple(numbers[:middle]))
+        if _ACK_HEAD + ack_info_size(cut) <= _ACK_OCTETS:
+            low = middle
+        else:
+            high = middle - 1
+    fitted = AckInfo(entry.source, entry.message_id, tuple(numbers[:low]))
+    return fitted, ack_info_size(fitted)

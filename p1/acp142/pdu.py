@@ -33,6 +33,7 @@ Public API::
     Pdu = AddressPdu | DataPdu | AckPdu | DiscardPdu
     encode_pdu(pdu) -> bytes      decode_pdu(datagram) -> Pdu   (raises PduError)
     checksum(pdu_octets) -> int   the Annex B-3 value for octets whose field is zero
+    ack_info_size(info) -> int    the octets of an Ack_Info_Entry
     PduError(kind, why)           kind: "short", "length", "checksum", "type", "field"
     node_id(text) -> int          node_text(number) -> str
     HEADER_SIZE, DATA_OVERHEAD, ADDRESS_OVERHEAD, DESTINATION_SIZE
@@ -59,6 +60,7 @@ __all__ = [
     "Pdu",
     "PduError",
     "PduType",
+    "ack_info_size",
     "checksum",
     "decode_pdu",
     "encode_pdu",
@@ -222,6 +224,13 @@ def _head(priority: int, kind: PduType, field: int, map_bits: int = 0) -> bytear
 
 def encode_pdu(pdu: Pdu) -> bytes:
     """The octets of ``pdu``; ValueError for a field out of range."""
+    try:
+        return _encode(pdu)
+    except struct.error as error:
+        raise ValueError(f"a field out of range: {error}") from None
+
+
+def _encode(pdu: Pdu) -> bytes:
     if isinstance(pdu, DataPdu):
         return _encode_data(pdu)
     if isinstance(pdu, AddressPdu):
@@ -232,6 +241,8 @@ def encode_pdu(pdu: Pdu) -> bytes:
 
 
 def _encode_data(pdu: DataPdu) -> bytes:
+    if pdu.sequence == 0:
+        raise ValueError("Data_PDUs are numbered from 1")
     body = _head(pdu.priority, PduType.DATA, pdu.sequence)
     body += struct.pack("!II", pdu.source, pdu.message_id)
     body += pdu.fragment
@@ -268,9 +279,16 @@ def _encode_discard(pdu: DiscardPdu) -> bytes:
     return _seal(body)
 
 
+def ack_info_size(info: AckInfo) -> int:
+    """The octets of ``info``'s Ack_Info_Entry, its missing numbers written short."""
+    return _ACK_INFO_HEAD + len(_missing_octets(info.missing))
+
+
 def _missing_octets(missing: tuple[int, ...]) -> bytes:
     """Missing sequence numbers, runs of three or more written as ``first, 0, last``."""
     numbers = sorted(set(missing))
+    if numbers and not 1 <= numbers[0] <= numbers[-1] <= _U16:
+        raise ValueError("a missing sequence number out of range (1 to 65535)")
     out = bytearray()
     start = 0
     while start < len(numbers):

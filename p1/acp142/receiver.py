@@ -16,9 +16,11 @@ Address_PDU, keyed by (Source_ID, Message_ID).  Its rules:
 4. Data_PDUs that arrive before their Address_PDU are held, at most
    ``max_unidentified`` of them for ``unidentified_validity`` seconds.
 5. Bounds: at most ``max_messages`` incomplete messages and ``max_octets`` octets held
-   in all; a message over ``max_message`` octets is given up.  An Address_PDU that
-   would pass a bound is refused (:class:`Refused`); the sender tries again later.
-6. An incomplete message is dropped at its Expiry_Time or when its sender discards it.
+   in all; a message over ``max_message`` octets, or whose Data_PDU would pass
+   ``max_octets`` in all, is given up.  An Address_PDU that would pass a bound is
+   refused (:class:`Refused`); the sender tries again later.
+6. An incomplete message is dropped at its Expiry_Time or when its sender discards it;
+   an Address_PDU that arrives at or after its Expiry_Time is ignored.
 
 Time is an argument (seconds since 1970); the machine never reads a clock.
 
@@ -163,6 +165,8 @@ class Receiver:
             self._acks.append((pdu.source, AckInfo(*key)))
             return []
         incoming = self._incoming.get(key)
+        if incoming is None and now >= pdu.expiry:
+            return []  # a late copy: the message was given up at its expiry (rule 6)
         if incoming is None:
             refusal = self._bounded(pdu)
             if refusal is not None:
@@ -170,6 +174,8 @@ class Receiver:
             incoming = self._incoming[key] = _Incoming(pdu)
         elif incoming.address.total != pdu.total:
             return [self._drop(key, "announced again with another number of Data_PDUs")]
+        if incoming.handed_up:
+            return []  # being committed: acknowledged once it is (rule 1)
         incoming.last_seen = now
         incoming.ack_at = now + self.limits.ack_delay
         events: list[ReceiverEvent] = []
@@ -204,12 +210,15 @@ class Receiver:
             incoming.octets += len(pdu.fragment)
         if incoming.octets > self.limits.max_message:
             return [self._drop(key, f"larger than {self.limits.max_message} octets")]
+        if sum(i.octets for i in self._incoming.values()) > self.limits.max_octets:
+            why = f"more than {self.limits.max_octets} octets of incomplete messages held"
+            return [self._drop(key, why)]
         return self._progress(key, incoming, pdu, now)
 
     def _progress(
         self, key: _Key, incoming: _Incoming, pdu: DataPdu, now: float
     ) -> list[ReceiverEvent]:
-        if incoming.missing:
+        if len(incoming.fragments) < incoming.address.total:
             incoming.ack_at = now + self.limits.ack_delay
             return []
         incoming.handed_up = True
