@@ -117,6 +117,8 @@ class _Sending:
     transmission: Transmission
     rank: int
     to: tuple[int, ...]
+    grouped: bool = False
+    """``to`` is a multicast group: every burst goes there, once."""
 
 
 class Node:
@@ -171,7 +173,7 @@ class Node:
             sequences=sequences,
         )
         targets = tuple(to) or tuple(d.node for d in destinations)
-        sending = _Sending(transmission, rank, targets)
+        sending = _Sending(transmission, rank, targets, grouped=bool(to))
         self._sending[message_id] = sending
         self._queue(message_id, sending, transmission.start())
         return message_id
@@ -204,7 +206,7 @@ class Node:
         out = [
             Datagram(encode_pdu(pdu), node, sending.rank)
             for pdu in burst.pdus
-            for node in _burst_to(burst, sending.to)
+            for node in (sending.to if sending.grouped else _burst_to(burst, sending.to))
         ]
         if out and not burst.discard:
             last = out[-1]

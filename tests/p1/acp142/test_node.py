@@ -221,7 +221,9 @@ def test_a_message_received_is_acknowledged_once_committed() -> None:
     node = Node(B)
     _announce(node, 5, 2)
     assert _deliver(node, 5, 1) == []
-    assert _deliver(node, 5, 2) == [MessageComplete(source=A, message_id=5, priority=2, data=b"zz")]
+    assert _deliver(node, 5, 2) == [
+        MessageComplete(source=A, message_id=5, priority=2, data=b"zz", destinations=(B,))
+    ]
     assert node.datagrams_to_send() == []
     node.committed(A, 5, 1.0)
     [ack] = node.datagrams_to_send()
@@ -402,3 +404,23 @@ def test_the_timer_is_never_due_once_handled(steps: list[tuple[str, int, int, fl
         assert after is None or after > now
     else:
         raise AssertionError("the timer was still set after every message expired")
+
+
+def test_a_message_sent_to_a_group_goes_there_once_each_burst() -> None:
+    group = 0xEFFF2A01
+    sender = Node(A)
+    sender.send_message(
+        b"x" * 100,
+        [Destination(B), Destination(C)],
+        priority=1,
+        rank=4,
+        expiry=1000,
+        max_pdu=1400,
+        timers=SenderTimers(retransmission=1.0),
+        to=(group,),
+    )
+    first = sender.datagrams_to_send()
+    assert [d.to for d in first] == [group, group]  # the Address_PDU and one Data_PDU
+    sender.burst_sent(first[-1].ends_burst or 0, 1.0)
+    sender.handle_timer(2.0)  # nobody answered: a second burst, to the group again
+    assert {d.to for d in sender.datagrams_to_send()} == {group}

@@ -56,8 +56,12 @@ def _whole(total: int) -> bytes:
     return b"".join(bytes((n,)) * 3 for n in range(1, total + 1))
 
 
-def _complete(data: bytes, message_id: int = 7, source: int = A) -> MessageComplete:
-    return MessageComplete(source=source, message_id=message_id, priority=4, data=data)
+def _complete(
+    data: bytes, message_id: int = 7, source: int = A, to: tuple[int, ...] = (B,)
+) -> MessageComplete:
+    return MessageComplete(
+        source=source, message_id=message_id, priority=4, data=data, destinations=to
+    )
 
 
 def test_a_message_for_another_node_is_not_ours() -> None:
@@ -72,7 +76,7 @@ def test_a_message_is_handed_up_once_complete_and_acknowledged_once_committed() 
     assert receiver.receive(_address(3, to=(C, B)), 0.0) == []
     assert receiver.receive(_data(1), 0.1) == []
     assert receiver.receive(_data(3), 0.2) == []
-    assert receiver.receive(_data(2), 0.3) == [_complete(_whole(3))]
+    assert receiver.receive(_data(2), 0.3) == [_complete(_whole(3), to=(C, B))]
     assert receiver.acks_to_send() == []
     assert receiver.receive(_data(2), 0.4) == []  # a copy
     receiver.committed(A, 7, 0.5)
