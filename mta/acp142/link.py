@@ -77,6 +77,8 @@ log = logging.getLogger("aiox400.mta")
 _UDP_IP_HEADERS = 28
 """IPv4 and UDP headers: what each datagram costs the link besides its PDU."""
 _LOOP_SLACK = 0.001
+_RECEIVE_BUFFER = 4 * 1024 * 1024
+"""SO_RCVBUF asked of each socket (the kernel caps it at net.core.rmem_max)."""
 
 
 @dataclass(slots=True)
@@ -182,6 +184,8 @@ class Acp142Link:
             )
             protocol.transport = transport
             self._sockets.append(protocol)
+        for one in self._sockets:
+            _receive_buffer(one)
         _send_multicast(self._sockets[0], self.endpoint)
         for group in self.endpoint.groups:
             protocol = _Socket(self)
@@ -189,6 +193,7 @@ class Acp142Link:
                 functools.partial(_same, protocol), sock=_group_socket(group, self.endpoint)
             )
             protocol.transport = transport
+            _receive_buffer(protocol)
             self._sockets.append(protocol)
         for job, name in ((self._pace, "acp142 pacer"), (self._tick, "acp142 timer")):
             task = asyncio.create_task(job(), name=name)
@@ -486,6 +491,14 @@ class Acp142Link:
 
 def _same(protocol: _Socket) -> _Socket:
     return protocol
+
+
+def _receive_buffer(one: _Socket) -> None:
+    """Room for a burst from a fast peer: the default (some 200 KiB) overflows."""
+    assert one.transport is not None
+    sock = one.transport.get_extra_info("socket")
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER)
 
 
 def _send_multicast(data: _Socket, endpoint: Acp142Endpoint) -> None:

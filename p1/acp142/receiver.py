@@ -53,6 +53,8 @@ __all__ = [
 ]
 
 _Key = tuple[int, int]
+_REMEMBERED = 100_000
+"""Committed messages remembered at most (each until its Expiry_Time)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,8 +174,8 @@ class Receiver:
             if refusal is not None:
                 return [Refused(source=pdu.source, message_id=pdu.message_id, why=refusal)]
             incoming = self._incoming[key] = _Incoming(pdu)
-        elif incoming.address.total != pdu.total:
-            return [self._drop(key, "announced again with another number of Data_PDUs")]
+        # (An Address_PDU announcing it again with another number of Data_PDUs, as some
+        # senders write the number they resend: the first number stands.)
         if incoming.handed_up:
             return []  # being committed: acknowledged once it is (rule 1)
         incoming.last_seen = now
@@ -267,6 +269,8 @@ class Receiver:
         incoming = self._incoming.pop(key, None)
         expiry = incoming.address.expiry if incoming is not None else int(now)
         self._done[key] = max(expiry, int(now))
+        if len(self._done) > _REMEMBERED:
+            del self._done[next(iter(self._done))]  # (the oldest: a bound, not a rule)
         self._acks.append((source, AckInfo(source, message_id)))
 
     def refused(self, source: int, message_id: int) -> None:

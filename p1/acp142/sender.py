@@ -12,7 +12,10 @@ then the Data_PDUs they still need.  Its rules:
    first ``retransmission`` seconds, then that times ``backoff`` each time, up to
    ``max_retransmission``.  It goes at once instead when every destination still owed
    the message has answered since the last burst left (all of them list what they miss).
-   A destination that never answered gets every Data_PDU; the others only those missing.
+   A destination that never answered gets every Data_PDU; the others those missing, and,
+   when the timer sent the burst (the destination was silent since its list), every
+   Data_PDU numbered after the highest it listed too: a list may be cut short, and a
+   destination that lost the last Data_PDUs may not know it.
 3. A destination in EMCON sends no acknowledgement: it gets the whole message
    ``emcon_repetitions`` times, ``emcon_interval`` seconds after each burst left, and is
    then served.  Should it acknowledge anyway (its EMCON lifted), that serves it sooner.
@@ -241,11 +244,14 @@ class Transmission:
         self._timer = None
         owed = list(self._owed.values())
         wanted: set[int] = set()
+        total = len(self._fragments)
         for one in owed:
             if one.missing is None or one.destination.emcon:
-                wanted.update(range(1, len(self._fragments) + 1))
-            else:
+                wanted.update(range(1, total + 1))
+            elif one.answered or not one.missing:
                 wanted |= one.missing
+            else:  # (silent since its list: it may have cut the list short, or lost the end)
+                wanted |= one.missing | set(range(max(one.missing) + 1, total + 1))
         address = AddressPdu(
             priority=self.priority,
             source=self.source,

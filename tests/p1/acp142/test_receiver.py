@@ -237,20 +237,33 @@ def test_an_address_pdu_announcing_nothing_is_refused() -> None:
     ]
 
 
-def test_announced_again_with_another_total() -> None:
+def test_announced_again_with_another_total_the_first_stands() -> None:
+    # Some senders write, in a retransmission's Address_PDU, how many Data_PDUs they
+    # resend: the message is still the one first announced.
     receiver = Receiver(B, LIMITS)
     receiver.receive(_address(3), 0.0)
     receiver.receive(_data(1), 0.0)
-    assert receiver.receive(_address(4), 0.0) == [
-        Dropped(
-            source=A,
-            message_id=7,
-            why="announced again with another number of Data_PDUs",
-            received=1,
-            total=3,
-        )
-    ]
-    assert receiver.holding == 0
+    receiver.receive(_data(3), 0.0)
+    assert receiver.receive(_address(1), 0.5) == []
+    assert receiver.holding == 1
+    assert receiver.receive(_data(2), 0.6) == [_complete(_whole(3))]
+
+
+def test_committed_messages_are_remembered_within_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(receiver_module, "_REMEMBERED", 3)
+    receiver = Receiver(B, LIMITS)
+    for message_id in range(1, 6):
+        receiver.receive(_address(1, message_id), 0.0)
+        receiver.receive(_data(1, message_id=message_id), 0.0)
+        receiver.committed(A, message_id, 0.0)
+    receiver.acks_to_send()
+    receiver.receive(_address(1, 5), 1.0)  # remembered: acknowledged again
+    assert receiver.acks_to_send() == [(A, AckInfo(A, 5))]
+    receiver.receive(_address(1, 1), 1.0)  # the oldest, forgotten: taken as new
+    assert receiver.acks_to_send() == []
+    assert receiver.holding == 1
 
 
 def test_a_discard_drops_an_incomplete_message() -> None:

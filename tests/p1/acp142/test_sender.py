@@ -164,6 +164,19 @@ def test_a_destination_that_never_answered_gets_everything() -> None:
     assert _numbers(sending.handle_timer(31.0)) == [1, 2, 3]
 
 
+def test_a_destination_silent_since_its_list_gets_what_follows_it_too() -> None:
+    # Its list may have been cut short, or it lost the last Data_PDUs and does not know.
+    data = bytes(range(40))  # ten Data_PDUs of four octets
+    sending = _transmission(data, Destination(B), Destination(C))
+    sending.start()
+    sending.burst_sent(1.0)
+    sending.receive_ack(B, AckInfo(A, 7, (2, 5)), 2.0)  # C never answers
+    assert _numbers(sending.handle_timer(31.0)) == list(range(1, 11))  # (C gets all)
+    sending.burst_sent(32.0)
+    sending.receive_ack(C, AckInfo(A, 7, ()), 33.0)
+    assert _numbers(sending.handle_timer(200.0)) == [2, 5, 6, 7, 8, 9, 10]
+
+
 def test_missing_numbers_outside_the_message_are_ignored() -> None:
     sending = _transmission(b"abcdefghij", Destination(B))
     sending.start()
