@@ -884,7 +884,7 @@ async def test_a_waiting_request_is_answered_when_the_mta_stops(solo: Site) -> N
 def test_check_accepts_the_example_configurations(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert daemon.main(["--config", str(EXAMPLES / name), "--check"]) == daemon.EXIT_OK
+    assert command.main(["--config", str(EXAMPLES / name), "--check"]) == daemon.EXIT_OK
     assert "is valid" in capsys.readouterr().out
 
 
@@ -894,13 +894,13 @@ def test_without_config_the_daemon_reads_the_default_file(
     default = tmp_path / "etc" / "mta.toml"
     monkeypatch.setattr(command, "DEFAULT_CONFIG_FILE", default)
     with pytest.raises(SystemExit) as stopped:
-        daemon.main(["--check"])
+        command.main(["--check"])
     assert stopped.value.code == 2
     assert f"--config FILE (there is no {default})" in capsys.readouterr().err
 
     default.parent.mkdir()
     default.write_text((EXAMPLES / "site-a.toml").read_text())
-    assert daemon.main(["--check"]) == daemon.EXIT_OK
+    assert command.main(["--check"]) == daemon.EXIT_OK
     assert capsys.readouterr().out == f"{default}: configuration of MTA-A is valid\n"
 
 
@@ -910,7 +910,7 @@ def test_malformed_configuration_exits_3_naming_file_key_and_value(
     text = (EXAMPLES / "site-a.toml").read_text()
     bad = tmp_path / "site-a.toml"
     bad.write_text(text.replace('dscp = "CS2"   # immediate', 'dscp = "CS9"   # immediate'))
-    assert daemon.main(["--config", str(bad), "--check"]) == daemon.EXIT_CONFIG
+    assert command.main(["--config", str(bad), "--check"]) == daemon.EXIT_CONFIG
     err = capsys.readouterr().err
     assert f'{bad}: listeners[2].dscp = "CS9": expected ' in err
 
@@ -925,7 +925,7 @@ def test_listener_port_in_use_exits_4(
         taken.listen()
         port = taken.getsockname()[1]
         site.settings["listeners"] = [{"address": "127.0.0.1", "port": port}]
-        assert daemon.main(["--config", str(site.write())]) == daemon.EXIT_START
+        assert command.main(["--config", str(site.write())]) == daemon.EXIT_START
     (record,) = [r for r in caplog.records if r.levelno == logging.CRITICAL]
     assert record.getMessage().startswith("cannot start: ")
 
