@@ -405,6 +405,7 @@ class P1Association(SessionAssociation):
                 checkpoint_size=rtorq.checkpoint_size,
                 window_size=rtorq.window_size,
                 calling_tsap=self._calling_tsap,
+                connection=self._identifier,
             )
         ]
 
@@ -442,6 +443,7 @@ class P1Association(SessionAssociation):
                 checkpoint_size=rtorq.checkpoint_size,
                 window_size=rtorq.window_size,
                 calling_tsap=self._calling_tsap,
+                connection=self._identifier,
             )
         ]
 

@@ -46,6 +46,9 @@ class BindRequested(Event):
     checkpoint_size: int
     window_size: int
     calling_tsap: bytes
+    connection: SessionConnectionId | None = None
+    """This session connection's identifier, when the CN carried one (X.225 PGI 1): what
+    a later association names to recover it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +63,8 @@ class RecoveryRequested(Event):
     checkpoint_size: int
     window_size: int
     calling_tsap: bytes
+    connection: SessionConnectionId | None = None
+    """This session connection's own identifier, as BindRequested's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
