@@ -1,7 +1,8 @@
 """Recovery live (X.228): a 1 MB message over a connection cut twice mid-transfer.
 
-Site A's routine slot reaches site B through a TCP proxy (:mod:`tests.support.proxy`) that counts the
-octets A sends and cuts (resets) the connection after a set number of them, twice.  With
+Site A's routine slot reaches site B through a TCP proxy (:mod:`tests.support.proxy`)
+that counts the octets A sends and cuts (resets) the connection after a set number of
+them, twice.  With
 a ``checkpoint_size`` on the slot, each connection lost goes on from the last confirmed
 checkpoint on the next one (RT-OPEN recover, S-ACTIVITY-RESUME); without one, each
 attempt sends the message again from its first octet.  Either way B delivers it once,
