@@ -27,7 +27,11 @@ proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``, how i
 piece of a transfer (``_send_piece``) and the turn's priority (``_turn_please_data``,
 ``_turn_priority``, with ``_TURN_PLEASE`` and ``_TURN_GIVE`` naming them), and the calls
 an MTA makes whatever the mode (bind, transfer, the turn, release, abort), declared here so
-that one driver (:mod:`mta.link`) serves both.
+that one driver (:mod:`mta.link`) serves both.  A mode that recovers transfers also gives
+what it puts before an MTS-APDU (``_transfer_head``), the checkpointing agreed
+(``_checkpointing``), its abort for a resumption of nothing kept (``_abort_unrecognized``),
+and a handler of S-ACTIVITY-RESUME (``_on_activity_resumed``, here) in its table, and names
+its session connections (``_identifier``).
 """
 
 from __future__ import annotations
