@@ -11,7 +11,8 @@ Public API::
 
     Kind(expected, convert, write=, name=, path=), Invalid(expected="", at="", written=)
     list_of(kind, what, unique=False) -> Kind[tuple]
-    MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, DURATION, SECONDS, SIZE,
+    MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, CHECKPOINT_SIZE, DURATION,
+    SECONDS, SIZE,
     TPDU_SIZE, FRACTION, FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL,
     FOREIGN_ORIGINATORS, LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX,
     ADDRESS_PREFIXES,
@@ -273,6 +274,16 @@ def _port(raw: object) -> int:
 
 def _positive_int(raw: object) -> int:
     if _is_int(raw) and raw >= 1:
+        return int(raw)
+    raise Invalid()
+
+
+MAX_CHECKPOINT_SIZE = 1 << 20
+"""The largest checkpoint size taken, in units of 1024 octets (1 GiB: past any message)."""
+
+
+def _checkpoint_size(raw: object) -> int:
+    if _is_int(raw) and 0 <= raw <= MAX_CHECKPOINT_SIZE:
         return int(raw)
     raise Invalid()
 
@@ -788,6 +799,11 @@ HOSTS = Kind(
 IP_ADDRESS = Kind("an IPv4 or IPv6 address", _ip_address, name="IP address")
 PORT = Kind("a port number 1..65535", _port, name="port")
 COUNT = Kind("an integer >= 1", _positive_int, name="integer >= 1")
+CHECKPOINT_SIZE = Kind(
+    f"an integer from 0 to {MAX_CHECKPOINT_SIZE}: units of 1024 octets (0: no checkpoints)",
+    _checkpoint_size,
+    name="checkpoint size",
+)
 DURATION = Kind(
     "a duration > 0: seconds, or text such as 90s, 15m, 4h, 3d",
     _duration,

@@ -59,6 +59,7 @@ from config.kinds import (
     ADDRESS_PREFIXES,
     BOOLEAN,
     CATEGORIES,
+    CHECKPOINT_SIZE,
     CLASSIFICATION,
     CLEARANCE_NAME,
     CONGESTION,
@@ -409,6 +410,26 @@ class Slot:
             "makes the peer's own binds require it too, as the peer's tls does: a link "
             "proven in one direction is not left open in the other.",
             derived="the peer's tls",
+        ),
+    )
+    checkpoint_size: int = field(
+        default=0,
+        metadata=value(
+            CHECKPOINT_SIZE,
+            "Checkpoint size this slot's connections propose (X.228 checkpointSize), in "
+            "units of 1024 octets: a transfer is cut into pieces of this size with a "
+            "confirmed checkpoint between them, and one cut off by a lost connection goes "
+            "on from its last confirmed checkpoint on the next connection instead of from "
+            "its first octet (with a peer that recovers transfers, as this MTA does).  0: "
+            "no checkpoints, each transfer in one piece, sent again whole after a loss.",
+        ),
+    )
+    window_size: int = field(
+        default=3,
+        metadata=value(
+            COUNT,
+            "Checkpoints this slot's connections let go unconfirmed at a time (X.228 "
+            "windowSize); with checkpoint_size 0, unused.",
         ),
     )
 

@@ -230,6 +230,8 @@ psel = "P2"
 calling_tsel = "us2"
 calling_ssel = "hex:03"
 calling_psel = "ours2"
+checkpoint_size = 16
+window_size = 5
 
 [[peers.slots]]
 precedences = ["priority", "routine", "deferred"]
