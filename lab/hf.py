@@ -217,6 +217,8 @@ class Counters:
     ``at``, as far as ``at`` is past)."""
     on_air: int | None
     """The end transmitting now, or None."""
+    last_ended: float | None
+    """When the last packet left the air (None: none yet)."""
 
 
 @dataclass(slots=True)
@@ -340,6 +342,7 @@ class Channel:
             turnarounds=self._turnarounds,
             turnaround_seconds=spent,
             on_air=None if self._air is None else self._air.source,
+            last_ended=None if self._last_ended == -math.inf else self._last_ended,
         )
 
     # --- inside ---------------------------------------------------------------------------

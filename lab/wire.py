@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import ctypes
 import dataclasses
+import errno
 import fcntl
 import json
 import os
@@ -188,6 +188,7 @@ class HfLink:
             "turnarounds": counters.turnarounds,
             "turnaround_seconds": counters.turnaround_seconds,
             "on_air": None if counters.on_air is None else self.names[counters.on_air],
+            "last_ended": counters.last_ended,
             "from": {
                 name: dataclasses.asdict(end)
                 for name, end in zip(self.names, counters.ends, strict=True)
@@ -246,8 +247,14 @@ def _drain(fd: int) -> list[bytes]:
 
 
 def _write(fd: int, packet: bytes) -> None:
-    with contextlib.suppress(BlockingIOError):  # (the stack's backlog is full: a drop)
+    try:
         os.write(fd, packet)
+    except BlockingIOError:
+        pass  # (the stack's backlog is full: a drop)
+    except OSError as error:
+        if error.errno != errno.EIO:
+            raise
+        # (the device is down, not yet up at the start: a drop)
 
 
 def _reporter(link: Link, path: Path | None) -> Callable[[float], None]:

@@ -283,6 +283,7 @@ def test_the_counters_add_up(scenario: tuple[HfSettings, list[Offer]]) -> None:
         sum(t.at - t.decided for t in turned), abs=EPS
     )
     assert counters.on_air is None
+    assert counters.last_ended == max((e.ended for e in sent), default=None)
 
 
 @given(scenarios(), st.lists(st.floats(0, 500), max_size=20))
@@ -424,7 +425,7 @@ def test_the_counters_midway_count_only_what_is_past() -> None:
     c = channel.counters(3.0)  # (the turnaround runs from 1 s to 5 s)
     assert c.turnarounds == 1
     assert c.turnaround_seconds == pytest.approx(2.0)
-    assert c.on_air is None and c.ends[1].waiting_packets == 1
+    assert c.on_air is None and c.ends[1].waiting_packets == 1 and c.last_ended == 1.0
     assert c.ends[0].busy_seconds == pytest.approx(1.0)
     c = channel.counters(5.5)
     assert c.turnaround_seconds == pytest.approx(4.0) and c.on_air == 1
