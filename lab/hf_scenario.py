@@ -84,7 +84,9 @@ class HfMessage:
     counted: dict[str, float]
     """The wire's counters when quiet less those at the submission: ``air_a``, ``air_b``
     (seconds on the air from A, and from the router toward A), ``octets_a`` (IP octets A
-    sent), ``turnarounds``, ``lost`` and ``dropped`` (packets, both ways)."""
+    sent), ``turnarounds`` (changes of direction, a free one after a long enough silence
+    included), ``turnaround_seconds`` (the time they took), ``lost`` and ``dropped``
+    (packets, both ways)."""
 
     @property
     def link_use(self) -> float:
@@ -161,6 +163,7 @@ def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, floa
         "air_b": change(ROUTER, "busy_seconds"),
         "octets_a": change(SITE_A, "sent_octets"),
         "turnarounds": float(after["turnarounds"] - before["turnarounds"]),
+        "turnaround_seconds": float(after["turnaround_seconds"] - before["turnaround_seconds"]),
         "lost": change(SITE_A, "lost_packets") + change(ROUTER, "lost_packets"),
         "dropped": change(SITE_A, "dropped_packets") + change(ROUTER, "dropped_packets"),
     }
@@ -220,7 +223,7 @@ def render_hf(messages: Sequence[HfMessage], settings: HfSettings, started: date
         f"one body part of N random octets, {PRECEDENCE} precedence, connection open",
         "",
         "| payload | seconds | link use | until quiet, s | link use until quiet "
-        "| air A to B, s | air B to A, s | turnarounds | octets A sent / payload "
+        "| air A to B, s | air B to A, s | turnarounds, s | octets A sent / payload "
         "| lost, dropped | Isode ACP 142 | Isode CFTP |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -230,14 +233,17 @@ def render_hf(messages: Sequence[HfMessage], settings: HfSettings, started: date
         lines.append(
             f"| {_size(t.size)} | {t.seconds:.2f} | {100 * m.link_use:.1f} % "
             f"| {m.quiet:.2f} | {100 * m.link_use_quiet:.1f} % "
-            f"| {c['air_a']:.2f} | {c['air_b']:.2f} | {c['turnarounds']:.0f} "
+            f"| {c['air_a']:.2f} | {c['air_b']:.2f} "
+            f"| {c['turnarounds']:.0f}, {c['turnaround_seconds']:.1f} "
             f"| {c['octets_a'] / t.size:.2f} | {c['lost']:.0f}, {c['dropped']:.0f} "
             f"| {f'{isode[0]:g} %' if isode else '-'} | {f'{isode[1]:g} %' if isode else '-'} |"
         )
     lines += [
         "",
         "Until quiet: until the last packet of the exchange (B's P1 confirmation, the TCP "
-        "acknowledgements) left the air; the counters cover that time.",
+        "acknowledgements) left the air; the counters cover that time (turnarounds: "
+        "changes of direction, and the seconds they took; one after a silence longer than "
+        "the turnaround takes none).",
         "Isode: ACP 142 and CFTP over STANAG 5066 ARQ at 9,600 bit/s, clear channel (cited, "
         "not measured here; shown at that rate and BER only).",
         "",

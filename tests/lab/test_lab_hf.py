@@ -69,6 +69,7 @@ def test_the_message_crossed_the_air_within_the_link_s_rate(hf_run: HfRun) -> No
 def test_the_confirmation_came_back_after_a_turnaround(hf_run: HfRun) -> None:
     message = _message(hf_run)
     assert message["turnarounds"] >= 1 and message["air_b"] > 0
+    assert message["turnaround_seconds"] > 0  # (B answered within a turnaround of A's data)
     assert message["quiet"] > message["seconds"]
     assert message["link_use_quiet"] < message["link_use"]
 
