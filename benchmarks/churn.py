@@ -14,7 +14,7 @@ one listener, one peer, MTA-A at 127.0.0.1, that this script plays).  Phases:
 * guessing: binds with a wrong password from 1,000 addresses (127.0.6.1 ...), 32 at
   once, for ``--seconds``: how many were answered, and the log lines they made.
 
-``--tree DIR`` runs ``python -m mta.daemon`` from another checkout (figures of an
+``--tree DIR`` runs ``x400-mta`` from another checkout (figures of an
 earlier commit).
 """
 

@@ -18,7 +18,7 @@ log (lines, tracebacks) and the time a real peer takes:
   instead of their MTA-bind, DT TPDUs of one TSDU that never ends, up to
   ``--stream-mib`` MiB each; RSS before, at its peak during, and 5 s after they closed.
 
-``--tree DIR`` runs ``python -m mta.daemon`` from another checkout instead of the
+``--tree DIR`` runs ``x400-mta`` from another checkout instead of the
 installed ``x400-mta`` (for figures of an earlier commit).
 """
 
@@ -49,6 +49,7 @@ from p1.association.connection import P1Association  # noqa: E402
 from p1.association.mtabind import MTABindArgument  # noqa: E402
 from p1.osi import Role  # noqa: E402
 from p1.osi.tpkt import encode_tpkt  # noqa: E402
+from tests.fuzz.live import daemon_module  # noqa: E402
 
 MTA = str(Path(sys.executable).with_name("x400-mta"))
 A_NAME, A_PASSWORD = "MTA-A", "pw-MTA-A"
@@ -102,7 +103,7 @@ class Daemon:
         command = [MTA, "-c", str(config)]
         environment = dict(os.environ)
         if self.tree is not None:
-            command = [sys.executable, "-m", "mta.daemon", "-c", str(config)]
+            command = [sys.executable, "-m", daemon_module(self.tree), "-c", str(config)]
             environment["PYTHONPATH"] = str(self.tree)
         limit = self.nofile
 

@@ -13,7 +13,7 @@ made, and the longest log line.
 
 ``--fuzz N`` plays N messages drawn by :func:`tests.fuzz.attack_many_recipients.cases`
 from ``--seed`` (up to ``--users`` recipients each) and prints what it found (exit 1 if
-anything).  ``--tree DIR`` runs ``python -m mta.daemon`` from another checkout (for the
+anything).  ``--tree DIR`` runs ``x400-mta`` from another checkout (for the
 figures of an earlier commit).
 """
 
@@ -44,6 +44,7 @@ from tests.fuzz.attack_many_recipients import (  # noqa: E402
     user_name,
     wait_answering,
 )
+from tests.fuzz.live import daemon_module  # noqa: E402
 
 
 def _du(folder: Path) -> int:
@@ -62,7 +63,7 @@ async def _timed(what: asyncio.Future[None] | asyncio.Task[None]) -> float:
 async def one_message(args: argparse.Namespace, directory: Path) -> dict[str, str]:
     port = free_port()
     config = daemon_config(directory, port, free_port())
-    command = [sys.executable, "-m", "mta.daemon", "--config", str(config)]
+    command = [sys.executable, "-m", daemon_module(args.tree), "--config", str(config)]
     environment = dict(os.environ)
     if args.tree is not None:
         environment["PYTHONPATH"] = str(args.tree)

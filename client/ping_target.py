@@ -131,6 +131,11 @@ def _peer(args: argparse.Namespace) -> tuple[MtaConfig | None, Peer | None]:
     except (ConfigError, ApiUsageError) as error:
         raise TargetError(str(error)) from error
     for peer in config.peers:
+        if peer.name == args.peer and not peer.slots:
+            raise TargetError(
+                f"peer {peer.name} is reached over {peer.transport.value}: "
+                "ping binds with P1, so only P1 peers can be pinged"
+            )
         if peer.name == args.peer:
             return config, peer
     known = ", ".join(p.name for p in config.peers) or "none"

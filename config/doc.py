@@ -93,7 +93,7 @@ def _walk(
         elif key.form is Form.SECRET:
             here.rows += _secret_rows(name, key)
         elif key.form is Form.SECTION:
-            section = sections.setdefault(name, Section(f"[{prefix}{name}]"))
+            section = sections.setdefault(prefix + name, Section(f"[{prefix}{name}]"))
             section.intro.append(key.doc)
             if key.spec is not None:
                 defaults = key.spec.values(key.spec.default)

@@ -11,7 +11,8 @@ Public API::
 
     Kind(expected, convert, write=, name=, path=), Invalid(expected="", at="", written=)
     list_of(kind, what, unique=False) -> Kind[tuple]
-    MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, DURATION, SECONDS, SIZE,
+    MTA_NAME, PEER_NAME, HOST, HOSTS, IP_ADDRESS, PORT, COUNT, CHECKPOINT_SIZE, DURATION,
+    SECONDS, SIZE,
     TPDU_SIZE, FRACTION, FACTOR, DSCP, PRECEDENCE, PRECEDENCES, SLOT_MODE, P1_PROTOCOL,
     FOREIGN_ORIGINATORS, LOG_LEVEL, PASSWORD, FILE_NAME, PATH, DATABASE_URL, ADDRESS_PREFIX,
     ADDRESS_PREFIXES,
@@ -20,6 +21,7 @@ Public API::
     LISTEN, METRICS_PATH, CONGESTION, OPERATOR_GROUPS, ACCOUNTS ([access]), BOOLEAN
     CLEARANCE_NAME, CLASSIFICATION, CATEGORIES ([security]: names the policy's SPIF defines)
     TLS_MODE, FINGERPRINT, SOURCES (a peer's hosts, addresses or networks)
+    TRANSPORT, NODE_ID, PDU_SIZE, MULTICAST_GROUP(S) ([acp142], [peers.acp142])
     hide_url_password(url) -> str
 """
 
@@ -50,6 +52,7 @@ from config.values import (
     Secret,
     SlotMode,
     TlsMode,
+    Transport,
 )
 from p1.errors import DecodeError
 from p1.mts.precedence import (
@@ -100,6 +103,9 @@ __all__ = [
     "METRICS_PATH",
     "MINIMIZE_SUBMISSIONS",
     "MTA_NAME",
+    "MULTICAST_GROUP",
+    "MULTICAST_GROUPS",
+    "NODE_ID",
     "OPERATOR_GROUPS",
     "OR_NAME",
     "OR_NAMES",
@@ -107,6 +113,7 @@ __all__ = [
     "P1_PROTOCOL",
     "PASSWORD",
     "PATH",
+    "PDU_SIZE",
     "PEER_NAME",
     "PORT",
     "PRECEDENCE",
@@ -121,6 +128,7 @@ __all__ = [
     "SSELS",
     "TLS_MODE",
     "TPDU_SIZE",
+    "TRANSPORT",
     "TSEL",
     "TSELS",
     "Invalid",
@@ -205,6 +213,31 @@ def _host(raw: object) -> str:
     raise Invalid()
 
 
+def _ipv4(raw: object) -> str:
+    """An IPv4 address, written as the standard library writes it."""
+    if not isinstance(raw, str):
+        raise Invalid()
+    try:
+        return str(ipaddress.IPv4Address(raw))
+    except ValueError:
+        raise Invalid() from None
+
+
+def _multicast(raw: object) -> str:
+    """An IPv4 multicast address (224.0.0.0/4)."""
+    address = _ipv4(raw)
+    if not ipaddress.IPv4Address(address).is_multicast:
+        raise Invalid()
+    return address
+
+
+def _pdu_size(raw: object) -> int:
+    """A whole number of octets from 64 to 65535 (Length_of_PDU is 16 bits)."""
+    if type(raw) is not int or not 64 <= raw <= 0xFFFF:
+        raise Invalid()
+    return raw
+
+
 def _ip_address(raw: object) -> str:
     """An IPv4 or IPv6 address, written as the standard library writes it."""
     if not isinstance(raw, str):
@@ -241,6 +274,16 @@ def _port(raw: object) -> int:
 
 def _positive_int(raw: object) -> int:
     if _is_int(raw) and raw >= 1:
+        return int(raw)
+    raise Invalid()
+
+
+MAX_CHECKPOINT_SIZE = 1 << 20
+"""The largest checkpoint size taken, in units of 1024 octets (1 GiB: past any message)."""
+
+
+def _checkpoint_size(raw: object) -> int:
+    if _is_int(raw) and 0 <= raw <= MAX_CHECKPOINT_SIZE:
         return int(raw)
     raise Invalid()
 
@@ -756,6 +799,11 @@ HOSTS = Kind(
 IP_ADDRESS = Kind("an IPv4 or IPv6 address", _ip_address, name="IP address")
 PORT = Kind("a port number 1..65535", _port, name="port")
 COUNT = Kind("an integer >= 1", _positive_int, name="integer >= 1")
+CHECKPOINT_SIZE = Kind(
+    f"an integer from 0 to {MAX_CHECKPOINT_SIZE}: units of 1024 octets (0: no checkpoints)",
+    _checkpoint_size,
+    name="checkpoint size",
+)
 DURATION = Kind(
     "a duration > 0: seconds, or text such as 90s, 15m, 4h, 3d",
     _duration,
@@ -787,6 +835,18 @@ PRECEDENCES = Kind(
     lambda precedences: [p.label for p in precedences],
     name="list of precedences",
 )
+TRANSPORT: Kind[Transport] = Kind(
+    'one of "p1" (P1 over RFC 1006), "acp142" (STANAG 4406 Annex E over ACP 142)',
+    _choice(Transport),
+    _enum_value,
+    name="transport",
+)
+NODE_ID = Kind("an ACP 142 node ID written as an IPv4 address", _ipv4, name="node ID")
+PDU_SIZE = Kind("a P_MUL PDU size in octets, 64..65535", _pdu_size, name="PDU size")
+MULTICAST_GROUP = Kind(
+    "an IPv4 multicast address (224.0.0.0 to 239.255.255.255)", _multicast, name="multicast group"
+)
+MULTICAST_GROUPS = list_of(MULTICAST_GROUP, "IPv4 multicast addresses", unique=True)
 SLOT_MODE: Kind[SlotMode] = Kind(
     "one of permanent, on-demand", _choice(SlotMode), _enum_value, name="slot mode"
 )

@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import enum
+import ipaddress
 import json
 import os
 import re
@@ -59,6 +60,7 @@ from config.schema import (
     DEFAULT_STATE_DIR,
     NO_SELECTORS,
     NO_TLS_FILES,
+    Acp142Endpoint,
     AddressPrefix,
     ConnectionLimits,
     Credentials,
@@ -68,6 +70,7 @@ from config.schema import (
     MtaConfig,
     NamedClearance,
     Peer,
+    PeerAcp142,
     Retention,
     RetryPolicy,
     Secret,
@@ -81,7 +84,7 @@ from config.schema import (
     default_local_domains,
 )
 from config.tls import check_identity, check_trust, resolve_files
-from config.values import HIDDEN
+from config.values import HIDDEN, Transport
 from p1.mts.precedence import Precedence, PrecedenceTable
 from p1.orname.model import ORName
 from p1.osi import DEFAULT_LIMITS, StackLimits
@@ -456,6 +459,7 @@ class _Loader:
             read.get("peers", []), read["name"], read.get("password"), table, tls
         )
         _check_listener_trust(top, read["listeners"], read["peers"])
+        _check_acp142(top, read)
         self.check_routes(top, domains, read["peers"])
         if "default_route" in read:
             self.check_default_route(top, read["default_route"], read["peers"])
@@ -773,10 +777,8 @@ class _Loader:
         ours = values.get("our_credentials", mta_password)
         theirs = values.get("their_credentials")
         selectors = dataclasses.replace(NO_SELECTORS, **values["selectors"])
-        if not peer.has("slots"):
-            raise peer.error("slots", MISSING, _SLOTS_EXPECTED)
         mode: TlsMode = values.get("tls", TlsMode.OFF)
-        slots = self.slots(peer, values["slots"], table, selectors, mode)
+        slots = self.peer_slots(peer, values, table, selectors, mode)
         files = resolve_files(TlsFiles(**values["tls_files"]), tls)
         built = Peer(
             **values
@@ -791,6 +793,26 @@ class _Loader:
         if built.uses_tls:
             _check_files(peer, files, identity=False, trust=built.fingerprint is None)
         return built
+
+    def peer_slots(
+        self,
+        peer: _Table,
+        values: _Read,
+        table: PrecedenceTable,
+        selectors: Selectors,
+        mode: TlsMode,
+    ) -> tuple[Slot, ...]:
+        """A P1 peer's slots (required); an ACP 142 peer has none, and an IPv4 node ID."""
+        if values.get("transport", Transport.P1) is Transport.ACP142:
+            if peer.has("slots"):
+                raise peer.error(
+                    "transport", "acp142", '"p1" ([[peers.slots]] are for P1 peers only)'
+                )
+            _check_node_id(peer, values)
+            return ()
+        if not peer.has("slots"):
+            raise peer.error("slots", MISSING, _SLOTS_EXPECTED)
+        return self.slots(peer, values["slots"], table, selectors, mode)
 
     def slots(
         self,
@@ -825,6 +847,50 @@ class _Loader:
         if unrouted:
             raise peer.error("slots", None, f"{_SLOTS_EXPECTED} (unrouted: {', '.join(unrouted)})")
         return tuple(slots)
+
+
+def _check_node_id(peer: _Table, values: _Read) -> None:
+    """An ACP 142 peer's node ID defaults to its host, which must then be IPv4."""
+    given: PeerAcp142 | None = values.get("acp142")
+    if given is not None and given.node_id is not None:
+        return
+    host: str = values["hosts"][0]
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        raise peer.error(
+            "host", host, "an IPv4 address, or [peers.acp142] node_id (ACP 142 names nodes by IPv4)"
+        ) from None
+
+
+def _check_acp142(top: _Table, read: _Read) -> None:
+    """ACP 142 peers need this MTA's node, whose ID defaults to its IPv4 address."""
+    peers = [p for p in read["peers"] if p.transport is Transport.ACP142]
+    endpoint: Acp142Endpoint | None = read.get("acp142")
+    if peers and endpoint is None:
+        raise top.error(
+            "acp142", MISSING, f"an [acp142] table (peer {peers[0].name} uses transport acp142)"
+        )
+    grouped: dict[str, Peer] = {}
+    for index, peer in enumerate(read["peers"]):
+        group = peer.acp142.group
+        if peer.transport is not Transport.ACP142 or group is None:
+            continue
+        first = grouped.setdefault(group, peer)
+        if first.acp142.data_port != peer.acp142.data_port:
+            table = list(top.tables("peers", file_keys(Peer)))[index]
+            raise table.table("acp142", section_keys(Peer, "acp142")).error(
+                "data_port",
+                peer.acp142.data_port,
+                f"data_port {first.acp142.data_port}, as peer {first.name} of group {group}",
+            )
+    if endpoint is not None and endpoint.node_id is None:
+        try:
+            ipaddress.IPv4Address(endpoint.address)
+        except ValueError:
+            raise top.table("acp142", section_keys(MtaConfig, "acp142")).error(
+                "address", endpoint.address, "an IPv4 address, or node_id"
+            ) from None
 
 
 # --- names the security policy defines ---------------------------------------------------

@@ -59,6 +59,7 @@ from config.kinds import (
     ADDRESS_PREFIXES,
     BOOLEAN,
     CATEGORIES,
+    CHECKPOINT_SIZE,
     CLASSIFICATION,
     CLEARANCE_NAME,
     CONGESTION,
@@ -81,11 +82,15 @@ from config.kinds import (
     METRICS_PATH,
     MINIMIZE_SUBMISSIONS,
     MTA_NAME,
+    MULTICAST_GROUP,
+    MULTICAST_GROUPS,
+    NODE_ID,
     OPERATOR_GROUPS,
     OR_NAMES,
     OWN_EXTENSIONS,
     P1_PROTOCOL,
     PATH,
+    PDU_SIZE,
     PEER_NAME,
     PORT,
     PRECEDENCE,
@@ -100,6 +105,7 @@ from config.kinds import (
     SSELS,
     TLS_MODE,
     TPDU_SIZE,
+    TRANSPORT,
     TSEL,
     TSELS,
 )
@@ -115,6 +121,7 @@ from config.values import (
     Secret,
     SlotMode,
     TlsMode,
+    Transport,
 )
 from p1.mts.precedence import DEFAULT_TABLE, Precedence, PrecedenceTable
 from p1.orname.model import ORAddress, ORName
@@ -405,10 +412,196 @@ class Slot:
             derived="the peer's tls",
         ),
     )
+    checkpoint_size: int = field(
+        default=0,
+        metadata=value(
+            CHECKPOINT_SIZE,
+            "Checkpoint size this slot's connections propose (X.228 checkpointSize), in "
+            "units of 1024 octets: a transfer is cut into pieces of this size with a "
+            "confirmed checkpoint between them, and one cut off by a lost connection goes "
+            "on from its last confirmed checkpoint on the next connection instead of from "
+            "its first octet (with a peer that recovers transfers, as this MTA does).  0: "
+            "no checkpoints, each transfer in one piece, sent again whole after a loss.",
+        ),
+    )
+    window_size: int = field(
+        default=3,
+        metadata=value(
+            COUNT,
+            "Checkpoints this slot's connections let go unconfirmed at a time (X.228 "
+            "windowSize); with checkpoint_size 0, unused.",
+        ),
+    )
 
     def admits(self, precedence: Precedence) -> bool:
         """Whether messages of ``precedence`` travel on this slot."""
         return precedence in self.precedences
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acp142Endpoint:
+    """This MTA's ACP 142 node (``[acp142]``): where it sends and receives P_MUL."""
+
+    address: str = field(
+        metadata=value(
+            IP_ADDRESS,
+            "The address P_MUL datagrams are received on and sent from (an IPv4 address: "
+            "ACP 142 names nodes by their IPv4 address).",
+        )
+    )
+    data_port: int = field(
+        default=2753,
+        metadata=value(
+            PORT,
+            "UDP port Address, Data and Discard_Message PDUs are received on (ACP 142 has "
+            "no registered port; 2753 and 2754 are the data and acknowledgement ports "
+            "ACP 142 implementations commonly use).",
+        ),
+    )
+    ack_port: int = field(default=2754, metadata=value(PORT, "UDP port Ack_PDUs are received on."))
+    node_id: str | None = field(
+        default=None,
+        metadata=value(
+            NODE_ID,
+            "This node's ID in the PDUs (Source_ID, Destination_ID).",
+            derived="address",
+        ),
+    )
+    rate: int = field(
+        default=10_000_000,
+        metadata=value(
+            COUNT,
+            "The link's rate in bit/s: datagrams are paced to it, most urgent first, so "
+            "that a flash message overtakes a routine one already on the link and the "
+            "radio's or the host's buffers do not overflow.",
+        ),
+    )
+    max_pdu_size: int = field(
+        default=1400,
+        metadata=value(
+            PDU_SIZE,
+            "Largest PDU sent, in octets (one datagram each; 1400 fits an Ethernet MTU, an "
+            "HF bearer wants its own size).",
+        ),
+    )
+    ack_delay: float = field(
+        default=1.0,
+        metadata=value(
+            DURATION,
+            "How long after the last PDU of an incomplete message an Ack_PDU listing what "
+            "is missing is sent (at least three PDUs' time at the rate).",
+        ),
+    )
+    emcon: bool = field(
+        default=False,
+        metadata=value(
+            BOOLEAN,
+            "This node is in EMCON (radio silence): it receives and sends no "
+            "acknowledgements; its peers must have emcon = true for it.",
+        ),
+    )
+    groups: tuple[str, ...] = field(
+        default=(),
+        metadata=value(
+            MULTICAST_GROUPS,
+            "Multicast groups this node receives on (at data_port), joined on the "
+            "interface of address: where peers send messages meant for several MTAs at once.",
+        ),
+    )
+    multicast_ttl: int = field(
+        default=8,
+        metadata=value(COUNT, "The IP TTL of what this node sends to a multicast group."),
+    )
+    max_incomplete: int = field(
+        default=64,
+        metadata=value(
+            COUNT,
+            "Incomplete incoming messages held at a time; another one's Address_PDU is "
+            "not taken until one completes or expires (its sender sends it again).",
+        ),
+    )
+
+    @property
+    def node(self) -> str:
+        """The node ID, as an IPv4 address."""
+        return self.node_id or self.address
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PeerAcp142:
+    """How this MTA reaches one peer over ACP 142 (``[peers.acp142]``)."""
+
+    data_port: int = field(
+        default=2753, metadata=value(PORT, "UDP port the peer receives data PDUs on.")
+    )
+    ack_port: int = field(
+        default=2754, metadata=value(PORT, "UDP port the peer receives Ack_PDUs on.")
+    )
+    node_id: str | None = field(
+        default=None,
+        metadata=value(
+            NODE_ID,
+            "The peer's node ID; PDUs naming another Source_ID from its address are not its.",
+            derived="the peer's host (an IPv4 address)",
+        ),
+    )
+    group: str | None = field(
+        default=None,
+        metadata=value(
+            MULTICAST_GROUP,
+            "A multicast group the peer receives on: a message for several peers with the "
+            "same group goes once, to the group, naming each of them; each takes on the "
+            "recipients it does not route to another of them.  The peers of one group "
+            "share one data_port.  Not set: the peer's own address.",
+        ),
+    )
+    emcon: bool = field(
+        default=False,
+        metadata=value(
+            BOOLEAN,
+            "The peer is in EMCON (radio silence): it sends no acknowledgements, so each "
+            "message goes emcon_repetitions times and is then taken as transferred.",
+        ),
+    )
+    emcon_repetitions: int = field(
+        default=3,
+        metadata=value(COUNT, "How many times a message goes to a peer in EMCON."),
+    )
+    emcon_interval: float = field(
+        default=60.0,
+        metadata=value(DURATION, "Time between the repetitions to a peer in EMCON."),
+    )
+    retransmission: float = field(
+        default=30.0,
+        metadata=value(
+            DURATION,
+            "How long after a message's PDUs left the link this MTA waits for the peer's "
+            "acknowledgement before sending what is missing again (ACK_RE-TRANSMISSION_TIME).",
+        ),
+    )
+    backoff: float = field(
+        default=2.0,
+        metadata=value(FACTOR, "Each further wait is the last one times this (BACK-OFF_FACTOR)."),
+    )
+    max_retransmission: float = field(
+        default=600.0, metadata=value(DURATION, "The longest wait between retransmissions.")
+    )
+    give_up: float = field(
+        default=3600.0,
+        metadata=value(
+            DURATION,
+            "How long one attempt sends a message (its Expiry_Time, or the message's own "
+            "expiry if sooner): then a Discard_Message_PDU ends it and the message waits "
+            "for its next attempt ([retry]).",
+        ),
+    )
+    window: int = field(
+        default=8,
+        metadata=value(COUNT, "Messages on their way to the peer at a time."),
+    )
+
+
+DEFAULT_PEER_ACP142 = PeerAcp142()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -550,12 +743,25 @@ class Peer:
             derived="the peer's first host",
         ),
     )
+    transport: Transport = field(
+        default=Transport.P1,
+        metadata=value(
+            TRANSPORT,
+            '"p1": P1 over RFC 1006 through the peer\'s connection slots; "acp142": STANAG '
+            "4406 Annex E over ACP 142 (UDP), with [acp142] and [peers.acp142] and no slots.",
+        ),
+    )
+    acp142: PeerAcp142 = field(
+        default=DEFAULT_PEER_ACP142,
+        metadata=section(PeerAcp142, "How the peer is reached over ACP 142.", optional=True),
+    )
     slots: tuple[Slot, ...] = field(
+        default=(),
         metadata=tables(
             Slot,
-            "Connection slots ([[peers.slots]]); together they admit each precedence once.",
-            required=True,
-        )
+            "Connection slots ([[peers.slots]]) of a P1 peer; together they admit each "
+            "precedence once.",
+        ),
     )
 
     @property
@@ -572,6 +778,11 @@ class Peer:
     def uses_tls(self) -> bool:
         """Whether the peer or any of its slots requires TLS."""
         return TlsMode.REQUIRED in (self.tls, *(slot.tls for slot in self.slots))
+
+    @property
+    def node_id(self) -> str:
+        """The peer's ACP 142 node ID (as an IPv4 address)."""
+        return self.acp142.node_id or self.host
 
     def slot_for(self, precedence: Precedence) -> Slot:
         """The slot that carries ``precedence`` (the loader guarantees there is one)."""
@@ -1321,6 +1532,15 @@ class MtaConfig:
             TlsFiles,
             "The certificate, key and CA files every TLS listener and peer uses unless it "
             "names its own.",
+            optional=True,
+        ),
+    )
+    acp142: Acp142Endpoint | None = field(
+        default=None,
+        metadata=section(
+            Acp142Endpoint,
+            'This MTA\'s ACP 142 node, for peers with transport = "acp142".  Not set: '
+            "none (such a peer is refused).",
             optional=True,
         ),
     )

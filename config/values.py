@@ -66,6 +66,16 @@ class ForeignOriginators(enum.Enum):
     """Taken (a gateway or a relay host that submits on others' behalf)."""
 
 
+class Transport(enum.Enum):
+    """How this MTA carries messages to and from a peer."""
+
+    P1 = "p1"
+    """P1 over RFC 1006 (TCP), the peer's connection slots ([[peers.slots]])."""
+    ACP142 = "acp142"
+    """STANAG 4406 Annex E over ACP 142 (P_MUL over UDP): for HF radio and other
+    constrained or multicast links ([acp142], [peers.acp142])."""
+
+
 class SlotMode(enum.Enum):
     """How a connection slot keeps its connections."""
 

@@ -86,3 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mta.daemon import run  # the stack, the store and asyncio: only to run
 
     return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,13 +34,12 @@ import logging
 import os
 import sys
 import syslog
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Final, TextIO, TypeAlias
 
 from config.loader import ConfigError, load_config
 from config.schema import MtaConfig
-from mta.command import parse
 from mta.instance import StateDirInUseError
 from mta.lifecycle import serve
 from mta.operator.reload import Reloader
@@ -70,11 +69,6 @@ them all, LOG_DEBUG."""
 _ExcInfo: TypeAlias = (
     tuple[type[BaseException], BaseException, TracebackType | None] | tuple[None, None, None]
 )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``x400-mta`` with ``argv`` (the installed command is :func:`mta.command.main`)."""
-    return run(parse(sys.argv[1:] if argv is None else argv))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,7 +177,3 @@ class LineFormatter(logging.Formatter):
 
 def _escape_lines(text: str) -> str:
     return "\n".join(escape_controls(line) for line in text.split("\n"))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

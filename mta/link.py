@@ -11,6 +11,12 @@ Initiator::
     await link.transfer(apdu)      # returns once the peer confirmed (it stored the message)
     await link.release()
 
+A transfer that a lost connection cut off past a checkpoint the peer confirmed leaves
+``link.association.resume_point``; the next link may open with ``recover`` naming it
+(X.228 recovery: :mod:`p1.osi.rtse_recovery`) and :meth:`Link.resume` it, sending only
+what follows the checkpoint.  A responder keeps what a lost connection left of a
+transfer, and lets it be resumed, through an :class:`InboundRecovery`.
+
 Responder: :func:`serve_link` runs one accepted connection to its end, asking a
 :class:`Responder` to decide binds and to store transfers before they are confirmed, and
 holding the peer to the daemon's limits (:mod:`mta.inbound.guard`): octets and time before the
@@ -26,18 +32,23 @@ Public API::
 
     Timeouts(connect, bind, idle, transfer, release)
     LinkError, BindRefusedError(error), BindTimeoutError(timeout), LinkClosedError,
-        TransferRefusedError,
+        TransferRefusedError, ResumeRefusedError,
         RefusedByPeerError(reason), SlowPeerError, TooMuchBeforeBindError, BufferSpentError
     Link(association, reader, writer, *, peer, before_bind=None)
-        .next_event(timeout) / transfer(apdu) / release() / abort(why) / close()
+        .next_event(timeout) / transfer(apdu) / resume(apdu, point) / release() / abort(why)
+        / close()
         .give_turn() / take_turn(priority, timeout) / answer_turn_request()
         .bound(pace) / .is_bound / .tls_version
     protocol_settings(normal, protocol) -> AssociationSettings | X410Settings
-    async open_link(host, port, argument, *, settings, dscp, timeouts, tls)
-        -> (Link, BindAccepted)
+    async open_link(host, port, argument, *, settings, dscp, timeouts, tls, identifier,
+        recover) -> (Link, BindAccepted)
+    session_identifier(now) -> SessionConnectionId      a new connection's name
     Responder (Protocol): on_bind(event) -> MTABindResult | MTABindError; on_transfer(apdu);
         on_transfer_too_long(event)
-    async serve_link(reader, writer, responder, *, settings, timeouts, ticket, budget)
+    InboundRecovery (Protocol): on_recover(event) -> Resumption | None; resumption();
+        on_interrupted(partial)
+    async serve_link(reader, writer, responder, *, settings, timeouts, ticket, budget,
+        recovery)
 """
 
 from __future__ import annotations
@@ -48,8 +59,10 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
@@ -67,9 +80,11 @@ from p1.association.connection import (
     BindRequested,
     ConnectionRefused,
     P1Association,
+    RecoveryRequested,
     Released,
     TransferConfirmed,
     TransferReceived,
+    TransferResumed,
     TransferTooLong,
     TurnGiven,
     TurnRequested,
@@ -86,6 +101,7 @@ from p1.association.x410_pdus import (
     ConnectMode,
 )
 from p1.osi import Event, Role, rtse
+from p1.osi.rtse_recovery import PartialTransfer, ResumePoint, Resumption, SessionConnectionId
 from p1.osi.selectors import format_selector
 
 log = logging.getLogger("aiox400.link")
@@ -160,6 +176,14 @@ class RefusedByPeerError(LinkClosedError):
 REFUSING = frozenset({"user-error", "permanent-problem", "invalid-parameter", "protocol-error"})
 """The abortReasons by which a peer refuses what it was sent; the others
 (temporary-problem, local-system-problem) say its trouble is its own and passing."""
+
+
+class ResumeRefusedError(LinkClosedError):
+    """The peer has nothing of the transfer we resumed (it aborted with RTSE's
+    unrecognized-activity, X.228): it is to be sent afresh."""
+
+
+UNRECOGNIZED_ACTIVITY: Final = "unrecognized-activity"
 
 
 class SlowPeerError(LinkError):
@@ -279,6 +303,9 @@ class Link:
             await self._writer.drain()
         except ConnectionError as error:
             self._lost = self._lost or _connection_error(error)
+            # The association ends as the connection did, lost (what a transfer reached
+            # is then left for recovery); the events say nothing the error does not.
+            self.association.receive_eof()
             raise LinkClosedError(f"the connection was lost: {self._lost}") from None
 
     def _write(self) -> bool:
@@ -426,6 +453,19 @@ class Link:
             await self.take_turn(timeout=timeout)
         transfer_id = self.association.send_transfer(apdu)
         await self.flush()
+        return await self._confirmation(transfer_id, timeout)
+
+    async def resume(self, apdu: bytes, point: ResumePoint, *, timeout: float) -> int:
+        """Go on with the transfer of ``apdu`` that an earlier association cut off at
+        ``point`` (S-ACTIVITY-RESUME, then the octets after the checkpoint); as
+        :meth:`transfer`.  ResumeRefusedError when the peer kept nothing of it."""
+        if not self.association.has_turn:
+            await self.take_turn(timeout=timeout)
+        transfer_id = self.association.resume_transfer(apdu, point)
+        await self.flush()
+        return await self._confirmation(transfer_id, timeout)
+
+    async def _confirmation(self, transfer_id: int, timeout: float) -> int:
         while True:
             event = await self.next_event(timeout)
             if isinstance(event, TransferConfirmed) and event.transfer_id == transfer_id:
@@ -434,6 +474,8 @@ class Link:
                 assert event.reason is not None
                 why = f"the peer aborted the transfer: {event.why}"
                 raise RefusedByPeerError(why, reason=event.reason)
+            if isinstance(event, Aborted) and event.reason == UNRECOGNIZED_ACTIVITY:
+                raise ResumeRefusedError(f"the peer kept nothing to resume: {event.why}")
             self._check_alive(event)
 
     async def ended(self) -> str:
@@ -563,11 +605,16 @@ async def open_link(
     congestion: str | None = None,
     source: str | None = None,
     tls: ClientTls | None = None,
+    identifier: SessionConnectionId | None = None,
+    recover: SessionConnectionId | None = None,
 ) -> tuple[Link, BindAccepted]:
     """Connect (marked ``dscp``; TCP congestion control ``congestion``, None: the system's;
     from the local address ``source``, None: the system's choice; inside TLS with
     ``tls``), bind with ``argument``; the link and the bind result.
     The mode is the settings': X410Settings for X.410-1984 mode, else normal mode.
+    Normal mode only: ``identifier`` names the session connection in its CN (for a
+    transfer it may cut off to be resumed); ``recover``: recover the association of that
+    session connection instead of binding (the result says whether the peer did).
 
     Raises ``TimeoutError`` (connect; BindTimeoutError: the bind's answer), ``OSError``
     (connect), BindRefusedError or LinkClosedError.
@@ -589,13 +636,26 @@ async def open_link(
         association = P1Association(Role.INITIATOR, settings)
     link = Link(association, reader, writer, peer=f"{host}:{port}")
     try:
-        link.association.send_bind(argument)
+        if isinstance(association, P1Association):
+            association.send_bind(argument, identifier=identifier, recover=recover)
+        else:
+            association.send_bind(argument)
         await link.flush()
         accepted = await _await_bind(link, timeouts.bind)
     except BaseException:
         await link.abort("bind did not complete")
         raise
     return link, accepted
+
+
+def session_identifier(now: datetime) -> SessionConnectionId:
+    """A new session connection identifier (X.225 PGI 1, X.228): a calling SS-user
+    reference of random octets, which only the two ends (and whoever reads the CN)
+    know, and ``now`` as the common reference (UTCTime)."""
+    return SessionConnectionId(
+        calling_reference=os.urandom(16),
+        common_reference=now.strftime("%y%m%d%H%M%SZ").encode("ascii"),
+    )
 
 
 async def _await_bind(link: Link, timeout: float) -> BindAccepted:
@@ -610,6 +670,25 @@ async def _await_bind(link: Link, timeout: float) -> BindAccepted:
                 link._check_alive(event)
     except TimeoutError as error:
         raise BindTimeoutError(timeout) from error
+
+
+class InboundRecovery(Protocol):
+    """What a responding MTA keeps of the transfers lost connections cut off, so that
+    their senders may resume them (X.228 recovery)."""
+
+    async def on_recover(self, event: RecoveryRequested) -> Resumption | None:
+        """An RT-OPEN ``recover``: where the transfers kept for the peer that left one
+        on that session connection are (the association is then bound to that peer),
+        or None to refuse it."""
+        ...
+
+    def resumption(self) -> Resumption | None:
+        """Where the transfers kept for the peer the association is bound to are."""
+        ...
+
+    def on_interrupted(self, partial: PartialTransfer) -> None:
+        """The association ended abnormally in the middle of a transfer: keep what came."""
+        ...
 
 
 class Responder(Protocol):
@@ -639,6 +718,7 @@ async def serve_link(
     timeouts: Timeouts | None = None,
     ticket: Ticket | None = None,
     budget: InboundBudget | None = None,
+    recovery: InboundRecovery | None = None,
 ) -> None:
     """Run one inbound association to its end; never raises for the peer's faults.
 
@@ -648,7 +728,9 @@ async def serve_link(
     of ``timeouts.idle`` and ``min_progress`` per ``progress_interval``.  The limits are
     ``ticket``'s (the daemon's ``[limits]``; the defaults without one), and so is the log
     of what unbound peers do, rate-limited.  What a bound peer sends is held against
-    ``budget`` (:mod:`mta.inbound.budget`; None: no bound).
+    ``budget`` (:mod:`mta.inbound.budget`; None: no bound).  ``recovery`` keeps what
+    an abnormal end leaves of a transfer, and lets a peer resume it (None: nothing is
+    kept, and an RT-OPEN ``recover`` is refused).
     """
     timeouts = timeouts or Timeouts()
     limits = ticket.limits if ticket is not None else DEFAULT_CONNECTION_LIMITS
@@ -667,7 +749,7 @@ async def serve_link(
         share=_share(budget, normal),
     )
     notes = ticket.warnings if ticket is not None else LogLimiter(interval=0.0)
-    serving = _Serving(link, responder, timeouts, limits, ticket, notes)
+    serving = _Serving(link, responder, timeouts, limits, ticket, notes, recovery)
     try:
         await _serve(serving)
     except TimeoutError:
@@ -714,7 +796,15 @@ async def serve_link(
         )
         await link.abort("responder failure")
     finally:
+        _keep_interrupted(serving)
         await link.close()
+
+
+def _keep_interrupted(serving: _Serving) -> None:
+    """What the association's abnormal end left of a transfer, to the keep."""
+    partial = serving.link.association.interrupted_transfer
+    if partial is not None and serving.recovery is not None:
+        serving.recovery.on_interrupted(partial)
 
 
 def _share(budget: InboundBudget | None, settings: AssociationSettings) -> Share | None:
@@ -760,6 +850,7 @@ class _Serving:
     limits: ConnectionLimits
     ticket: Ticket | None
     notes: LogLimiter
+    recovery: InboundRecovery | None = None
 
     def info(self, message: str, *args: object) -> None:
         """Log at INFO; rate-limited while the peer is unbound (anyone can make those)."""
@@ -812,6 +903,15 @@ async def _answer(serving: _Serving, event: Event) -> None:
     link = serving.link
     if isinstance(event, BindRequested):
         link.queue(await _answer_bind(serving, event))
+    elif isinstance(event, RecoveryRequested):
+        link.queue(await _answer_recovery(serving, event))
+    elif isinstance(event, TransferResumed):
+        log.info(
+            "%s: transfer resumed after checkpoint %d, %d octets kept",
+            link.peer,
+            event.serial,
+            event.offset,
+        )
     elif isinstance(event, TransferReceived):
         await serving.responder.on_transfer(event.apdu)
         link.association.confirm_transfer(event.transfer_id)
@@ -840,9 +940,46 @@ async def _answer_bind(serving: _Serving, event: BindRequested) -> list[Event]:
         _refused(serving, name, answer)
         link.association.refuse_bind(answer)
     else:
-        ended = link.association.accept_bind(answer)
+        recovery = serving.recovery
+        resumption = recovery.resumption() if recovery is not None else None
+        association = link.association
+        if isinstance(association, P1Association):
+            ended = association.accept_bind(answer, resumption=resumption)
+        else:
+            ended = association.accept_bind(answer)
         if not link.association.closed:
             log.info("%s: bind from %r accepted%s", link.peer, name, _mode(link, event))
+            if ticket is not None:
+                ticket.bind_accepted()
+            link.bound(_pace(serving))
+    await link.flush()
+    return ended
+
+
+async def _answer_recovery(serving: _Serving, event: RecoveryRequested) -> list[Event]:
+    """Accept an RT-OPEN ``recover`` as the bind of the peer that left a transfer on
+    that connection, or refuse it (nothing kept, or the connection does not prove that
+    peer); the events of the association's end when accepting ended it."""
+    link, ticket = serving.link, serving.ticket
+    association = link.association
+    assert isinstance(association, P1Association)  # (only normal mode recovers)
+    delay = ticket.bind_delay() if ticket is not None else 0.0
+    if delay:
+        await asyncio.sleep(delay)
+    recovery = serving.recovery
+    resumption = await recovery.on_recover(event) if recovery is not None else None
+    ended: list[Event] = []
+    if resumption is None:
+        why = "recovery refused: nothing kept of that connection"
+        if ticket is None or ticket.known:
+            log.info("%s: %s", link.peer, why)
+        else:
+            ticket.bind_refused(f"{link.peer}: {why}")
+        association.refuse_recovery()
+    else:
+        ended = association.accept_recovery(resumption)
+        if not association.closed:
+            log.info("%s: association recovered (X.228), its transfer to be resumed", link.peer)
             if ticket is not None:
                 ticket.bind_accepted()
             link.bound(_pace(serving))

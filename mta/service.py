@@ -45,10 +45,13 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from config.schema import MtaConfig
+from config.schema import MtaConfig, Peer
+from config.values import Transport
+from mta.acp142.channel import Acp142Channel, channel_key
+from mta.acp142.link import Acp142Link
 from mta.database import Database
 from mta.delivery.local import (
     CLAIMS,
@@ -81,7 +84,9 @@ from mta.outbound.channels import ChannelContext, SlotRunner
 from mta.outbound.peers import Peers
 from mta.outbound.units import OutboundUnits, TransferQueue
 from mta.supervisor import Supervisor
+from mta.transport import Runner
 from p1.association.connection import AssociationSettings
+from p1.mts.precedence import Precedence
 from store import open_database, sweep_spool, warm_up
 
 __all__ = ["Service"]
@@ -121,6 +126,9 @@ class Service:
         self._intake: Intake | None = None
         self._delivery: Delivery | None = None
         self._listeners: Listeners | None = None
+        self._acp142: Acp142Link | None = None
+        self._building: dict[tuple[int, object], tuple[ChannelContext, Acp142Channel]] = {}
+        """The ACP 142 channels of the runners being built, shared by a group's peers."""
         self._lock: StateLock | None = None
         self._owner: str | None = None
         self._socket: SocketFile | None = None
@@ -129,7 +137,7 @@ class Service:
         self._minimize: MinimizeState | None = None
         self.parts = Supervisor(expected=self._part_fault)
         """The long-lived tasks: restarted after an error, listed while degraded."""
-        self.peers = Peers(parts=self.parts, local=self._wake_local)
+        self.peers = Peers(parts=self.parts, local=self._wake_local, others=self._acp142_runners)
         """Every peer's slot runners, woken by what is queued for them."""
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
@@ -193,9 +201,43 @@ class Service:
         return self._listeners
 
     @property
-    def runners(self) -> list[SlotRunner]:
+    def runners(self) -> list[Runner]:
         """Every slot runner, peer by peer."""
         return self.peers.runners
+
+    @property
+    def slot_runners(self) -> list[SlotRunner]:
+        """The P1 peers' slot runners, peer by peer."""
+        return [r for r in self.peers.runners if isinstance(r, SlotRunner)]
+
+    @property
+    def acp142(self) -> Acp142Link | None:
+        """This MTA's ACP 142 node (after :meth:`start`, with an ``[acp142]`` table)."""
+        return self._acp142
+
+    def _acp142_runners(
+        self, context: ChannelContext, peer: Peer, kept: Iterable[Runner]
+    ) -> list[Runner]:
+        """An ACP 142 peer's one channel, shared with the peers of its multicast group:
+        today's if it serves them as configured, else one built for ``context`` (the
+        group's other peers get the same)."""
+        assert self._acp142 is not None, "an acp142 peer without [acp142]"
+        group = peer.acp142.group
+        members = [
+            p
+            for p in context.config.peers
+            if p.transport is Transport.ACP142
+            and (p.name == peer.name or (group is not None and p.acp142.group == group))
+        ]
+        key = channel_key(members)
+        for runner in kept:
+            if isinstance(runner, Acp142Channel) and runner.key == key:
+                return [runner]
+        built = self._building.get((id(context), key))
+        if built is None or built[0] is not context:
+            channel = Acp142Channel(context, members, self._acp142, parts=self.parts)
+            built = self._building[(id(context), key)] = (context, channel)
+        return [built[1]]
 
     @property
     def listening_ports(self) -> list[int]:
@@ -271,7 +313,11 @@ class Service:
         swept = await db.run(sweep_spool, engine)
         if swept:
             log.info("removed %d APDU file(s) that no committed message names", swept)
-        slots = [slot.precedences for peer in config.peers for slot in peer.slots]
+        slots: list[Sequence[Precedence]] = [
+            slot.precedences for peer in config.peers for slot in peer.slots
+        ]
+        if any(peer.transport is Transport.ACP142 for peer in config.peers):
+            slots.append(tuple(Precedence))
         built = await db.run(warm_up, engine, slots, now=datetime.now(UTC))
         log.debug("ran %d store statement(s) once before the first message", built)
         await self._start_parts()
@@ -298,6 +344,14 @@ class Service:
             timeouts=self.timeouts,
         )
         await self._listeners.start()
+        if self.config.acp142 is not None:
+            self._acp142 = Acp142Link(
+                self.config,
+                self.intake,
+                reachable=self.peer_reachable,
+                route=lambda name: self.site.router.route(name),
+            )
+            await self._acp142.start()
         context = self._channel_context(self.config, self.timeouts, self.settings)
         self.peers.start(self.peers.build(self.config, context))
         self.parts.start(LOCAL_DELIVERY, self.delivery.deliver_forever)
@@ -324,6 +378,9 @@ class Service:
         if self._scrape is not None:
             await self._scrape.close()
         await self.peers.stop()
+        if self._acp142 is not None:
+            await self._acp142.stop()
+            self._acp142 = None
         await self.parts.stop()
         if self._listeners is not None:
             await self._listeners.stop()
@@ -371,6 +428,11 @@ class Service:
         .swap`).  Everything is built before anything is replaced, so an error leaves the
         service as it was."""
         old = self.config
+        if self._acp142 is None and any(p.transport is Transport.ACP142 for p in config.peers):
+            raise ValueError(
+                "an acp142 peer needs this MTA's [acp142] node, which it started without: "
+                "a restart adds it"
+            )
         settings = self.settings
         if config.limits != old.limits:
             settings = dataclasses.replace(settings, limits=config.limits)
@@ -395,6 +457,8 @@ class Service:
         self._intake_units.site = site
         if self._listeners is not None:
             self._listeners.reconfigure(config, settings, timeouts)
+        if self._acp142 is not None:
+            self._acp142.reconfigure(config)
         if self._delivery is not None:
             self._delivery.retention = config.retention
         self.peers.swap(runners, context, config, then)

@@ -30,6 +30,7 @@ Public API::
     OutboundQueue     .claim(...)  .backlog(...)  .put_back(...)  .non_deliver(...)
     Channel           .start()  .stop()  .wake()  .admits(precedence)  .claim_ahead()
                       .peer_reachable()  .snapshot() -> SlotSnapshot
+    Runner(Channel)   .name  .part  .retiring  .flush()  .retire()  .drain()  .reconfigure()
     SlotSnapshot, ConnectionSnapshot, SlotState, ConnectionState   what the operator sees
 """
 
@@ -40,8 +41,9 @@ import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
+from config.schema import Peer
 from p1.association.connection import TransferTooLong
 from p1.mts.precedence import Precedence
 from p1.mts.report import NonDeliveryReport
@@ -54,6 +56,7 @@ __all__ = [
     "InboundSink",
     "OutboundQueue",
     "Refused",
+    "Runner",
     "SlotSnapshot",
     "SlotState",
 ]
@@ -225,3 +228,30 @@ class Channel(Protocol):
 
     def snapshot(self) -> SlotSnapshot:
         """The slot's state for the operator."""
+
+
+class Runner(Channel, Protocol):
+    """A channel as the daemon runs it: named, supervised, swapped by a reload."""
+
+    name: str
+
+    @property
+    def part(self) -> str:
+        """Its name among the daemon's supervised parts."""
+
+    @property
+    def retiring(self) -> bool:
+        """Whether a reload is taking it away."""
+
+    def flush(self) -> None:
+        """The operator asks to try again now."""
+
+    async def retire(self) -> None:
+        """Send no more (a reload replaces or removes it)."""
+
+    async def drain(self) -> None:
+        """Wait until a retired runner has ended."""
+
+    def reconfigure(self, context: Any, peer: Peer) -> None:
+        """Take a reloaded configuration that leaves it as it is (``context``: the
+        daemon's shared channel context, :class:`mta.outbound.channels.ChannelContext`)."""

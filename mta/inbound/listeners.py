@@ -34,6 +34,19 @@ proves: a peer with ``tls = "required"`` binds only over TLS with its own certif
 them; otherwise the bind is refused as for a wrong password, and logged as such.  The
 listeners' certificates and trusted CAs are read again at each reload.
 
+A transfer with checkpoints that a lost connection (or this MTA's own abort) cuts off is
+kept, up to its last confirmed checkpoint, for its sender to resume on a later
+association (X.228 recovery, :mod:`p1.osi.rtse_recovery`): at most ``KEPT_TRANSFERS``
+of them, together no more than a quarter of ``max_inbound_buffer``, each for
+``KEEP_FOR`` seconds, each only for the peer that sent it.  A later association bound
+to that peer may resume it (S-ACTIVITY-RESUME); an RT-OPEN ``recover`` naming the
+connection it was cut off on is taken as that peer's bind, once the connection proves
+what a bind from that peer must (its addresses, its TLS certificate), since it carries
+no password: it must name the connection by the random reference of that connection's
+CN.  When the association of the connection it names is still being served (a cut link
+need not reset both ends at once), that association is ended first, as lost, and what
+it had is kept.  Nothing of a transfer is confirmed before the whole of it is committed.
+
 The configured peers' hosts are resolved at start and at each reload, and their
 addresses handed to the guard (:meth:`mta.inbound.guard.Guard.know`): a peer's own
 connections never wait behind strangers'.
@@ -46,6 +59,7 @@ Public API::
                                                     a peer's whose credentials changed end)
     listener_settings(base, listener) -> AssociationSettings
     await peer_addresses(config) -> set[str]       the configured peers' hosts, resolved
+    KEPT_TRANSFERS, KEEP_FOR                       what is kept of interrupted transfers
 """
 
 from __future__ import annotations
@@ -62,7 +76,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Final
 
 from config.schema import Listener, MtaConfig, Peer, TlsMode
-from config.values import Secret
+from config.values import Secret, Transport
 from mta import net
 from mta.faults import LogLimiter
 from mta.inbound import sources
@@ -71,10 +85,21 @@ from mta.inbound.guard import Guard
 from mta.link import Responder, Timeouts, TransferRefusedError, serve_link
 from mta.metrics import Metrics
 from mta.transport import InboundSink, Refused
-from p1.association.connection import AssociationSettings, BindRequested, TransferTooLong
+from p1.association.connection import (
+    AssociationSettings,
+    BindRequested,
+    RecoveryRequested,
+    TransferTooLong,
+)
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
+from p1.osi.rtse_recovery import (
+    PartialTransfer,
+    PartialTransfers,
+    Resumption,
+    SessionConnectionId,
+)
 
-__all__ = ["Listeners", "listener_settings", "peer_addresses"]
+__all__ = ["KEEP_FOR", "KEPT_TRANSFERS", "Listeners", "listener_settings", "peer_addresses"]
 
 log = logging.getLogger("aiox400.mta")
 
@@ -82,6 +107,12 @@ RESOLVE_TIMEOUT: Final = 10.0
 """Seconds a peer's host may take to resolve (a host that does not is a stranger's)."""
 TICK: Final = 5.0
 """Seconds between the guard's looks at the failed binds it counted."""
+KEPT_TRANSFERS: Final = 8
+"""Interrupted transfers kept at most, all peers together, for their senders to resume."""
+KEEP_FOR: Final = 600.0
+"""Seconds an interrupted transfer is kept for its sender to resume."""
+HANDOVER_WAIT: Final = 5.0
+"""Seconds a recovery waits for the association it recovers, still served, to end."""
 
 
 class Listeners:
@@ -109,6 +140,12 @@ class Listeners:
         self.servers: list[asyncio.Server] = []
         self.budget = InboundBudget(config.connection_limits.max_inbound_buffer)
         """What every inbound association's PDUs may hold together."""
+        self.kept = PartialTransfers(
+            max_count=KEPT_TRANSFERS,
+            max_octets=_kept_octets(config),
+            keep_for=KEEP_FOR,
+        )
+        """What lost connections left of transfers, for their senders to resume."""
         self._inbound: set[asyncio.Task[Any]] = set()
         self._serving: dict[asyncio.Task[Any], _Inbound] = {}  # (who each serves)
         self._chores: set[asyncio.Task[None]] = set()  # resolving peers, the guard's ticks
@@ -155,6 +192,7 @@ class Listeners:
         self.settings, self.timeouts = settings, timeouts
         self._end_changed(old, config)
         self.budget.resize(config.connection_limits.max_inbound_buffer)
+        self.kept.max_octets = _kept_octets(config)
         self._know_peers(config)
         try:
             self._tls = _contexts(config)
@@ -182,6 +220,21 @@ class Listeners:
                 count,
             )
 
+    async def end_served(self, identifier: SessionConnectionId, asking: _Inbound) -> None:
+        """End the association of session connection ``identifier`` if it is still
+        served (its peer recovers it from another), as lost, and wait until it has ended
+        and what it had of a transfer is kept."""
+        served = [
+            (task, inbound)
+            for task, inbound in self._serving.items()
+            if inbound is not asking and inbound.connection == identifier
+        ]
+        for _, inbound in served:
+            log.info("%s: ending the association the peer recovers from another", inbound.host)
+            inbound.end("the peer recovers this association from another connection")
+        if served:
+            await asyncio.wait([task for task, _ in served], timeout=HANDOVER_WAIT)
+
     def close(self) -> None:
         """Accept no more connections."""
         for server in self.servers:
@@ -193,7 +246,7 @@ class Listeners:
         """Tell the guard the peers' addresses: those written as addresses at once, the
         rest once resolved."""
         for peer in config.peers:
-            if peer.their_credentials.password is None:
+            if peer.their_credentials.password is None and peer.transport is Transport.P1:
                 log.warning(
                     "peer %s has no peer_password: its binds are accepted on its name "
                     "alone and answered unauthenticated (without this MTA's password)",
@@ -215,6 +268,7 @@ class Listeners:
         while True:
             await asyncio.sleep(TICK)
             self.guard.tick()
+            self.kept.expire(asyncio.get_running_loop().time())
 
     def _chore(self, work: Coroutine[Any, Any, None]) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work)
@@ -270,6 +324,7 @@ class Listeners:
                     timeouts=self.timeouts,
                     ticket=ticket,
                     budget=self.budget,
+                    recovery=inbound,
                 )
         finally:
             ticket.release()
@@ -298,7 +353,8 @@ class Listeners:
 
 
 class _Inbound(Responder):
-    """One inbound association: who the peer is, and where its transfers go."""
+    """One inbound association: who the peer is, where its transfers go, and what is
+    kept of one a lost connection cut off (an :class:`mta.link.InboundRecovery`)."""
 
     def __init__(self, listeners: Listeners, task: asyncio.Task[Any], host: str) -> None:
         self.listeners = listeners
@@ -308,6 +364,8 @@ class _Inbound(Responder):
         self.over_tls = False
         self.certificate: bytes | None = None
         """The client's certificate (DER), when it came over TLS with one."""
+        self.connection: SessionConnectionId | None = None
+        """The session connection identifier of the association, once bound."""
         self._task = task
         self._busy = False  # taking in a transfer
         self._ending: str | None = None  # why it ends once the transfer is confirmed
@@ -352,7 +410,7 @@ class _Inbound(Responder):
             notes.warning(log, f"{reason} {peer.name}", "bind refused: %s from %s", why, peer.name)
             metrics.bind_refused(peer.name, "in", reason)
             return MTABindError.AUTHENTICATION_ERROR
-        self.peer = peer
+        self.peer, self.connection = peer, event.connection
         self.listeners.reachable(peer.name)
         if expected is None:  # not authenticated: nothing of ours goes to it
             return MTABindResult()
@@ -375,6 +433,48 @@ class _Inbound(Responder):
             return "wrong-certificate", mismatch
         return None
 
+    async def on_recover(self, event: RecoveryRequested) -> Resumption | None:
+        """The peer that left a transfer on the connection ``event`` names, when this
+        connection proves it as a bind from it must; then bound to it."""
+        listeners = self.listeners
+        await listeners.end_served(event.identifier, self)
+        now = asyncio.get_running_loop().time()
+        peer = _peer_called(listeners.config, listeners.kept.owner(event.identifier, now))
+        if peer is None:
+            return None
+        refusal = await self._not_proven(peer)
+        if refusal is not None:
+            reason, why = refusal
+            notes = listeners.guard.warnings
+            notes.warning(
+                log, f"{reason} {peer.name}", "recovery refused: %s from %s", why, peer.name
+            )
+            listeners.metrics.bind_refused(peer.name, "in", reason)
+            return None
+        self.peer, self.connection = peer, event.connection
+        listeners.reachable(peer.name)
+        return self.resumption()
+
+    def resumption(self) -> Resumption | None:
+        peer = self.peer
+        return None if peer is None else _Kept(self.listeners.kept, peer.name)
+
+    def on_interrupted(self, partial: PartialTransfer) -> None:
+        peer = self.peer
+        if peer is None:
+            return
+        now = asyncio.get_running_loop().time()
+        if self.listeners.kept.keep(peer.name, partial, now):
+            log.info(
+                "%s: kept %d octets of the transfer cut off (to checkpoint %d), for %s to "
+                "resume within %g s",
+                self.host,
+                len(partial.octets),
+                max(partial.marks),
+                peer.name,
+                KEEP_FOR,
+            )
+
     async def on_transfer(self, apdu: bytes) -> None:
         assert self.peer is not None, "transfers come only after an accepted bind"
         with self._transfer(), _refusal():
@@ -395,6 +495,23 @@ class _Inbound(Responder):
             self._busy = False
             if self._ending is not None:
                 asyncio.get_running_loop().call_soon(self._task.cancel, self._ending)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Kept:
+    """The interrupted transfers kept for one peer (a Resumption)."""
+
+    kept: PartialTransfers
+    peer: str
+
+    def take(self, identifier: SessionConnectionId, activity_id: bytes) -> PartialTransfer | None:
+        now = asyncio.get_running_loop().time()
+        return self.kept.take(self.peer, identifier, activity_id, now)
+
+
+def _kept_octets(config: MtaConfig) -> int:
+    """What the interrupted transfers kept may hold together."""
+    return config.connection_limits.max_inbound_buffer // 4
 
 
 @contextlib.contextmanager
@@ -483,6 +600,11 @@ async def peer_addresses(config: MtaConfig) -> set[str]:
             continue
         addresses.update(str(info[4][0]) for info in found)
     return addresses
+
+
+def _peer_called(config: MtaConfig, name: str | None) -> Peer | None:
+    """The configured peer of that (configuration) name."""
+    return next((p for p in config.peers if p.name == name), None)
 
 
 def _peer_named(config: MtaConfig, name: str | None) -> Peer | None:

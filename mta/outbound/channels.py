@@ -45,6 +45,19 @@ backlog threshold, idle timeout) is run by one :class:`SlotRunner`:
   the peer's slots), the next one counting those left out: a peer that refuses every
   transfer for an hour (its disk full) costs a line a minute, not one per message.
 
+Recovery (X.228, :mod:`p1.osi.rtse_recovery`): on a slot with a ``checkpoint_size``,
+each connection names itself in its CN, and a transfer that the connection's loss (or
+the peer's passing abort) cuts off past a checkpoint the peer confirmed stays with the
+connection, still claimed, instead of going back to the queue.  The connection is opened
+again at once, with RT-OPEN ``recover``, and the transfer resumed from that checkpoint:
+only the octets after it are sent.  A peer that refuses the recovery is bound afresh at
+once, and one that binds instead, or kept nothing (RTSE abortReason
+unrecognized-activity), gets the transfer from its first octet on that connection.  The
+transfer is put back to the queue as any failed one (for the ``[retry]`` delay) when a
+resumption made no progress, after ``_MAX_RESUMES`` of them, when the peer cannot be
+reached again within ``_RESUME_HOLD`` seconds, or when the connection is no longer
+wanted.  Nothing is marked transferred before the peer confirmed the whole transfer.
+
 Tasks: the runner owns its supervisor, which owns its connection tasks; stopping the
 runner cancels and awaits them all.  A connection cancelled marks what the peer
 confirmed transferred before it ends; a message it claimed and did not see confirmed
@@ -69,6 +82,7 @@ Public API::
         .serves(peer, slot) / .reconfigure(context, peer)   .retire() / .drain()   (a reload)
     SlotSnapshot, ConnectionSnapshot     what ``x400ctl channels`` shows
     retry_delay(failed, *, idled, policy, draw) -> float | None
+    Interrupted(entry, apdu, point, since)   a transfer held to be resumed
 """
 
 from __future__ import annotations
@@ -93,9 +107,11 @@ from mta.link import (
     Link,
     LinkError,
     RefusedByPeerError,
+    ResumeRefusedError,
     Timeouts,
     open_link,
     protocol_settings,
+    session_identifier,
 )
 from mta.metrics import Metrics
 from mta.net import ClientTls
@@ -116,12 +132,14 @@ from p1.association.mtabind import MTABindArgument
 from p1.association.x410 import X410Settings
 from p1.mts.precedence import Precedence, dscp_name
 from p1.mts.report import NonDeliveryDiagnostic
+from p1.osi.rtse_recovery import ResumePoint
 from store import ApduKind, QueueEntry
 
 __all__ = [
     "ChannelContext",
     "ConnectionSnapshot",
     "ConnectionState",
+    "Interrupted",
     "SlotRunner",
     "SlotSnapshot",
     "SlotState",
@@ -145,6 +163,12 @@ is seen to answer (its binds to us, other slots binding to it)."""
 _LOSSES_COUNTED = 16
 """Connections lost in a row past which the count stops: the backoff reached its maximum
 long before (from 1 s, doubling, it passes a minute at the seventh)."""
+_RESUME_HOLD = 600.0
+"""Seconds a connection holds a transfer cut off, trying to reach the peer again to
+resume it, before it goes back to the queue (what a receiver of this MTA keeps it for)."""
+_MAX_RESUMES = 8
+"""Resumptions of one transfer in a row, each cut off again, before it goes back to the
+queue."""
 
 
 DEFERRAL_LOG_INTERVAL = LOG_INTERVAL
@@ -166,6 +190,21 @@ class ChannelContext:
     settings: AssociationSettings = field(default_factory=AssociationSettings)
     notes: LogLimiter = field(default_factory=_deferral_notes)
     """The lines about deferred transfers, one per peer per interval."""
+
+
+@dataclass(slots=True)
+class Interrupted:
+    """A transfer a lost connection cut off, held by its connection to be resumed."""
+
+    entry: QueueEntry
+    apdu: bytes
+    """The octets transferred (the entry's APDU as rewritten for the peer)."""
+    point: ResumePoint | None
+    """Where it goes on; None: from its first octet (the peer cannot resume it)."""
+    since: float
+    """When it was cut off (monotonic)."""
+    resumes: int = 0
+    """Resumptions tried so far."""
 
 
 @dataclass(slots=True)
@@ -198,6 +237,10 @@ class _Connection:
     first the connection's index, so that a slot's connections spread over them."""
     """A claim queued for this idle connection behind a submission (:meth:`SlotRunner.
     claim_ahead`): its next claim."""
+    interrupted: Interrupted | None = None
+    """A transfer the last link's loss cut off, to be resumed on the next."""
+    recovered: bool = False
+    """The link bound now recovered the last one (RT-OPEN recover accepted)."""
 
     def enter(self, state: ConnectionState) -> None:
         self.state = state
@@ -206,22 +249,31 @@ class _Connection:
     def waiting(self) -> int:
         """Messages claimed for this connection and not yet transferred: the rest of its
         window, and the window after it once claimed."""
+        held = self.unsent + (self.interrupted is not None)
         following = self.following
         if following is None or not following.done() or following.cancelled():
-            return self.unsent
+            return held
         if following.exception() is not None:
-            return self.unsent
-        return self.unsent + len(following.result())
+            return held
+        return held + len(following.result())
 
 
 def slot_settings(
-    base: AssociationSettings, selectors: Selectors, protocol: P1Protocol = P1Protocol.NORMAL
+    base: AssociationSettings,
+    selectors: Selectors,
+    protocol: P1Protocol = P1Protocol.NORMAL,
+    *,
+    checkpoint_size: int = 0,
+    window_size: int = 3,
 ) -> AssociationSettings | X410Settings:
     """``base`` with a slot's selectors: the CR's TSAP-IDs (X.224 13.3.4 a), the CN's SSAP
-    identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type); in
-    the mode of the peer's ``protocol`` (:func:`mta.link.protocol_settings`)."""
+    identifiers (X.225 PI 51, 52) and the CP's presentation selectors (X.226 CP-type), and
+    the checkpoint size and window its RT-OPEN proposes (X.228); in the mode of the peer's
+    ``protocol`` (:func:`mta.link.protocol_settings`)."""
     normal = dataclasses.replace(
         base,
+        checkpoint_size=checkpoint_size,
+        window_size=window_size,
         calling_tsap=selectors.calling_tsel,
         called_tsap=selectors.tsel,
         calling_ssap=selectors.calling_ssel,
@@ -306,10 +358,16 @@ class SlotRunner:
         (:meth:`drain` waits for them)."""
         self._retiring = True
         await self._parts.stop(self.part)
+        held: list[tuple[_Connection, Interrupted]] = []
         for index, task in self._workers.items():
             connection = self._connections.get(index)
             if connection is not None and connection.state is ConnectionState.BACKOFF:
+                if connection.interrupted is not None:  # (the runner after this sends it)
+                    held.append((connection, connection.interrupted))
+                    connection.interrupted = None
                 task.cancel()
+        for connection, interrupted in held:
+            await self._put_back(None, (interrupted.entry,), connection)
         self.wake()  # (idle connections end now)
 
     async def drain(self) -> None:
@@ -470,6 +528,8 @@ class SlotRunner:
                 wanted = self._still_wanted(connection.index) and not self._retiring
                 delay = _RECONNECT.delay(attempt, random.random())
                 said = self._log_failure(connection, attempt, delay if wanted else None, said)
+                if not wanted or self._held_too_long(connection):
+                    await self._give_up_resuming(connection)
                 if not wanted:
                     return
                 await self._backoff(connection, delay, reached)
@@ -488,6 +548,7 @@ class SlotRunner:
                 connection.tls_version = None
                 await link.close()
             if self._retiring:
+                await self._hand_over_held(connection)
                 return
             lived = time.monotonic() - bound_at
             lost = _losses(lost, lived, tried=connection.tried > tried)
@@ -561,7 +622,7 @@ class SlotRunner:
         for step in range(len(hosts)):
             turn = (connection.host_turn + step) % len(hosts)
             try:
-                link, accepted = await self._open(hosts[turn])
+                link, accepted = await self._open_for(connection, hosts[turn])
             except BindRefusedError as error:
                 connection.bind_refused = f"bind refused: {_bind_error(error)}"
                 connection.last_error = connection.bind_refused
@@ -587,18 +648,51 @@ class SlotRunner:
         connection.host_turn = (connection.host_turn + 1) % len(hosts)
         return None
 
-    async def _open(self, host: str) -> tuple[Link, BindAccepted]:
+    async def _open_for(self, connection: _Connection, host: str) -> tuple[Link, BindAccepted]:
+        """Open a link to ``host``: one recovering the last when the connection holds a
+        transfer it cut off (X.228); a peer that refuses the recovery is bound afresh at
+        once, and the transfer will start from its first octet."""
+        held = connection.interrupted
+        if held is None or held.point is None:
+            return await self._open(host)
+        try:
+            return await self._open(host, recover=held.point)
+        except BindRefusedError as error:
+            log.info(
+                "%s#%d: %s refused to recover the connection lost (%s): %s starts afresh",
+                self.name,
+                connection.index,
+                self.peer.name,
+                _bind_error(error),
+                held.entry.mts_identifier,
+            )
+            held.point = None
+            return await self._open(host)
+
+    async def _open(
+        self, host: str, recover: ResumePoint | None = None
+    ) -> tuple[Link, BindAccepted]:
         peer, slot = self.peer, self.slot
+        # The connection is named in its CN, so that a transfer it cuts off may be resumed.
+        named = slot.checkpoint_size > 0 and not peer.protocol.x410
         return await open_link(
             host,
             slot.port,
             self._bind_argument(),
-            settings=slot_settings(self.context.settings, slot.selectors, peer.protocol),
+            settings=slot_settings(
+                self.context.settings,
+                slot.selectors,
+                peer.protocol,
+                checkpoint_size=slot.checkpoint_size,
+                window_size=slot.window_size,
+            ),
             dscp=slot.dscp,
             timeouts=self._timeouts(),
             congestion=self.context.config.tcp_congestion,
             source=slot.source_address or peer.source_address,
             tls=ClientTls.for_peer(peer) if slot.tls is TlsMode.REQUIRED else None,
+            identifier=session_identifier(datetime.now(UTC)) if named else None,
+            recover=None if recover is None else recover.identifier,
         )
 
     def _timeouts(self) -> Timeouts:
@@ -633,6 +727,9 @@ class SlotRunner:
         )
         connection.last_error = connection.bind_refused = None
         connection.tls_version = link.tls_version
+        connection.recovered = accepted.recovered
+        if accepted.recovered:
+            log.info("%s#%d: the peer recovered the connection lost", self.name, connection.index)
         if self._on_connected is not None:
             self._on_connected()
         return link
@@ -665,6 +762,8 @@ class SlotRunner:
 
     async def _serve(self, connection: _Connection, link: Link) -> bool:
         """Transfer until the link fails (False) or closes for idleness (True)."""
+        if connection.interrupted is not None and not await self._resume(connection, link):
+            return False
         idle_since = time.monotonic()
         fresh = True
         ended: str | None = None  # why the peer ended the association while it idled
@@ -724,12 +823,140 @@ class SlotRunner:
             if entry is not None and not await self._transfer(connection, link, entry, wire.apdu):
                 connection.unsent = 0
                 unsent = entries[number + 1 :] + await self._take_following(connection)
-                await self._failed(connection, entry, unsent, idled=idled and number == 0)
+                if self._hold(connection, link, entry, wire.apdu):
+                    if unsent or connection.confirmed:
+                        await self._put_back(None, unsent, connection)
+                else:
+                    await self._failed(connection, entry, unsent, idled=idled and number == 0)
                 return False
             connection.unsent -= 1
             if entry is not None:
                 connection.confirmed.append(entry)
         return True
+
+    # --- resuming a transfer cut off (X.228 recovery) -------------------------------------
+
+    def _hold(self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes) -> bool:
+        """The transfer of ``entry`` failed: keep it with the connection, claimed, to be
+        resumed on the next link, when the link's end left where to (it was lost past a
+        checkpoint the peer confirmed, and the peer did not refuse the transfer)."""
+        point = link.association.resume_point
+        if point is None or connection.refused is not None or self._retiring:
+            return False
+        connection.interrupted = Interrupted(entry, apdu, point, time.monotonic())
+        log.info(
+            "%s#%d: transfer of %s cut off after checkpoint %d (%d of %d octets confirmed); "
+            "resuming it on the next connection",
+            self.name,
+            connection.index,
+            entry.mts_identifier,
+            point.serial,
+            point.offset,
+            len(apdu),
+        )
+        return True
+
+    async def _resume(self, connection: _Connection, link: Link) -> bool:
+        """Transfer the entry the last link's loss cut off: resumed after its checkpoint
+        on a link that recovered the last one, else from its first octet; whether the
+        link is still good.  Cut off again past a further checkpoint, it is held again;
+        otherwise it fails as any transfer (:meth:`_failed`)."""
+        held = connection.interrupted
+        assert held is not None
+        connection.enter(ConnectionState.TRANSFERRING)
+        connection.tried += 1
+        held.resumes += 1
+        point = held.point if connection.recovered else None
+        started = time.monotonic()
+        timeout = self.context.timeouts.transfer
+        try:
+            if point is None:
+                await link.transfer(held.apdu, timeout=timeout)
+            else:
+                await link.resume(held.apdu, point, timeout=timeout)
+        except ResumeRefusedError as error:
+            connection.last_error = str(error)
+            log.info(
+                "%s#%d: %s; %s starts afresh",
+                self.name,
+                connection.index,
+                error,
+                held.entry.mts_identifier,
+            )
+            held.point = None
+            return False
+        except (LinkError, OSError, TimeoutError) as error:
+            connection.last_error = f"transfer failed: {error or type(error).__name__}"
+            connection.refused = str(error) if isinstance(error, RefusedByPeerError) else None
+            self.context.metrics.transfer_failed(self.peer.name, held.entry.precedence)
+            if not self._progressed(connection, link, point):
+                connection.interrupted = None
+                await self._failed(connection, held.entry, (), idled=False)
+            return False
+        connection.interrupted = None
+        self._resumed(connection, held, point, started)
+        return True
+
+    def _progressed(self, connection: _Connection, link: Link, point: ResumePoint | None) -> bool:
+        """Whether the held transfer, cut off again, went past a further checkpoint (and
+        may be resumed once more from there)."""
+        held, after = connection.interrupted, link.association.resume_point
+        assert held is not None
+        if after is None or connection.refused is not None or self._retiring:
+            return False
+        if held.resumes >= _MAX_RESUMES or (point is not None and after.offset <= point.offset):
+            return False
+        held.point, held.since = after, time.monotonic()
+        log.info(
+            "%s#%d: transfer of %s cut off again after checkpoint %d (%d octets confirmed)",
+            self.name,
+            connection.index,
+            held.entry.mts_identifier,
+            after.serial,
+            after.offset,
+        )
+        return True
+
+    def _resumed(
+        self, connection: _Connection, held: Interrupted, point: ResumePoint | None, started: float
+    ) -> None:
+        entry = held.entry
+        connection.transfers += 1
+        connection.confirmed.append(entry)
+        took = time.monotonic() - started
+        self.context.metrics.transferred(self.peer.name, entry, took, datetime.now(UTC))
+        log.info(
+            "transferred %s (%s, %d recipient(s), %d octets) to %s on port %d %s in %.1f ms, %s",
+            entry.mts_identifier,
+            entry.precedence.label,
+            len(entry.recipients),
+            len(entry.apdu),
+            self.peer.name,
+            self.slot.port,
+            dscp_name(self.slot.dscp),
+            took * 1000,
+            "again from its first octet"
+            if point is None
+            else f"resumed after checkpoint {point.serial} ({point.offset} octets not sent again)",
+        )
+
+    def _held_too_long(self, connection: _Connection) -> bool:
+        held = connection.interrupted
+        return held is not None and time.monotonic() - held.since > _RESUME_HOLD
+
+    async def _give_up_resuming(self, connection: _Connection) -> None:
+        """The transfer held to be resumed fails as any (:meth:`_failed`): the peer was
+        not reached again in time, or the connection is no longer wanted."""
+        held, connection.interrupted = connection.interrupted, None
+        if held is not None:
+            await self._failed(connection, held.entry, (), idled=False)
+
+    async def _hand_over_held(self, connection: _Connection) -> None:
+        """The runner retires: the transfer held to be resumed is pending again as it
+        was, for the runner that replaces this one."""
+        held, connection.interrupted = connection.interrupted, None
+        if held is not None:
+            await self._put_back(None, (held.entry,), connection)
 
     def _log_downgraded(self, claimed: QueueEntry, wire: Outgoing) -> None:
         log.info(

@@ -9,9 +9,9 @@ claimed and did not send before its successor starts).
 
 Public API::
 
-    Peers(*, parts, local)
+    Peers(*, parts, local, others=None)   (others: the runners of non-P1 peers)
         .build(config, context) -> runners by peer    .start(runners)  await .stop()
-        .runners -> list[SlotRunner]   .of(peer) -> list[SlotRunner]
+        .runners -> list[Runner]   .of(peer) -> list[Runner]
         .wake(plan=None, delivered=False)    something was queued
         .claim_ahead(peers, precedence)      a submission for them is being committed
         .peer_reachable(peer)    .flush(peer)        the operator: try again now
@@ -27,9 +27,11 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from config.schema import MtaConfig, Peer
+from config.values import Transport
 from mta.intake.plan import Plan
 from mta.outbound.channels import ChannelContext, SlotRunner
 from mta.supervisor import Supervisor
+from mta.transport import Runner
 from p1.mts.precedence import Precedence
 from store import LOCAL_ROUTE
 
@@ -38,35 +40,49 @@ __all__ = ["Peers"]
 log = logging.getLogger("aiox400.mta")
 
 
+Others = Callable[[ChannelContext, Peer, Iterable[Runner]], list[Runner]]
+"""Builds a non-P1 peer's runners from the context, the peer and today's runners."""
+
+
 class Peers:
     """The slot runners of every peer (see the module docstring)."""
 
-    def __init__(self, *, parts: Supervisor, local: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        *,
+        parts: Supervisor,
+        local: Callable[[], None],
+        others: Others | None = None,
+    ) -> None:
         self.parts = parts
         self.local = local
+        self.others = others
+        """Builds the runners of a peer of another transport (ACP 142), keeping one of
+        the given ones that still serves it."""
         """Wakes the local deliverer (something for a local recipient was queued)."""
-        self._runners: dict[str, list[SlotRunner]] = {}
-        self._leaving: dict[SlotRunner, None] = {}  # retired by a reload, not yet ended
+        self._runners: dict[str, list[Runner]] = {}
+        self._leaving: dict[Runner, None] = {}  # retired by a reload, not yet ended
         self._handover: asyncio.Task[None] | None = None
 
     @property
-    def runners(self) -> list[SlotRunner]:
-        """Every slot runner, peer by peer."""
-        return [runner for runners in self._runners.values() for runner in runners]
+    def runners(self) -> list[Runner]:
+        """Every slot runner, peer by peer (a channel several peers share, once)."""
+        every = [runner for runners in self._runners.values() for runner in runners]
+        return list(dict.fromkeys(every))
 
-    def of(self, peer: str) -> list[SlotRunner]:
+    def of(self, peer: str) -> list[Runner]:
         """``peer``'s slot runners (none for an unknown peer)."""
         return self._runners.get(peer, [])
 
-    def build(self, config: MtaConfig, context: ChannelContext) -> dict[str, list[SlotRunner]]:
+    def build(self, config: MtaConfig, context: ChannelContext) -> dict[str, list[Runner]]:
         """The runners ``config`` asks for, keeping each of today's that serves its slot
         as it is (:meth:`SlotRunner.serves`); new ones are not started."""
         return {p.name: self._channel(context, p, self.of(p.name)) for p in config.peers}
 
-    def start(self, runners: dict[str, list[SlotRunner]]) -> None:
+    def start(self, runners: dict[str, list[Runner]]) -> None:
         """Serve with ``runners`` (at start)."""
         self._runners = runners
-        for runner in self.runners:
+        for runner in self.runners:  # (once each, though several peers may share one)
             runner.start()
 
     async def stop(self) -> None:
@@ -78,12 +94,15 @@ class Peers:
         for runner in [*self.runners, *self._leaving]:
             await runner.stop()
 
-    def _channel(
-        self, context: ChannelContext, peer: Peer, kept: Iterable[SlotRunner]
-    ) -> list[SlotRunner]:
+    def _channel(self, context: ChannelContext, peer: Peer, kept: Iterable[Runner]) -> list[Runner]:
+        if peer.transport is not Transport.P1:
+            if self.others is None:
+                raise ValueError(f"peer {peer.name}: no {peer.transport.value} transport here")
+            return self.others(context, peer, kept)
         reachable = functools.partial(self.peer_reachable, peer.name)
+        slot_runners = [r for r in kept if isinstance(r, SlotRunner)]
         return [
-            next((r for r in kept if r.serves(peer, slot)), None)
+            next((r for r in slot_runners if r.serves(peer, slot)), None)
             or SlotRunner(context, peer, slot, on_connected=reachable, parts=self.parts)
             for slot in peer.slots
         ]
@@ -92,7 +111,7 @@ class Peers:
 
     def swap(
         self,
-        runners: dict[str, list[SlotRunner]],
+        runners: dict[str, list[Runner]],
         context: ChannelContext,
         config: MtaConfig,
         then: Callable[[], Awaitable[None]] | None,
@@ -102,7 +121,7 @@ class Peers:
         ``then()``.  Nothing here fails or awaits."""
         kept = {r for rs in runners.values() for r in rs} & set(self.runners)
         leaving = [r for r in self.runners if r not in kept]
-        fresh = [r for rs in runners.values() for r in rs if r not in kept]
+        fresh = list(dict.fromkeys(r for rs in runners.values() for r in rs if r not in kept))
         for peer in config.peers:
             for runner in runners[peer.name]:
                 if runner in kept:
@@ -118,8 +137,8 @@ class Peers:
     async def _hand_over(
         self,
         previous: asyncio.Task[None] | None,
-        leaving: list[SlotRunner],
-        fresh: list[SlotRunner],
+        leaving: list[Runner],
+        fresh: list[Runner],
         then: Callable[[], Awaitable[None]] | None,
     ) -> None:
         """The runners ``leaving`` stop opening connections, ``fresh`` start (a slot's

@@ -11,6 +11,15 @@ once the user confirmed the transfer, a discarded or interrupted activity droppe
 longer than ``max_message_size`` read to its end with its first octets kept), the
 turn as the data, minor synchronize and activity tokens, and the end of the connection.
 
+Recovery (X.228, :mod:`p1.osi.rtse_recovery`): an association that ends abnormally (the
+connection lost, the peer's provider abort or temporary abort, our own abort) in the
+middle of a transfer with confirmed checkpoints leaves, on the receiving side, the
+:attr:`interrupted_transfer` (its octets up to the last checkpoint confirmed, for the
+user to keep) and, on the sending side, the :attr:`resume_point`; a later association
+resumes it (:meth:`resume_transfer`, S-ACTIVITY-RESUME), and the receiver goes on from
+what its user's :class:`~p1.osi.rtse_recovery.Resumption` kept, or, when nothing was,
+aborts with RTSE's unrecognized-activity.
+
 A subclass gives its handler tables (``_TRANSPORT_HANDLERS``, ``_SESSION_HANDLERS``: the
 events of the layers below by type), the layer named in its errors (``_TABLE_LAYER`` for
 the state table's, ``_TRANSFER_LAYER`` for the transfer's), the session versions its CN
@@ -18,7 +27,11 @@ proposes, ``_connect_data()`` (the CN's user data) and ``_upper_error()``, how i
 piece of a transfer (``_send_piece``) and the turn's priority (``_turn_please_data``,
 ``_turn_priority``, with ``_TURN_PLEASE`` and ``_TURN_GIVE`` naming them), and the calls
 an MTA makes whatever the mode (bind, transfer, the turn, release, abort), declared here so
-that one driver (:mod:`mta.link`) serves both.
+that one driver (:mod:`mta.link`) serves both.  A mode that recovers transfers also gives
+what it puts before an MTS-APDU (``_transfer_head``), the checkpointing agreed
+(``_checkpointing``), its abort for a resumption of nothing kept (``_abort_unrecognized``),
+and a handler of S-ACTIVITY-RESUME (``_on_activity_resumed``, here) in its table, and names
+its session connections (``_identifier``).
 """
 
 from __future__ import annotations
@@ -33,13 +46,14 @@ from p1.association.events import (
     ConnectionRefused,
     Released,
     TransferConfirmed,
+    TransferResumed,
     TransferTooLong,
     TurnGiven,
     TurnRequested,
 )
 from p1.association.machine import DISCARDED, TABLE, Input, State
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
-from p1.association.pdus import activity_number
+from p1.association.pdus import activity_identifier, activity_number
 from p1.errors import DecodeError
 from p1.osi import (
     Event,
@@ -52,6 +66,7 @@ from p1.osi import (
     session,
 )
 from p1.osi.rtse import DialogueMode
+from p1.osi.rtse_recovery import PartialTransfer, ResumePoint, Resumption, SessionConnectionId
 from p1.osi.rtse_transfer import InboundTransfer, OutboundTransfer, Piece, Sync
 from p1.osi.selectors import format_selector
 from p1.osi.x225 import spdu
@@ -73,6 +88,9 @@ _TURN_BITS = TURN_TOKENS.value
 _SESSION_STATES = frozenset({State.BINDING, State.BIND_PENDING, State.OPEN, State.RELEASING})
 TEMPORARILY_UNABLE: Final = 1
 """The reason code (PI 50) of an ED saying "temporarily unable to continue" (X.225)."""
+PASSING: Final = frozenset({None, "temporary-problem", "local-system-problem"})
+"""The peer's abort reasons (X.228 RTAB; None: none given) after which a transfer it cut
+off may be resumed: its trouble was passing, it did not give the transfer up."""
 
 _Handler = Callable[[Any, Any], list[Event]]
 """A handler of an event of a layer below (its argument is an instance of its key)."""
@@ -99,6 +117,10 @@ class Transfers:
     outbound: OutboundTransfer | None = None
     inbound: InboundTransfer | None = None
     unconfirmed: int | None = None  # received, awaiting confirm_transfer
+    outbound_activity: bytes = b""  # the activity identifiers of the two in progress
+    inbound_activity: bytes = b""
+    resumed_from: ResumePoint | None = None  # the outbound one's, when it was resumed
+    inbound_aliases: tuple[tuple[SessionConnectionId, bytes], ...] = ()  # its names before
 
 
 class SessionAssociation:
@@ -140,6 +162,12 @@ class SessionAssociation:
         self._calling_tsap = b""
         self._transfers = Transfers()
         self._aborted_in: State | None = None  # where an abort ended the association
+        # Recovery: this session connection's identifier (ours in the CN, or the peer's),
+        # where the receiver finds what it kept, and what an abnormal end left.
+        self._identifier: SessionConnectionId | None = None
+        self._resumption: Resumption | None = None
+        self._interrupted: PartialTransfer | None = None
+        self._resume_point: ResumePoint | None = None
 
     def _connect_data(self) -> bytes:
         """The user data of the CN that binds (initiator)."""
@@ -261,15 +289,62 @@ class SessionAssociation:
         """Take a peer's ``what``; a missing pair is the peer's protocol error."""
         self.state = self._next(what, RemoteProtocolError)
 
-    def _close(self) -> State:
+    def _close(self, *, recoverable: bool = False) -> State:
         """Take an abort (from any state but CLOSED); the state it ended.  A transfer in
         either direction is given up (rule 2): only one received whole still awaits its
-        user's confirmation, which will do nothing."""
+        user's confirmation, which will do nothing.  ``recoverable``: the end does not
+        give the transfers up, so what they reached is left for a later association."""
         was = self.state
         self.state = TABLE[was, Input.ABORT]
         self._aborted_in = was
+        if recoverable:
+            self._leave_for_recovery()
         self._transfers.inbound = self._transfers.outbound = None
         return was
+
+    def _leave_for_recovery(self) -> None:
+        """What the transfers in progress reached, past their first confirmed checkpoint
+        on a session connection with an identifier: the part received, where to resume."""
+        identifier, transfers = self._identifier, self._transfers
+        if identifier is None:
+            return
+        inbound, outbound = transfers.inbound, transfers.outbound
+        if inbound is not None and not inbound.too_long and inbound.marks:
+            serial = max(inbound.marks)
+            self._interrupted = PartialTransfer(
+                identifier=identifier,
+                activity_id=transfers.inbound_activity,
+                octets=inbound.kept(serial),
+                marks=inbound.marks,
+                aliases=transfers.inbound_aliases,
+            )
+        if outbound is None:
+            return
+        serial, offset = outbound.confirmed
+        resumed_from = transfers.resumed_from
+        if resumed_from is not None and serial == resumed_from.serial:
+            # No checkpoint confirmed since it resumed: the peer may not even have had
+            # the S-ACTIVITY-RESUME, so it is named as it was then (the peer knows both).
+            self._resume_point = resumed_from
+        elif serial > 0:
+            self._resume_point = ResumePoint(
+                identifier=identifier,
+                activity_id=transfers.outbound_activity,
+                serial=serial,
+                offset=offset,
+            )
+
+    @property
+    def interrupted_transfer(self) -> PartialTransfer | None:
+        """Receiving side, once an abnormal end cut a transfer off past a confirmed
+        checkpoint: the part of it to keep for the sender to resume (X.228 recovery)."""
+        return self._interrupted
+
+    @property
+    def resume_point(self) -> ResumePoint | None:
+        """Sending side, once an abnormal end cut a transfer off past a checkpoint the
+        peer confirmed: where it may go on, on a later association (X.228 recovery)."""
+        return self._resume_point
 
     def _refuse_session_address(self, event: session.ConnectRequested) -> list[Event]:
         """S-CONNECT refuse from the session provider: RF, reason 129 "session selector
@@ -373,7 +448,88 @@ class SessionAssociation:
         transfers.inbound = InboundTransfer(
             activity_number(event.activity_id), self._limits.max_message_size
         )
+        transfers.inbound_activity = event.activity_id
+        transfers.inbound_aliases = ()
         return []
+
+    def _on_activity_resumed(self, event: session.ActivityResumed) -> list[Event]:
+        """S-ACTIVITY-RESUME indication (X.225 7.31): the peer goes on with a transfer an
+        earlier association cut off, after its checkpoint ``serial``.  It goes on from
+        what this end's user kept of it up to that checkpoint; when nothing was kept, the
+        peer is told so (RTSE abortReason unrecognized-activity) and sends it afresh."""
+        self._expect(Input.DATA_PHASE)
+        transfers = self._transfers
+        if transfers.inbound is not None or transfers.unconfirmed is not None:
+            raise RemoteProtocolError(
+                "activity resumed before the last one ended", layer=self._TRANSFER_LAYER
+            )
+        identifier = SessionConnectionId.of(event.connection_identifier)
+        resumption = self._resumption
+        partial = None
+        if identifier is not None and resumption is not None:
+            partial = resumption.take(identifier, event.old_activity_id)
+        found = partial.at(event.serial) if partial is not None else None
+        if found is None:
+            why = f"no transfer kept to resume after checkpoint {event.serial}"
+            return self._abort_unrecognized(why)
+        octets, marks = found
+        number = activity_number(event.activity_id)
+        limit = self._limits.max_message_size
+        transfers.inbound = InboundTransfer.resumed(number, limit, octets, marks)
+        transfers.inbound_activity = event.activity_id
+        transfers.inbound_aliases = partial.names if partial is not None else ()
+        return [TransferResumed(transfer_id=number, serial=event.serial, offset=len(octets))]
+
+    def _abort_unrecognized(self, why: str) -> list[Event]:
+        """Abort: an S-ACTIVITY-RESUME names a transfer this end has nothing of."""
+        raise NotImplementedError
+
+    def resume_transfer(self, apdu: bytes, point: ResumePoint) -> int:
+        """RT-TRANSFER request of ``apdu`` that goes on from ``point``, where an earlier
+        association cut it off: S-ACTIVITY-RESUME naming its activity, its checkpoint and
+        its session connection (X.225 7.31), then the octets after the checkpoint only.
+        Its transfer id, confirmed as :meth:`send_transfer`'s."""
+        self._check_transfer_allowed()
+        after = self._move(Input.DATA_PHASE)
+        head = self._transfer_head(apdu)
+        transfers = self._transfers
+        transfer_id = transfers.next_id
+        if after is None:
+            transfers.next_id += 1
+            return transfer_id
+        agreed_size, agreed_window = self._checkpointing
+        outbound = OutboundTransfer.resumed(
+            transfer_id,
+            apdu,
+            agreed_size,
+            agreed_window,
+            serial=point.serial,
+            offset=point.offset,
+            head=head,
+        )
+        activity = activity_identifier(transfer_id)
+        self._session.send_activity_resume(
+            activity,
+            old_activity_id=point.activity_id,
+            serial=point.serial,
+            connection_identifier=point.identifier.connection_identifier(),
+        )
+        transfers.next_id += 1
+        transfers.outbound = outbound
+        transfers.outbound_activity = activity
+        transfers.resumed_from = point
+        self.state = after
+        self._advance()
+        return transfer_id
+
+    def _transfer_head(self, apdu: bytes) -> bytes:
+        """What the mode puts before an MTS-APDU in a transfer's octets."""
+        raise NotImplementedError
+
+    @property
+    def _checkpointing(self) -> tuple[int, int]:
+        """The checkpoint size and window agreed."""
+        raise NotImplementedError
 
     def _received_too_long(self, inbound: InboundTransfer, prefix: bytes | None) -> list[Event]:
         """A transfer ended that was longer than ``max_message_size``: its first octets
@@ -388,9 +544,12 @@ class SessionAssociation:
         ]
 
     def _on_minor_sync(self, event: session.MinorSyncRequested) -> list[Event]:
-        # Checkpoints are confirmed at once: a checkpoint only matters to recover a transfer
-        # across associations, which we refuse; responsibility moves at the activity end.
+        # Checkpoints are confirmed at once, where they fall noted: they only matter to
+        # recover a transfer across associations; responsibility moves at the activity end.
         self._expect(Input.DATA_PHASE)
+        inbound = self._transfers.inbound
+        if inbound is not None:
+            inbound.mark(event.serial)
         if event.confirm_required:
             self._session.send_minor_sync_response(event.serial)
         return []
@@ -442,16 +601,19 @@ class SessionAssociation:
         self._expect(Input.RECV_RELEASED)
         return [Released(by_peer=False)]
 
-    def _send_abort(self, user_data: bytes) -> None:
+    def _send_abort(self, user_data: bytes, *, recoverable: bool = False) -> None:
         """S-U-ABORT with ``user_data`` where a session connection exists; closed."""
         if self.state in _SESSION_STATES and not self._session.closed:
             self._session.send_abort(user_data)
-        self._close()
+        self._close(recoverable=recoverable)
 
     def _on_gone(self, *, by_peer: bool, why: str, reason: str | None = None) -> list[Event]:
+        """The peer, the connection or a layer below ended the association; what a
+        transfer reached is left for recovery unless this end's own layers found the
+        peer at fault, or the peer gave its abort a reason other than a passing one."""
         if self.state is State.CLOSED:
             return []
-        if self._close() is State.BINDING:
+        if self._close(recoverable=by_peer and reason in PASSING) is State.BINDING:
             return [BindRefused(error=None, why=why, by_peer=by_peer)]
         return [Aborted(by_peer=by_peer, why=why, reason=reason)]
 
@@ -478,7 +640,7 @@ class SessionAssociation:
         """TCP closed by the peer."""
         if self.state is State.CLOSED:
             return []
-        self._close()
+        self._close(recoverable=True)
         return [Aborted(by_peer=True, why="the peer closed the connection")]
 
     def receive_data(self, data: bytes) -> list[Event]:
@@ -499,11 +661,13 @@ class SessionAssociation:
     def _on_transport_connected(self, event: cotp.Connected) -> list[Event]:
         self._expect(Input.RECV_CONNECTED)
         calling, called = self._ssaps
+        identifier = self._identifier
         self._session.send_connect(
             self._connect_data(),
             calling_ssap=calling,
             called_ssap=called,
             versions=self._SESSION_VERSIONS,
+            connection_id=None if identifier is None else identifier.connection_identifier(),
         )
         return []
 

@@ -24,8 +24,8 @@ Rules:
    user called :meth:`confirm_transfer`, i.e. once the message is safely stored.  A transfer
    the sender discards or interrupts is dropped; one longer than ``max_message_size`` is
    read to its end, its first octets kept, and given as :class:`TransferTooLong`, confirmed
-   the same way; one the receiver reports an exception
-   against cannot be recovered (we keep no checkpoints), so the association is aborted.
+   the same way; one the receiver reports an exception against is not recovered on
+   the same association: it is aborted.
 3. One transfer at a time per direction; only the side holding the turn (the session data
    and activity tokens) may transfer.  The turn moves only in two-way alternate mode; in
    monologue the initiator keeps it.  Only the initiator releases (RT-CLOSE), holding the turn.
@@ -44,20 +44,36 @@ Rules:
    accept_bind, refuse_bind and confirm_transfer answer an association that is gone;
    send_transfer returns an id that will never be confirmed.  The Aborted event that says
    how it ended is among those already returned.
+8. Recovery (X.228): an initiator binds with ``identifier``, the session connection
+   identifier its CN carries; after an abnormal end cut a transfer off, it may open the
+   next association with ``recover`` (RTORQ connectionDataRQ naming the connection lost,
+   no MTA-bind) and, once :class:`BindAccepted` says ``recovered``, resume the transfer
+   from its :attr:`resume_point` (:meth:`resume_transfer`).  A peer that refuses the
+   recovery gives :class:`BindRefused`; one that binds instead gives a BindAccepted not
+   ``recovered``: the transfer then starts afresh.  A responder gives
+   :class:`RecoveryRequested` for such an RT-OPEN; its user accepts it (with the
+   :class:`~p1.osi.rtse_recovery.Resumption` of the peer it recovers) or refuses it.
+   An S-ACTIVITY-RESUME may also follow an MTA-bind, its user having given the bound
+   peer's Resumption to :meth:`accept_bind`.
 
 Public API::
 
     AssociationSettings(...)
     P1Association(role, settings)
         .state .closed .has_turn .busy .dialogue_mode .giving_turn
-        send_bind(argument)                  initiator: connect and bind
-        accept_bind(result) -> [Aborted] / refuse_bind(error)   responder, after BindRequested
+        send_bind(argument, *, identifier=None, recover=None)   initiator: connect and bind
+        accept_bind(result, *, resumption=None) -> [Aborted] / refuse_bind(error)
+                                             responder, after BindRequested
+        accept_recovery(resumption) -> [Aborted] / refuse_recovery()   after RecoveryRequested
         send_transfer(apdu) -> transfer id   confirm_transfer(transfer id)
+        resume_transfer(apdu, resume_point) -> transfer id
+        .interrupted_transfer / .resume_point          what an abnormal end left
         request_turn(priority) / give_turn()           two-way alternate only
         send_release() / abort(why)                    release: the initiator only
         receive_data(data) -> list[Event] / receive_eof() -> list[Event] / data_to_send()
-    Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferTooLong,
-            TransferConfirmed, TurnRequested, TurnGiven, Released, Aborted, ConnectionRefused
+    Events: BindRequested, RecoveryRequested, BindAccepted, BindRefused, TransferReceived,
+            TransferTooLong, TransferResumed, TransferConfirmed, TurnRequested, TurnGiven,
+            Released, Aborted, ConnectionRefused
     State, MTS_TRANSFER_CONTEXT
 """
 
@@ -79,9 +95,11 @@ from p1.association.events import (
     BindRefused,
     BindRequested,
     ConnectionRefused,
+    RecoveryRequested,
     Released,
     TransferConfirmed,
     TransferReceived,
+    TransferResumed,
     TransferTooLong,
     TurnGiven,
     TurnRequested,
@@ -117,6 +135,7 @@ from p1.association.pdus import (
     describe_rejection,
     piece_prefix,
     plain_apdu,
+    recovery_rejection,
     refuse_data,
     release_request_data,
     release_response_data,
@@ -142,6 +161,7 @@ from p1.osi import (
     tpdu,
 )
 from p1.osi.presentation import MTSE_CONTEXT
+from p1.osi.rtse_recovery import Resumption, SessionConnectionId, decode_session_connection_id
 from p1.osi.rtse_transfer import OutboundTransfer, Piece
 from p1.osi.selectors import format_selector
 from p1.osi.x225 import spdu
@@ -155,10 +175,12 @@ __all__ = [
     "BindRequested",
     "ConnectionRefused",
     "P1Association",
+    "RecoveryRequested",
     "Released",
     "State",
     "TransferConfirmed",
     "TransferReceived",
+    "TransferResumed",
     "TransferTooLong",
     "TurnGiven",
     "TurnRequested",
@@ -234,6 +256,7 @@ class P1Association(SessionAssociation):
         # (DT user data comes as views: one RTTR is read from it where it lies;
         # p1.osi.presentation and p1.osi.rtse read views too.)
         self._bind_argument: MTABindArgument | None = None
+        self._recover: SessionConnectionId | None = None  # initiator: the connection recovered
         self._called_psap: bytes | None = None  # responder: the CP's, echoed in the CPA
         self._agreed = _Negotiated()
         self._context_results: tuple[presentation.ContextResult, ...] = ()
@@ -248,8 +271,20 @@ class P1Association(SessionAssociation):
 
     # --- bind -------------------------------------------------------------------------
 
-    def send_bind(self, argument: MTABindArgument) -> None:
-        """Initiator: open the transport, then A-ASSOCIATE + RT-OPEN carrying MTA-BIND."""
+    def send_bind(
+        self,
+        argument: MTABindArgument,
+        *,
+        identifier: SessionConnectionId | None = None,
+        recover: SessionConnectionId | None = None,
+    ) -> None:
+        """Initiator: open the transport, then A-ASSOCIATE + RT-OPEN carrying MTA-BIND.
+
+        ``identifier``: the session connection identifier the CN carries (X.225 PGI 1),
+        which names this connection should it be lost in the middle of a transfer.
+        ``recover``: instead of binding, recover the association of that session
+        connection (RTORQ connectionDataRQ ``recover``, X.228): ``argument`` is then not
+        sent."""
         if self.role is not Role.INITIATOR:
             raise LocalProtocolError("only the initiator binds", layer="p1")
         after = self._move(Input.SEND_BIND)
@@ -257,23 +292,52 @@ class P1Association(SessionAssociation):
             return
         self._transport.send_connect()
         self._bind_argument = argument
+        self._identifier = identifier
+        self._recover = recover
         self.state = after
 
-    def accept_bind(self, result: MTABindResult) -> list[Event]:
+    def accept_bind(
+        self, result: MTABindResult, *, resumption: Resumption | None = None
+    ) -> list[Event]:
         """Responder: accept the bind with ``result`` (AC{CPA{AARE{RTOAC{[17] result}}}}).
 
         Returns the events of the association's end when the peer's CN leaves no room for
         the answer: an AC in session version 1 carries 512 octets, which the CPA answering
         a CP of dozens of presentation contexts outgrows; the association is aborted (ARP)
         instead.  Does nothing when the association was aborted while its user decided
-        (rule 7)."""
+        (rule 7).  ``resumption``: where the bound peer's partial transfers are, for an
+        S-ACTIVITY-RESUME (None: every resumption is refused)."""
         after = self._move(Input.ACCEPT_BIND)
         if after is None:
             return []
+        self._resumption = resumption
+        return self._accept(after, open=wrap_bind_result(encode_bind_result(result)))
+
+    def accept_recovery(self, resumption: Resumption) -> list[Event]:
+        """Responder, after RecoveryRequested: the association recovers the one lost
+        (RTOAC connectionDataAC ``recover``, naming it again); S-ACTIVITY-RESUME finds
+        what was kept in ``resumption``.  As :meth:`accept_bind` otherwise."""
+        after = self._move(Input.ACCEPT_RECOVERY)
+        if after is None:
+            return []
+        assert self._recover is not None  # (the RTORQ named it)
+        self._resumption = resumption
+        return self._accept(after, recover=self._recover.encode())
+
+    def refuse_recovery(self) -> None:
+        """Responder, after RecoveryRequested: nothing to recover (RF{CPR{AARE
+        rejected-permanent{RTORJ}}}, with no MTA-bind error since there was no bind); the
+        peer binds afresh."""
+        self._refuse(recovery_rejection())
+
+    def _accept(
+        self, after: State, *, open: bytes | None = None, recover: bytes | None = None
+    ) -> list[Event]:
         rtoac = rtse.Rtoac(
             checkpoint_size=self._agreed.checkpoint_size,
             window_size=self._agreed.window_size,
-            open=wrap_bind_result(encode_bind_result(result)),
+            open=open,
+            recover=recover,
         )
         data = accept_data(self._context_results, rtoac, self._called_psap)
         room = self._session.accept_room
@@ -301,12 +365,13 @@ class P1Association(SessionAssociation):
     def _connect_data(self) -> bytes:
         argument = self._bind_argument
         assert argument is not None
-        settings = self.settings
+        settings, recover = self.settings, self._recover
         rtorq = rtse.Rtorq(
             checkpoint_size=settings.checkpoint_size,
             window_size=settings.window_size,
             dialogue_mode=settings.dialogue_mode,
-            open=wrap_bind_argument(encode_bind_argument(argument)),
+            open=None if recover else wrap_bind_argument(encode_bind_argument(argument)),
+            recover=recover.encode() if recover else None,
         )
         return connect_data(rtorq, settings.calling_psap, settings.called_psap)
 
@@ -325,10 +390,12 @@ class P1Association(SessionAssociation):
             self._refuse(context_rejection())  # refused before its user is asked
             return []
         rtorq = rtse_value(aarq.user_information, rtse.Rtorq)
-        refusal = self._refusal_for(rtorq)
-        if refusal is not None:
-            self._refuse(bind_rejection(refusal))
+        self._identifier = SessionConnectionId.of(event.connection_identifier)
+        if rtorq.dialogue_mode not in self.settings.accepted_dialogue_modes:
+            self._refuse(bind_rejection(MTABindError.UNACCEPTABLE_DIALOGUE_MODE))
             return []
+        if rtorq.recover is not None:
+            return self._recovery_requested(rtorq, rtorq.recover)
         argument = _bind_argument_of(rtorq)
         self._agreed = _negotiated(rtorq.dialogue_mode, rtorq.checkpoint_size, rtorq.window_size)
         return [
@@ -338,6 +405,7 @@ class P1Association(SessionAssociation):
                 checkpoint_size=rtorq.checkpoint_size,
                 window_size=rtorq.window_size,
                 calling_tsap=self._calling_tsap,
+                connection=self._identifier,
             )
         ]
 
@@ -362,15 +430,22 @@ class P1Association(SessionAssociation):
             )
         ]
 
-    def _refusal_for(self, rtorq: rtse.Rtorq) -> MTABindError | None:
-        """Why this bind is refused before the user sees it, or None."""
-        if rtorq.recover is not None:
-            # RT-OPEN asking to recover a transfer: we keep no checkpoints across
-            # associations (X.228 7.3), so the peer is to start afresh later.
-            return MTABindError.BUSY
-        if rtorq.dialogue_mode not in self.settings.accepted_dialogue_modes:
-            return MTABindError.UNACCEPTABLE_DIALOGUE_MODE
-        return None
+    def _recovery_requested(self, rtorq: rtse.Rtorq, recover: bytes) -> list[Event]:
+        """RT-OPEN ``recover`` (X.228): the user decides whether it has anything of
+        that session connection's to go on with."""
+        identifier = decode_session_connection_id(recover)
+        self._recover = identifier
+        self._agreed = _negotiated(rtorq.dialogue_mode, rtorq.checkpoint_size, rtorq.window_size)
+        return [
+            RecoveryRequested(
+                identifier=identifier,
+                dialogue_mode=rtorq.dialogue_mode,
+                checkpoint_size=rtorq.checkpoint_size,
+                window_size=rtorq.window_size,
+                calling_tsap=self._calling_tsap,
+                connection=self._identifier,
+            )
+        ]
 
     def _on_connect_accepted(self, event: session.ConnectAccepted) -> list[Event]:
         cpa = presentation.decode_cpa(event.user_data)
@@ -378,9 +453,16 @@ class P1Association(SessionAssociation):
         if aare.result != acse.ACCEPTED:
             raise RemoteProtocolError("AC carries an AARE that is not accepted", layer="acse")
         rtoac = rtse_value(aare.user_information, rtse.Rtoac)
-        if rtoac.open is None:
+        # Our RT-OPEN recover is answered by RTOAC recover (or open without user data);
+        # an MTA-bind result instead says the peer bound us afresh.
+        recovered = self._recover is not None and (rtoac.recover is not None or not rtoac.open)
+        if rtoac.open is None and not recovered:
             raise RemoteProtocolError("RTOAC without the MTA-bind result", layer="rtse")
-        result = decode_bind_result(unwrap_bind_result(rtoac.open))
+        result = (
+            MTABindResult()
+            if rtoac.open is None
+            else decode_bind_result(unwrap_bind_result(rtoac.open))
+        )
         self._check_session_agreed()
         self._expect(Input.RECV_BIND_ACCEPTED)
         mode = self.settings.dialogue_mode
@@ -391,6 +473,7 @@ class P1Association(SessionAssociation):
                 dialogue_mode=mode,
                 checkpoint_size=rtoac.checkpoint_size,
                 window_size=rtoac.window_size,
+                recovered=recovered,
             )
         ]
 
@@ -447,12 +530,27 @@ class P1Association(SessionAssociation):
             self._agreed.window_size,
             head=head,
         )
-        self._session.send_activity_start(activity_identifier(transfer_id))
+        activity = activity_identifier(transfer_id)
+        self._session.send_activity_start(activity)
         transfers.next_id += 1
         transfers.outbound = outbound
+        transfers.outbound_activity = activity
+        transfers.resumed_from = None
         self.state = after
         self._advance()
         return transfer_id
+
+    def _transfer_head(self, apdu: bytes) -> bytes:
+        return transfer_head(apdu)
+
+    @property
+    def _checkpointing(self) -> tuple[int, int]:
+        return self._agreed.checkpoint_size, self._agreed.window_size
+
+    def _abort_unrecognized(self, why: str) -> list[Event]:
+        """RTSE's abort, abortReason unrecognized-activity (X.228 RTAB): the peer's
+        S-ACTIVITY-RESUME names a transfer this end kept nothing of."""
+        return self._rtse_abort(rtse.AbortReason.UNRECOGNIZED_ACTIVITY, f"rtse: {why}")
 
     def _send_piece(self, piece: Piece) -> None:
         """P-DATA{RTTR{head + data}}: the headers are built alone and data, a view of the
@@ -549,7 +647,7 @@ class P1Association(SessionAssociation):
         if self.state is State.CLOSED:
             return []
         reason = rtse.AbortReason.TEMPORARY_PROBLEM if temporary else rtse.AbortReason.USER_ERROR
-        self._send_abort(abort_data(reason))
+        self._send_abort(abort_data(reason), recoverable=True)
         return [Aborted(by_peer=False, why=why)]
 
     def _rtse_abort(self, reason: rtse.AbortReason, why: str) -> list[Event]:
@@ -630,6 +728,7 @@ _SESSION_HANDLERS: dict[type[Event], _Handler] = {
     session.ConnectAccepted: P1Association._on_connect_accepted,
     session.ConnectRefused: P1Association._on_connect_refused,
     session.ActivityStarted: P1Association._on_activity_started,
+    session.ActivityResumed: P1Association._on_activity_resumed,
     session.DataViewReceived: P1Association._on_data,
     session.MinorSyncRequested: P1Association._on_minor_sync,
     session.MinorSyncConfirmed: P1Association._on_minor_sync_confirmed,

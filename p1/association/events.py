@@ -6,8 +6,9 @@ tense; :class:`p1.association.connection.P1Association` returns them from ``rece
 
 Public API::
 
-    BindRequested BindAccepted BindRefused TransferReceived TransferTooLong TransferConfirmed
-    TurnRequested TurnGiven Released Aborted ConnectionRefused (an Aborted)
+    BindRequested RecoveryRequested BindAccepted BindRefused TransferReceived TransferTooLong
+    TransferResumed TransferConfirmed TurnRequested TurnGiven Released Aborted
+    ConnectionRefused (an Aborted)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Literal
 
 from p1.association.mtabind import MTABindArgument, MTABindError, MTABindResult
 from p1.osi import Event, rtse
+from p1.osi.rtse_recovery import SessionConnectionId
 
 __all__ = [
     "Aborted",
@@ -24,9 +26,11 @@ __all__ = [
     "BindRefused",
     "BindRequested",
     "ConnectionRefused",
+    "RecoveryRequested",
     "Released",
     "TransferConfirmed",
     "TransferReceived",
+    "TransferResumed",
     "TransferTooLong",
     "TurnGiven",
     "TurnRequested",
@@ -42,6 +46,25 @@ class BindRequested(Event):
     checkpoint_size: int
     window_size: int
     calling_tsap: bytes
+    connection: SessionConnectionId | None = None
+    """This session connection's identifier, when the CN carried one (X.225 PGI 1): what
+    a later association names to recover it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryRequested(Event):
+    """RT-OPEN indication recovering the association of the session connection
+    ``identifier`` (X.228: RTORQ connectionDataRQ ``recover``): there is no MTA-bind; the
+    association goes on as bound to the peer that left a transfer on that connection.
+    Answer with accept_recovery, or refuse_recovery."""
+
+    identifier: SessionConnectionId
+    dialogue_mode: rtse.DialogueMode
+    checkpoint_size: int
+    window_size: int
+    calling_tsap: bytes
+    connection: SessionConnectionId | None = None
+    """This session connection's own identifier, as BindRequested's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,6 +75,10 @@ class BindAccepted(Event):
     dialogue_mode: rtse.DialogueMode
     checkpoint_size: int
     window_size: int
+    recovered: bool = False
+    """The peer accepted our RT-OPEN ``recover``: the association recovers the one lost
+    (there was no MTA-bind; ``result`` is empty), and the transfer it cut off may be
+    resumed."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +116,17 @@ class TransferTooLong(Event):
     prefix: bytes | None
     """The first octets of the MTS-APDU, from its identifier octets on; None when the
     EXTERNAL around it cannot be read from the octets kept."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransferResumed(Event):
+    """S-ACTIVITY-RESUME indication (X.225 7.31) of a transfer this end kept a part of:
+    transfer ``transfer_id`` goes on after checkpoint ``serial``, from the ``offset``
+    octets kept; TransferReceived (or TransferTooLong) follows at its end."""
+
+    transfer_id: int
+    serial: int
+    offset: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

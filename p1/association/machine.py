@@ -34,7 +34,7 @@ class State(enum.Enum):
     CONNECTING = "connecting"  # initiator: CR sent
     BINDING = "binding"  # initiator: CN{AARQ{RTORQ}} sent
     AWAITING_BIND = "awaiting bind"  # responder: CC sent, CN awaited
-    BIND_PENDING = "bind pending"  # responder: BindRequested given, its user decides
+    BIND_PENDING = "bind pending"  # responder: BindRequested (RecoveryRequested) given
     OPEN = "open"
     RELEASING = "releasing"  # FN sent
     CLOSED = "closed"
@@ -47,11 +47,12 @@ class Input(enum.Enum):
 
     SEND_BIND = "send bind"
     RECV_CONNECTED = "transport connected"
-    RECV_BIND = "receive bind"
+    RECV_BIND = "receive bind"  # RT-OPEN: a bind, or the recovery of an association
     RECV_TRANSPORT_CONNECT = "receive transport connect"
     RECV_BIND_ACCEPTED = "receive bind accepted"
     RECV_BIND_REFUSED = "receive bind refused"
     ACCEPT_BIND = "accept bind"
+    ACCEPT_RECOVERY = "accept recovery"
     REFUSE_BIND = "refuse bind"
     DATA_PHASE = "data phase"  # transfers, syncs, the turn given, in either direction
     RECV_TURN_PLEASE = "receive turn please"
@@ -74,6 +75,7 @@ TABLE: dict[tuple[State, Input], State] = {
     (_S.IDLE, _I.RECV_TRANSPORT_CONNECT): _S.AWAITING_BIND,
     (_S.AWAITING_BIND, _I.RECV_BIND): _S.BIND_PENDING,
     (_S.BIND_PENDING, _I.ACCEPT_BIND): _S.OPEN,
+    (_S.BIND_PENDING, _I.ACCEPT_RECOVERY): _S.OPEN,
     (_S.BIND_PENDING, _I.REFUSE_BIND): _S.CLOSED,
     # open: transfers and turn, then release by the initiator
     (_S.OPEN, _I.DATA_PHASE): _S.OPEN,

@@ -9,7 +9,7 @@ Public API::
     MTS_TRANSFER_CONTEXT, SUPPORTED_SYNTAXES
     connect_data(rtorq, calling_psap, called_psap) / accept_data(results, rtoac, responding_psap)
     refuse_data(results, aare)
-    bind_rejection(error) -> Aare / context_rejection() -> Aare
+    bind_rejection(error) -> Aare / recovery_rejection() -> Aare / context_rejection() -> Aare
     abort_data(reason) / release_request_data() / release_response_data()
     turn_please_data(priority) / turn_priority(user_data)
     rtse_external(value) / acse_value(pdvs, kind) / rtse_value(externals, kind)
@@ -99,6 +99,17 @@ def bind_rejection(error: MTABindError) -> acse.Aare:
         result=acse.REJECTED_PERMANENT,
         diagnostic=acse.Diagnostic(source=acse.SERVICE_USER, value=acse.NO_REASON_GIVEN),
         user_information=(rtse_external(rtse.encode_rtse(rtorj)),),
+    )
+
+
+def recovery_rejection() -> acse.Aare:
+    """AARE rejected-permanent{RTORJ}: an RT-OPEN ``recover`` refused (X.228 7.3), with
+    no MTA-bind error, since no MTA-bind was asked for."""
+    return acse.Aare(
+        application_context=MTS_TRANSFER_CONTEXT,
+        result=acse.REJECTED_PERMANENT,
+        diagnostic=acse.Diagnostic(source=acse.SERVICE_USER, value=acse.NO_REASON_GIVEN),
+        user_information=(rtse_external(rtse.encode_rtse(rtse.Rtorj())),),
     )
 
 

@@ -10,17 +10,28 @@ sent only once fewer than ``window_size`` points are unconfirmed.
 The receiver joins the pieces, holding no more than a configured bound: of a longer transfer
 it keeps the first octets and counts the rest.
 
+Both sides note where each checkpoint fell (the octets before it), so that a transfer cut
+off by a lost connection can go on from a checkpoint both have (X.228 recovery, with
+S-ACTIVITY-RESUME, X.225 7.31): the sender from the last one the receiver confirmed
+(:meth:`OutboundTransfer.resumed`), the receiver from the octets it kept up to it
+(:meth:`InboundTransfer.resumed`).
+
 These are plain bookkeeping objects; :mod:`p1.association.connection` turns their steps into PDUs.
 
 Public API::
 
     Piece(data, head=b""), Sync(), End()                what the sender may do next
     OutboundTransfer(transfer_id, octets, checkpoint_size, window_size, head=b"")
+    OutboundTransfer.resumed(..., serial=, offset=)  going on after checkpoint serial
         .steps() -> list[Piece | Sync | End]            everything sendable now
         .confirm_sync(serial)                            checkpoints up to serial confirmed
+        .confirmed -> (serial, offset)                   the last checkpoint confirmed
         .done                                            the activity end was sent
     InboundTransfer(transfer_id, limit)
+    InboundTransfer.resumed(transfer_id, limit, octets, marks)   from a kept partial
         .add(data)                                       past limit, only counted
+        .mark(serial) / .marks                           a checkpoint, and where each fell
+        .kept(serial) -> bytes                           the octets before checkpoint serial
         .too_long, .prefix() -> bytes                    the first limit octets kept
         .octets() -> bytes | memoryview                  one piece is returned as it came
         .size, .head(count) -> bytes, .octets_from(start) -> bytes   (start in the first piece)
@@ -28,6 +39,7 @@ Public API::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -73,6 +85,7 @@ class OutboundTransfer:
     _offset: int = 0
     _syncs: int = 0  # checkpoints sent: the n-th has serial number n (see confirm_sync)
     _confirmed: int = 0  # the highest serial number confirmed
+    _marks: dict[int, int] = field(default_factory=lambda: {0: 0})  # serial -> octets before
     done: bool = False
 
     def __post_init__(self) -> None:
@@ -82,6 +95,38 @@ class OutboundTransfer:
                 "must be >= 0 and >= 1",
                 layer="rtse",
             )
+
+    @classmethod
+    def resumed(
+        cls,
+        transfer_id: int,
+        octets: bytes,
+        checkpoint_size: int,
+        window_size: int,
+        *,
+        serial: int,
+        offset: int,
+        head: bytes = b"",
+    ) -> OutboundTransfer:
+        """The transfer of ``head + octets`` going on after its checkpoint ``serial``,
+        which fell ``offset`` octets in: the next piece starts there, and the next
+        checkpoint has serial number ``serial + 1`` (X.225 7.31)."""
+        if serial < 0 or not 0 <= offset <= len(head) + len(octets):
+            raise LocalProtocolError(
+                f"no checkpoint {serial} at octet {offset} of {len(head) + len(octets)}",
+                layer="rtse",
+            )
+        transfer = cls(transfer_id, octets, checkpoint_size, window_size, head=head)
+        transfer._offset = offset
+        transfer._syncs = transfer._confirmed = serial
+        transfer._marks = {serial: offset}
+        return transfer
+
+    @property
+    def confirmed(self) -> tuple[int, int]:
+        """The last checkpoint the receiver confirmed: (serial number, octets before it);
+        (0, 0) before the first."""
+        return self._confirmed, self._marks[self._confirmed]
 
     def steps(self) -> list[Step]:
         """Every step the window allows now, in order; [] when waiting or done."""
@@ -108,6 +153,7 @@ class OutboundTransfer:
             self.done = True
             return [piece, _END]
         self._syncs += 1
+        self._marks[self._syncs] = stop
         return [piece, _SYNC]
 
     def confirm_sync(self, serial: int) -> None:
@@ -121,6 +167,8 @@ class OutboundTransfer:
                 f"{self._syncs} await confirmation",
                 layer="rtse",
             )
+        for older in range(self._confirmed, serial):  # (no point before it is named again)
+            self._marks.pop(older, None)
         self._confirmed = serial
 
 
@@ -137,6 +185,36 @@ class InboundTransfer:
     limit: int
     _parts: list[bytes | memoryview] = field(default_factory=list)
     _size: int = 0
+    _marks: dict[int, int] = field(default_factory=dict)  # serial -> octets before it
+
+    @classmethod
+    def resumed(
+        cls, transfer_id: int, limit: int, octets: bytes, marks: Mapping[int, int]
+    ) -> InboundTransfer:
+        """A transfer that goes on from ``octets``, kept from an earlier association;
+        ``marks``: where its checkpoints fell (serial number -> octets before it)."""
+        transfer = cls(transfer_id, limit)
+        transfer.add(octets)
+        transfer._marks = dict(marks)
+        return transfer
+
+    def mark(self, serial: int) -> None:
+        """A checkpoint (minor synchronization point ``serial``) falls here."""
+        self._marks[serial] = self._size
+
+    @property
+    def marks(self) -> dict[int, int]:
+        """Where each checkpoint fell: serial number -> octets before it."""
+        return dict(self._marks)
+
+    def kept(self, serial: int) -> bytes:
+        """The octets before checkpoint ``serial``, joined once (a transfer too long to
+        be kept whole keeps none)."""
+        stop = self._marks[serial]
+        if self.too_long or stop > self._size:
+            raise LocalProtocolError(f"no octets kept before checkpoint {serial}", layer="rtse")
+        joined = self.octets()
+        return bytes(memoryview(joined)[:stop])
 
     def add(self, data: bytes | memoryview) -> None:
         """Append one piece; past ``limit`` only its length counts."""

@@ -32,7 +32,8 @@ that of :mod:`p1.osi.x225.machine`)::
     SessionConnection(role, *, limits=DEFAULT_LIMITS, tsdu_maximum_size=0, data_views=False)
         .state .requirements .tokens .available_tokens .version .closed .accept_room
         send_connect / send_accept / send_refuse / send_data(user_data, *, prefix=b"")
-        send_activity_start / send_activity_end / send_activity_end_response
+        send_activity_start / send_activity_resume / send_activity_end
+        send_activity_end_response
         send_minor_sync / send_minor_sync_response
         send_token_please / send_give_tokens / send_control_give
         send_activity_interrupt(_response) / send_activity_discard(_response)
@@ -68,6 +69,7 @@ from p1.osi.x225.events import (
     ActivityEndRequested,
     ActivityInterruptConfirmed,
     ActivityInterrupted,
+    ActivityResumed,
     ActivityStarted,
     ConnectAccepted,
     ConnectRefused,
@@ -101,7 +103,7 @@ from p1.osi.x225.machine import (
     token_bits_of,
     token_names,
 )
-from p1.osi.x225.spdu import Kind, Requirement, Spdu
+from p1.osi.x225.spdu import ConnectionIdentifier, Kind, LinkingInformation, Requirement, Spdu
 
 __all__ = [
     "RTSE_REQUIREMENTS",
@@ -112,6 +114,7 @@ __all__ = [
     "ActivityEnded",
     "ActivityInterruptConfirmed",
     "ActivityInterrupted",
+    "ActivityResumed",
     "ActivityStarted",
     "ConnectAccepted",
     "ConnectRefused",
@@ -278,9 +281,11 @@ class SessionConnection:
         self._in_activity = False
         self._va = self._vm
 
-    def _start_activity(self, by_peer: bool) -> None:
+    def _start_activity(self, by_peer: bool, serial: int = 0) -> None:
+        """An activity starts (``serial`` 0) or resumes after its point ``serial``:
+        V(A) and V(M) are ``serial + 1`` (X.225 7.30, 7.31)."""
         self._in_activity = True
-        self._vm = self._va = 1
+        self._vm = self._va = serial + 1
         self._syncs_from_peer = by_peer
 
     def _set_point(self, by_peer: bool) -> int:
@@ -503,6 +508,63 @@ class SessionConnection:
             raise RemoteProtocolError("AS without activity identifier", layer=_LAYER)
         self._start_activity(by_peer=True)
         return [ActivityStarted(activity_id=activity_id, user_data=user_data)]
+
+    def send_activity_resume(
+        self,
+        activity_id: bytes,
+        *,
+        old_activity_id: bytes,
+        serial: int,
+        connection_identifier: ConnectionIdentifier,
+        user_data: bytes = b"",
+    ) -> None:
+        """S-ACTIVITY-RESUME request: GT + AR; the activity ``old_activity_id`` of the
+        session connection ``connection_identifier`` goes on as ``activity_id`` after its
+        point ``serial``, and the next point is ``serial + 1`` (X.225 7.31)."""
+        after = self._advance(_I.SEND_AR)
+        for identifier in (activity_id, old_activity_id):
+            if len(identifier) > _ACTIVITY_ID_MAX:
+                raise LocalProtocolError(
+                    "an activity identifier has at most 6 octets", layer=_LAYER
+                )
+        if serial < 0:
+            raise LocalProtocolError(f"serial number {serial}", layer=_LAYER)
+        self._require_tokens(self._sync_tokens(), "S-ACTIVITY-RESUME")
+        self._check_activity(False, "S-ACTIVITY-RESUME", LocalProtocolError)
+        linking = LinkingInformation(
+            connection_identifier=connection_identifier,
+            old_activity_identifier=old_activity_id,
+            serial_number=serial,
+        )
+        self._emit(
+            Spdu(
+                kind=Kind.AR,
+                linking_information=linking,
+                activity_identifier=activity_id,
+                user_data=user_data,
+            )
+        )
+        self._start_activity(by_peer=False, serial=serial)
+        self.state = after
+
+    def _receive_ar(self, unit: Spdu) -> list[Event]:
+        self._require_peer_tokens(MAJOR_ACTIVITY_BIT, "AR")
+        self._check_activity(False, "AR", RemoteProtocolError)
+        linking = unit.linking_information
+        if unit.activity_identifier is None or linking is None:
+            raise RemoteProtocolError(
+                "AR without activity identifier and linking information", layer=_LAYER
+            )
+        self._start_activity(by_peer=True, serial=linking.serial_number)
+        return [
+            ActivityResumed(
+                activity_id=unit.activity_identifier,
+                old_activity_id=linking.old_activity_identifier,
+                serial=linking.serial_number,
+                connection_identifier=linking.connection_identifier,
+                user_data=bytes(unit.user_data),
+            )
+        ]
 
     def send_minor_sync(self, *, confirm: bool = True, user_data: bytes = b"") -> int:
         """S-SYNC-MINOR request: GT + MIP; returns its serial number."""
@@ -874,6 +936,7 @@ _RECEIVERS: dict[Kind, _Receiver] = {
     Kind.MAP: SC._receive_ae,  # a major sync point (RECV_MAP) never gets this far
     Kind.MAA: SC._receive_aea,
     Kind.AS: SC._receive_as,
+    Kind.AR: SC._receive_ar,
     Kind.AI: SC._receive_ai,
     Kind.AIA: SC._receive_aia,
     Kind.AD: SC._receive_ad,

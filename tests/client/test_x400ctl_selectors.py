@@ -68,7 +68,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     log = tmp_path / "mta.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mta.daemon", "--config", str(config), "--no-timestamps"],
+            [sys.executable, "-m", "mta.command", "--config", str(config), "--no-timestamps"],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,

@@ -46,7 +46,7 @@ TOP_KEYS = (
     "name, global_domain, password, password_file, state_dir, database, control_socket, "
     "listeners, local_domains, local_users, accept_any_recipient, foreign_originators, "
     "supported_extensions, peers, default_route, max_age, retry, dscp, log_level, limits, "
-    "quarantine, minimize, queue, retention, metrics, access, security, tls, tcp_congestion"
+    "quarantine, minimize, queue, retention, metrics, access, security, tls, acp142, tcp_congestion"
 )
 PREFIX = "an O/R address prefix such as C=GB;ADMD= ;PRMD=SITEB"
 GLOBAL = "a global domain: C, ADMD and optional PRMD, such as C=GB;ADMD= ;PRMD=SITEA"
@@ -167,7 +167,8 @@ ERRORS: list[tuple[str, str, str]] = [
         HEAD + PEER + SLOT + "prot = 5003\n",
         "peers[0].slots[0].prot = 5003: expected one of the keys precedences, port, dscp, mode, "
         "max_connections, backlog_threshold, idle_timeout, source_address, tsel, ssel, psel, "
-        'calling_tsel, calling_ssel, calling_psel, tls (did you mean "port"?)',
+        "calling_tsel, calling_ssel, calling_psel, tls, checkpoint_size, window_size "
+        '(did you mean "port"?)',
     ),
     (
         "unknown-no-guess",

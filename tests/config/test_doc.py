@@ -41,8 +41,8 @@ def expected_keys(cls: type, header: str, into: dict[str, set[str]], prefix: str
         if key.form is Form.SECTION and key.spec:
             into.setdefault(f"[{name}]", set()).update(key.spec.keys)
         elif key.form is Form.SECTION and key.of is not None:
-            into.setdefault(f"[{name}]", set())
-            expected_keys(key.of, f"[{name}]", into, f"{name}.")
+            into.setdefault(f"[{prefix}{name}]", set())
+            expected_keys(key.of, f"[{prefix}{name}]", into, f"{prefix}{name}.")
         elif key.form is Form.TABLES and key.of is not None:
             expected_keys(key.of, f"[[{prefix}{name}]]", into, f"{prefix}{name}.")
         else:

@@ -230,6 +230,8 @@ psel = "P2"
 calling_tsel = "us2"
 calling_ssel = "hex:03"
 calling_psel = "ours2"
+checkpoint_size = 16
+window_size = 5
 
 [[peers.slots]]
 precedences = ["priority", "routine", "deferred"]
@@ -241,6 +243,39 @@ operators = ["4242", 50]
 [access.users]
 "1001" = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 "1002" = ["C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Jones", "C=GB;ADMD= ;PRMD=SITEA2;O=Ops;S=Duty"]
+
+[[peers]]
+name = "MTA-HF"
+host = "10.9.0.2"
+routes = ["C=GB;ADMD= ;PRMD=HF"]
+transport = "acp142"
+
+[peers.acp142]
+data_port = 3001
+ack_port = 3002
+node_id = "10.9.0.20"
+group = "239.1.2.3"
+emcon = true
+emcon_repetitions = 5
+emcon_interval = "2m"
+retransmission = "45s"
+backoff = 1.5
+max_retransmission = "20m"
+give_up = "2h"
+window = 3
+
+[acp142]
+address = "10.9.0.1"
+data_port = 3003
+ack_port = 3004
+node_id = "10.9.0.10"
+rate = 9600
+max_pdu_size = 1024
+ack_delay = "5s"
+emcon = true
+groups = ["239.1.2.3"]
+multicast_ttl = 2
+max_incomplete = 16
 
 [security]
 policy = "policy.xml"
@@ -268,6 +303,9 @@ def test_the_every_key_file_sets_every_key(tmp_path: Path) -> None:
         for key, value in shown
         if value == NOT_SET or value.endswith(DEFAULT_MARK)
         if not key.startswith("peers[0].slots[1].")  # the second slot keeps the defaults
+        if not key.startswith(("peers[0].transport", "peers[0].acp142"))  # a P1 peer
+        if not key.startswith("peers[1].")
+        or key.startswith(("peers[1].transport", "peers[1].acp142."))
         if not (key == "tcp_congestion" and congestion() is None)
         if key != "accept_any_recipient"  # true only without local_users, which is set
     ]

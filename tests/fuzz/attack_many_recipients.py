@@ -75,6 +75,7 @@ from p1.mts.envelope import (
 from p1.mts.fields import GlobalDomainIdentifier
 from p1.mts.orname import parse_orname
 from p1.mts.precedence import Precedence
+from tests.fuzz.live import daemon_module
 
 A_NAME: Final = "MTA-A"
 A_PASSWORD: Final = "pw-MTA-A"
@@ -263,14 +264,14 @@ class Outcome:
 async def run_attack(
     directory: Path, attack: Sequence[Case], *, command: Sequence[str] = ()
 ) -> Outcome:
-    """Start MTA-B in ``directory`` (``command``: how, else ``python -m mta.daemon``),
+    """Start MTA-B in ``directory`` (``command``: how, else ``x400-mta``),
     transfer ``attack`` one after the other on one association each, and a one-recipient
     message on another association once the first large transfer has begun; stop it and
     say what it stored and logged."""
     port = free_port()
     config = daemon_config(directory, port, free_port())
     log = directory / "mta.log"
-    run = list(command) or [sys.executable, "-m", "mta.daemon"]
+    run = list(command) or [sys.executable, "-m", daemon_module()]
     with log.open("ab") as out:
         process = subprocess.Popen(
             [*run, "--config", str(config)], stdout=out, stderr=out, cwd=directory

@@ -1,6 +1,6 @@
 """Mutated conversations played over TCP to a real daemon, and what they did to it.
 
-A :class:`Daemon` is ``x400-mta`` run as a subprocess (``python -m mta.daemon``) with a
+A :class:`Daemon` is ``x400-mta`` run as a subprocess (``python -m mta.command``) with a
 configuration of its own: the domain of the captured aiox400 site, the local users the
 corpus writes to (:data:`tests.fuzz.corpus.LOCAL_USERS`), one listener, and every MTA the
 corpus binds as for a peer with its password, so that a replayed bind is accepted and the
@@ -79,6 +79,14 @@ _PEER_NAME = re.compile(r"127\.0\.0\.1:(\d+)")
 # --- the daemon ------------------------------------------------------------------------
 
 
+def daemon_module(tree: Path | None = None) -> str:
+    """The module ``python -m`` runs ``x400-mta`` from in checkout ``tree`` (this one by
+    default): mta.command, or mta.daemon in a checkout from before command.py ran it."""
+    command = (tree or Path(__file__).resolve().parents[2]) / "mta" / "command.py"
+    text = command.read_text(encoding="utf-8") if command.exists() else ""
+    return "mta.command" if '__name__ == "__main__"' in text else "mta.daemon"
+
+
 class Daemon:
     """``x400-mta`` in a subprocess, configured in ``directory`` (see the module doc)."""
 
@@ -129,7 +137,7 @@ class Daemon:
         """Write the configuration, start the daemon, wait until it accepts connections."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config.write_text(to_toml(self._settings()) + "\n", encoding="utf-8")
-        argv = [sys.executable, "-m", "mta.daemon", "--config", str(self.config)]
+        argv = [sys.executable, "-m", daemon_module(), "--config", str(self.config)]
         with self.log.open("ab") as log:
             self._process = await asyncio.create_subprocess_exec(
                 *argv, "--no-timestamps", stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log

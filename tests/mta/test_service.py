@@ -203,7 +203,7 @@ async def test_each_message_travels_on_the_slot_whose_schedule_admits_it(lab: La
     for precedence in Precedence:
         await lab.a.send(smith(lab.a), jones(lab.b), precedence)
 
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     expected = {runner.name: len(runner.slot.precedences) for runner in runners}
     await until(
         lambda: {runner.name: lab.a.transfers(runner) for runner in runners} == expected,
@@ -221,7 +221,7 @@ async def test_a_message_wakes_only_the_slots_that_carry_its_precedence(lab: Lab
     await lab.start()
     for precedence in (Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY):
         await until_connected(lab.a, precedence)
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     before = {runner.name: runner.wakes for runner in runners}
     await lab.a.send(smith(lab.a), jones(lab.b), Precedence.IMMEDIATE)
     await eventually(lambda: lab.b.inbox(jones(lab.b)), lambda found: len(found) == 1, what="at B")
@@ -322,7 +322,7 @@ async def test_delivery_reports_travel_back_at_their_subjects_precedence(lab: La
         lambda: (lab.b.transfers(flash), lab.b.transfers(priority)) == (1, 1),
         what="one report on each of B's flash and priority slots",
     )
-    others = [r for r in lab.b.running.runners if r not in (flash, priority)]
+    others = [r for r in lab.b.running.slot_runners if r not in (flash, priority)]
     assert [lab.b.transfers(r) for r in others] == [0] * len(others)
     # A lists each report at the precedence it sent the message at (a report's envelope
     # carries none: A takes it from its own queue).
@@ -534,7 +534,7 @@ async def test_flash_overtakes_a_routine_backlog_built_while_the_peer_was_down(
         opened = [c for snapshot in snapshots for c in snapshot.connections]
         transferring = [
             c
-            for runner in lab.a.running.runners
+            for runner in lab.a.running.slot_runners
             for c in runner.snapshot().connections
             if c.state is ConnectionState.TRANSFERRING
         ]
@@ -884,7 +884,7 @@ async def test_a_waiting_request_is_answered_when_the_mta_stops(solo: Site) -> N
 def test_check_accepts_the_example_configurations(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert daemon.main(["--config", str(EXAMPLES / name), "--check"]) == daemon.EXIT_OK
+    assert command.main(["--config", str(EXAMPLES / name), "--check"]) == daemon.EXIT_OK
     assert "is valid" in capsys.readouterr().out
 
 
@@ -894,13 +894,13 @@ def test_without_config_the_daemon_reads_the_default_file(
     default = tmp_path / "etc" / "mta.toml"
     monkeypatch.setattr(command, "DEFAULT_CONFIG_FILE", default)
     with pytest.raises(SystemExit) as stopped:
-        daemon.main(["--check"])
+        command.main(["--check"])
     assert stopped.value.code == 2
     assert f"--config FILE (there is no {default})" in capsys.readouterr().err
 
     default.parent.mkdir()
     default.write_text((EXAMPLES / "site-a.toml").read_text())
-    assert daemon.main(["--check"]) == daemon.EXIT_OK
+    assert command.main(["--check"]) == daemon.EXIT_OK
     assert capsys.readouterr().out == f"{default}: configuration of MTA-A is valid\n"
 
 
@@ -910,7 +910,7 @@ def test_malformed_configuration_exits_3_naming_file_key_and_value(
     text = (EXAMPLES / "site-a.toml").read_text()
     bad = tmp_path / "site-a.toml"
     bad.write_text(text.replace('dscp = "CS2"   # immediate', 'dscp = "CS9"   # immediate'))
-    assert daemon.main(["--config", str(bad), "--check"]) == daemon.EXIT_CONFIG
+    assert command.main(["--config", str(bad), "--check"]) == daemon.EXIT_CONFIG
     err = capsys.readouterr().err
     assert f'{bad}: listeners[2].dscp = "CS9": expected ' in err
 
@@ -925,7 +925,7 @@ def test_listener_port_in_use_exits_4(
         taken.listen()
         port = taken.getsockname()[1]
         site.settings["listeners"] = [{"address": "127.0.0.1", "port": port}]
-        assert daemon.main(["--config", str(site.write())]) == daemon.EXIT_START
+        assert command.main(["--config", str(site.write())]) == daemon.EXIT_START
     (record,) = [r for r in caplog.records if r.levelno == logging.CRITICAL]
     assert record.getMessage().startswith("cannot start: ")
 

@@ -350,7 +350,7 @@ class Site:
 
     def runner(self, *precedences: Precedence) -> SlotRunner:
         """The slot runner (to the one peer) that admits ``precedences``."""
-        for runner in self.running.runners:
+        for runner in self.running.slot_runners:
             if set(precedences) <= set(runner.slot.precedences):
                 return runner
         raise LookupError(f"no slot of {self.name} admits {precedences}")

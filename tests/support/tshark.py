@@ -9,7 +9,8 @@ Public API::
 
     require_tshark()                            skip the test without tshark and dumpcap
                                                 (fail instead when AIOX400_REQUIRE_TSHARK=1)
-    LoopbackCapture(pcap, ports)                dumpcap on lo; start() / stop(), with, async with
+    LoopbackCapture(pcap, ports, protocol="tcp")   dumpcap on lo; start() / stop(), with,
+                                                async with
     decode(pcap, ports, keylog=None) -> Decoded frames, X.400 fields, problems (keylog: the
                                                 SSLKEYLOGFILE of TLS on those ports)
     matching(pcap, ports, display_filter)       numbers of the frames a display filter selects
@@ -149,10 +150,11 @@ def _ranges(ports: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def bpf(ports: str) -> str:
-    """The capture filter for TCP on ``ports``: ``tcp port 102 or tcp portrange 5000-5003``."""
+def bpf(ports: str, protocol: str = "tcp") -> str:
+    """The capture filter for TCP (or ``protocol``) on ``ports``: ``tcp port 102 or tcp
+    portrange 5000-5003``."""
     return " or ".join(
-        f"tcp port {low}" if low == high else f"tcp portrange {low}-{high}"
+        f"{protocol} port {low}" if low == high else f"{protocol} portrange {low}-{high}"
         for low, high in _ranges(ports)
     )
 
@@ -172,9 +174,10 @@ class LoopbackCapture:
     returns once every packet sent before it is in the file, and dumpcap has exited.
     """
 
-    def __init__(self, pcap: Path, ports: str) -> None:
+    def __init__(self, pcap: Path, ports: str, protocol: str = "tcp") -> None:
         self.pcap = pcap
         self.ports = ports
+        self.protocol = protocol
         # The end-of-capture marker is a datagram to this socket itself: nothing answers it,
         # and decode() reads only TCP frames, so it never shows in the results.
         self._marker = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -185,7 +188,7 @@ class LoopbackCapture:
     def start(self) -> None:
         self._marker.bind(("127.0.0.1", 0))
         marker_port = self._marker.getsockname()[1]
-        capture_filter = f"({bpf(self.ports)}) or (udp dst port {marker_port})"
+        capture_filter = f"({bpf(self.ports, self.protocol)}) or (udp dst port {marker_port})"
         argv = ["dumpcap", "-P", "-i", "lo", "-B", str(BUFFER_MIB), "-f", capture_filter]
         argv += ["-w", str(self.pcap)]
         self._process = subprocess.Popen(

@@ -228,6 +228,7 @@ class Establishment:
             calling_ssap=cn.calling_ssap or b"",
             called_ssap=cn.called_ssap or b"",
             version=self.version,
+            connection_identifier=cn.connection_identifier,
         )
 
     @property

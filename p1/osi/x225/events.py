@@ -6,7 +6,7 @@ p1.osi.session returns them from ``receive_tsdu`` and re-exports them.
 Public API::
 
     ConnectRequested ConnectAccepted ConnectRefused DataReceived DataViewReceived ActivityStarted
-    ActivityEndRequested ActivityEnded MinorSyncRequested MinorSyncConfirmed
+    ActivityResumed ActivityEndRequested ActivityEnded MinorSyncRequested MinorSyncConfirmed
     TokensRequested TokensGiven ControlGiven ActivityInterrupted ActivityInterruptConfirmed
     ActivityDiscarded ActivityDiscardConfirmed ExceptionReported ReleaseRequested
     ReleaseRefused Released Aborted
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from p1.osi import Event
 from p1.osi.x225.machine import Token
+from p1.osi.x225.spdu import ConnectionIdentifier
 
 __all__ = [
     "Aborted",
@@ -27,6 +28,7 @@ __all__ = [
     "ActivityEnded",
     "ActivityInterruptConfirmed",
     "ActivityInterrupted",
+    "ActivityResumed",
     "ActivityStarted",
     "ConnectAccepted",
     "ConnectRefused",
@@ -55,6 +57,8 @@ class ConnectRequested(Event):
     calling_ssap: bytes
     called_ssap: bytes
     version: int
+    connection_identifier: ConnectionIdentifier | None = None
+    """The CN's connection identifier (PGI 1), when it carried one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +98,19 @@ class ActivityStarted(Event):
     """S-ACTIVITY-START indication (X.225 7.30)."""
 
     activity_id: bytes
+    user_data: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivityResumed(Event):
+    """S-ACTIVITY-RESUME indication (X.225 7.31): the activity ``old_activity_id`` of the
+    session connection ``connection_identifier`` goes on, as ``activity_id``, after its
+    synchronization point ``serial`` (the next point is ``serial + 1``)."""
+
+    activity_id: bytes
+    old_activity_id: bytes
+    serial: int
+    connection_identifier: ConnectionIdentifier
     user_data: bytes
 
 

@@ -165,6 +165,8 @@ class Input(enum.Enum):
     RECV_GTA = "receive GTA"
     SEND_AS = "send AS"
     RECV_AS = "receive AS"
+    SEND_AR = "send AR"
+    RECV_AR = "receive AR"
     SEND_AE = "send AE"
     RECV_AE = "receive AE"
     RECV_MAP = "receive MAP"
@@ -214,6 +216,7 @@ _MOVES: dict[State, dict[Input, State]] = {
     _S.OPEN: {
         **dict.fromkeys((_I.SEND_DT, _I.RECV_DT, _I.SEND_GT, _I.RECV_GT, _I.SEND_PT), _S.OPEN),
         **dict.fromkeys((_I.RECV_PT, _I.RECV_GTC, _I.SEND_AS, _I.RECV_AS), _S.OPEN),
+        **dict.fromkeys((_I.SEND_AR, _I.RECV_AR), _S.OPEN),
         **dict.fromkeys((_I.SEND_MIP, _I.RECV_MIP, _I.SEND_MIA, _I.RECV_MIA), _S.OPEN),
         _I.SEND_GTC: _S.WAIT_GTA,
         _I.SEND_AE: _S.WAIT_MAA,
@@ -303,9 +306,10 @@ DISCARDED = frozenset(
 _UNITS: dict[Input, Requirement] = {
     **dict.fromkeys((_I.SEND_MIP, _I.RECV_MIP, _I.SEND_MIA, _I.RECV_MIA), Requirement.MINOR_SYNC),
     **dict.fromkeys(
-        (_I.SEND_AS, _I.RECV_AS, _I.SEND_AE, _I.RECV_AE, _I.SEND_AEA, _I.RECV_AEA),
+        (_I.SEND_AS, _I.RECV_AS, _I.SEND_AR, _I.RECV_AR, _I.SEND_AE, _I.RECV_AE),
         Requirement.ACTIVITY,
     ),
+    **dict.fromkeys((_I.SEND_AEA, _I.RECV_AEA), Requirement.ACTIVITY),
     **dict.fromkeys(
         (_I.SEND_AI, _I.RECV_AI, _I.SEND_AIA, _I.RECV_AIA, _I.SEND_AD, _I.RECV_AD),
         Requirement.ACTIVITY,
@@ -339,6 +343,7 @@ _RECEIVED: dict[Kind, Input] = {
     Kind.MIA: _I.RECV_MIA,
     Kind.MAA: _I.RECV_AEA,
     Kind.AS: _I.RECV_AS,
+    Kind.AR: _I.RECV_AR,
     Kind.AI: _I.RECV_AI,
     Kind.AIA: _I.RECV_AIA,
     Kind.AD: _I.RECV_AD,

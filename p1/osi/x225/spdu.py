@@ -4,7 +4,7 @@ A TSDU carries SPDUs under the basic concatenation rules (X.225 6.3.7, 8.1)::
 
     TSDU = category 1 SPDU                       CN OA CDO AC RF FN DN NF AB AA GTC GTA
          | category 0 SPDU                       GT or PT alone (giving or asking for tokens)
-         | category 0 SPDU, category 2 SPDU      GT + DT MIP MAP(AE) AS AI AD
+         | category 0 SPDU, category 2 SPDU      GT + DT MIP MAP(AE) AS AR AI AD
                                                  PT + MIA MAA(AEA) AIA ADA ER ED
 
 GT and DT share SI 1, AB and AI 25, AA and AIA 26: the position in the TSDU tells them apart.
@@ -26,7 +26,8 @@ reason code in RF, the user information of DT.
 Public API::
 
     Kind                      the SPDU kinds; .si, .category
-    Spdu(kind=..., ...)       one SPDU; ConnectionIdentifier, ConnectAcceptItem
+    Spdu(kind=..., ...)       one SPDU; ConnectionIdentifier, ConnectAcceptItem,
+                              LinkingInformation (AR's PGI 33)
     decode_tsdu(tsdu) -> list[Spdu]          raises only p1.errors.DecodeError
     encode_spdu(spdu) -> bytes               one SPDU (raises p1.errors.EncodeError)
     encode_tsdu(spdu) -> bytes               with the GT / PT a category 2 SPDU needs
@@ -66,6 +67,7 @@ PI_VERSION_NUMBER = 22
 PI_INITIAL_SERIAL_NUMBER = 23
 PI_ENCLOSURE_ITEM = 25
 PI_TOKEN_SETTING_ITEM = 26
+PGI_LINKING_INFORMATION = 33
 PI_ACTIVITY_IDENTIFIER = 41
 PI_SERIAL_NUMBER = 42
 PI_MIA_USER_DATA = 46
@@ -168,6 +170,7 @@ class Kind(enum.Enum):
     MAP = (41, 2)  # MAJOR SYNC POINT, or ACTIVITY END without sync type item
     MAA = (42, 2)  # MAJOR SYNC ACK, or ACTIVITY END ACK
     AS = (45, 2)  # ACTIVITY START
+    AR = (29, 2)  # ACTIVITY RESUME
     AI = (25, 2)  # ACTIVITY INTERRUPT
     AIA = (26, 2)  # ACTIVITY INTERRUPT ACK
     AD = (57, 2)  # ACTIVITY DISCARD
@@ -192,7 +195,7 @@ _BY_CATEGORY: dict[int, dict[int, Kind]] = {
 # The category 0 SPDU each category 2 SPDU is sent after: GT before what the token holder
 # sends, PT before the answers.
 PREFIX: dict[Kind, Kind] = {
-    **dict.fromkeys((Kind.DT, Kind.MIP, Kind.MAP, Kind.AS, Kind.AI, Kind.AD), Kind.GT),
+    **dict.fromkeys((Kind.DT, Kind.MIP, Kind.MAP, Kind.AS, Kind.AR, Kind.AI, Kind.AD), Kind.GT),
     **dict.fromkeys((Kind.MIA, Kind.MAA, Kind.AIA, Kind.ADA, Kind.ER, Kind.ED), Kind.PT),
 }
 
@@ -219,6 +222,18 @@ class ConnectAcceptItem:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LinkingInformation:
+    """Linking information, PGI 33 (AR): the activity resumed and where it was left off
+    (X.225 8.3.29).  The session connection on which it was interrupted is named by its
+    connection identifier (PI 9 to 12, as in PGI 1); the old activity identifier (PI 41)
+    and the serial number (PI 42) are mandatory."""
+
+    connection_identifier: ConnectionIdentifier = ConnectionIdentifier()
+    old_activity_identifier: bytes = b""  # PI 41
+    serial_number: int = 0  # PI 42
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Spdu:
     """One SPDU: its kind, the parameters it carried and its user data (see the module doc)."""
 
@@ -232,7 +247,8 @@ class Spdu:
     tsdu_maximum_size: tuple[int, int] | None = None  # PI 21 (OA; CN and AC: in PGI 5)
     version_number: int | None = None  # PI 22 (RF, OA; CN and AC: in PGI 5)
     enclosure_item: int | None = None  # PI 25
-    activity_identifier: bytes | None = None  # PI 41
+    linking_information: LinkingInformation | None = None  # PGI 33 (AR)
+    activity_identifier: bytes | None = None  # PI 41 (AR: the new one)
     serial_number: int | None = None  # PI 42
     reflect_parameter_values: bytes | None = None  # PI 49
     reason_code: int | None = None  # PI 50, first octet
@@ -354,6 +370,11 @@ _REFERENCE_FIELDS: dict[int, _Field] = {
     PI_COMMON_REFERENCE: ("common_reference", *_OCTETS),
     PI_ADDITIONAL_REFERENCE_INFORMATION: ("additional_reference_information", *_OCTETS),
 }
+_LINKING_FIELDS: dict[int, _Field] = {
+    **_REFERENCE_FIELDS,
+    PI_ACTIVITY_IDENTIFIER: ("old_activity_identifier", _octets, _write_octets),
+    PI_SERIAL_NUMBER: ("serial_number", _serial, _write_serial),
+}
 _ITEM_FIELDS: dict[int, _Field] = {
     PI_PROTOCOL_OPTIONS: ("protocol_options", *_OCTET),
     PI_TSDU_MAXIMUM_SIZE: ("tsdu_maximum_size", _tsdu_sizes, _write_tsdu_sizes),
@@ -378,6 +399,30 @@ def _read_connection_identifier(value: memoryview, where: str) -> ConnectionIden
 
 def _read_connect_accept_item(value: memoryview, where: str) -> ConnectAcceptItem:
     return ConnectAcceptItem(**_read_group(value, where, _ITEM_FIELDS))
+
+
+def _read_linking_information(value: memoryview, where: str) -> LinkingInformation:
+    found = _read_group(value, where, _LINKING_FIELDS)
+    old, serial = found.pop("old_activity_identifier", None), found.pop("serial_number", None)
+    if old is None or serial is None:
+        raise DecodeError(
+            "linking information without old activity identifier and serial number", where=where
+        )
+    return LinkingInformation(
+        connection_identifier=ConnectionIdentifier(**found),
+        old_activity_identifier=old,
+        serial_number=serial,
+    )
+
+
+def _write_linking_information(value: LinkingInformation) -> bytes:
+    return b"".join(
+        (
+            _write_group(value.connection_identifier, _REFERENCE_FIELDS),
+            _unit(PI_ACTIVITY_IDENTIFIER, value.old_activity_identifier),
+            _unit(PI_SERIAL_NUMBER, _write_serial(value.serial_number)),
+        )
+    )
 
 
 def _write_group(value: object, fields: dict[int, _Field]) -> bytes:
@@ -407,6 +452,11 @@ _FIELDS: dict[int, _Field] = {
     PI_TSDU_MAXIMUM_SIZE: ("tsdu_maximum_size", _tsdu_sizes, _write_tsdu_sizes),
     PI_VERSION_NUMBER: ("version_number", *_OCTET),
     PI_ENCLOSURE_ITEM: ("enclosure_item", *_OCTET),
+    PGI_LINKING_INFORMATION: (
+        "linking_information",
+        _read_linking_information,
+        _write_linking_information,
+    ),
     PI_ACTIVITY_IDENTIFIER: ("activity_identifier", *_OCTETS),
     PI_SERIAL_NUMBER: ("serial_number", _serial, _write_serial),
     PI_REFLECT_PARAMETER_VALUES: ("reflect_parameter_values", *_OCTETS),
@@ -466,6 +516,7 @@ _LAYOUT: dict[Kind, tuple[int, ...]] = {
     Kind.MAP: (PI_SYNC_TYPE_ITEM, PI_SERIAL_NUMBER, PI_ENCLOSURE_ITEM, _USER),
     Kind.MAA: (PI_SERIAL_NUMBER, PI_ENCLOSURE_ITEM, _USER),
     Kind.AS: (PI_ACTIVITY_IDENTIFIER, PI_ENCLOSURE_ITEM, _USER),
+    Kind.AR: (PGI_LINKING_INFORMATION, PI_ACTIVITY_IDENTIFIER, PI_ENCLOSURE_ITEM, _USER),
     Kind.AI: (_REASON, PI_ENCLOSURE_ITEM, _USER),
     Kind.AIA: (PI_ENCLOSURE_ITEM, _USER),
     Kind.AD: (_REASON, PI_ENCLOSURE_ITEM, _USER),

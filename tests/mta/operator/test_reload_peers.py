@@ -99,10 +99,10 @@ async def test_a_peer_added_by_reload_carries_a_message(
     caplog.set_level(logging.INFO)
     peers = lab.a.settings.pop("peers")
     await lab.start()
-    assert lab.a.running.runners == []
+    assert lab.a.running.slot_runners == []
     lab.a.settings["peers"] = peers
     _reload(lab.a)
-    assert {r.peer.name for r in lab.a.running.runners} == {B.name}
+    assert {r.peer.name for r in lab.a.running.slot_runners} == {B.name}
     assert _lines(caplog, f"reloaded {lab.a.config_file}: peers added MTA-B")
     bob = lab.b.address("Bob")
     await lab.a.send(lab.a.address("Smith"), bob, Precedence.PRIORITY)
@@ -120,7 +120,7 @@ async def test_a_peer_removed_by_reload_leaves_its_queue_waiting_until_it_is_bac
     await lab.a.send(lab.a.address("Smith"), bob, Precedence.ROUTINE, count=3)
     peers = lab.a.settings.pop("peers")
     _reload(lab.a)
-    assert lab.a.running.runners == []
+    assert lab.a.running.slot_runners == []
     warning = "peer MTA-B removed: 3 recipient(s) queued for it have no peer now"
     await until(lambda: bool(_lines(caplog, warning, logging.WARNING)), what="the warning")
     status = await lab.a.api({"op": "status"})
@@ -138,7 +138,7 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
 ) -> None:
     caplog.set_level(logging.INFO)
     await lab.start()
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     await _up(runners, Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY)
     before = _connected(caplog, B.name)
     inbound = set(lab.b.running.listeners.associations)
@@ -149,7 +149,7 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
         slot["dscp"] = "AF41"
     _reload(lab.a)
 
-    after = lab.a.running.runners
+    after = lab.a.running.slot_runners
     priority = lab.a.runner(Precedence.PRIORITY)
     assert priority not in runners
     others = [r for r in runners if not r.admits(Precedence.PRIORITY)]
@@ -176,7 +176,7 @@ async def test_an_unchanged_peer_keeps_its_connections_when_another_is_added(
 ) -> None:
     caplog.set_level(logging.INFO)
     await lab.start()
-    runners = lab.a.running.runners
+    runners = lab.a.running.slot_runners
     await _up(runners, Precedence.FLASH, Precedence.IMMEDIATE, Precedence.PRIORITY)
     before = _connected(caplog, B.name)
     inbound = set(lab.b.running.listeners.associations)
@@ -190,8 +190,8 @@ async def test_an_unchanged_peer_keeps_its_connections_when_another_is_added(
         lab.a.settings["retention"] = {"interval": "2m"}
         _reload(lab.a)
         service = lab.a.running
-        assert service.runners[: len(runners)] == runners
-        assert [r.peer.name for r in service.runners[len(runners) :]] == ["MTA-C"]
+        assert service.slot_runners[: len(runners)] == runners
+        assert [r.peer.name for r in service.slot_runners[len(runners) :]] == ["MTA-C"]
         assert service.guard.limits.max_connections_per_address == 7
         assert service.config.retention.interval == 120
         assert _lines(caplog, "peers added MTA-C; limits; retention")
@@ -230,7 +230,7 @@ async def test_a_reload_during_a_stream_of_transfers_loses_and_duplicates_nothin
     keys = await _rows(lab.b, ReceivedKey, ReceivedKey.mts_identifier)
     assert sorted(m for (m,) in keys) == sorted(sent)
     assert len(await lab.b.inbox(bob)) == count
-    assert [r.snapshot().dscp for r in lab.a.running.runners][3] == "AF12"
+    assert [r.snapshot().dscp for r in lab.a.running.slot_runners][3] == "AF12"
 
 
 async def test_a_bad_file_or_a_failure_to_apply_changes_nothing(
@@ -238,7 +238,7 @@ async def test_a_bad_file_or_a_failure_to_apply_changes_nothing(
 ) -> None:
     await lab.start()
     service = lab.a.running
-    config, runners, site = service.config, service.runners, service.site
+    config, runners, site = service.config, service.slot_runners, service.site
     slot = lab.a.settings["peers"][0]["slots"][0]
     slot["dscp"] = "CS9"
     _reload(lab.a)
@@ -256,7 +256,7 @@ async def test_a_bad_file_or_a_failure_to_apply_changes_nothing(
     (failed,) = _lines(caplog, "reload failed", logging.ERROR)
     assert failed.endswith("stays in force: RuntimeError: no router today")
     assert service.config is config and service.site is site
-    assert service.runners == runners
+    assert service.slot_runners == runners
     assert not [r for r in runners if r.retiring]
     assert not _lines(caplog, "reloaded ")
 

@@ -10,6 +10,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -192,6 +193,8 @@ class FakeLink:
     failing: bytes = b""
     arriving: list[QueueEntry] = field(default_factory=list)
     queue: Queue | None = None
+    association: Any = field(default_factory=lambda: SimpleNamespace(resume_point=None))
+    """(no checkpoints: a transfer cut off leaves nothing to resume)"""
 
     async def transfer(self, apdu: bytes, *, timeout: float) -> int:
         await asyncio.sleep(0)

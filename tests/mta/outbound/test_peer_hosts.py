@@ -41,7 +41,11 @@ async def test_a_slot_reaches_the_peer_past_a_host_that_refuses(
     caplog.set_level(logging.INFO, logger="aiox400")
     await lab.start()
     a, b = lab.a, lab.b
+    # Held under MINIMIZE, then all due at once: the slot then wants both connections
+    # (sent one by one, each went straight to connection 0 and none waited for #1).
+    await a.api({"op": "minimize", "precedence": "flash"})
     sent = await a.send(a.address("Smith"), b.address("Jones"), count=COUNT)
+    await a.api({"op": "minimize", "precedence": "off"})
     inbox = await eventually(
         lambda: b.inbox(b.address("Jones")),
         lambda got: len(got) == COUNT,

@@ -35,6 +35,7 @@ from p1.association.connection import (
     BindRefused,
     BindRequested,
     P1Association,
+    RecoveryRequested,
     Released,
     State,
     TransferConfirmed,
@@ -58,6 +59,7 @@ from p1.osi import (
     tpdu,
 )
 from p1.osi.rtse import AbortReason, DialogueMode
+from p1.osi.rtse_recovery import SessionConnectionId
 from p1.osi.rtse_transfer import CHECKPOINT_UNIT
 from p1.osi.tpkt import encode_tpkt
 from p1.osi.x225 import spdu
@@ -241,19 +243,28 @@ def test_hand_made_cn_is_what_the_initiator_sends() -> None:
     assert BIND_OPEN in real
 
 
-def test_rt_open_asking_to_recover_is_refused_as_busy() -> None:
+def test_rt_open_asking_to_recover_goes_to_the_user_who_may_refuse_it() -> None:
     # SessionConnectionIdentifier: calling SS-user reference and common reference.
     identifier = ber.constructed(
         ber.SEQUENCE,
         [ber.tlv(ber.OCTET_STRING, b"mta-a"), ber.tlv(ber.UTC_TIME, b"240506070809Z")],
     )
     pair = _crafted_bind(connect_data(aarq_bytes(rtorq_bytes(open_data=None, recover=identifier))))
-    assert pair.responder_events == []  # refused before its user is asked
+    (requested,) = pair.responder_events
+    assert isinstance(requested, RecoveryRequested)
+    assert requested.identifier == SessionConnectionId(
+        calling_reference=b"mta-a", common_reference=b"240506070809Z"
+    )
+    pair.responder.refuse_recovery()
     assert pair.responder.closed
     refusal = pair.responder.data_to_send()
     assert spdu_kinds(refusal) == [Kind.RF]
-    assert refusal_error(refusal) is MTABindError.BUSY
-    assert feed(pair.initiator, refusal) == [BindRefused(error=MTABindError.BUSY, why="busy")]
+    aare = refusal_aare(refusal)
+    assert aare.result == acse.REJECTED_PERMANENT
+    (value,) = aare.user_information
+    assert rtse.decode_rtse(value.value) == rtse.Rtorj()  # no MTA-bind error: no bind
+    refused = BindRefused(error=None, why="refused without an MTA-bind error")
+    assert feed(pair.initiator, refusal) == [refused]
 
 
 @pytest.mark.parametrize(

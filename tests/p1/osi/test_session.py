@@ -830,6 +830,7 @@ RECIPES: dict[str, tuple[State, Callable[[], SessionConnection]]] = {
     "closed": (State.CLOSED, _after(_steps(_open, lambda p: p.initiator.send_abort()), True)),
 }
 
+_LOST = spdu.ConnectionIdentifier(calling_ss_user_reference=b"r", common_reference=b"t")
 SENDS: dict[Input, Callable[[SessionConnection], object]] = {
     Input.SEND_CN: lambda c: c.send_connect(b"CP", requirements=NEGOTIATED),
     Input.SEND_CN_OVERFLOW: lambda c: c.send_connect(_BIG),
@@ -840,6 +841,9 @@ SENDS: dict[Input, Callable[[SessionConnection], object]] = {
     Input.SEND_PT: lambda c: c.send_token_please(Token.DATA),
     Input.SEND_GTC: lambda c: c.send_control_give(),
     Input.SEND_AS: lambda c: c.send_activity_start(ACTIVITY_ID),
+    Input.SEND_AR: lambda c: c.send_activity_resume(
+        ACTIVITY_ID, old_activity_id=b"\x02\x01\x07", serial=3, connection_identifier=_LOST
+    ),
     Input.SEND_AE: lambda c: c.send_activity_end(),
     Input.SEND_AEA: lambda c: c.send_activity_end_response(),
     Input.SEND_MIP: lambda c: c.send_minor_sync(),
@@ -876,6 +880,7 @@ RECEIVES: dict[Input, bytes] = {
     Input.RECV_GTC: bytes.fromhex("1500"),
     Input.RECV_GTA: bytes.fromhex("1600"),
     Input.RECV_AS: bytes.fromhex("0100 2d05 2903020101"),
+    Input.RECV_AR: bytes.fromhex("0100 1d0f 2108 2903020107 2a0133 2903020101"),
     Input.RECV_AE: bytes.fromhex("0100 2903 2a0131"),
     Input.RECV_MAP: bytes.fromhex("0100 2906 0f0101 2a0131"),
     Input.RECV_AEA: bytes.fromhex("0200 2a03 2a0131"),

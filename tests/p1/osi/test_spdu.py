@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 
 from p1.errors import DecodeError, EncodeError
 from p1.osi.x225 import spdu
-from p1.osi.x225.spdu import ConnectAcceptItem, ConnectionIdentifier, Kind, Spdu
+from p1.osi.x225.spdu import (
+    ConnectAcceptItem,
+    ConnectionIdentifier,
+    Kind,
+    LinkingInformation,
+    Spdu,
+)
 from tests.profiles import examples
 from tests.support import golden
 
@@ -21,6 +27,20 @@ from tests.support import golden
 TSDUS: list[tuple[Spdu, str]] = [
     (Spdu(kind=Kind.DT, user_data=b"\xab\xcd"), "0100 0100 abcd"),
     (Spdu(kind=Kind.AS, activity_identifier=b"\x02\x01\x01"), "0100 2d05 2903020101"),
+    (
+        Spdu(
+            kind=Kind.AR,
+            linking_information=LinkingInformation(
+                connection_identifier=ConnectionIdentifier(
+                    calling_ss_user_reference=b"ref", common_reference=b"260422101500Z"
+                ),
+                old_activity_identifier=b"\x02\x01\x03",
+                serial_number=4,
+            ),
+            activity_identifier=b"\x02\x01\x01",
+        ),
+        "0100 1d23 211c 0a03726566 0b0d3236303432323130313530305a 2903020103 2a0134 2903020101",
+    ),
     (Spdu(kind=Kind.MAP, serial_number=1), "0100 2903 2a0131"),  # activity end
     (Spdu(kind=Kind.MAA, serial_number=1), "0200 2a03 2a0131"),
     (Spdu(kind=Kind.MIP, serial_number=12), "0100 3104 2a023132"),
@@ -206,6 +226,7 @@ DECODE_ERRORS = [
     ("0100 3102 2a00", "is not 1 to 10 decimal digits"),
     ("0100 1902 3200", "empty reason code"),
     ("1005 1503 000000", "3 octets where 4 are expected"),
+    ("0100 1d07 2105 2903020103 ", "without old activity identifier and serial number"),
 ]
 
 
@@ -384,6 +405,18 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "tsdu_maximum_size": st.tuples(st.integers(0, 65535), st.integers(0, 65535)),
     "version_number": _OCTET,
     "enclosure_item": _OCTET,
+    "linking_information": st.builds(
+        LinkingInformation,
+        connection_identifier=st.builds(
+            ConnectionIdentifier,
+            called_ss_user_reference=st.none() | _SHORT,
+            calling_ss_user_reference=st.none() | _SHORT,
+            common_reference=st.none() | _SHORT,
+            additional_reference_information=st.none() | _SHORT,
+        ),
+        old_activity_identifier=_SHORT,
+        serial_number=st.integers(0, 999999),
+    ),
     "activity_identifier": _SHORT,
     "serial_number": st.integers(0, 999999),
     "reflect_parameter_values": _SHORT,
