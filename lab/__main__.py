@@ -31,10 +31,17 @@ from pathlib import Path
 from client.api import ApiError
 from lab import plots
 from lab.hf import MAX_TRANSMISSION, QUEUE_PACKETS, RATE_MAX, RATE_MIN, TURNAROUND, HfSettings
-from lab.hf_scenario import HF_SIZES, render_hf, run_hf, summary_hf
+from lab.hf_scenario import (
+    HF_SIZES,
+    render_hf,
+    render_overtake,
+    run_hf,
+    run_overtake,
+    summary_hf,
+)
 from lab.profiles import PROFILES
 from lab.scenarios import FULL, QUICK, Results, Settings, render, run_scenarios, summary
-from lab.sites import Site, two_sites
+from lab.sites import Acp142Link, Site, two_sites
 from lab.topology import LabError, Topology, check_host
 
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -217,6 +224,21 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
         help="run the HF scenario instead of the DiffServ ones: one message of random "
         "octets at a time from A to B, link use per size (1,10,100; add 1000 for 1 MB)",
     )  # fmt: skip
+    hf.add_argument(
+        "--hf-overtake", type=_kilobytes, metavar="KB", nargs="?", const=(100_000,),
+        help="with --hf-scenario: then a routine message of KB random octets (100), and a "
+        "flash one of 1 KB ten seconds later: does the flash one get there first?",
+    )  # fmt: skip
+    hf.add_argument(
+        "--hf-transport", choices=("p1", "acp142"), default="p1",
+        help="how the sites reach each other: P1 over RFC 1006 (p1, the default) or STANAG "
+        "4406 Annex E over ACP 142 (acp142: UDP, paced to the HF rate)",
+    )  # fmt: skip
+    hf.add_argument(
+        "--hf-pdu", type=_number(int, "octets"), metavar="OCTETS",
+        help="ACP 142's largest PDU (--hf-transport acp142; default: the wire's MTU less "
+        "the IP and UDP headers)",
+    )  # fmt: skip
 
 
 HF_DEFAULT_RATE = 9600.0
@@ -309,7 +331,8 @@ async def _run(settings: Settings, hf: HfSettings | None, args: argparse.Namespa
             if hf is not None:
                 _progress(f"HF wire {hf.rate:g} bit/s between site A and the router, MTU "
                           f"{topology.mtu}; the sites connect (a few round trips)")  # fmt: skip
-            async with two_sites(topology, folder) as (a, b):
+            link = _acp142_link(topology, hf, args) if hf is not None else None
+            async with two_sites(topology, folder, link) as (a, b):
                 if hf is not None and args.hf_scenario is not None:
                     return await _hf_scenario(topology, a, b, hf, args)
                 results = await run_scenarios(topology, a, b, settings, _progress)
@@ -320,16 +343,40 @@ async def _run(settings: Settings, hf: HfSettings | None, args: argparse.Namespa
         return render(results, args.delay)
 
 
+def _acp142_link(topology: Topology, hf: HfSettings, args: argparse.Namespace) -> Acp142Link | None:
+    """ACP 142 between the sites, paced to the HF wire (None: P1, as always)."""
+    if args.hf_transport != "acp142":
+        return None
+    pdu = args.hf_pdu or topology.mtu - IP_UDP_HEADERS
+    pdu_seconds = (pdu + IP_UDP_HEADERS) * 8 / hf.rate
+    return Acp142Link(
+        rate=int(hf.rate),
+        max_pdu_size=pdu,
+        ack_delay=max(1.0, 3 * pdu_seconds),
+        retransmission=max(30.0, 4 * hf.turnaround + 10 * pdu_seconds),
+    )
+
+
+IP_UDP_HEADERS = 28
+"""What an IPv4 UDP datagram adds to its payload on the wire."""
+
+
 async def _hf_scenario(
     topology: Topology, a: Site, b: Site, hf: HfSettings, args: argparse.Namespace
 ) -> str:
     started = datetime.now(UTC)
     messages = await run_hf(topology, a, b, args.hf_scenario, _progress)
+    overtake = None
+    if args.hf_overtake is not None:
+        routine = args.hf_overtake[0]
+        overtake = await run_overtake(topology, a, b, routine, 1_000, 10.0, _progress)
     if args.json is not None:
-        args.json.write_text(json.dumps(summary_hf(messages, hf), indent=2) + "\n")
+        summary_of = summary_hf(messages, hf, transport=args.hf_transport)
+        args.json.write_text(json.dumps(summary_of, indent=2) + "\n")
     if args.plots is not None:
         _progress("plots: the HF scenario draws none")
-    return render_hf(messages, hf, started)
+    report = render_hf(messages, hf, started, transport=args.hf_transport)
+    return report if overtake is None else report + "\n" + render_overtake(overtake, hf)
 
 
 def _plots(results: Results, folder: Path) -> None:

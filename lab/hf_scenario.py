@@ -26,6 +26,9 @@ Public API::
     HfMessage                         one message's transfer and the wire's counters
     binary_ipm(size, seed) -> bytes   a P772 IPM with ``size`` random octets
     async run_hf(topology, a, b, sizes, progress) -> list[HfMessage]
+    Overtake                          a flash message sent while a routine one is on the air
+    async run_overtake(topology, a, b, routine, flash, after, progress) -> Overtake
+    render_overtake(overtake, settings) -> str
     render_hf(messages, settings, started) -> str   the Markdown table
     summary_hf(messages, settings) -> dict
 """
@@ -42,7 +45,7 @@ from datetime import datetime
 from typing import Any
 
 from lab.hf import HfSettings
-from lab.sites import USER_A, USER_B, Site, Transfer, Watch, send
+from lab.sites import USER_A, USER_B, Site, Transfer, Watch, send, submit
 from lab.topology import LabError, Topology
 from p1.ipms.ipm import (
     IPM,
@@ -154,6 +157,69 @@ async def run_hf(
     return messages
 
 
+@dataclass(frozen=True, slots=True)
+class Overtake:
+    """A routine message of random octets, and a flash one submitted ``after`` seconds
+    later, while the routine one is on the air."""
+
+    routine: Transfer
+    flash: Transfer
+    after: float
+
+    @property
+    def overtook(self) -> bool:
+        """Whether B stored the flash message first."""
+        return self.flash.stored < self.routine.stored
+
+
+async def run_overtake(
+    topology: Topology,
+    a: Site,
+    b: Site,
+    routine: int,
+    flash: int,
+    after: float,
+    progress: Callable[[str], None],
+) -> Overtake:
+    """A routine message of ``routine`` random octets, then, ``after`` seconds later, a
+    flash one of ``flash``: when B stored each."""
+    settings = topology.hf
+    if settings is None:
+        raise LabError("the overtaking scenario needs the HF wire (Topology(hf=...))")
+    async with Watch(b) as watch:
+        await _until_quiet(topology, settings.turnaround + 2)
+        progress(f"hf: routine {routine} octets, then flash {flash} octets {after:g} s later")
+        slow = await submit(a, watch, routine, "routine", binary_ipm(routine, 101))
+        await asyncio.sleep(after)
+        quick = await submit(a, watch, flash, "flash", binary_ipm(flash, 102))
+        flash_transfer = await quick.stored(watch, _timeout(flash, settings))
+        progress(f"  flash stored after {flash_transfer.seconds:.1f} s")
+        routine_transfer = await slow.stored(watch, _timeout(routine, settings))
+        progress(f"  routine stored after {routine_transfer.seconds:.1f} s")
+    return Overtake(routine_transfer, flash_transfer, after)
+
+
+def render_overtake(overtake: Overtake, settings: HfSettings) -> str:
+    r, f = overtake.routine, overtake.flash
+    return "\n".join(
+        [
+            f"(i) Flash overtaking routine at {settings.rate:g} bit/s: a routine message of "
+            f"{_size(r.size)} random octets, then a flash one of {_size(f.size)} "
+            f"{overtake.after:g} s later",
+            "",
+            "| message | submitted, s | stored after, s | stored at, s |",
+            "|---|---|---|---|",
+            f"| routine {_size(r.size)} | 0 | {r.seconds:.1f} | {r.seconds:.1f} |",
+            f"| flash {_size(f.size)} | {overtake.after:g} | {f.seconds:.1f} "
+            f"| {(f.stored - r.submitted).total_seconds():.1f} |",
+            "",
+            f"The flash message {'overtook' if overtake.overtook else 'did not overtake'} "
+            "the routine one.",
+            "",
+        ]
+    )
+
+
 def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, float]:
     def of(line: dict[str, Any], device: str, key: str) -> float:
         return float(line["from"][device][key])
@@ -216,13 +282,26 @@ def _profile(s: HfSettings) -> str:
     )
 
 
-def render_hf(messages: Sequence[HfMessage], settings: HfSettings, started: datetime) -> str:
+TRANSPORTS = {
+    "p1": "P1 over RFC 1006, the connection open",
+    "acp142": "STANAG 4406 Annex E over ACP 142, paced to the rate",
+}
+"""How the sites reach each other (``--hf-transport``), as the report says it."""
+
+
+def render_hf(
+    messages: Sequence[HfMessage],
+    settings: HfSettings,
+    started: datetime,
+    *,
+    transport: str = "p1",
+) -> str:
     lines = [
         f"HF lab, {started:%Y-%m-%d %H:%M} UTC, kernel {platform.release()}.",
         "Link use: payload bits / (rate x seconds from submission at A until B's store).",
         "",
         f"(h) One message at a time from A to B over the HF wire ({_profile(settings)}): "
-        f"one body part of N random octets, {PRECEDENCE} precedence, connection open",
+        f"one body part of N random octets, {PRECEDENCE} precedence, {TRANSPORTS[transport]}",
         "",
         "| payload | seconds | link use | until quiet, s | link use until quiet "
         "| air A to B, s | air B to A, s | turnarounds, s | octets A sent / payload "
@@ -254,9 +333,12 @@ def render_hf(messages: Sequence[HfMessage], settings: HfSettings, started: date
     return "\n".join(lines)
 
 
-def summary_hf(messages: Sequence[HfMessage], settings: HfSettings) -> dict[str, Any]:
+def summary_hf(
+    messages: Sequence[HfMessage], settings: HfSettings, *, transport: str = "p1"
+) -> dict[str, Any]:
     """The figures as plain data, for --json."""
     return {
+        "transport": transport,
         "hf": {
             "rate": settings.rate,
             "turnaround": settings.turnaround,

@@ -21,6 +21,7 @@ OSI and TCP/IP headers: what a user sent, per second of what a user waits.
 Public API::
 
     site_config(example_text, *, address, peer_address, folder, name, slow_link=False) -> str
+    over_acp142(config_text, *, address, peer_address, link) -> str   the peer over ACP 142
     flash_on_demand(config_text, idle_timeout) -> str   the flash slot made on-demand
     Site(name, namespace, folder)           .start(), .stop(), .api(request, payload)
         await .reload(config_text, mode)    SIGHUP with a new file; until the flash slot is in mode
@@ -102,6 +103,41 @@ def site_config(
             raise LabError(f"config/examples/{name}.toml has [limits] now: update lab/sites.py")
         text += SLOW_LINK_LIMITS
     return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acp142Link:
+    """How the sites speak ACP 142 to each other (``[acp142]``, ``[peers.acp142]``)."""
+
+    rate: int
+    """bit/s the link carries: each site paces its datagrams to it."""
+    max_pdu_size: int
+    ack_delay: float
+    retransmission: float
+
+
+def over_acp142(text: str, *, address: str, peer_address: str, link: Acp142Link) -> str:
+    """A site's configuration ``text`` with its peer reached over ACP 142 (STANAG 4406
+    Annex E) instead of its P1 slots: same peer, same routes, node IDs from the addresses."""
+    start = text.find("\n[[peers.slots]]")
+    if start < 0 or "\n[[peers]]" not in text[:start]:
+        raise LabError("config/examples' peers have no slots: update lab/sites.py")
+    tail = text.find("\n# Who may use", start)
+    kept = text[:start] + (text[tail:] if tail >= 0 else "")
+    kept = kept.replace("\n[[peers]]\n", '\n[[peers]]\ntransport = "acp142"\n', 1)
+    return (
+        kept
+        + f"""
+[peers.acp142]
+retransmission = {link.retransmission:g}
+
+[acp142]
+address = "{address}"
+rate = {link.rate}
+max_pdu_size = {link.max_pdu_size}
+ack_delay = {link.ack_delay:g}
+"""
+    )
 
 
 _FLASH_SLOT = 'precedences = ["override", "flash"]\nport = 5003\ndscp = "CS3"\nmode = "permanent"\n'
@@ -201,42 +237,34 @@ class Site:
 
 
 @contextlib.asynccontextmanager
-async def two_sites(topology: Topology, folder: Path) -> AsyncIterator[tuple[Site, Site]]:
-    """MTA-A in site A's namespace, MTA-B in site B's, running; both stopped at the end."""
+async def two_sites(
+    topology: Topology, folder: Path, acp142: Acp142Link | None = None
+) -> AsyncIterator[tuple[Site, Site]]:
+    """MTA-A in site A's namespace, MTA-B in site B's, running; both stopped at the end.
+    ``acp142``: each reaches the other over ACP 142 instead of P1."""
     a_place, b_place = topology.site_a, topology.site_b
     slow = topology.hf is not None
-    a = Site(
-        "site-a",
-        a_place,
-        topology,
-        folder,
-        site_config(
-            (EXAMPLES / "site-a.toml").read_text(),
-            address=a_place.address,
-            peer_address=b_place.address,
+
+    def text(name: str, me: Place, them: Place) -> str:
+        written = site_config(
+            (EXAMPLES / f"{name}.toml").read_text(),
+            address=me.address,
+            peer_address=them.address,
             folder=folder,
-            name="site-a",
+            name=name,
             slow_link=slow,
-        ),
-    )
-    b = Site(
-        "site-b",
-        b_place,
-        topology,
-        folder,
-        site_config(
-            (EXAMPLES / "site-b.toml").read_text(),
-            address=b_place.address,
-            peer_address=a_place.address,
-            folder=folder,
-            name="site-b",
-            slow_link=slow,
-        ),
-    )
+        )
+        if acp142 is None:
+            return written
+        return over_acp142(written, address=me.address, peer_address=them.address, link=acp142)
+
+    a = Site("site-a", a_place, topology, folder, text("site-a", a_place, b_place))
+    b = Site("site-b", b_place, topology, folder, text("site-b", b_place, a_place))
     try:
         await b.start()
         await a.start()
-        await a.slots_ready(SLOW_SLOTS_TIMEOUT if slow else SLOTS_TIMEOUT)
+        if acp142 is None:
+            await a.slots_ready(SLOW_SLOTS_TIMEOUT if slow else SLOTS_TIMEOUT)
         yield a, b
     finally:
         a.stop()
