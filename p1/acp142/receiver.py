@@ -11,8 +11,10 @@ Address_PDU, keyed by (Source_ID, Message_ID).  Its rules:
 2. A message handed up is remembered until its Expiry_Time: an Address_PDU announcing it
    again (the sender did not get our acknowledgement) is answered with the whole
    acknowledgement once more, and it is never handed up twice.
-3. A message still incomplete ``ack_delay`` seconds after its last PDU arrived, or after
-   its Data_PDU numbered last arrived, is answered with the numbers it misses.
+3. A message still incomplete when its Data_PDU numbered last arrives is answered at once
+   with the numbers it misses (the sender's burst is over: on a half-duplex link every
+   second waited is the link's), and so is one still incomplete ``ack_delay`` seconds after
+   its latest PDU arrived.
 4. Data_PDUs that arrive before their Address_PDU are held, at most
    ``max_unidentified`` of them for ``unidentified_validity`` seconds.
 5. Bounds: at most ``max_messages`` incomplete messages and ``max_octets`` octets held
@@ -221,7 +223,8 @@ class Receiver:
         self, key: _Key, incoming: _Incoming, pdu: DataPdu, now: float
     ) -> list[ReceiverEvent]:
         if len(incoming.fragments) < incoming.address.total:
-            incoming.ack_at = now + self.limits.ack_delay
+            last = pdu.sequence == incoming.address.total  # (the end of the first burst)
+            incoming.ack_at = now + (0.0 if last else self.limits.ack_delay)
             return []
         incoming.handed_up = True
         incoming.ack_at = None

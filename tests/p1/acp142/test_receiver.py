@@ -417,3 +417,15 @@ def test_what_is_missing_is_worked_out_only_to_answer(monkeypatch: pytest.Monkey
     assert len(listed) == 1
     assert receiver.receive(_data(1, b"x"), 3.0) == [_complete(b"x" * 1000)]
     assert len(listed) == 1
+
+
+def test_the_last_data_pdu_of_an_incomplete_message_is_answered_at_once() -> None:
+    receiver = Receiver(B, LIMITS)
+    receiver.receive(_address(4), 0.0)
+    receiver.receive(_data(1), 0.1)
+    receiver.receive(_data(2), 0.2)
+    assert receiver.timer == pytest.approx(0.2 + LIMITS.ack_delay)
+    receiver.receive(_data(4), 0.3)  # the last one: the first burst is over, 3 lost
+    assert receiver.timer == 0.3
+    receiver.handle_timer(0.3)
+    assert receiver.acks_to_send() == [(A, AckInfo(A, 7, (3,)))]
