@@ -89,3 +89,32 @@ def test_no_wire_remains(hf_run: HfRun) -> None:
     said = re.search(r"lab: namespaces (\S+), (\S+), (\S+)", hf_run[1].stderr)
     assert said is not None, hf_run[1].stderr
     assert wires(set(said.groups())) == []
+
+
+@pytest.fixture(scope="module")
+def acp142_run(tmp_path_factory: pytest.TempPathFactory) -> HfRun:
+    figures = tmp_path_factory.mktemp("lab-hf-acp142") / "hf.json"
+    done = run_lab(
+        [
+            "--hf-rate", str(RATE), "--hf-turnaround", str(TURNAROUND),
+            "--hf-scenario", str(SIZE / 1000), "--hf-transport", "acp142",
+            "--json", str(figures),
+        ],
+        900,
+    )  # fmt: skip
+    return json.loads(figures.read_text()), done
+
+
+def test_over_acp142_the_message_crosses_the_same_air(acp142_run: HfRun) -> None:
+    assert acp142_run[0]["transport"] == "acp142"
+    message = _message(acp142_run)
+    assert 0 < message["link_use"] <= 1
+    assert message["air_a"] >= SIZE * 8 / RATE
+    assert message["lost"] == message["dropped"] == 0
+    assert "STANAG 4406 Annex E over ACP 142" in acp142_run[1].stdout
+
+
+def test_acp142_puts_fewer_octets_on_the_air_than_p1(hf_run: HfRun, acp142_run: HfRun) -> None:
+    # The same message: one Address_PDU and a Data_PDU, compressed, against the OSI
+    # stack's PDUs, the TCP segments and their acknowledgements.
+    assert _message(acp142_run)["octets_a"] < _message(hf_run)["octets_a"]
