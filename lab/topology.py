@@ -77,6 +77,8 @@ NETNS_DIR = "/run/netns"
 NAMESPACE_PREFIX = "aiox400-lab-"
 """Every namespace the lab creates starts with this."""
 MTU = 1500
+IPV6_MIN_MTU = 1280
+"""RFC 8200 clause 5: a link of a smaller MTU carries no IPv6."""
 """Of the veths, and of the wire's TUN devices unless an HF transmission holds less."""
 WIRE_STOP = 5.0
 """Seconds the wire has to write its last counters after SIGTERM before it is killed."""
@@ -273,7 +275,9 @@ class Topology:
         ):
             await run("ip", "-n", namespace, "addr", "add", f"{address}/24", "dev", interface)
             await run("ip", "-n", namespace, "link", "set", interface, "mtu", str(self.mtu))
-            if self.hf is not None:  # (no IPv6 autoconfiguration on the air: IPv4 only)
+            # No IPv6 autoconfiguration on the air: IPv4 only.  (Below IPv6's least MTU,
+            # 1280, the kernel gives the device no IPv6 at all: nothing to turn off.)
+            if self.hf is not None and self.mtu >= IPV6_MIN_MTU:
                 await self._in(
                     namespace, "sysctl", "-qw", f"net.ipv6.conf.{interface}.disable_ipv6=1"
                 )
