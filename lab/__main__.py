@@ -5,6 +5,10 @@ B), runs an ``x400-mta`` in each site, sends messages of given sizes and precede
 A to B under each router profile, prints the Markdown tables, and removes everything it
 created, also after Ctrl-C, SIGTERM or a failure.  Needs root.
 
+With ``--hf-rate`` the link between site A and the router is an HF radio link
+(:mod:`lab.hf`, run by :mod:`lab.wire`) instead of a veth pair; ``--hf-scenario`` runs the
+HF scenario (:mod:`lab.hf_scenario`) instead of the DiffServ ones.
+
 Exit codes: 0 done; 1 a scenario failed (the message says which); 2 bad arguments, not
 root, or a missing tool or kernel feature (the message says what to install); 130 / 143
 interrupted by SIGINT / SIGTERM.
@@ -20,14 +24,24 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from client.api import ApiError
 from lab import plots
+from lab.hf import MAX_TRANSMISSION, QUEUE_PACKETS, RATE_MAX, RATE_MIN, TURNAROUND, HfSettings
+from lab.hf_scenario import (
+    HF_SIZES,
+    render_hf,
+    render_overtake,
+    run_hf,
+    run_overtake,
+    summary_hf,
+)
 from lab.profiles import PROFILES
 from lab.scenarios import FULL, QUICK, Results, Settings, render, run_scenarios, summary
-from lab.sites import two_sites
+from lab.sites import Acp142Link, Site, two_sites
 from lab.topology import LabError, Topology, check_host
 
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -51,6 +65,29 @@ def _delay(text: str) -> float:
     if not 0 <= delay <= 10_000:
         raise argparse.ArgumentTypeError(f"{text!r}: expected 0 to 10000 ms")
     return delay
+
+
+def _kilobytes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(round(float(part) * 1000) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected sizes in KB, such as 1,10") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes must be > 0")
+    return sizes
+
+
+def _number(kind: type[float] | type[int], what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}, 0 or more")
+        return value
+
+    return parse
 
 
 def _profiles(text: str) -> tuple[str, ...]:
@@ -136,6 +173,7 @@ def parser() -> argparse.ArgumentParser:
         help="1 KB flash samples of scenario (e) per flash slot mode (permanent, then "
         "on-demand with a new connection each); 0: no scenario (e) (0); meant with --delay",
     )
+    _hf_arguments(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     p.add_argument(
         "--plots",
@@ -152,6 +190,86 @@ def parser() -> argparse.ArgumentParser:
         "temporary folder, removed)",
     )
     return p
+
+
+def _hf_arguments(p: argparse.ArgumentParser) -> None:
+    hf = p.add_argument_group(
+        "HF wire",
+        "an HF radio link between site A and the router instead of a veth pair (lab.hf: "
+        "half duplex, turnarounds, bit errors, a modem queue each way; docs/lab.md)",
+    )
+    hf.add_argument(
+        "--hf-rate", type=_number(float, "bit/s"), metavar="BIT/S",
+        help=f"its bit rate, {RATE_MIN:g} to {RATE_MAX:g}: turns the HF wire on "
+        "(--hf-scenario: 9600)",
+    )  # fmt: skip
+    options = (
+        ("--hf-turnaround", float, "S", TURNAROUND, "seconds before the other end transmits"),
+        ("--hf-max-transmission", float, "S", MAX_TRANSMISSION, "longest transmission, s"),
+        ("--hf-ber", float, "X", 0.0, "random bit error rate, such as 1e-6 or 1e-5; 0: clear"),
+        ("--hf-seed", int, "N", 0, "of the bit errors"),
+        ("--hf-framing", int, "OCTETS", 0, "octets the modem adds to each packet"),
+        ("--hf-queue-packets", int, "N", QUEUE_PACKETS,
+         "most packets waiting at each end, drop-tail; 0: no limit"),
+        ("--hf-queue-octets", int, "N", 0, "most octets waiting at each end; 0: no limit"),
+    )  # fmt: skip
+    for name, kind, metavar, default, text in options:
+        hf.add_argument(
+            name, type=_number(kind, metavar.lower()), metavar=metavar,
+            help=f"{text} ({default:g})",
+        )  # fmt: skip
+    hf.add_argument(
+        "--hf-scenario", type=_kilobytes, nargs="?", metavar="KB,..",
+        const=tuple(HF_SIZES),
+        help="run the HF scenario instead of the DiffServ ones: one message of random "
+        "octets at a time from A to B, link use per size (1,10,100; add 1000 for 1 MB)",
+    )  # fmt: skip
+    hf.add_argument(
+        "--hf-overtake", type=_kilobytes, metavar="KB", nargs="?", const=(100_000,),
+        help="with --hf-scenario: then a routine message of KB random octets (100), and a "
+        "flash one of 1 KB ten seconds later: does the flash one get there first?",
+    )  # fmt: skip
+    hf.add_argument(
+        "--hf-transport", choices=("p1", "acp142"), default="p1",
+        help="how the sites reach each other: P1 over RFC 1006 (p1, the default) or STANAG "
+        "4406 Annex E over ACP 142 (acp142: UDP, paced to the HF rate)",
+    )  # fmt: skip
+    hf.add_argument(
+        "--hf-pdu", type=_number(int, "octets"), metavar="OCTETS",
+        help="ACP 142's largest PDU (--hf-transport acp142; default: the wire's MTU less "
+        "the IP and UDP headers)",
+    )  # fmt: skip
+
+
+HF_DEFAULT_RATE = 9600.0
+"""Bit/s of the HF scenario when --hf-rate is not given."""
+
+
+def hf_of(args: argparse.Namespace, p: argparse.ArgumentParser) -> HfSettings | None:
+    """The HF wire the options ask for (None: none); exits 2 through ``p`` when they make
+    no sense."""
+    rate = args.hf_rate
+    if rate is None and args.hf_scenario is not None:
+        rate = HF_DEFAULT_RATE
+    given = {
+        key: getattr(args, f"hf_{key}")
+        for key in ("turnaround", "max_transmission", "ber", "seed", "framing",
+                    "queue_packets", "queue_octets")
+        if getattr(args, f"hf_{key}") is not None
+    }  # fmt: skip
+    if rate is None:
+        if given:
+            p.error(f"--hf-{next(iter(given)).replace('_', '-')} needs --hf-rate")
+        return None
+    if args.delay:
+        p.error("--delay and the HF wire both replace site A's link: give one")
+    for key in ("queue_packets", "queue_octets"):
+        if key in given:
+            given[key] = int(given[key]) or None
+    try:
+        return HfSettings(rate=rate, **given)
+    except ValueError as error:
+        p.error(f"--hf: {error}")
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -201,22 +319,64 @@ def _progress(text: str) -> None:
     print(f"lab: {text}", file=sys.stderr, flush=True)
 
 
-async def _run(settings: Settings, args: argparse.Namespace) -> str:
+async def _run(settings: Settings, hf: HfSettings | None, args: argparse.Namespace) -> str:
     with tempfile.TemporaryDirectory(prefix="aiox400-lab-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        async with Topology(settings.rate_kbit, args.delay) as topology:
+        async with Topology(settings.rate_kbit, args.delay, hf) as topology:
             _progress(f"namespaces {', '.join(topology.namespaces)}")
             if args.delay:
                 rtt = await topology.round_trip()
                 _progress(f"delay wire {args.delay:g} ms each way: round trip {rtt * 1000:.1f} ms")
-            async with two_sites(topology, folder) as (a, b):
+            if hf is not None:
+                _progress(f"HF wire {hf.rate:g} bit/s between site A and the router, MTU "
+                          f"{topology.mtu}; the sites connect (a few round trips)")  # fmt: skip
+            link = _acp142_link(topology, hf, args) if hf is not None else None
+            async with two_sites(topology, folder, link) as (a, b):
+                if hf is not None and args.hf_scenario is not None:
+                    return await _hf_scenario(topology, a, b, hf, args)
                 results = await run_scenarios(topology, a, b, settings, _progress)
         if args.json is not None:
             args.json.write_text(json.dumps(summary(results), indent=2) + "\n")
         if args.plots is not None:
             _plots(results, args.plots)
         return render(results, args.delay)
+
+
+def _acp142_link(topology: Topology, hf: HfSettings, args: argparse.Namespace) -> Acp142Link | None:
+    """ACP 142 between the sites, paced to the HF wire (None: P1, as always)."""
+    if args.hf_transport != "acp142":
+        return None
+    pdu = args.hf_pdu or topology.mtu - IP_UDP_HEADERS
+    pdu_seconds = (pdu + IP_UDP_HEADERS) * 8 / hf.rate
+    return Acp142Link(
+        rate=int(hf.rate),
+        max_pdu_size=pdu,
+        ack_delay=max(1.0, 3 * pdu_seconds),
+        retransmission=max(30.0, 4 * hf.turnaround + 10 * pdu_seconds),
+    )
+
+
+IP_UDP_HEADERS = 28
+"""What an IPv4 UDP datagram adds to its payload on the wire."""
+
+
+async def _hf_scenario(
+    topology: Topology, a: Site, b: Site, hf: HfSettings, args: argparse.Namespace
+) -> str:
+    started = datetime.now(UTC)
+    messages = await run_hf(topology, a, b, args.hf_scenario, _progress)
+    overtake = None
+    if args.hf_overtake is not None:
+        routine = args.hf_overtake[0]
+        overtake = await run_overtake(topology, a, b, routine, 1_000, 10.0, _progress)
+    if args.json is not None:
+        summary_of = summary_hf(messages, hf, transport=args.hf_transport)
+        args.json.write_text(json.dumps(summary_of, indent=2) + "\n")
+    if args.plots is not None:
+        _progress("plots: the HF scenario draws none")
+    report = render_hf(messages, hf, started, transport=args.hf_transport)
+    return report if overtake is None else report + "\n" + render_overtake(overtake, hf)
 
 
 def _plots(results: Results, folder: Path) -> None:
@@ -227,7 +387,9 @@ def _plots(results: Results, folder: Path) -> None:
     _progress(f"plots: {', '.join(str(path) for path in written) or 'nothing to draw'}")
 
 
-async def _main(settings: Settings, args: argparse.Namespace) -> tuple[str | None, int]:
+async def _main(
+    settings: Settings, hf: HfSettings | None, args: argparse.Namespace
+) -> tuple[str | None, int]:
     """The report and 0, or None and the exit code of the signal that stopped the run."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -241,7 +403,7 @@ async def _main(settings: Settings, args: argparse.Namespace) -> tuple[str | Non
     for number in _SIGNAL_EXIT:
         loop.add_signal_handler(number, stop, number)
     try:
-        return await _run(settings, args), 0
+        return await _run(settings, hf, args), 0
     except asyncio.CancelledError:
         if not received:
             raise
@@ -249,7 +411,9 @@ async def _main(settings: Settings, args: argparse.Namespace) -> tuple[str | Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    hf = hf_of(args, p)
     settings = settings_of(args)
     try:
         check_host()
@@ -258,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lab: {error}", file=sys.stderr)
         return 2
     try:
-        report, code = asyncio.run(_main(settings, args))
+        report, code = asyncio.run(_main(settings, hf, args))
     except LabError as error:
         print(f"lab: {error}", file=sys.stderr)
         return 2 if "lacks" in str(error) else 1

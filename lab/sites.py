@@ -6,7 +6,10 @@ into the lab's temporary folder, the first retry after a failed connect shortene
 second (a permanent slot that started before its peer waits no longer) and
 ``tcp_congestion = "cubic"``: the router's sharing of the link depends on the senders'
 congestion control, and the host's default (often BBR) cannot be changed by sysctl inside
-a namespace.  The unix sockets of the local API live in that folder, on the host's file
+a namespace.  Over an HF wire (``slow_link``) the daemons also allow ten minutes for a
+bind and for a peer's progress (``SLOW_LINK_LIMITS``): a round trip there is two
+turnarounds and more, and a transmission the other way may hold a PDU for two minutes.
+The unix sockets of the local API live in that folder, on the host's file
 system, so the lab process reaches them from outside the namespaces.
 
 A transfer is timed from just before the ``submit`` request at A to the moment B saw the
@@ -17,7 +20,8 @@ OSI and TCP/IP headers: what a user sent, per second of what a user waits.
 
 Public API::
 
-    site_config(example_text, *, address, peer_address, folder, name) -> str
+    site_config(example_text, *, address, peer_address, folder, name, slow_link=False) -> str
+    over_acp142(config_text, *, address, peer_address, link) -> str   the peer over ACP 142
     flash_on_demand(config_text, idle_timeout) -> str   the flash slot made on-demand
     Site(name, namespace, folder)           .start(), .stop(), .api(request, payload)
         await .reload(config_text, mode)    SIGHUP with a new file; until the flash slot is in mode
@@ -25,8 +29,8 @@ Public API::
     two_sites(topology, folder) -> async context manager of (Site, Site)
     Watch(site, user)                       async with: when each delivery was committed
     Transfer                                one message: size, precedence, times
-    async submit(a, watch, size, precedence) -> Pending   (.stored(watch, timeout))
-    async send(a, watch, size, precedence, timeout) -> Transfer
+    async submit(a, watch, size, precedence, content=None) -> Pending   (.stored(watch, timeout))
+    async send(a, watch, size, precedence, timeout, content=None) -> Transfer
 """
 
 from __future__ import annotations
@@ -58,9 +62,27 @@ USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
 CONGESTION = "cubic"
 START_TIMEOUT = 60.0
 """Seconds a daemon may take to answer its local API after it was started."""
+SLOTS_TIMEOUT = 60.0
+"""Seconds A's permanent slots may take to connect and bind."""
+SLOW_SLOTS_TIMEOUT = 900.0
+"""The same over an HF wire (several round trips of two turnarounds each, per slot)."""
+SLOW_LINK_LIMITS = """
+[limits]
+bind_timeout = "10m"
+progress_interval = "10m"
+"""
+"""Appended to both sites' configurations over an HF wire."""
 
 
-def site_config(example: str, *, address: str, peer_address: str, folder: Path, name: str) -> str:
+def site_config(
+    example: str,
+    *,
+    address: str,
+    peer_address: str,
+    folder: Path,
+    name: str,
+    slow_link: bool = False,
+) -> str:
     """The example site's configuration text, moved into the lab (see the module's text)."""
     state = folder / name
     replacements = (
@@ -76,7 +98,46 @@ def site_config(example: str, *, address: str, peer_address: str, folder: Path, 
         if old not in text:
             raise LabError(f"config/examples/{name}.toml no longer has {old}: update lab/sites.py")
         text = text.replace(old, new)
+    if slow_link:
+        if "\n[limits]" in text:
+            raise LabError(f"config/examples/{name}.toml has [limits] now: update lab/sites.py")
+        text += SLOW_LINK_LIMITS
     return text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Acp142Link:
+    """How the sites speak ACP 142 to each other (``[acp142]``, ``[peers.acp142]``)."""
+
+    rate: int
+    """bit/s the link carries: each site paces its datagrams to it."""
+    max_pdu_size: int
+    ack_delay: float
+    retransmission: float
+
+
+def over_acp142(text: str, *, address: str, peer_address: str, link: Acp142Link) -> str:
+    """A site's configuration ``text`` with its peer reached over ACP 142 (STANAG 4406
+    Annex E) instead of its P1 slots: same peer, same routes, node IDs from the addresses."""
+    start = text.find("\n[[peers.slots]]")
+    if start < 0 or "\n[[peers]]" not in text[:start]:
+        raise LabError("config/examples' peers have no slots: update lab/sites.py")
+    tail = text.find("\n# Who may use", start)
+    kept = text[:start] + (text[tail:] if tail >= 0 else "")
+    kept = kept.replace("\n[[peers]]\n", '\n[[peers]]\ntransport = "acp142"\n', 1)
+    return (
+        kept
+        + f"""
+[peers.acp142]
+retransmission = {link.retransmission:g}
+
+[acp142]
+address = "{address}"
+rate = {link.rate}
+max_pdu_size = {link.max_pdu_size}
+ack_delay = {link.ack_delay:g}
+"""
+    )
 
 
 _FLASH_SLOT = 'precedences = ["override", "flash"]\nport = 5003\ndscp = "CS3"\nmode = "permanent"\n'
@@ -160,7 +221,7 @@ class Site:
         response, _ = await call_async(self.socket, request, payload)
         return response
 
-    async def slots_ready(self, timeout: float = 60.0) -> None:
+    async def slots_ready(self, timeout: float = SLOTS_TIMEOUT) -> None:
         """Until each permanent slot holds an open, idle connection."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -176,39 +237,34 @@ class Site:
 
 
 @contextlib.asynccontextmanager
-async def two_sites(topology: Topology, folder: Path) -> AsyncIterator[tuple[Site, Site]]:
-    """MTA-A in site A's namespace, MTA-B in site B's, running; both stopped at the end."""
+async def two_sites(
+    topology: Topology, folder: Path, acp142: Acp142Link | None = None
+) -> AsyncIterator[tuple[Site, Site]]:
+    """MTA-A in site A's namespace, MTA-B in site B's, running; both stopped at the end.
+    ``acp142``: each reaches the other over ACP 142 instead of P1."""
     a_place, b_place = topology.site_a, topology.site_b
-    a = Site(
-        "site-a",
-        a_place,
-        topology,
-        folder,
-        site_config(
-            (EXAMPLES / "site-a.toml").read_text(),
-            address=a_place.address,
-            peer_address=b_place.address,
+    slow = topology.hf is not None
+
+    def text(name: str, me: Place, them: Place) -> str:
+        written = site_config(
+            (EXAMPLES / f"{name}.toml").read_text(),
+            address=me.address,
+            peer_address=them.address,
             folder=folder,
-            name="site-a",
-        ),
-    )
-    b = Site(
-        "site-b",
-        b_place,
-        topology,
-        folder,
-        site_config(
-            (EXAMPLES / "site-b.toml").read_text(),
-            address=b_place.address,
-            peer_address=a_place.address,
-            folder=folder,
-            name="site-b",
-        ),
-    )
+            name=name,
+            slow_link=slow,
+        )
+        if acp142 is None:
+            return written
+        return over_acp142(written, address=me.address, peer_address=them.address, link=acp142)
+
+    a = Site("site-a", a_place, topology, folder, text("site-a", a_place, b_place))
+    b = Site("site-b", b_place, topology, folder, text("site-b", b_place, a_place))
     try:
         await b.start()
         await a.start()
-        await a.slots_ready()
+        if acp142 is None:
+            await a.slots_ready(SLOW_SLOTS_TIMEOUT if slow else SLOTS_TIMEOUT)
         yield a, b
     finally:
         a.stop()
@@ -306,9 +362,13 @@ class Pending:
         )
 
 
-async def submit(a: Site, watch: Watch, size: int, precedence: str) -> Pending:
-    """Submit a message of ``size`` body octets at ``precedence`` at A, to ``watch``'s user."""
-    body = text_ipm(
+async def submit(
+    a: Site, watch: Watch, size: int, precedence: str, content: bytes | None = None
+) -> Pending:
+    """Submit a message of ``size`` body octets at ``precedence`` at A, to ``watch``'s user:
+    ``content`` (an encoded IPM with a body of ``size`` octets), by default one of canned
+    IA5 text."""
+    body = content or text_ipm(
         parse_orname(USER_A), parse_orname(watch.user), f"lab {precedence}", canned_body(size)
     )
     request = {
@@ -323,10 +383,19 @@ async def submit(a: Site, watch: Watch, size: int, precedence: str) -> Pending:
     return Pending(str(response["mts_identifier"]), size, precedence, submitted)
 
 
-async def send(a: Site, watch: Watch, size: int, precedence: str, *, timeout: float) -> Transfer:
-    """Submit a message of ``size`` body octets at ``precedence`` at A; its transfer once B
-    stored it (LabError when that takes longer than ``timeout`` seconds)."""
-    pending = await submit(a, watch, size, precedence)
+async def send(
+    a: Site,
+    watch: Watch,
+    size: int,
+    precedence: str,
+    *,
+    timeout: float,
+    content: bytes | None = None,
+) -> Transfer:
+    """Submit a message of ``size`` body octets at ``precedence`` at A (``content``, as for
+    :func:`submit`); its transfer once B stored it (LabError when that takes longer than
+    ``timeout`` seconds)."""
+    pending = await submit(a, watch, size, precedence, content)
     try:
         return await pending.stored(watch, timeout)
     except TimeoutError:

@@ -13,7 +13,12 @@ With a one-way delay (``delay_ms``), the A side's veth pair is replaced by two T
 with the same names and addresses, ``a0`` in site A and ``ra`` in the router, joined by a
 user-space wire (:mod:`lab.wire`, a process in the router's namespace) that hands each
 packet over ``delay_ms`` later, in each direction: the round trip between the sites grows
-by twice the delay, and the router still shapes on ``ra`` and ``rb`` as without it.
+by twice the delay, and the router still shapes on ``ra`` and ``rb`` as without it.  With
+an HF profile (``hf``) the same wire carries the packets as an HF radio link would
+(:mod:`lab.hf`: half duplex at the profile's rate, turnarounds, bit errors, a modem queue
+at each end); the two devices' MTU is lowered when a 1500-octet packet would not fit in
+one transmission, and the wire's counters can be read at any time
+(:meth:`Topology.link_counters`).
 
 Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544), never from the
 private ranges a host may already route.  Offloads (TSO, GSO, GRO) are off on every veth,
@@ -29,13 +34,15 @@ idempotent.
 Public API::
 
     check_host() -> None             raises LabError naming what is missing (root, a tool)
-    Topology(rate_kbit, delay_ms=0)  async with: three namespaces, two veth pairs (or a veth
-                                     pair and a delay wire), forwarding
+    Topology(rate_kbit, delay_ms=0, hf=None)
+                                     async with: three namespaces, two veth pairs (or a veth
+                                     pair and a delay or HF wire), forwarding
         .site_a / .site_b            Site (namespace, interface, address)
         .router                      the router's namespace
         await .shape(profile, rate_kbit=None)   install a profile on both router egresses
         .exec_prefix(namespace) -> list[str]    ["ip", "netns", "exec", namespace]
         await .round_trip() -> float            seconds from A's SYN to B's RST, the least of 5
+        await .link_counters() -> dict          the wire's counters now (lab.wire's line)
         .close()                     synchronous, idempotent
     lab_namespaces() -> list[str]    namespaces of this lab that exist (for leak checks)
     LabError
@@ -44,16 +51,23 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
+from lab.hf import HfSettings, air_time, largest_packet
 from lab.profiles import tc_commands
+from lab.wire import hf_options
 
 ROOT = Path(__file__).resolve().parents[1]
 """The repository: where ``python -m lab.wire`` is found."""
@@ -62,6 +76,12 @@ NETNS_DIR = "/run/netns"
 
 NAMESPACE_PREFIX = "aiox400-lab-"
 """Every namespace the lab creates starts with this."""
+MTU = 1500
+IPV6_MIN_MTU = 1280
+"""RFC 8200 clause 5: a link of a smaller MTU carries no IPv6."""
+"""Of the veths, and of the wire's TUN devices unless an HF transmission holds less."""
+WIRE_STOP = 5.0
+"""Seconds the wire has to write its last counters after SIGTERM before it is killed."""
 
 TOOLS = {
     "ip": "iproute2",
@@ -127,6 +147,15 @@ def _explain(text: str) -> str:
     return text
 
 
+def _counters(path: Path) -> dict[str, Any] | None:
+    """The wire's last counters' line (None: none yet); the wire replaces the file whole."""
+    try:
+        line: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    return line
+
+
 async def lab_namespaces() -> list[str]:
     """The namespaces of any lab that exist now."""
     listing = await run("ip", "netns", "list")
@@ -137,11 +166,13 @@ async def lab_namespaces() -> list[str]:
 class Topology:
     """Site A, router, site B: three namespaces joined by two veth pairs (IPv4)."""
 
-    def __init__(self, rate_kbit: int, delay_ms: float = 0) -> None:
+    def __init__(self, rate_kbit: int, delay_ms: float = 0, hf: HfSettings | None = None) -> None:
         suffix = secrets.token_hex(3)
         self.rate_kbit = rate_kbit
         self.delay_ms = delay_ms
         """One-way delay of the wire between site A and the router (0: a veth pair)."""
+        self.hf = hf
+        """The HF profile of the wire between site A and the router (None: no HF wire)."""
         self.router = f"{NAMESPACE_PREFIX}r-{suffix}"
         self.site_a = Site(f"{NAMESPACE_PREFIX}a-{suffix}", "a0", "198.18.1.2", "198.18.1.1")
         self.site_b = Site(f"{NAMESPACE_PREFIX}b-{suffix}", "b0", "198.18.2.2", "198.18.2.1")
@@ -150,6 +181,8 @@ class Topology:
         self.profile: str | None = None
         self._created: list[str] = []
         self._wire: subprocess.Popen[bytes] | None = None
+        self._wire_folder: Path | None = None
+        """Where the wire writes its counters."""
 
     @property
     def namespaces(self) -> tuple[str, str, str]:
@@ -182,7 +215,7 @@ class Topology:
         for site, (router_if, router_address) in zip(
             (self.site_a, self.site_b), self.router_links, strict=True
         ):
-            if site is self.site_a and self.delay_ms > 0:
+            if site is self.site_a and (self.delay_ms > 0 or self.hf is not None):
                 await self._wire_link(site, router_if, router_address)
             else:
                 await self._link(site, router_if, router_address)
@@ -209,13 +242,24 @@ class Topology:
             )
         await run("ip", "-n", site.namespace, "route", "add", "default", "via", site.gateway)
 
+    def _wire_options(self) -> list[str]:
+        if self.hf is None:
+            return ["--delay-ms", f"{self.delay_ms:g}"]
+        self._wire_folder = Path(tempfile.mkdtemp(prefix="aiox400-lab-wire-"))
+        return [*hf_options(self.hf), "--counters", str(self._wire_folder / "counters.json")]
+
+    @property
+    def mtu(self) -> int:
+        """Of the wire's devices: what one HF transmission holds, at most MTU."""
+        return MTU if self.hf is None else min(MTU, largest_packet(self.hf))
+
     async def _wire_link(self, site: Site, router_if: str, router_address: str) -> None:
         """TUN ``router_if`` in the router, TUN ``site.interface`` in the site, joined by
         :mod:`lab.wire` (it creates both; they go when it ends)."""
         self._wire = subprocess.Popen(
             [
                 *self.exec_prefix(self.router), sys.executable, "-m", "lab.wire",
-                "--delay-ms", f"{self.delay_ms:g}", "--here", router_if,
+                *self._wire_options(), "--here", router_if,
                 "--there", site.interface, "--there-netns", f"{NETNS_DIR}/{site.namespace}",
             ],
             cwd=ROOT,
@@ -230,8 +274,33 @@ class Topology:
             (self.router, router_if, router_address),
         ):
             await run("ip", "-n", namespace, "addr", "add", f"{address}/24", "dev", interface)
+            await run("ip", "-n", namespace, "link", "set", interface, "mtu", str(self.mtu))
+            # No IPv6 autoconfiguration on the air: IPv4 only.  (Below IPv6's least MTU,
+            # 1280, the kernel gives the device no IPv6 at all: nothing to turn off.)
+            if self.hf is not None and self.mtu >= IPV6_MIN_MTU:
+                await self._in(
+                    namespace, "sysctl", "-qw", f"net.ipv6.conf.{interface}.disable_ipv6=1"
+                )
             await run("ip", "-n", namespace, "link", "set", interface, "up")
         await run("ip", "-n", site.namespace, "route", "add", "default", "via", site.gateway)
+
+    async def link_counters(self, timeout: float = 30.0) -> dict[str, Any]:
+        """The HF wire's counters now (:mod:`lab.wire`'s line): asks it (SIGUSR1) and waits
+        for the line it writes."""
+        wire, folder = self._wire, self._wire_folder
+        if wire is None or folder is None:
+            raise LabError("there is no HF wire to read counters from")
+        path = folder / "counters.json"
+        before = _counters(path)
+        wire.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while True:
+            line = _counters(path)
+            if line is not None and (before is None or line["report"] > before["report"]):
+                return line
+            if wire.poll() is not None or time.monotonic() > deadline:
+                raise LabError(f"the HF wire wrote no counters within {timeout:g} s")
+            await asyncio.sleep(0.02)
 
     async def _until_link(self, namespace: str, interface: str) -> None:
         for _ in range(100):
@@ -262,11 +331,14 @@ class Topology:
 
     async def _ping(self) -> None:
         """Wait until A reaches B through the router (ARP and forwarding in place)."""
-        for _ in range(50):
+        wait, tries = 0.2, 50
+        if self.hf is not None:  # (a SYN and a RST on the air, and the turnaround between)
+            wait, tries = 2 * (2 * air_time(60, self.hf) + self.hf.turnaround) + 1, 10
+        for _ in range(tries):
             probe = await asyncio.create_subprocess_exec(
                 *self.exec_prefix(self.site_a.namespace),
                 "python3", "-c",
-                "import socket,sys; s=socket.socket(); s.settimeout(0.2);"
+                f"import socket,sys; s=socket.socket(); s.settimeout({wait:g});"
                 f"sys.exit(s.connect_ex(('{self.site_b.address}', 9)) not in (111,))",
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
@@ -300,15 +372,22 @@ class Topology:
         return await self._in(self.router, "tc", "-s", "class", "show", "dev", interface)
 
     def close(self) -> None:
-        """Stop the delay wire, and delete every namespace this topology created (and with
-        them its veths, routes and qdiscs); safe to call again.  Synchronous on purpose: a
-        second Ctrl-C or a cancellation cannot interrupt it half-way (it takes well under
-        a second)."""
+        """Stop the wire (SIGTERM, then SIGKILL after WIRE_STOP seconds), and delete every
+        namespace this topology created (and with them its veths, routes and qdiscs);
+        safe to call again.  Synchronous on purpose: a second Ctrl-C or a cancellation
+        cannot interrupt it half-way (it takes well under a second)."""
         wire, self._wire = self._wire, None
         if wire is not None:
             if wire.poll() is None:
+                wire.terminate()
+            try:
+                wire.wait(WIRE_STOP)
+            except subprocess.TimeoutExpired:
                 wire.kill()
-            wire.wait()
+                wire.wait()
+        folder, self._wire_folder = self._wire_folder, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         while self._created:
             namespace = self._created.pop()
             subprocess.run(

@@ -17,80 +17,32 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lab.topology import NAMESPACE_PREFIX, TOOLS
+from tests.lab.as_root import (
+    LAB,
+    ROOT,
+    assert_nothing_left,
+    lab_namespaces,
+    require_lab,
+    run_lab,
+    veths,
+    wires,
+)
 
 pytestmark = pytest.mark.slow  # root, network namespaces, about a minute
-
-ROOT = Path(__file__).resolve().parents[2]
-LAB = [sys.executable, "-m", "lab"]
-
-
-def _unavailable() -> str | None:
-    if os.geteuid() != 0:
-        return "the lab needs root (network namespaces)"
-    missing = sorted({package for tool, package in TOOLS.items() if not shutil.which(tool)})
-    if missing:
-        return f"the lab needs {', '.join(missing)}: apt-get install -y {' '.join(missing)}"
-    return None
-
-
-def _require_lab() -> None:
-    """Skip (fail with ``AIOX400_REQUIRE_LAB=1``) when the lab cannot run here."""
-    why = _unavailable()
-    if why is None:
-        return
-    if os.environ.get("AIOX400_REQUIRE_LAB") == "1":
-        pytest.fail(why)
-    pytest.skip(why)
 
 
 @pytest.fixture(autouse=True)
 def _lab_possible() -> None:
-    _require_lab()
-
-
-def _lab_namespaces() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
-    return {
-        line.split()[0] for line in out.stdout.splitlines() if line.startswith(NAMESPACE_PREFIX)
-    }
-
-
-def _veths() -> set[str]:
-    out = subprocess.run(
-        ["ip", "-o", "link", "show", "type", "veth"], capture_output=True, text=True, check=True
-    )
-    return {line.split(":")[1].strip() for line in out.stdout.splitlines()}
-
-
-def _assert_nothing_left(before: tuple[set[str], set[str]]) -> None:
-    """No namespace and no host veth that was not there before (another lab may be
-    running, or end, meanwhile: only what appeared counts)."""
-    assert _lab_namespaces() - before[0] == set()
-    assert _veths() - before[1] == set()
+    require_lab()
 
 
 Quick = tuple[dict[str, Any], str, Path]
-
-
-def _run_lab(options: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
-    """A whole lab run with ``options``, which must succeed and leave nothing behind
-    (for the module's fixtures, which run before the autouse check)."""
-    _require_lab()
-    before = (_lab_namespaces(), _veths())
-    done = subprocess.run(
-        [*LAB, *options], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    _assert_nothing_left(before)
-    return done
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +51,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
     minute)."""
     folder = tmp_path_factory.mktemp("lab")
     figures = folder / "quick.json"
-    done = _run_lab(["--quick", "--json", str(figures), "--plots", str(folder / "plots")], 600)
+    done = run_lab(["--quick", "--json", str(figures), "--plots", str(folder / "plots")], 600)
     if importlib.util.find_spec("matplotlib") is None:
         skipped = [line for line in done.stderr.splitlines() if "plots skipped" in line]
         assert len(skipped) == 1, done.stderr
@@ -187,7 +139,7 @@ def test_the_throughput_samples_see_both_messages(quick: Quick) -> None:
 def delayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     """A run with a 20 ms delay wire, scenario (e) only (and the smallest (a))."""
     figures = tmp_path_factory.mktemp("lab") / "delayed.json"
-    done = _run_lab(
+    done = run_lab(
         [
             "--quick", "--delay", str(DELAY_MS), "--setup", "5", "--no-contention",
             "--latency", "0", "--unloaded", "0.05", "--flash", "0.05",
@@ -218,22 +170,13 @@ def test_a_new_connection_costs_round_trips(delayed: tuple[dict[str, Any], str])
     assert "(e) Flash" in delayed[1]
 
 
-def _wires(namespaces: set[str]) -> list[str]:
-    """Command lines of the delay wires of ``namespaces`` still running."""
-    lines = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # (it ended meanwhile)
-        if "lab.wire" in text and any(name in text for name in namespaces):
-            lines.append(text)
-    return lines
-
-
-@pytest.mark.parametrize("options", [[], ["--delay", "20"]], ids=["veth", "delay-wire"])
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--delay", "20"], ["--hf-rate", "57600", "--hf-turnaround", "0.5"]],
+    ids=["veth", "delay-wire", "hf-wire"],
+)
 def test_an_interrupted_run_removes_everything(options: list[str]) -> None:
-    before = (_lab_namespaces(), _veths())
+    before = (lab_namespaces(), veths())
     process = subprocess.Popen(
         [*LAB, "--quick", *options],
         cwd=ROOT,
@@ -247,7 +190,7 @@ def test_an_interrupted_run_removes_everything(options: list[str]) -> None:
         while len(created) < 3:  # until the lab has built its namespaces
             assert process.poll() is None, process.communicate()[1]
             assert time.monotonic() < deadline, "the lab created no namespace within 60 s"
-            created |= _lab_namespaces() - before[0]
+            created |= lab_namespaces() - before[0]
             time.sleep(0.05)
         time.sleep(2)  # (daemons starting or running in the namespaces)
         process.send_signal(signal.SIGINT)
@@ -258,8 +201,8 @@ def test_an_interrupted_run_removes_everything(options: list[str]) -> None:
             process.wait()
     assert process.returncode == 130, err
     assert "interrupted" in err
-    _assert_nothing_left(before)
-    assert _wires(created) == []
+    assert_nothing_left(before)
+    assert wires(created) == []
 
 
 def test_not_root_is_one_line_and_exit_2() -> None:
@@ -282,7 +225,7 @@ def test_not_root_is_one_line_and_exit_2() -> None:
 def test_an_output_that_cannot_be_written_is_said_before_the_run(tmp_path: Path) -> None:
     """A --json in a folder that cannot be made ends the lab at once (exit 2, one line),
     before any namespace is made, not after the measurements."""
-    before = (_lab_namespaces(), _veths())
+    before = (lab_namespaces(), veths())
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     done = subprocess.run(
@@ -296,4 +239,4 @@ def test_an_output_that_cannot_be_written_is_said_before_the_run(tmp_path: Path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0
     assert "--json" in done.stderr and str(blocker) in done.stderr
-    _assert_nothing_left(before)
+    assert_nothing_left(before)
