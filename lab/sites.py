@@ -6,8 +6,10 @@ into the lab's temporary folder, the first retry after a failed connect shortene
 second (a permanent slot that started before its peer waits no longer) and
 ``tcp_congestion = "cubic"``: the router's sharing of the link depends on the senders'
 congestion control, and the host's default (often BBR) cannot be changed by sysctl inside
-a namespace.  Over an HF wire (``slow_link``) the daemons also allow ten minutes for a
-bind and for a peer's progress (``SLOW_LINK_LIMITS``): a round trip there is two
+a namespace.  Over an HF wire (``slow_link``) only A's flash slot is permanent (the others,
+and all of B's, are on demand: connections set up at once flood a slow half-duplex link),
+the first retry stays at 30 s (``SLOW_LINK_RETRY``), and the daemons allow ten minutes for
+a bind and for a peer's progress (``SLOW_LINK_LIMITS``): a round trip there is two
 turnarounds and more, and a transmission the other way may hold a PDU for two minutes.
 The unix sockets of the local API live in that folder, on the host's file
 system, so the lab process reaches them from outside the namespaces.
@@ -66,6 +68,8 @@ SLOTS_TIMEOUT = 60.0
 """Seconds A's permanent slots may take to connect and bind."""
 SLOW_SLOTS_TIMEOUT = 900.0
 """The same over an HF wire (several round trips of two turnarounds each, per slot)."""
+SLOW_LINK_RETRY = "30s"
+"""The first retry of a message over an HF wire (the example's own)."""
 SLOW_LINK_LIMITS = """
 [limits]
 bind_timeout = "10m"
@@ -91,7 +95,7 @@ def site_config(
         (f'state_dir = "state/{name}"', f'state_dir = "{state}"'),
         (f'"sqlite:///state/{name}/aiox400.db"', f'"sqlite:///{state}/aiox400.db"'),
         ('log_level = "info"', f'log_level = "warning"\ntcp_congestion = "{CONGESTION}"'),
-        ('initial = "30s"', 'initial = "1s"'),
+        ('initial = "30s"', f'initial = "{SLOW_LINK_RETRY if slow_link else "1s"}"'),
     )
     text = example
     for old, new in replacements:
@@ -101,7 +105,7 @@ def site_config(
     if slow_link:
         if "\n[limits]" in text:
             raise LabError(f"config/examples/{name}.toml has [limits] now: update lab/sites.py")
-        text += SLOW_LINK_LIMITS
+        text = _one_permanent_slot(text, keep_flash=name == "site-a") + SLOW_LINK_LIMITS
     return text
 
 
@@ -138,6 +142,17 @@ max_pdu_size = {link.max_pdu_size}
 ack_delay = {link.ack_delay:g}
 """
     )
+
+
+def _one_permanent_slot(text: str, *, keep_flash: bool) -> str:
+    """Every permanent slot on demand, but the flash slot when ``keep_flash``: over a slow
+    half-duplex link six connections set up at once, each given up after 10 s, flood it
+    (at 1,200 bit/s none of them came up in minutes)."""
+    slots = text.split("[[peers.slots]]")
+    for i, slot in enumerate(slots[1:], start=1):
+        if not (keep_flash and slot.startswith("\n" + _FLASH_SLOT)):
+            slots[i] = slot.replace('mode = "permanent"', 'mode = "on-demand"')
+    return "[[peers.slots]]".join(slots)
 
 
 _FLASH_SLOT = 'precedences = ["override", "flash"]\nport = 5003\ndscp = "CS3"\nmode = "permanent"\n'

@@ -332,8 +332,11 @@ class Topology:
     async def _ping(self) -> None:
         """Wait until A reaches B through the router (ARP and forwarding in place)."""
         wait, tries = 0.2, 50
-        if self.hf is not None:  # (a SYN and a RST on the air, and the turnaround between)
-            wait, tries = 2 * (2 * air_time(60, self.hf) + self.hf.turnaround) + 1, 10
+        if self.hf is not None:
+            # Few probes with long waits: over HF each one's SYNs, retransmitted from 1 s,
+            # hold the air, and a RST comes a turnaround after A's transmission ends.
+            round_trip = 2 * air_time(60, self.hf) + self.hf.turnaround
+            wait, tries = 4 * round_trip + 30, 3
         for _ in range(tries):
             probe = await asyncio.create_subprocess_exec(
                 *self.exec_prefix(self.site_a.namespace),

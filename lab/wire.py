@@ -35,6 +35,8 @@ Public API::
     forward(fds, link, *, wakeup=None, report=None)
                                      move packets between two descriptors until one is gone
                                      or SIGTERM comes through ``wakeup``
+    DeviceGone                       a descriptor reached its end (OSError)
+    parser(), hf_settings(args) -> HfSettings | None
     hf_options(settings) -> list[str]   the command-line options of an HF profile
     main(argv) -> int
 """
