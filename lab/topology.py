@@ -77,9 +77,9 @@ NETNS_DIR = "/run/netns"
 NAMESPACE_PREFIX = "aiox400-lab-"
 """Every namespace the lab creates starts with this."""
 MTU = 1500
+"""Of the veths, and of the wire's TUN devices unless an HF transmission holds less."""
 IPV6_MIN_MTU = 1280
 """RFC 8200 clause 5: a link of a smaller MTU carries no IPv6."""
-"""Of the veths, and of the wire's TUN devices unless an HF transmission holds less."""
 WIRE_STOP = 5.0
 """Seconds the wire has to write its last counters after SIGTERM before it is killed."""
 
