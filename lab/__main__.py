@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from lab.profiles import PROFILES
 from lab.scenarios import FULL, QUICK, Results, Settings, render, run_scenarios, summary
 from lab.sites import Site, two_sites
 from lab.topology import LabError, Topology, check_host
+from lab.wire import nonnegative
 
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -68,19 +69,6 @@ def _kilobytes(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be > 0")
     return sizes
-
-
-def _number(kind: type[float] | type[int], what: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
-        if not value >= 0:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}, 0 or more")
-        return value
-
-    return parse
 
 
 def _profiles(text: str) -> tuple[str, ...]:
@@ -192,7 +180,7 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
         "half duplex, turnarounds, bit errors, a modem queue each way; docs/lab.md)",
     )
     hf.add_argument(
-        "--hf-rate", type=_number(float, "bit/s"), metavar="BIT/S",
+        "--hf-rate", type=nonnegative(float, "bit/s"), metavar="BIT/S",
         help=f"its bit rate, {RATE_MIN:g} to {RATE_MAX:g}: turns the HF wire on "
         "(--hf-scenario: 9600)",
     )  # fmt: skip
@@ -208,7 +196,7 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     for name, kind, metavar, default, text in options:
         hf.add_argument(
-            name, type=_number(kind, metavar.lower()), metavar=metavar,
+            name, type=nonnegative(kind, metavar.lower()), metavar=metavar,
             help=f"{text} ({default:g})",
         )  # fmt: skip
     hf.add_argument(
