@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from lab.profiles import PROFILES
 from lab.scenarios import FULL, QUICK, Results, Settings, render, run_scenarios, summary
 from lab.sites import Acp142Link, Site, two_sites
 from lab.topology import LabError, Topology, check_host
+from lab.wire import nonnegative
 
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
@@ -75,19 +76,6 @@ def _kilobytes(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: sizes must be > 0")
     return sizes
-
-
-def _number(kind: type[float] | type[int], what: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}") from None
-        if not value >= 0:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected {what}, 0 or more")
-        return value
-
-    return parse
 
 
 def _profiles(text: str) -> tuple[str, ...]:
@@ -199,7 +187,7 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
         "half duplex, turnarounds, bit errors, a modem queue each way; docs/lab.md)",
     )
     hf.add_argument(
-        "--hf-rate", type=_number(float, "bit/s"), metavar="BIT/S",
+        "--hf-rate", type=nonnegative(float, "bit/s"), metavar="BIT/S",
         help=f"its bit rate, {RATE_MIN:g} to {RATE_MAX:g}: turns the HF wire on "
         "(--hf-scenario: 9600)",
     )  # fmt: skip
@@ -215,7 +203,7 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     for name, kind, metavar, default, text in options:
         hf.add_argument(
-            name, type=_number(kind, metavar.lower()), metavar=metavar,
+            name, type=nonnegative(kind, metavar.lower()), metavar=metavar,
             help=f"{text} ({default:g})",
         )  # fmt: skip
     hf.add_argument(
@@ -235,7 +223,7 @@ def _hf_arguments(p: argparse.ArgumentParser) -> None:
         "4406 Annex E over ACP 142 (acp142: UDP, paced to the HF rate)",
     )  # fmt: skip
     hf.add_argument(
-        "--hf-pdu", type=_number(int, "octets"), metavar="OCTETS",
+        "--hf-pdu", type=nonnegative(int, "octets"), metavar="OCTETS",
         help="ACP 142's largest PDU (--hf-transport acp142; default: the wire's MTU less "
         "the IP and UDP headers)",
     )  # fmt: skip

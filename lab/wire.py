@@ -37,6 +37,7 @@ Public API::
                                      or SIGTERM comes through ``wakeup``
     DeviceGone                       a descriptor reached its end (OSError)
     parser(), hf_settings(args) -> HfSettings | None
+    nonnegative(kind, what)          an argparse type: a number of 0 or more
     hf_options(settings) -> list[str]   the command-line options of an HF profile
     main(argv) -> int
 """
@@ -280,7 +281,9 @@ def _reporter(link: Link, path: Path | None) -> Callable[[float], None]:
 # --- the command line ------------------------------------------------------------------------
 
 
-def _positive(kind: type[float] | type[int], what: str) -> Callable[[str], float]:
+def nonnegative(kind: type[float] | type[int], what: str) -> Callable[[str], float]:
+    """An argparse type: a ``kind`` of 0 or more, else an error naming ``what``."""
+
     def parse(text: str) -> float:
         try:
             value = kind(text)
@@ -299,7 +302,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--there", required=True, help="the TUN device in the other namespace")
     p.add_argument("--there-netns", required=True, help="the other namespace's file")
     p.add_argument(
-        "--delay-ms", type=_positive(float, "milliseconds"), default=0.0,
+        "--delay-ms", type=nonnegative(float, "milliseconds"), default=0.0,
         help="one-way delay of each packet, each direction (0)",
     )  # fmt: skip
     p.add_argument(
@@ -308,32 +311,32 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     hf = p.add_argument_group("HF profile (lab.hf), instead of --delay-ms")
     hf.add_argument(
-        "--hf-rate", type=_positive(float, "bit/s"), metavar="BIT/S",
+        "--hf-rate", type=nonnegative(float, "bit/s"), metavar="BIT/S",
         help=f"bit rate on the air, {RATE_MIN:g} to {RATE_MAX:g}: turns the profile on",
     )  # fmt: skip
     hf.add_argument(
-        "--turnaround", type=_positive(float, "seconds"), default=TURNAROUND, metavar="S",
+        "--turnaround", type=nonnegative(float, "seconds"), default=TURNAROUND, metavar="S",
         help=f"seconds before the other end may transmit ({TURNAROUND:g})",
     )  # fmt: skip
     hf.add_argument(
-        "--max-transmission", type=_positive(float, "seconds"), default=MAX_TRANSMISSION,
+        "--max-transmission", type=nonnegative(float, "seconds"), default=MAX_TRANSMISSION,
         metavar="S", help=f"longest transmission, seconds ({MAX_TRANSMISSION:g})",
     )  # fmt: skip
     hf.add_argument(
-        "--ber", type=_positive(float, "a bit error rate"), default=0.0, metavar="X",
+        "--ber", type=nonnegative(float, "a bit error rate"), default=0.0, metavar="X",
         help="random bit error rate, such as 1e-6 or 1e-5 (0: clear)",
     )  # fmt: skip
     hf.add_argument("--seed", type=int, default=0, metavar="N", help="of the bit errors (0)")
     hf.add_argument(
-        "--framing", type=_positive(int, "octets"), default=0, metavar="OCTETS",
+        "--framing", type=nonnegative(int, "octets"), default=0, metavar="OCTETS",
         help="octets the modem adds to each packet on the air (0)",
     )  # fmt: skip
     hf.add_argument(
-        "--queue-packets", type=_positive(int, "packets"), default=QUEUE_PACKETS, metavar="N",
+        "--queue-packets", type=nonnegative(int, "packets"), default=QUEUE_PACKETS, metavar="N",
         help=f"most packets waiting at each end, drop-tail; 0: no limit ({QUEUE_PACKETS})",
     )  # fmt: skip
     hf.add_argument(
-        "--queue-octets", type=_positive(int, "octets"), default=0, metavar="N",
+        "--queue-octets", type=nonnegative(int, "octets"), default=0, metavar="N",
         help="most octets waiting at each end, drop-tail; 0: no limit (0)",
     )  # fmt: skip
     return p

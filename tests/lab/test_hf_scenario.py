@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lab import __main__ as lab_main
 from lab.hf import HfSettings
 from lab.hf_scenario import HfMessage, _difference, binary_ipm, render_hf, summary_hf
 from lab.sites import Transfer
@@ -69,3 +70,36 @@ def test_isode_s_figures_stand_beside_the_rows_they_match_only() -> None:
     assert "%" in faster and "| 46 % |" not in faster and "| - | - |" in faster
     figures = summary_hf(messages, HfSettings(rate=9600, seed=5))
     assert figures["hf"]["seed"] == 5 and figures["messages"][1]["size"] == 100_000
+
+
+def _hf_of(options: list[str]) -> HfSettings | None:
+    p = lab_main.parser()
+    return lab_main.hf_of(p.parse_args(options), p)
+
+
+def test_the_hf_options_make_the_wire_s_profile() -> None:
+    assert _hf_of([]) is None
+    assert _hf_of(["--hf-scenario"]) == HfSettings(rate=9600)
+    assert _hf_of(["--hf-rate", "2400", "--hf-ber", "1e-5", "--hf-queue-packets", "0"]) == (
+        HfSettings(rate=2400, ber=1e-5, queue_packets=None)
+    )
+    args = lab_main.parser().parse_args(["--hf-scenario", "1,10,100,1000"])
+    assert args.hf_scenario == (1_000, 10_000, 100_000, 1_000_000)
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--hf-ber", "1e-5"], "--hf-ber needs --hf-rate"),
+        (["--hf-rate", "9600", "--delay", "50"], "give one"),
+        (["--hf-rate", "300000"], "rate 300000"),
+        (["--hf-scenario", "0"], "sizes must be > 0"),
+    ],
+)
+def test_hf_options_that_make_no_sense_end_the_lab_before_it_builds(
+    options: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        lab_main.main(options)
+    assert exited.value.code == 2
+    assert said in capsys.readouterr().err
