@@ -151,6 +151,7 @@ class Acp142Link:
         self._limit = config.limits.max_message_size
         self._peers: dict[int, Peer] = {}
         self._by_address: dict[str, Peer] = {}
+        self._node_of: dict[str, int] = {}
         self._groups: dict[int, tuple[str, int]] = {}
         self._sending: dict[int, Sending] = {}
         self._queue: list[_Queued] = []
@@ -225,6 +226,7 @@ class Acp142Link:
         """Take the peers of a reloaded configuration (the endpoint itself stays)."""
         peers = [p for p in config.peers if p.transport is Transport.ACP142]
         self._peers = {node_id(p.node_id): p for p in peers}
+        self._node_of = {p.name: node for node, p in self._peers.items()}
         self._by_address = {_address(h): p for p in peers for h in p.hosts}
         self._groups = {
             node_id(p.acp142.group): (p.acp142.group, p.acp142.data_port)
@@ -345,7 +347,7 @@ class Acp142Link:
         if len(data) < offset + 4:
             return True  # (the node says what is wrong with it)
         source = int.from_bytes(data[offset : offset + 4], "big")
-        if source == node_id(peer.node_id):
+        if source == self._node_of[peer.name]:
             return True
         self.counters["strangers"] += 1
         self.notes.log(

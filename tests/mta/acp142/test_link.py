@@ -3,9 +3,7 @@ sockets (two daemons on loopback, as in :mod:`tests.mta.acp142.test_live`)."""
 
 from __future__ import annotations
 
-import base64
 import logging
-import os
 import socket
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from mta.operator.reload import Reloader
 from p1.acp142.pdu import AddressPdu, DestinationEntry, encode_pdu, node_id
 from p1.mts.precedence import Precedence
-from tests.mta.acp142.test_live import HOSTS, make_lab
+from tests.mta.acp142.test_live import HOSTS, make_lab, send_random_text
 from tests.support.sites import A, B, eventually
 
 pytestmark = pytest.mark.slow  # two daemons
@@ -74,24 +72,7 @@ async def test_flash_overtakes_a_routine_message_already_on_the_link(tmp_path: P
     await lab.start()
     try:
         sender, recipient = lab.a.address("Smith"), lab.b.address("Jones")
-        body = tmp_path / "body.txt"
-        body.write_text(base64.b64encode(os.urandom(150_000)).decode())
-        code, _, err = await lab.a.x400(
-            "send",
-            "--socket",
-            str(lab.a.socket),
-            "--from",
-            sender,
-            "--to",
-            recipient,
-            "--body-file",
-            str(body),
-            "--subject",
-            "routine",
-            "--precedence",
-            "routine",
-        )
-        assert code == 0, err
+        await send_random_text(lab, tmp_path, subject="routine")
         link = lab.a.running.acp142
         assert link is not None
 

@@ -68,6 +68,20 @@ def acp142_site(
     ]
 
 
+async def send_random_text(lab: Lab, directory: Path, *, subject: str) -> Path:
+    """``x400 send`` from A's Smith to B's Jones, routine, a body of random text that
+    compresses to about 150 KB; the body's file."""
+    body = directory / f"{subject}.txt"
+    body.write_text(base64.b64encode(os.urandom(150_000)).decode())
+    code, _, err = await lab.a.x400(
+        "send", "--socket", str(lab.a.socket),
+        "--from", lab.a.address("Smith"), "--to", lab.b.address("Jones"),
+        "--body-file", str(body), "--subject", subject, "--precedence", "routine",
+    )  # fmt: skip
+    assert code == 0, err
+    return body
+
+
 def make_lab(directory: Path, **peer_of_b: object) -> Lab:
     lab = Lab.create(directory, slots=())
     ports_a, ports_b = udp_ports(HOSTS[A.name], 2), udp_ports(HOSTS[B.name], 2)
@@ -139,23 +153,8 @@ async def test_a_site_stopped_in_the_middle_loses_nothing(tmp_path: Path) -> Non
     lab.a.settings["acp142"]["rate"] = 400_000  # 200 KB take about 4 s
     await lab.start()
     try:
-        sender, recipient = lab.a.address("Smith"), lab.b.address("Jones")
-        body = tmp_path / "body.txt"  # random text: it compresses to about 150 KB
-        body.write_text(base64.b64encode(os.urandom(150_000)).decode())
-        code, _, err = await lab.a.x400(
-            "send",
-            "--socket",
-            str(lab.a.socket),
-            "--from",
-            sender,
-            "--to",
-            recipient,
-            "--body-file",
-            str(body),
-            "--subject",
-            "big",
-        )
-        assert code == 0, err
+        recipient = lab.b.address("Jones")
+        body = await send_random_text(lab, tmp_path, subject="big")
         link_a = lab.a.running.acp142
         assert link_a is not None
         await eventually(_sent(link_a), lambda n: n >= 20, what="some of it on its way")
