@@ -19,12 +19,13 @@ What is recorded: every Python call whose callee is a project module (top packag
 ``mta.channels``) made from a project module other than its own.  The caller is the
 nearest project frame below the callee on its thread's stack: frames of the standard
 library and of other packages between the two (asyncio, functools.partial, SQLAlchemy,
-argparse) are looked through, so that ``mta.channels`` handing ``mta.units.claim_in`` to
-the database thread's dispatcher, or SQLAlchemy calling a column type of
-``store.models``, are hops of the module that asked.  A generator or coroutine is called
-once, when it starts; its resumptions (a task's next step, the next item) are not calls.
-A task's coroutine started by the event loop, a callback run by the loop, the body of a
-thread: each is called by no project frame, so it starts a path of its own, not a hop.
+argparse), and the stage marks of ``mta.stages``, are looked through, so that
+``mta.channels`` handing ``mta.units.claim_in`` to the database thread's dispatcher, or
+SQLAlchemy calling a column type of ``store.models``, are hops of the module that asked.
+A generator or coroutine is called once, when it starts; its resumptions (a task's next
+step, the next item) are not calls.  A task's coroutine started by the event loop, a
+callback run by the loop, the body of a thread: each is called by no project frame, so it
+starts a path of its own, not a hop.
 
 Which calls belong to this message, not to the daemon's idle work: the selection is by
 the message's own octets.  The message's body is a marker unique to the run, submitted
@@ -116,6 +117,10 @@ STORE_HANDLES = (Session, Engine)
 
 PACKAGES = ("p1", "mta", "store", "client", "config")
 """The project's top packages: a module is the project's when its name starts with one."""
+
+LOOKED_THROUGH = frozenset({"mta.stages"})
+"""Project modules counted as a library is: the stage marks of ``benchmarks/stages.py``
+are instruments, not steps of the message's path."""
 
 SLOTS = (
     SlotSpec(("override", "flash"), "CS3"),
@@ -289,7 +294,11 @@ class Tracer:
         module = self._modules.get(code, _MISSING)
         if module is _MISSING:
             name = frame.f_globals.get("__name__")
-            project = isinstance(name, str) and name.partition(".")[0] in PACKAGES
+            project = (
+                isinstance(name, str)
+                and name.partition(".")[0] in PACKAGES
+                and name not in LOOKED_THROUGH
+            )
             module = self._modules[code] = name if project else None
         assert module is None or isinstance(module, str)
         return module

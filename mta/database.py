@@ -49,6 +49,7 @@ from typing import Any, ParamSpec, TypeVar
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from mta import stages
 from p1.mts.precedence import Precedence
 from store import transaction
 
@@ -158,6 +159,7 @@ class Database:
                 continue
 
     def _commit(self, units: list[_Waiting]) -> None:
+        stages.mark("db.begin")
         durable = any(waiting[3] for waiting in units)
         try:
             outcomes = self._run_all(units, durable=durable, savepoints=False)
@@ -166,6 +168,7 @@ class Database:
         except Exception as error:  # the commit failed: no unit's work is on disk
             outcomes = [(False, error)] * len(units)
         assert outcomes is not None
+        stages.mark("db.committed")
         # One wake-up of each waiting loop per batch, not one per unit.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for (_, future, loop, _), (ok, value) in zip(units, outcomes, strict=True):
@@ -192,6 +195,7 @@ class Database:
                         outcomes.append((True, unit(session)))
                     except Exception as error:
                         raise _UnitFailedError from error  # rolls the transaction back
+                stages.mark("db.units")
         except _UnitFailedError:
             return None
         return outcomes

@@ -66,7 +66,7 @@ from datetime import datetime
 from typing import Final, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS, ConnectionLimits, P1Protocol
-from mta import net
+from mta import net, stages
 from mta.faults import LogLimiter
 from mta.inbound.budget import InboundBudget, Share
 from mta.inbound.guard import Pace, Ticket
@@ -452,8 +452,11 @@ class Link:
         if not self.association.has_turn:
             await self.take_turn(timeout=timeout)
         transfer_id = self.association.send_transfer(apdu)
+        stages.mark("transfer.encoded")
         await self.flush()
-        return await self._confirmation(transfer_id, timeout)
+        confirmed = await self._confirmation(transfer_id, timeout)
+        stages.mark("transfer.confirmed")
+        return confirmed
 
     async def resume(self, apdu: bytes, point: ResumePoint, *, timeout: float) -> int:
         """Go on with the transfer of ``apdu`` that an earlier association cut off at
@@ -913,9 +916,11 @@ async def _answer(serving: _Serving, event: Event) -> None:
             event.offset,
         )
     elif isinstance(event, TransferReceived):
+        stages.mark("transfer.received")
         await serving.responder.on_transfer(event.apdu)
         link.association.confirm_transfer(event.transfer_id)
         await link.flush()
+        stages.mark("confirm.written")
     elif isinstance(event, TransferTooLong):
         await serving.responder.on_transfer_too_long(event)
         link.association.confirm_transfer(event.transfer_id)

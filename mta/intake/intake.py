@@ -39,6 +39,7 @@ from typing import Protocol, TypeVar
 from sqlalchemy.orm import Session
 
 from config.schema import QuarantineLimits
+from mta import stages
 from mta.database import Database, is_urgent
 from mta.faults import LogLimiter, StoreCondition, store_fault
 from mta.intake.journal import few, log_intake, log_non_delivery
@@ -149,9 +150,11 @@ class Intake:
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
         precedence = precedence_of(envelope, self.units.site, self.recent.of)
+        stages.mark("intake.peeked")
         try:
             unit = await self._receiving_unit(apdu, peer, now, envelope, precedence)
             plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
+            stages.mark("intake.settled")
         except MalformedApduError as error:
             await self._quarantine(apdu, peer, str(error), now)
             self.metrics.received(peer, precedence, len(apdu), outcome="quarantined")
@@ -167,6 +170,7 @@ class Intake:
         if isinstance(envelope, Report) and result is not None and result.queued:
             log_non_delivery(envelope, peer)
         self._after(plan, delivered)
+        stages.mark("intake.done")
 
     async def _receiving_unit(
         self,
@@ -231,9 +235,11 @@ class Intake:
             self.units.submit_in, request=request, now=datetime.now(UTC), routes=routes
         )
         queued = self.db.enqueue(unit, urgent=is_urgent(request.precedence))
+        stages.mark("intake.queued")
         peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
         self.claim_ahead(peers, request.precedence)
         identifier, plan, result, delivered = await self._settled(queued)
+        stages.mark("intake.settled")
         log_intake("submitted", plan, result, f"by {format_orname(request.originator)}")
         self._after(plan, delivered)
         return Submitted(

@@ -123,6 +123,7 @@ from pathlib import Path
 from typing import Final, NoReturn, Protocol
 
 from config.schema import DEFAULT_CONNECTION_LIMITS
+from mta import stages
 from mta.faults import LogLimiter
 from mta.operator import access
 from mta.operator.access import Caller, Policy, Standing
@@ -441,11 +442,14 @@ async def _answer(
     except ControlError as error:
         response, data = _refused(error, session, clients), b""
     else:
+        stages.mark("api.request")
         try:
             response, data = await _handle(handler, request, payload, session.caller, clients)
         finally:
             clients.places.release(session.caller.uid, held)
-    return await _send(writer, response, data, clients) and framed
+    sent = await _send(writer, response, data, clients)
+    stages.mark("api.answered")
+    return sent and framed
 
 
 def _refused(error: ControlError, session: _Session, clients: _Clients) -> JsonObject:

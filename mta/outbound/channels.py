@@ -98,6 +98,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from config.schema import MtaConfig, P1Protocol, Peer, RetryPolicy, Selectors, Slot, TlsMode
+from mta import stages
 from mta.database import is_urgent
 from mta.faults import LOG_INTERVAL, LogLimiter
 from mta.intake.plan import domain_of
@@ -806,6 +807,7 @@ class SlotRunner:
         ``idled``: the connection had idled since it last transferred (until one of these
         is confirmed, a failure may be the connection's, not the message's)."""
         connection.unsent = len(entries)
+        stages.mark("claim.window")
         for number, claimed in enumerate(entries):
             if self._retiring:  # (the runner that replaces this one sends the rest)
                 connection.unsent = 0
@@ -1081,6 +1083,7 @@ class SlotRunner:
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         started = time.monotonic()
+        stages.mark("transfer.start")
         try:
             await link.transfer(apdu, timeout=self.context.timeouts.transfer)
         except (LinkError, OSError, TimeoutError) as error:
