@@ -56,10 +56,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
-
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from config.schema import Peer
 from config.tls import KEYLOG_VARIABLE as KEYLOG_VARIABLE
@@ -70,6 +67,9 @@ from config.tls import fingerprint as fingerprint
 from config.tls import handshake_failure as handshake_failure
 from config.tls import keylog_path as keylog_path
 from config.tls import server_context as server_context
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 
 class MarkableSocket(Protocol):
@@ -293,6 +293,8 @@ def certificate_mismatch(peer: Peer, der: bytes | None) -> str | None:
     if peer.fingerprint is not None:
         found = fingerprint(der)
         return None if found == peer.fingerprint else f"certificate {found} is not the pinned one"
+    from cryptography import x509  # (only here: cryptography adds 11 MB to every process)
+
     try:
         certificate = x509.load_der_x509_certificate(der)
         names = subject_names(certificate)
@@ -308,6 +310,8 @@ def certificate_mismatch(peer: Peer, der: bytes | None) -> str | None:
 
 def subject_names(certificate: x509.Certificate) -> list[str]:
     """The DNS names and IP addresses of a certificate's subject alternative names."""
+    from cryptography import x509
+
     try:
         extension = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
     except x509.ExtensionNotFound:
@@ -331,6 +335,9 @@ def _issued_by(certificate: x509.Certificate, ca: Path) -> bool:
     """Whether ``certificate`` is in the PEM file ``ca`` itself, or was signed by a CA
     certificate (basic constraints cA) in it.  A certificate that is no CA signs nothing
     here, so a peer's own certificate in a shared file cannot vouch for another name."""
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+
     try:
         issuers = x509.load_pem_x509_certificates(ca.read_bytes())
     except (OSError, ValueError):
@@ -349,6 +356,8 @@ def _issued_by(certificate: x509.Certificate, ca: Path) -> bool:
 
 
 def _is_ca(certificate: x509.Certificate) -> bool:
+    from cryptography import x509
+
     try:
         constraints = certificate.extensions.get_extension_for_class(x509.BasicConstraints)
     except (x509.ExtensionNotFound, ValueError):

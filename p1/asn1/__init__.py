@@ -23,24 +23,33 @@ extension values :mod:`p1.mts.extension_view` shows to people.  It does not read
 legal BER form (an open type or an extensible SEQUENCE in the indefinite form, a tag
 number below 31 in the high-number form): a caller gives it a value in definite,
 low-tag form (:func:`p1.mts.extension_view.normalised`).
+
+asn1tools is imported when first needed, not with this module: with its parser and its
+codecs it adds about 28 MB to a process, which a daemon that never shows an extension
+nor reads a common name in another form does not pay.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import os
 import pickle
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-import asn1tools
 
 from p1.errors import DecodeError, EncodeError
 
 ASN1_DIR = Path(__file__).resolve().parent
+
+
+def _asn1tools() -> ModuleType:
+    """asn1tools, imported on first use (module docstring)."""
+    return importlib.import_module("asn1tools")
 
 
 def module_files() -> list[Path]:
@@ -63,7 +72,7 @@ def cache_dir() -> Path:
 
 def _cache_key(files: list[Path]) -> str:
     digest = hashlib.sha256()
-    digest.update(f"{asn1tools.__version__}/{sys.version}".encode())
+    digest.update(f"{_asn1tools().__version__}/{sys.version}".encode())
     for path in files:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
@@ -97,7 +106,7 @@ def compile_uncached() -> Any:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))
     try:
-        return asn1tools.compile_files([str(p) for p in module_files()], codec="ber")
+        return _asn1tools().compile_files([str(p) for p in module_files()], codec="ber")
     finally:
         sys.setrecursionlimit(limit)
 
@@ -132,7 +141,7 @@ def encode(module: str, type_name: str, value: Any) -> bytes:
     """BER-encode ``value`` as ``module.type_name``; raises :class:`EncodeError`."""
     try:
         return bytes(codec(module, type_name).encode(value))
-    except asn1tools.Error as exc:
+    except _asn1tools().Error as exc:
         raise EncodeError(str(exc), where=type_name) from exc
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise EncodeError(f"{type(exc).__name__}: {exc}", where=type_name) from exc
@@ -155,7 +164,7 @@ def decode_with_length(
     """Decode the value at the start of ``data``; return it and the bytes it used."""
     try:
         value, end = codec(module, type_name).decode_with_length(data)
-    except asn1tools.Error as exc:
+    except _asn1tools().Error as exc:
         raise DecodeError(str(exc), where=type_name) from exc
     # asn1tools lets some malformed inputs escape as plain Python errors (bad time
     # strings, bad text encodings, truncated tags): they are decode errors too.
