@@ -386,7 +386,7 @@ def _report_subject(report: Report, probe: bool) -> str:
 
 
 def index_message(
-    envelope: MessageEnvelope, content_octets: bytes, users: Sequence[str]
+    envelope: MessageEnvelope, content_octets: bytes | memoryview, users: Sequence[str]
 ) -> tuple[MailboxIndex, ...]:
     """What each of ``users``' listings shows of a message with this envelope and
     content (as :func:`index_apdu` reads them from its APDU); the content is decoded
@@ -448,7 +448,7 @@ def _message_type(value: MessageType | None) -> str | None:
 
 
 def _content(
-    envelope: MessageEnvelope, octets: bytes, deviations: Deviations
+    envelope: MessageEnvelope, octets: bytes | memoryview, deviations: Deviations
 ) -> Heading | IPN | None:
     """The IPM's heading or the IPN: what the listing shows (the body is not decoded);
     what was tolerated is appended to ``deviations``."""

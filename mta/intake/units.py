@@ -69,7 +69,7 @@ from p1.mts.envelope import (
     MTSIdentifier,
     Probe,
     Report,
-    message_content,
+    message_content_view,
     peek_envelope,
 )
 from p1.mts.orname import format_orname, parse_orname
@@ -637,7 +637,7 @@ def _indexes(
     users: Sequence[str],
 ) -> Sequence[MailboxIndex] | None:
     if message.kind is ApduKind.MESSAGE and isinstance(subject, MessageEnvelope):
-        octets = message_content(message.apdu) if content is None else content
+        octets = message_content_view(message.apdu) if content is None else content
         return index_message(subject, octets, users)
     if message.kind is ApduKind.REPORT:
         index = index_apdu(message.apdu, message.originator, report_precedence=message.precedence)

@@ -29,6 +29,7 @@ Public API::
     envelope_from_prefix(prefix) -> MessageEnvelope   a message's, from its first octets only
     replace_message_envelope(data, envelope) -> bytes         (content bytes kept as received)
     message_content(data) -> bytes                             (the envelope skipped)
+    message_content_view(data) -> bytes | memoryview            (the same, not copied)
     long_tags_in_message_envelope(data) -> (Deviation, ...)    (not looked for in decoding)
     and the shared fields of p1.mts.fields (MTSIdentifier, TraceEntry, ExtensionField...)
 
@@ -187,6 +188,7 @@ __all__ = [
     "latest_delivery_time_extension",
     "long_tags_in_message_envelope",
     "message_content",
+    "message_content_view",
     "peek_envelope",
     "priority_level_qualifier_extension",
     "prohibition_extension",
@@ -896,6 +898,19 @@ def message_content(data: bytes | bytearray | memoryview) -> bytes:
         raise DecodeError("the MTS-APDU is not a message", where="MTS-APDU")
     _, content = _message_parts(tlv, "Message")
     return ber.read_octets(content, "Message.content")
+
+
+def message_content_view(data: bytes | bytearray | memoryview) -> bytes | memoryview:
+    """:func:`message_content` without a copy where the content is one primitive
+    OCTET STRING (as every sender writes it): a view into ``data``, to read the heading
+    of a message of megabytes without another megabytes beside it."""
+    tlv = _apdu_tlv(data)
+    if tlv.tag != _MESSAGE_TAG:
+        raise DecodeError("the MTS-APDU is not a message", where="MTS-APDU")
+    _, content = _message_parts(tlv, "Message")
+    if content.constructed:
+        return ber.read_octets(content, "Message.content")
+    return memoryview(content.data)[content.body : content.end]
 
 
 def replace_message_envelope(
