@@ -109,6 +109,10 @@ class Contestant:
     here around the run."""
     after: tuple[str, ...] = ()
     """A command run after each of its runs, if any (stopping Postfix)."""
+    stop_signal: signal.Signals = signal.SIGINT
+    """What stops it early: SIGINT for relay.py, which then stops its daemons and removes
+    its folder; SIGTERM where there is nothing to clean up (postfix_relay.py, whose
+    submitting threads would finish their work first on SIGINT)."""
 
 
 class ContestantFailed(Exception):
@@ -269,7 +273,8 @@ def postfix_contestant(args: argparse.Namespace) -> Contestant:
     options = (f"--messages={args.messages}", f"--large={args.large}", f"--samples={args.flash}")
     command = (sys.executable, tool, "run", *options)
     stop = (sys.executable, tool, "stop")
-    return Contestant(f"Postfix {postfix_version()}".rstrip(), command, False, stop)
+    name = f"Postfix {postfix_version()}".rstrip()
+    return Contestant(name, command, False, stop, signal.SIGTERM)
 
 
 def run_contestant(contestant: Contestant, timeout: float) -> dict[str, float]:
@@ -287,10 +292,10 @@ def run_contestant(contestant: Contestant, timeout: float) -> dict[str, float]:
     try:
         stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        stdout, stderr = stop_group(process)
+        stdout, stderr = stop_group(process, contestant.stop_signal)
         raise ContestantFailed(contestant.name, f"no figures in {timeout:g} s", stderr) from None
     except BaseException:
-        stop_group(process)
+        stop_group(process, contestant.stop_signal)
         raise
     if process.returncode != 0:
         raise ContestantFailed(contestant.name, f"exit status {process.returncode}", stderr)
@@ -303,11 +308,13 @@ def run_contestant(contestant: Contestant, timeout: float) -> dict[str, float]:
     return figures
 
 
-def stop_group(process: subprocess.Popen[str]) -> tuple[str, str]:
-    """Stop ``process`` and what it started in its session: SIGINT (relay.py stops its
-    daemons on it, and they stop cleanly), SIGKILL after :data:`GRACE` seconds.  What it
-    had written."""
-    for signum in (signal.SIGINT, signal.SIGKILL):
+def stop_group(
+    process: subprocess.Popen[str], first: signal.Signals = signal.SIGINT
+) -> tuple[str, str]:
+    """Stop ``process`` and what it started in its session: ``first`` (on SIGINT relay.py
+    stops its daemons, and they stop cleanly), SIGKILL after :data:`GRACE` seconds.  What
+    it had written."""
+    for signum in (first, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signum)
         try:
@@ -471,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser().error("nothing to compare with: give --against REF, --postfix or both")
     if args.postfix and not args.postfix_tool.is_file():
         parser().error(f"--postfix-tool {args.postfix_tool}: no such file")
+    signal.signal(signal.SIGINT, _interrupted)  # (even where started with SIGINT ignored)
     signal.signal(signal.SIGTERM, _interrupted)
     stack = contextlib.ExitStack()
     try:
