@@ -440,7 +440,8 @@ def compare(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     contestants = [relay_contestant(this_tree_name(), ROOT, args)]
     if args.against is not None:
         tree, short = stack.enter_context(worktree(args.against))
-        contestants.append(relay_contestant(f"{args.against} ({short})", tree, args))
+        name = args.against if args.against == short else f"{args.against} ({short})"
+        contestants.append(relay_contestant(name, tree, args))
     if args.postfix:
         stack.callback(
             subprocess.run,

@@ -168,7 +168,11 @@ class Site:
                 await api(self.socket, {"op": "status"})
                 return
             await asyncio.sleep(0.05)
-        raise RuntimeError(f"{self.config.name} did not start; its log ends:\n{self.log_tail()}")
+        ended = self.process.poll()
+        how = "did not answer in 30 s" if ended is None else f"ended with status {ended}"
+        raise RuntimeError(
+            f"{self.config.name}: the daemon {how}; its log ends:\n{self.log_tail()}"
+        )
 
     def log_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the daemon's log (its standard error)."""
@@ -654,4 +658,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--json", action="store_true", help="one JSON object with every figure, no table"
     )
-    asyncio.run(main(parser.parse_args()))
+    try:
+        asyncio.run(main(parser.parse_args()))
+    except RuntimeError as error:  # a daemon that did not start or deliver: no traceback
+        raise SystemExit(f"relay.py: {error}") from None
