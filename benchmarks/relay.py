@@ -1,7 +1,7 @@
 """Relay benchmark: user -> MTA A -> MTA B -> B's message store, every step durable.
 
     python benchmarks/relay.py [--messages 2000] [--large 50] [--backlog 2000] [--flash 100]
-                               [--routine-connections 2]
+                               [--huge 0] [--routine-connections 2] [--tree DIR] [--json]
 
 Two ``x400-mta`` processes on loopback (SQLite stores, WAL, synchronous FULL: every
 acknowledgement follows a disk flush), configured like the two-site example (four slots,
@@ -18,10 +18,20 @@ Rows:
   the flash messages are sent one by one), from the submission at A until the delivery is
   committed to B's store (the time B's event loop sees the commit, as a user agent
   waiting on B's mailbox is told of it); and, for comparison with earlier figures, until
-  B received the transfer (the delivery stamp in B's mailbox, taken before B's commit).
+  B received the transfer (the delivery stamp in B's mailbox, taken before B's commit);
+* with ``--huge N``, throughput at 10 MB (routine), N messages from one client one after
+  the other, in a pair of daemons of its own so that their peak memory is this row's.
+
+Each row runs in two fresh daemons; each daemon's peak resident set size over its life
+(proc(5) VmHWM) is read just before it is stopped and reported with the row.
+
+``--json`` prints one JSON object with every figure instead of the Markdown table
+(:mod:`benchmarks.compare` reads it); ``--tree DIR`` runs the daemons of another checkout
+(``python -m`` its daemon module, with DIR first on ``PYTHONPATH``) under this checkout's
+driver and interpreter.
 
 Targets: >= 600 msgs/s at 1 KB, >= 100 MB/s at 1 MB, flash p99 <= 50 ms with 10,000
-routine queued, idle <= 4 ms.
+routine queued, idle <= 4 ms; peak RSS of each MTA during a 10 MB relay <= 100 MB.
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from client.api import AsyncConnection, call_async  # noqa: E402
 from client.x400 import canned_body, text_ipm  # noqa: E402
 from p1.ipms.ipm import P772_CONTENT_TYPE  # noqa: E402
 from p1.mts.orname import parse_orname  # noqa: E402
+from tests.fuzz.live import daemon_module  # noqa: E402
 
 USER_A = "C=GB;ADMD= ;PRMD=SITEA;O=HQ;S=Smith"
 USER_B = "C=GB;ADMD= ;PRMD=SITEB;O=FOB;S=Jones"
@@ -72,6 +83,8 @@ ROUTINE_CONNECTIONS = 2
 FLASH_SPACING = 0.1
 """Seconds between two flash samples."""
 MTA = str(Path(sys.executable).with_name("x400-mta"))
+HUGE = 10 * 1024 * 1024
+"""Body octets of a ``--huge`` message."""
 
 
 _RESERVED: list[socket.socket] = []
@@ -129,28 +142,47 @@ def _config(
 
 
 class Site:
-    """One MTA process and its local API."""
+    """One MTA process and its local API: the installed ``x400-mta``, or with ``tree`` the
+    daemon module of that checkout."""
 
-    def __init__(self, folder: Path, name: str, text: str) -> None:
+    def __init__(self, folder: Path, name: str, text: str, *, tree: Path | None = None) -> None:
         self.config = folder / f"{name}.toml"
         self.config.write_text(text)
         self.socket = folder / f"state-{name}" / "control.sock"
         self.log = folder / f"{name}.log"
+        self.tree = tree
         self.process: subprocess.Popen[bytes] | None = None
+        self.peak_rss_mib: float | None = None
+        """The process's peak RSS (VmHWM), MiB, read as it was stopped."""
 
     async def start(self) -> None:
+        command, environment = [MTA, "-c", str(self.config)], dict(os.environ)
+        if self.tree is not None:
+            command = [sys.executable, "-m", daemon_module(self.tree), "-c", str(self.config)]
+            environment["PYTHONPATH"] = str(self.tree)
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([MTA, "-c", str(self.config)], stderr=log)
+            self.process = subprocess.Popen(command, stderr=log, env=environment)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             with contextlib.suppress(OSError):
                 await api(self.socket, {"op": "status"})
                 return
             await asyncio.sleep(0.05)
-        raise RuntimeError(f"{self.config.name} did not start: see {self.log}")
+        ended = self.process.poll()
+        how = "did not answer in 30 s" if ended is None else f"ended with status {ended}"
+        raise RuntimeError(
+            f"{self.config.name}: the daemon {how}; its log ends:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the daemon's log (its standard error)."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
 
     def stop(self) -> None:
         if self.process is not None:
+            with contextlib.suppress(OSError, RuntimeError):  # (it ended on its own)
+                self.peak_rss_mib = peak_rss_mib(self.process.pid)
             self.process.terminate()
             self.process.wait(timeout=60)
             self.process = None
@@ -182,7 +214,9 @@ def submission(precedence: str, to: str = USER_B) -> dict[str, Any]:
     }
 
 
-async def submit_many(site: Site, count: int, size: int, precedence: str) -> None:
+async def submit_many(
+    site: Site, count: int, size: int, precedence: str, *, clients: int = CLIENTS
+) -> None:
     body = content(size, precedence)
     request = submission(precedence)
     numbers = iter(range(count))
@@ -195,7 +229,7 @@ async def submit_many(site: Site, count: int, size: int, precedence: str) -> Non
         finally:
             await connection.close()
 
-    await asyncio.gather(*(client() for _ in range(CLIENTS)))
+    await asyncio.gather(*(client() for _ in range(clients)))
 
 
 async def wait_delivered(site: Site, target: int, *, poll: float = 0.05) -> float:
@@ -206,10 +240,10 @@ async def wait_delivered(site: Site, target: int, *, poll: float = 0.05) -> floa
 
 @contextlib.asynccontextmanager
 async def two_sites(
-    routine_connections: int = ROUTINE_CONNECTIONS, *, extra: str = ""
+    routine_connections: int = ROUTINE_CONNECTIONS, *, extra: str = "", tree: Path | None = None
 ) -> AsyncIterator[tuple[Site, Site]]:
     """Sites A and B, not started, in a folder removed afterwards; ``extra`` is added to
-    both configuration files."""
+    both configuration files; ``tree`` is the checkout whose daemons run (see :class:`Site`)."""
     with tempfile.TemporaryDirectory(prefix="aiox400-relay-") as tmp:
         folder = Path(tmp)
         ports = iter(_free_ports(8))
@@ -228,6 +262,7 @@ async def two_sites(
                 routine_connections,
             )
             + extra,
+            tree=tree,
         )
         b = Site(
             folder,
@@ -242,6 +277,7 @@ async def two_sites(
                 routine_connections,
             )
             + extra,
+            tree=tree,
         )
         try:
             yield a, b
@@ -250,19 +286,50 @@ async def two_sites(
             b.stop()
 
 
+@dataclass(frozen=True)
+class Peaks:
+    """Peak resident set size (VmHWM) of each daemon over its life, MiB."""
+
+    a: float
+    b: float
+
+    @classmethod
+    def of(cls, a: Site, b: Site) -> Peaks:
+        """The peaks read as ``a`` and ``b`` were stopped."""
+        if a.peak_rss_mib is None or b.peak_rss_mib is None:
+            raise RuntimeError("a daemon ended before it was stopped: no peak RSS")
+        return cls(a.peak_rss_mib, b.peak_rss_mib)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A throughput row: rates from the first submission to the last stored at B."""
+
+    messages_per_second: float
+    mb_per_second: float
+    """Body octets, in units of 10**6."""
+    peaks: Peaks
+
+
 async def throughput(
-    count: int, size: int, routine_connections: int = ROUTINE_CONNECTIONS
-) -> tuple[float, float]:
-    """(messages/s, MB/s of body) from the first submission to the last stored at B."""
-    async with two_sites(routine_connections) as (a, b):
+    count: int,
+    size: int,
+    routine_connections: int = ROUTINE_CONNECTIONS,
+    *,
+    clients: int = CLIENTS,
+    tree: Path | None = None,
+) -> Throughput:
+    """``count`` routine messages of ``size`` body octets from ``clients`` clients, from
+    the first submission to the last stored at B, in daemons of their own."""
+    async with two_sites(routine_connections, tree=tree) as (a, b):
         await b.start()
         await a.start()
         await permanent_slots_ready(a)  # measured from steady state, not from start-up
         started = time.monotonic()
-        await submit_many(a, count, size, "routine")
+        await submit_many(a, count, size, "routine", clients=clients)
         ended = await wait_delivered(b, count)
     seconds = ended - started
-    return count / seconds, count * size / seconds / 1e6
+    return Throughput(count / seconds, count * size / seconds / 1e6, Peaks.of(a, b))
 
 
 @dataclass(frozen=True)
@@ -276,10 +343,15 @@ class Latencies:
     late: int
     """Samples whose commit the watch saw only in a later answer: timed at that answer,
     an upper bound (0 unless B's local API fell behind)."""
+    peaks: Peaks
 
 
 async def flash_latency(
-    backlog: int, samples: int, routine_connections: int = ROUTINE_CONNECTIONS
+    backlog: int,
+    samples: int,
+    routine_connections: int = ROUTINE_CONNECTIONS,
+    *,
+    tree: Path | None = None,
 ) -> Latencies:
     """Latencies of ``samples`` flash messages from A to B's store.
 
@@ -288,7 +360,7 @@ async def flash_latency(
     --follow``) learns when each one's delivery is committed, and the delivery stamps are
     read from B's mailbox afterwards.
     """
-    async with two_sites(routine_connections) as (a, b):
+    async with two_sites(routine_connections, tree=tree) as (a, b):
         await a.start()
         if backlog:
             await submit_many(a, backlog, 1024, "routine")
@@ -323,7 +395,7 @@ async def flash_latency(
     def ms(at: dict[str, datetime]) -> list[float]:
         return [(at[i] - sent[i]).total_seconds() * 1000 for i in sent]
 
-    return Latencies(stored=ms(stored), received=ms(received), late=late)
+    return Latencies(stored=ms(stored), received=ms(received), late=late, peaks=Peaks.of(a, b))
 
 
 async def all_stored(
@@ -387,10 +459,20 @@ async def slots_ready(site: Site, wanted: Callable[[dict[str, Any]], bool]) -> N
 
 def rss_mib(pid: int) -> float:
     """Resident set size of process ``pid`` (proc(5) VmRSS), MiB."""
+    return _status_mib(pid, "VmRSS")
+
+
+def peak_rss_mib(pid: int) -> float:
+    """Peak resident set size of process ``pid`` over its life so far (proc(5) VmHWM),
+    MiB."""
+    return _status_mib(pid, "VmHWM")
+
+
+def _status_mib(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError(f"process {pid} has no VmRSS")
+    raise RuntimeError(f"process {pid} has no {field}")
 
 
 def cpu_check() -> float:
@@ -413,33 +495,130 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-async def main(args: argparse.Namespace) -> None:
-    if not os.access(MTA, os.X_OK):
-        raise SystemExit(f"{MTA} is missing: run 'make install' first")
-    print(
-        f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
-        f" SQLite, synchronous FULL; routine slot of up to {args.routine_connections}"
-        " connections)\n"
+@dataclass(frozen=True)
+class Results:
+    """Every row of one run, with the CPU check before and after."""
+
+    cpu_before: float
+    cpu_after: float
+    small: Throughput
+    large: Throughput
+    idle: Latencies
+    loaded: Latencies
+    huge: Throughput | None
+
+
+ROWS = ("kb", "mb", "idle", "queued", "huge")
+"""The prefixes of the figures of each row (``--json``), in the order run."""
+
+
+def figures(results: Results) -> dict[str, float]:
+    """Every figure of ``results`` by the name ``--json`` gives it: rates (``kb_msgs_s``,
+    ``mb_MB_s``, ``huge_MB_s``), flash latencies to stored and to received at B in ms
+    (``idle_p50_ms``, ``queued_received_p99_ms`` ...), the queued p99 over the idle p99
+    (``queued_over_idle_p99``), each row's peak RSS of A and B in MiB (``kb_rss_a_mib``
+    ...) and the most of them outside the 10 MB row (``rss_a_mib``, ``rss_b_mib``)."""
+    out: dict[str, float] = {
+        "cpu_before_s": round(results.cpu_before, 3),
+        "cpu_after_s": round(results.cpu_after, 3),
+        "kb_msgs_s": round(results.small.messages_per_second, 1),
+        "kb_MB_s": round(results.small.mb_per_second, 2),
+        "mb_msgs_s": round(results.large.messages_per_second, 2),
+        "mb_MB_s": round(results.large.mb_per_second, 1),
+    }
+    for name, latencies in (("idle", results.idle), ("queued", results.loaded)):
+        for kind, values in (("", latencies.stored), ("received_", latencies.received)):
+            out[f"{name}_{kind}p50_ms"] = round(statistics.median(values), 2)
+            out[f"{name}_{kind}p99_ms"] = round(percentile(values, 0.99), 2)
+        out[f"{name}_late"] = latencies.late
+    out["queued_over_idle_p99"] = round(
+        percentile(results.loaded.stored, 0.99) / percentile(results.idle.stored, 0.99), 2
     )
-    before = cpu_check()
-    connections = args.routine_connections
-    small = await throughput(args.messages, 1024, connections)
-    large = await throughput(args.large, 1024 * 1024, connections)
-    idle = await flash_latency(0, args.flash, connections)
-    loaded = await flash_latency(args.backlog, args.flash, connections)
-    print(f"CPU check (10 million additions): {before:.2f} s before, {cpu_check():.2f} s after\n")
-    print("| measure | result | target |")
-    print("|---|---:|---:|")
-    print(f"| 1 KB messages, {args.messages} | {small[0]:,.0f} msgs/s | >= 600 msgs/s |")
-    print(f"| 1 MB messages, {args.large} | {large[1]:,.1f} MB/s | >= 100 MB/s |")
+    rows = [results.small.peaks, results.large.peaks, results.idle.peaks, results.loaded.peaks]
+    if results.huge is not None:
+        out["huge_msgs_s"] = round(results.huge.messages_per_second, 3)
+        out["huge_MB_s"] = round(results.huge.mb_per_second, 1)
+        rows.append(results.huge.peaks)
+    for row, peaks in zip(ROWS, rows, strict=False):
+        out[f"{row}_rss_a_mib"] = round(peaks.a, 1)
+        out[f"{row}_rss_b_mib"] = round(peaks.b, 1)
+    out["rss_a_mib"] = round(max(peaks.a for peaks in rows[:4]), 1)
+    out["rss_b_mib"] = round(max(peaks.b for peaks in rows[:4]), 1)
+    return out
+
+
+def table(args: argparse.Namespace, results: Results) -> list[str]:
+    """The Markdown table of ``results``."""
+    lines = [
+        "| measure | result | target |",
+        "|---|---:|---:|",
+        f"| 1 KB messages, {args.messages} | {results.small.messages_per_second:,.0f} msgs/s"
+        " | >= 600 msgs/s |",
+        f"| 1 MB messages, {args.large} | {results.large.mb_per_second:,.1f} MB/s | >= 100 MB/s |",
+    ]
     for name, latencies, target in (
-        ("idle", idle, "p99 <= 4 ms"),
-        (f"{args.backlog:,} routine queued", loaded, "p99 <= 50 ms (10,000 queued)"),
+        ("idle", results.idle, "p99 <= 4 ms"),
+        (f"{args.backlog:,} routine queued", results.loaded, "p99 <= 50 ms (10,000 queued)"),
     ):
         stored, received = _p50_p99(latencies.stored), _p50_p99(latencies.received)
-        print(f"| flash latency, {name}, to stored at B: p50 / p99 | {stored} | {target} |")
-        print(f"| flash latency, {name}, to received at B: p50 / p99 | {received} | |")
-    for name, latencies in (("idle", idle), ("queued", loaded)):
+        lines.append(f"| flash latency, {name}, to stored at B: p50 / p99 | {stored} | {target} |")
+        lines.append(f"| flash latency, {name}, to received at B: p50 / p99 | {received} | |")
+    if results.huge is not None:
+        rate = f"{results.huge.mb_per_second:,.1f} MB/s"
+        lines.append(f"| 10 MB messages, {args.huge}, one client | {rate} | |")
+    rows = [
+        ("1 KB", results.small.peaks),
+        ("1 MB", results.large.peaks),
+        ("flash idle", results.idle.peaks),
+        ("flash queued", results.loaded.peaks),
+    ]
+    if results.huge is not None:
+        rows.append(("10 MB", results.huge.peaks))
+    for name, peaks in rows:
+        target = "each <= 100 MB (95.4 MiB)" if name == "10 MB" else ""
+        lines.append(
+            f"| peak RSS of A / B, {name} row | {peaks.a:.1f} / {peaks.b:.1f} MiB | {target} |"
+        )
+    return lines
+
+
+async def run(args: argparse.Namespace) -> Results:
+    """Every row of the benchmark, each in daemons of its own, between two CPU checks."""
+    tree, connections = args.tree, args.routine_connections
+    before = cpu_check()
+    small = await throughput(args.messages, 1024, connections, tree=tree)
+    large = await throughput(args.large, 1024 * 1024, connections, tree=tree)
+    idle = await flash_latency(0, args.flash, connections, tree=tree)
+    loaded = await flash_latency(args.backlog, args.flash, connections, tree=tree)
+    huge = None
+    if args.huge:
+        huge = await throughput(args.huge, HUGE, connections, clients=1, tree=tree)
+    return Results(before, cpu_check(), small, large, idle, loaded, huge)
+
+
+async def main(args: argparse.Namespace) -> None:
+    if args.tree is None and not os.access(MTA, os.X_OK):
+        raise SystemExit(f"{MTA} is missing: run 'make install' first")
+    if args.tree is not None and not (args.tree / "mta").is_dir():
+        raise SystemExit(f"--tree {args.tree}: no mta/ there, not a checkout of this project")
+    if not args.json:
+        print(
+            f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
+            f" SQLite, synchronous FULL; routine slot of up to {args.routine_connections}"
+            " connections)\n"
+        )
+    results = await run(args)
+    if args.json:
+        options = {k: v for k, v in vars(args).items() if k not in ("json", "tree")}
+        tree = str(args.tree.resolve()) if args.tree is not None else str(ROOT)
+        print(json.dumps({"tree": tree, **options, **figures(results)}))
+        return
+    print(
+        f"CPU check (10 million additions): {results.cpu_before:.2f} s before,"
+        f" {results.cpu_after:.2f} s after\n"
+    )
+    print("\n".join(table(args, results)))
+    for name, latencies in (("idle", results.idle), ("queued", results.loaded)):
         if latencies.late:
             print(f"\n{name}: {latencies.late} sample(s) timed at the watch's answer (upper bound)")
 
@@ -467,4 +646,19 @@ if __name__ == "__main__":
         help="most connections of the routine slot (default 2, as in config/examples); P1"
         " over RTSE carries one transfer at a time per connection",
     )
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument(
+        "--huge",
+        type=int,
+        default=0,
+        help="10 MB messages of a row of their own, from one client (default 0: no such row)",
+    )
+    parser.add_argument(
+        "--tree", type=Path, default=None, help="run the daemons of the checkout DIR"
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object with every figure, no table"
+    )
+    try:
+        asyncio.run(main(parser.parse_args()))
+    except RuntimeError as error:  # a daemon that did not start or deliver: no traceback
+        raise SystemExit(f"relay.py: {error}") from None
