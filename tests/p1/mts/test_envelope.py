@@ -49,6 +49,7 @@ from p1.mts.envelope import (
     encode_message_envelope,
     encode_mts_apdu,
     message_content,
+    message_content_view,
     peek_envelope,
     priority_level_qualifier_extension,
     replace_message_envelope,
@@ -953,6 +954,28 @@ def test_a_large_content_is_copied_once_each_way() -> None:
     assert encode_peak < 1.5 * size
     assert decode_peak < 1.5 * size
     assert peek_peak < 0.1 * size
+
+
+def test_the_content_view_copies_nothing_of_a_primitive_content() -> None:
+    size = 10_000_000
+    data = encode_mts_apdu(Message(envelope=make_envelope(), content=bytes(size)))
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        view = message_content_view(data)
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert isinstance(view, memoryview)
+    assert view == message_content(data)
+    assert peak < 0.01 * size
+
+
+def test_the_content_view_of_a_constructed_content_is_its_octets_joined() -> None:
+    segmented = b"\x24\x80" + ber.tlv(ber.OCTET_STRING, b"IP") + b"\x04\x01M" + b"\x00\x00"
+    body = encode_message_envelope(make_envelope()) + segmented
+    data = b"\xa0" + ber.length_octets(len(body)) + body
+    assert message_content_view(data) == b"IPM" == message_content(data)
 
 
 # --- details ---------------------------------------------------------------------------
