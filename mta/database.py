@@ -23,7 +23,9 @@ received from a peer is urgent when its envelope, read on the event loop, says s
 
 A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
 flush of its own (:func:`store.db.transaction`); a batch is flushed when any of its
-units is durable.
+units is durable.  Once a batch is committed, such units are answered before the
+durable ones (each group in the order queued): a claim that shared a submission's
+transaction starts its transfer before the submitter is told.
 
 Public API::
 
@@ -169,9 +171,12 @@ class Database:
             outcomes = [(False, error)] * len(units)
         assert outcomes is not None
         stages.mark("db.committed")
-        # One wake-up of each waiting loop per batch, not one per unit.
+        # One wake-up of each waiting loop per batch, not one per unit.  The units that
+        # needed no flush (claims) are answered first: a connection starts the transfer
+        # of what it claimed before the submissions it shared the batch with are answered.
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
-        for (_, future, loop, _), (ok, value) in zip(units, outcomes, strict=True):
+        answered = sorted(zip(units, outcomes, strict=True), key=lambda pair: pair[0][3])
+        for (_, future, loop, _), (ok, value) in answered:
             by_loop.setdefault(loop, []).append((future, ok, value))
         for loop, settled in by_loop.items():
             loop.call_soon_threadsafe(_settle_all, settled)

@@ -190,6 +190,30 @@ async def test_units_queued_from_one_callback_share_a_transaction_in_order(
     assert commits[0] == 1
 
 
+async def test_units_that_needed_no_flush_are_answered_first(engine: Engine) -> None:
+    """A claim (durable=False) queued behind a submission in the same batch: its caller
+    resumes first, so that the transfer starts before the submitter is answered."""
+    database = Database(engine)
+    commits = count_commits(engine)
+    resumed: list[str] = []
+
+    async def waiter(name: str, queued: asyncio.Future[str]) -> None:
+        await queued
+        resumed.append(name)
+
+    try:
+        submission = database.enqueue(record("submission"))
+        claim = database.enqueue(record("claim"), durable=False)
+        later = database.enqueue(record("report"))
+        await asyncio.gather(
+            waiter("submission", submission), waiter("claim", claim), waiter("report", later)
+        )
+    finally:
+        database.close()
+    assert commits[0] == 1
+    assert resumed == ["claim", "submission", "report"]
+
+
 async def test_a_unit_queued_on_a_closed_database_fails(engine: Engine) -> None:
     database = Database(engine)
     database.close()
