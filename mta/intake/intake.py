@@ -155,6 +155,7 @@ class Intake:
             unit = await self._receiving_unit(apdu, peer, now, envelope, precedence)
             plan, result, delivered = await self._commit(unit, urgent=is_urgent(precedence))
             stages.mark("intake.settled")
+            self._tell_users(delivered)
         except MalformedApduError as error:
             await self._quarantine(apdu, peer, str(error), now)
             self.metrics.received(peer, precedence, len(apdu), outcome="quarantined")
@@ -169,7 +170,7 @@ class Intake:
         self.metrics.received(peer, precedence, len(apdu))
         if isinstance(envelope, Report) and result is not None and result.queued:
             log_non_delivery(envelope, peer)
-        self._after(plan, delivered)
+        self._after(plan, delivered, told=True)
         stages.mark("intake.done")
 
     async def _receiving_unit(
@@ -289,8 +290,8 @@ class Intake:
 
     # --- after the commit --------------------------------------------------------------
 
-    def _after(self, plan: Plan, delivered: LocalOutcome | None) -> None:
-        self.delivered(delivered)
+    def _after(self, plan: Plan, delivered: LocalOutcome | None, *, told: bool = False) -> None:
+        self.delivered(delivered, told=told)
         self.queued(plan, delivered=delivered)
 
     def queued(self, plan: Plan | None = None, *, delivered: LocalOutcome | None = None) -> None:
@@ -302,12 +303,13 @@ class Intake:
             self.recent.note(message.mts_identifier, message.precedence)
         self.wake(plan, delivered is not None)
 
-    def delivered(self, outcome: LocalOutcome | None) -> None:
-        """A local delivery was committed: log it, wake its users' waits, send on the
-        delivery report it queued."""
+    def delivered(self, outcome: LocalOutcome | None, *, told: bool = False) -> None:
+        """A local delivery was committed: log it, wake its users' waits (unless
+        ``told`` already, :meth:`_tell_users`), send on the delivery report it queued."""
         if outcome is None:
             return
-        self.watch.stored(outcome.users, datetime.now(UTC))
+        if not told:
+            self._tell_users(outcome)
         log.info(
             "delivered %s %s (%s) to %d user(s): %s%s",
             outcome.kind.value,
@@ -319,6 +321,13 @@ class Intake:
         )
         if outcome.reported:
             self.queued()
+
+    def _tell_users(self, outcome: LocalOutcome | None) -> None:
+        """Wake the waits of the users a committed delivery reached: the first thing
+        done after a transfer's commit (a user waiting on a mailbox is told before the
+        lines and counters of the transfer are written)."""
+        if outcome is not None:
+            self.watch.stored(outcome.users, datetime.now(UTC))
 
     def _tolerated(
         self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
