@@ -138,6 +138,16 @@ class Figures:
     """The least precedence transferred to each peer (MINIMIZE; 0, deferred: every one)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """The series a confirmed outbound transfer adds to, for one peer and precedence."""
+
+    transfers: Counter
+    octets: Counter
+    duration: Histogram
+    wait: Histogram
+
+
 class Metrics:
     """One daemon's registry, its counters and histograms, and its scrape-time gauges."""
 
@@ -191,6 +201,11 @@ class Metrics:
             ("route",),
         )
 
+        # The series of each label set, looked up once: a transfer's figures cost a few
+        # increments, not a label lookup (and its lock) per series.
+        self._sent: dict[tuple[str, Precedence], _Sent] = {}
+        self._received: dict[tuple[str, Precedence, str], tuple[Counter, Counter]] = {}
+
     def _counter(self, name: str, documentation: str, labels: tuple[str, ...]) -> Counter:
         return Counter(f"{_PREFIX}_{name}", documentation, labels, registry=self.registry)
 
@@ -199,12 +214,19 @@ class Metrics:
     def transferred(self, peer: str, entry: QueueEntry, seconds: float, now: datetime) -> None:
         """``entry`` was transferred to ``peer`` and confirmed at ``now``, ``seconds`` after
         its first octet went."""
-        precedence = entry.precedence.label
-        self._transfers.labels(peer, precedence, "out", "confirmed").inc()
-        self._octets.labels(peer, precedence, "out").inc(len(entry.apdu))
-        self._duration.labels(peer, precedence).observe(seconds)
-        waited = (now - entry.arrival_time).total_seconds()
-        self._wait.labels(peer, precedence).observe(max(0.0, waited))
+        series = self._sent.get((peer, entry.precedence))
+        if series is None:
+            precedence = entry.precedence.label
+            series = self._sent[peer, entry.precedence] = _Sent(
+                transfers=self._transfers.labels(peer, precedence, "out", "confirmed"),
+                octets=self._octets.labels(peer, precedence, "out"),
+                duration=self._duration.labels(peer, precedence),
+                wait=self._wait.labels(peer, precedence),
+            )
+        series.transfers.inc()
+        series.octets.inc(len(entry.apdu))
+        series.duration.observe(seconds)
+        series.wait.observe(max(0.0, (now - entry.arrival_time).total_seconds()))
 
     def transfer_failed(self, peer: str, precedence: Precedence) -> None:
         """A transfer to ``peer`` failed (it goes back to the queue)."""
@@ -215,8 +237,15 @@ class Metrics:
     ) -> None:
         """A transfer from ``peer`` was committed (``accepted``) or kept in the quarantine
         (``quarantined``), and is confirmed."""
-        self._transfers.labels(peer, precedence.label, "in", outcome).inc()
-        self._octets.labels(peer, precedence.label, "in").inc(octets)
+        series = self._received.get((peer, precedence, outcome))
+        if series is None:
+            series = self._received[peer, precedence, outcome] = (
+                self._transfers.labels(peer, precedence.label, "in", outcome),
+                self._octets.labels(peer, precedence.label, "in"),
+            )
+        transfers, transferred = series
+        transfers.inc()
+        transferred.inc(octets)
 
     def bind_refused(self, peer: str, direction: str, reason: str) -> None:
         """An MTA-bind was refused: ``in``, a peer's by us (``peer`` empty for an MTA not
