@@ -60,13 +60,11 @@ from mta.intake.units import IntakeUnits, LocalOutcome
 from mta.metrics import Metrics
 from mta.transport import Refused
 from p1.association.connection import TransferTooLong
-from p1.ber import Deviation
 from p1.errors import DecodeError
 from p1.mts.envelope import (
     MessageEnvelope,
     Probe,
     Report,
-    long_tags_in_message_envelope,
     peek_envelope,
 )
 from p1.mts.orname import format_orname
@@ -333,19 +331,9 @@ class Intake:
         self, apdu: bytes, envelope: MessageEnvelope | Probe | Report, peer: str
     ) -> None:
         """Log what the envelope of an APDU taken in held outside the standard's form."""
-        deviations = (*envelope.deviations, *_long_tags(apdu, envelope))
+        deviations = envelope.deviations
         if deviations:
             self.tolerated.received(peer, envelope.mts_identifier.text, deviations)
-
-
-def _long_tags(apdu: bytes, envelope: MessageEnvelope | Probe | Report) -> tuple[Deviation, ...]:
-    """A message envelope's long-form tags, which its decoder does not look for."""
-    if not isinstance(envelope, MessageEnvelope):
-        return ()
-    try:
-        return long_tags_in_message_envelope(apdu)
-    except DecodeError:  # (it decoded to be taken in: not expected)
-        return ()
 
 
 def _peek(apdu: bytes) -> MessageEnvelope | Probe | Report | None:

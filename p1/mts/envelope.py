@@ -30,21 +30,18 @@ Public API::
     replace_message_envelope(data, envelope) -> bytes         (content bytes kept as received)
     message_content(data) -> bytes                             (the envelope skipped)
     message_content_view(data) -> bytes | memoryview            (the same, not copied)
-    long_tags_in_message_envelope(data) -> (Deviation, ...)    (not looked for in decoding)
     and the shared fields of p1.mts.fields (MTSIdentifier, TraceEntry, ExtensionField...)
 
 Tolerance.  A value outside the standard's form in a field the MTA does not route on
 (a trace time without its zone or with PP's three-digit year, PP's form of
-``ExtensionField.type``, a tag number below 31 in the long form on a member of a probe
-or report envelope SET) is read as best it can be, keeps its received octets for the
+``ExtensionField.type``, a tag number below 31 in the long form on a member of an
+envelope SET) is read as best it can be, keeps its received octets for the
 relay, and is listed in ``deviations`` (a tuple of :class:`p1.ber.Deviation`, empty for
 well-formed input) of the decoded :class:`MessageEnvelope`, :class:`Probe`,
 :class:`ReportEnvelope` and :class:`ReportContent`; :class:`Message` and :class:`Report`
 give them all as ``.deviations`` too.  The fields routed or scheduled on (names,
 identifiers, recipients, priority, deferred-delivery-time, latest-delivery-time) stay
-strict.  (Long-form tags are not looked for in a message envelope when it is decoded:
-the check costs about 1 us, 3% of decoding one, and the reader reads them right anyway;
-:func:`long_tags_in_message_envelope` looks for them apart.)
+strict.
 
 Every other malformed input raises :class:`p1.errors.DecodeError`; every value that cannot
 be encoded raises :class:`p1.errors.EncodeError`.
@@ -186,7 +183,6 @@ __all__ = [
     "find_extension",
     "internal_trace_extension",
     "latest_delivery_time_extension",
-    "long_tags_in_message_envelope",
     "message_content",
     "message_content_view",
     "peek_envelope",
@@ -534,6 +530,8 @@ def _message_envelope(tlv: Tlv, what: str = "MessageTransferEnvelope") -> Messag
     if tlv.tag != ber.SET:
         ber.expect(tlv, ber.SET, what)
     members = ber.split_set(tlv, _MESSAGE_MEMBERS, what)
+    deviations: Deviations = []
+    ber.note_long_tags(members, what, deviations)
     fields = {
         "mts_identifier": decode_mts_identifier(
             members.need("mts_identifier", what), f"{what}.message-identifier"
@@ -543,7 +541,7 @@ def _message_envelope(tlv: Tlv, what: str = "MessageTransferEnvelope") -> Messag
             members.get("deferred_delivery_time"), f"{what}.deferred-delivery-time"
         ),
     }
-    fields.update(_decode_common(members, what, []))
+    fields.update(_decode_common(members, what, deviations))
     envelope = _new(MessageEnvelope)  # every field read: not through __init__ (see there)
     envelope.__dict__.update(fields)
     return envelope
@@ -701,7 +699,7 @@ _PROBE_MEMBERS = {
 def _probe(tlv: Tlv, what: str = "ProbeTransferEnvelope") -> Probe:
     members = ber.split_set(tlv, _PROBE_MEMBERS, what)
     deviations: Deviations = []
-    ber.note_long_tags(members, what, deviations)  # (not for messages: see the docstring)
+    ber.note_long_tags(members, what, deviations)
     length = members.get("content_length")
     return Probe(
         probe_identifier=decode_mts_identifier(
@@ -869,22 +867,6 @@ def envelope_from_prefix(prefix: bytes | bytearray | memoryview) -> MessageEnvel
             where="MessageTransferEnvelope",
         ) from error
     return _message_envelope(envelope)
-
-
-def long_tags_in_message_envelope(data: bytes | bytearray | memoryview) -> tuple[Deviation, ...]:
-    """The members of a message's envelope whose tag number below 31 is written in the
-    long form (X.690 8.1.2.2), as deviations; () for a probe or a report (their decoders
-    list them) or an envelope without any.  Left out of :func:`peek_envelope`, where it
-    would cost every message about 1 us: a receiver looks once it has taken the message
-    in.  Raises DecodeError only."""
-    tlv = _apdu_tlv(data)
-    if tlv.tag != _MESSAGE_TAG:
-        return ()
-    what = "MessageTransferEnvelope"
-    envelope, _ = _message_parts(tlv, "Message")
-    deviations: Deviations = []
-    ber.note_long_tags(ber.split_set(envelope, _MESSAGE_MEMBERS, what), what, deviations)
-    return tuple(deviations)
 
 
 def message_content(data: bytes | bytearray | memoryview) -> bytes:

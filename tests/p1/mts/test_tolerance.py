@@ -46,6 +46,7 @@ from p1.mts.envelope import (
     encode_message_envelope,
     encode_mts_apdu,
     latest_delivery_time_extension,
+    peek_envelope,
 )
 from p1.mts.envelope import (
     Deviation as MtsDeviation,
@@ -507,3 +508,27 @@ def test_pp_p2_message_relay_keeps_its_octets() -> None:
     assert relayed.count(PP_TYPE) == 1 and PP_TYPE[:4] + b"\x17" in relayed
     assert relayed.count(b"1261124205142Z") == 2
     assert out.deviations == received.deviations
+
+
+def test_message_envelope_long_form_tag_is_listed_as_it_is_read() -> None:
+    """A member of a message envelope's SET with its tag number below 31 in the long form
+    is listed as the envelope is read, by peek_envelope and decode_mts_apdu alike."""
+    entry = InternalTraceEntry(
+        global_domain_identifier=GB, mta_name="pp", arrival_time=datetime.now(UTC)
+    )
+    extensions = with_internal_trace_entry((), entry)
+    apdu = encode_mts_apdu(Message(envelope=envelope(extensions=extensions), content=b"x"))
+    view, outer = ber.single(apdu, "apdu")
+    written, content = ber.items(view, outer, "apdu")
+    members = [bytes(view[m[1] : m[4]]) for m in ber.items(view, written, "envelope")]
+    (at,) = [i for i, member in enumerate(members) if member[0] == 0xA3]  # extensions [3]
+    members[at] = b"\xbf\x03" + members[at][1:]
+    rebuilt = ber.tlv_bytes(0x31, b"".join(members)) + bytes(view[content[1] : content[4]])
+    long_form = ber.tlv_bytes(apdu[0], rebuilt)
+    listed = Deviation("MessageTransferEnvelope.extensions tag", "bf 03", "[3] (a3)")
+    peeked = peek_envelope(long_form)
+    decoded = decode_mts_apdu(long_form)
+    assert isinstance(peeked, MessageEnvelope) and isinstance(decoded, Message)
+    assert listed in peeked.deviations
+    assert listed in decoded.envelope.deviations
+    assert peek_envelope(apdu).deviations == ()
