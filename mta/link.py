@@ -911,6 +911,8 @@ async def _serve(serving: _Serving) -> None:
             await _answer(serving, event)
         if link.association.closed and not link.has_events:
             return  # the bind was refused: said in _refused
+        # Not kept while the next one is read: a transfer's APDU goes once it is stored.
+        del event
         # Once bound, the pace bounds silence and slowness (Link.bound).
         event = await link.next_event(None if link.is_bound else serving.timeouts.bind)
 
