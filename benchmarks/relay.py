@@ -158,7 +158,10 @@ class Site:
     async def start(self) -> None:
         command, environment = [MTA, "-c", str(self.config)], dict(os.environ)
         if self.tree is not None:
-            command = [sys.executable, "-m", daemon_module(self.tree), "-c", str(self.config)]
+            # -P: python -m would put the working directory (a checkout, often this one)
+            # before PYTHONPATH, and run its daemon instead of the tree's.
+            module = daemon_module(self.tree)
+            command = [sys.executable, "-P", "-m", module, "-c", str(self.config)]
             environment["PYTHONPATH"] = str(self.tree)
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(command, stderr=log, env=environment)

@@ -42,6 +42,7 @@ from config.loader import ConfigError, load_config
 from config.schema import MtaConfig
 from mta.instance import StateDirInUseError
 from mta.lifecycle import serve
+from mta.memory import give_back_large_buffers
 from mta.operator.reload import Reloader
 from mta.service import Service
 from p1.ber.values import escape_controls
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     _configure_logging(
         config, args.log_level, timestamps=not args.no_timestamps, priorities=priorities
     )
+    give_back_large_buffers()
     service = Service(config)
     try:
         asyncio.run(serve(service, reload=Reloader(service, level_override=args.log_level)))

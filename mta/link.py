@@ -109,6 +109,10 @@ log = logging.getLogger("aiox400.link")
 READ_SIZE = 1 << 20
 """Bytes asked of the stream per read: everything it holds, for a 1 MB transfer in few reads
 (the transport receives at most 256 KiB at a time; whatever it gathered is taken at once)."""
+WRITE_SIZE = 256 * 1024
+"""Octets handed to the transport per write: what a TCP send takes at a time, so that
+a large transfer goes out in writes of this size, each copying only what the socket did
+not take into the transport's buffer."""
 BIND_READ_SIZE = 4096
 """Bytes asked of the stream per read before the MTA-bind is accepted (a bind takes a few
 hundred octets)."""
@@ -293,9 +297,21 @@ class Link:
             self._transport.resume_reading()
 
     async def flush(self) -> None:
-        """Write what the association queued; LinkClosedError when the connection is
-        lost (reset by the peer) meanwhile."""
-        if self._write():
+        """Write what the association queued, WRITE_SIZE octets at a time, each once the
+        transport's buffer is under its high-water mark: a large transfer is never joined
+        whole nor copied whole into that buffer.  LinkClosedError when the connection is
+        lost (reset by the peer) meanwhile; cancelled, what is not written yet stays
+        queued in the association, for the next flush."""
+        wrote = False
+        while True:
+            written = self._write()
+            if not written:
+                break
+            wrote = True
+            if written < WRITE_SIZE:
+                break
+            await self._drain()  # (at once while under the high-water mark)
+        if wrote:
             await self._drain()
 
     async def _drain(self) -> None:
@@ -308,19 +324,20 @@ class Link:
             self.association.receive_eof()
             raise LinkClosedError(f"the connection was lost: {self._lost}") from None
 
-    def _write(self) -> bool:
-        """Hand what the association queued to the transport; whether there was any.
-
-        (One write of the joined TPKTs: on Python 3.11 ``writelines`` would join them too.)
-        """
+    def _write(self) -> int:
+        """Hand at most WRITE_SIZE octets of what the association queued to the
+        transport, as one write; how many (0: nothing queued, or the connection is
+        closing).  WRITE_SIZE of them: more may be queued."""
         sniffing = self._sniffing
         data = (
-            self.association.data_to_send() if sniffing is None else sniffing.sniffer.data_to_send()
+            self.association.data_to_send(WRITE_SIZE)
+            if sniffing is None
+            else sniffing.sniffer.data_to_send()
         )
         if data and not self._writer.is_closing():
             self._writer.write(data)
-            return True
-        return False
+            return len(data)
+        return 0
 
     async def next_event(self, timeout: float | None) -> Event:
         """The next event, reading the socket as needed; TimeoutError after ``timeout``.
@@ -362,8 +379,7 @@ class Link:
         if self._pace is not None:
             now = asyncio.get_running_loop().time()
             self._pace.received(len(data), complete=bool(events), now=now)
-        if self._write():  # (no drain to await when the read answers nothing)
-            await self._drain()
+        await self.flush()  # (no drain to await when the read answers nothing)
 
     def _held(self, data: bytes) -> bytes:
         """``data``, held against the share once bound; the octets of the PDU the last
@@ -895,6 +911,8 @@ async def _serve(serving: _Serving) -> None:
             await _answer(serving, event)
         if link.association.closed and not link.has_events:
             return  # the bind was refused: said in _refused
+        # Not kept while the next one is read: a transfer's APDU goes once it is stored.
+        del event
         # Once bound, the pace bounds silence and slowness (Link.bound).
         event = await link.next_event(None if link.is_bound else serving.timeouts.bind)
 

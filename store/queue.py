@@ -900,7 +900,7 @@ class TransitQueue:
 
     def _apdu(self, message: Row) -> bytes:
         what = f"message {message.id}"
-        return stored_apdu(self.spool, message.apdu, message.apdu_file, what)
+        return stored_apdu(self.spool, message.apdu, message.apdu_file, what, self.session)
 
     def _messages(self, message_ids: Sequence[int]) -> Iterator[Row]:
         for part in chunks(message_ids):

@@ -21,6 +21,11 @@ Nothing acknowledged is lost, nothing is left behind:
 * savepoints count as transactions: a unit of a group commit that fails in its savepoint
   takes its files with it, and a row deleted in it keeps its file.
 
+An APDU read back in the transaction that wrote it (a claim that shares a submission's
+transaction) is the one written, not a second copy read from its file: until the
+transaction ends, the session keeps the APDUs it wrote (:data:`MAX_WRITTEN_KEPT` octets
+of them at most, the last written), which their writers hold meanwhile anyway.
+
 PostgreSQL keeps every APDU in its rows: several MTA processes may share its queue,
 possibly on different hosts, and a file would be on one of them only.
 
@@ -32,7 +37,7 @@ Public API::
         .names() -> set[str]        .remove(names) -> int      .sweep(referenced) -> int
     spool_of(session) -> Spool | None       (the spool of the session's database)
     apdu_columns(spool, session, apdu) -> {"apdu": ..., "apdu_file": ...}   (a new row's)
-    stored_apdu(spool, apdu, apdu_file, what) -> bytes                      (a row's APDU)
+    stored_apdu(spool, apdu, apdu_file, what, session=None) -> bytes        (a row's APDU)
     SPOOL_OPTION, SPOOL_THRESHOLD, SpoolError
 """
 
@@ -78,6 +83,12 @@ _DOOMED: Final = "aiox400_spool_doomed"
 """Key in a session's ``info``: files of rows deleted in its transaction (removed at
 commit)."""
 
+_WRITTEN: Final = "aiox400_spool_written"
+"""Key in a session's ``info``: the APDUs written in its transaction, by file name."""
+MAX_WRITTEN_KEPT: Final = 64 * 1024 * 1024
+"""Octets of the APDUs a transaction wrote that it keeps to be read back (the oldest
+go first past this): a transaction that writes many large ones holds no more."""
+
 _BLANKS: Final = 32
 """Blank files made at a time, with one flush of the folder."""
 
@@ -120,6 +131,8 @@ class Spool:
             _write_durably(self.folder / name, apdu)
         except OSError as exc:
             raise SpoolError(f"cannot write an APDU file in {self.folder}: {exc}") from exc
+        if type(apdu) is bytes:  # (a mutable buffer may change after it was written)
+            _keep_written(session, name, apdu)
         return name
 
     def _blank(self) -> str:
@@ -185,8 +198,15 @@ def apdu_columns(spool: Spool | None, session: Session, apdu: bytes) -> dict[str
     return {"apdu": b"", "apdu_file": spool.put(session, apdu)}
 
 
-def stored_apdu(spool: Spool | None, apdu: bytes, apdu_file: str | None, what: str) -> bytes:
-    """The APDU of a row (``what`` names it in an error): its ``apdu``, or its file's."""
+def stored_apdu(
+    spool: Spool | None,
+    apdu: bytes,
+    apdu_file: str | None,
+    what: str,
+    session: Session | None = None,
+) -> bytes:
+    """The APDU of a row (``what`` names it in an error): its ``apdu``, or its file's;
+    when ``session``'s transaction wrote that file, the APDU it wrote (no copy read)."""
     if apdu_file is None:
         return bytes(apdu)
     if spool is None:
@@ -194,7 +214,23 @@ def stored_apdu(spool: Spool | None, apdu: bytes, apdu_file: str | None, what: s
             f"{what} is in APDU file {apdu_file}, but its database is opened without "
             "its spool folder"
         )
+    if session is not None:
+        written: dict[str, bytes] | None = session.info.get(_WRITTEN)
+        if written is not None and apdu_file in written:
+            return written[apdu_file]
     return spool.get(apdu_file)
+
+
+def _keep_written(session: Session, name: str, apdu: bytes) -> None:
+    """Keep ``apdu``, just written to file ``name``, until the transaction ends (the
+    oldest kept go first past :data:`MAX_WRITTEN_KEPT` octets)."""
+    written: dict[str, bytes] = session.info.setdefault(_WRITTEN, {})
+    written[name] = apdu
+    total = sum(map(len, written.values()))
+    for oldest in list(written):
+        if total <= MAX_WRITTEN_KEPT:
+            break
+        total -= len(written.pop(oldest))
 
 
 def _write_durably(path: Path, data: bytes) -> None:
@@ -267,6 +303,7 @@ def _after_commit(session: Session) -> None:
     if session.get_nested_transaction() is not None:
         return  # a savepoint released: its transaction may still roll back
     _take(session, _CREATED)  # named by committed rows now: kept
+    session.info.pop(_WRITTEN, None)
     _remove_all(_take(session, _DOOMED))
 
 
@@ -279,4 +316,7 @@ def _after_soft_rollback(session: Session, previous_transaction: SessionTransact
         session.info.get(_CREATED, []), previous_transaction
     )
     _, session.info[_DOOMED] = _undone_by(session.info.get(_DOOMED, []), previous_transaction)
+    kept: dict[str, bytes] = session.info.get(_WRITTEN, {})
+    for _, name in written:
+        kept.pop(name, None)
     _remove_all(written)

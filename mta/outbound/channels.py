@@ -170,6 +170,8 @@ resume it, before it goes back to the queue (what a receiver of this MTA keeps i
 _MAX_RESUMES = 8
 """Resumptions of one transfer in a row, each cut off again, before it goes back to the
 queue."""
+_KEPT_APDU = 64 * 1024
+"""Octets from which a confirmed entry is kept without its APDU until it is marked."""
 
 
 DEFERRAL_LOG_INTERVAL = LOG_INTERVAL
@@ -790,6 +792,7 @@ class SlotRunner:
                 continue
             if not await self._transfer_window(connection, link, entries, idled=not fresh):
                 return False
+            entries = ()  # (their APDUs are not held while the next window is claimed)
             idle_since = time.monotonic()
             fresh = True
 
@@ -833,7 +836,7 @@ class SlotRunner:
                 return False
             connection.unsent -= 1
             if entry is not None:
-                connection.confirmed.append(entry)
+                connection.confirmed.append(_confirmed(entry))
         return True
 
     # --- resuming a transfer cut off (X.228 recovery) -------------------------------------
@@ -924,7 +927,7 @@ class SlotRunner:
     ) -> None:
         entry = held.entry
         connection.transfers += 1
-        connection.confirmed.append(entry)
+        connection.confirmed.append(_confirmed(entry))
         took = time.monotonic() - started
         self.context.metrics.transferred(self.peer.name, entry, took, datetime.now(UTC))
         log.info(
@@ -1256,6 +1259,13 @@ def retry_delay(
     if idled and first:
         return None
     return policy.delay(_attempts(failed), draw)
+
+
+def _confirmed(entry: QueueEntry) -> QueueEntry:
+    """``entry``, confirmed by the peer, as kept until the next claim marks it: a large
+    APDU left out (marking reads only its recipients), so that the connection holds no
+    transfer's APDU past its confirmation."""
+    return entry if len(entry.apdu) < _KEPT_APDU else dataclasses.replace(entry, apdu=b"")
 
 
 def _link_of(peer: Peer) -> Peer:

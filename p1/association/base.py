@@ -619,10 +619,11 @@ class SessionAssociation:
 
     # --- bytes in and out -------------------------------------------------------------
 
-    def data_to_send(self) -> bytes:
-        """The bytes to write to TCP now (possibly empty)."""
+    def data_to_send(self, max_size: int | None = None) -> bytes:
+        """The bytes to write to TCP now (possibly empty): all of them, or at most
+        ``max_size`` (exactly that many while more are queued)."""
         self._flush()
-        return self._transport.data_to_send()
+        return self._transport.data_to_send(max_size)
 
     def _flush(self) -> None:
         parts = self._session.tsdu_parts_to_send()

@@ -70,7 +70,8 @@ Public API::
         .interrupted_transfer / .resume_point          what an abnormal end left
         request_turn(priority) / give_turn()           two-way alternate only
         send_release() / abort(why)                    release: the initiator only
-        receive_data(data) -> list[Event] / receive_eof() -> list[Event] / data_to_send()
+        receive_data(data) -> list[Event] / receive_eof() -> list[Event]
+        data_to_send(max_size=None) -> bytes         all queued, or its first max_size octets
     Events: BindRequested, RecoveryRequested, BindAccepted, BindRefused, TransferReceived,
             TransferTooLong, TransferResumed, TransferConfirmed, TurnRequested, TurnGiven,
             Released, Aborted, ConnectionRefused

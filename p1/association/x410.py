@@ -41,7 +41,7 @@ Public API::
         send_transfer(apdu) -> transfer id / confirm_transfer(transfer id)
         request_turn(priority) / give_turn()          two-way alternate only
         send_release() / abort(why, temporary=False)
-        receive_data(data) / receive_eof() -> list[Event]; data_to_send() -> bytes
+        receive_data(data) / receive_eof() -> list[Event]; data_to_send(max_size=None) -> bytes
     (p1.association.inbound.ConnectSniffer tells an inbound connection's mode first)
     Events: BindRequested, BindAccepted, BindRefused, TransferReceived, TransferTooLong,
             TransferConfirmed, TurnRequested, TurnGiven, Released, Aborted

@@ -28,7 +28,7 @@ Public API::
     TransportConnection(role, *, limits, calling_tsap=b"", called_tsap=b"", source_reference=None)
         .state  .tpdu_size  .closed
         send_connect() / send_accept() / send_refuse(reason=0) / send_tsdu(data)
-        receive_data(data) -> list[Event] / data_to_send() -> bytes
+        receive_data(data) -> list[Event] / data_to_send(max_size=None) -> bytes
     next_reference() -> int    the SRC-REF of the next connection
     Events: ConnectRequested, Connected, TsduReceived, Disconnected
 
@@ -377,11 +377,34 @@ class TransportConnection:
         self._outgoing.append(tpkt_header(len(tpdu)))
         self._outgoing.append(tpdu)
 
-    def data_to_send(self) -> bytes:
-        """Everything queued since the last call, TPKT-framed, ready for TCP."""
-        data = b"".join(self._outgoing)
-        self._outgoing.clear()
+    def data_to_send(self, max_size: int | None = None) -> bytes:
+        """What is queued, TPKT-framed, ready for TCP: everything, or its first
+        ``max_size`` octets (the rest stays queued for the next call, so that a large
+        TSDU is written piece by piece and never joined whole)."""
+        out = self._outgoing
+        if max_size is not None:
+            if max_size < 1:
+                raise ValueError(f"max_size {max_size} is not a positive number of octets")
+            taken = 0
+            for count, part in enumerate(out):
+                taken += len(part)
+                if taken >= max_size:
+                    return self._take(count + 1, taken - max_size)
+        data = b"".join(out)
+        out.clear()
         return data
+
+    def _take(self, count: int, over: int) -> bytes:
+        """The first ``count`` queued parts joined, less the last ``over`` octets of the
+        last of them, which stay queued."""
+        out = self._outgoing
+        taken = out[:count]
+        del out[:count]
+        if over:
+            last = memoryview(taken[-1])
+            taken[-1] = last[: len(last) - over]
+            out.insert(0, last[len(last) - over :])
+        return b"".join(taken)
 
     # --- receiving -----------------------------------------------------------------------
 

@@ -22,7 +22,16 @@ from benchmarks.compare import (
     spread,
     summary_table,
 )
-from benchmarks.relay import Latencies, Peaks, Results, Throughput, figures, peak_rss_mib, rss_mib
+from benchmarks.relay import (
+    Latencies,
+    Peaks,
+    Results,
+    Site,
+    Throughput,
+    figures,
+    peak_rss_mib,
+    rss_mib,
+)
 
 
 def test_each_round_runs_everyone_once_and_the_first_moves_on() -> None:
@@ -165,3 +174,22 @@ def test_the_peak_rss_is_read_from_proc() -> None:
         ballast[offset] = 1
     del ballast
     assert peak_rss_mib(os.getpid()) >= rss_mib(os.getpid()) + 32
+
+
+async def test_a_tree_runs_its_own_daemon_whatever_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkout whose daemon only says where it is and ends; run from this checkout, as
+    # compare.py runs relay.py, so that the working directory holds a daemon too.
+    tree = tmp_path / "tree"
+    (tree / "mta").mkdir(parents=True)
+    (tree / "mta" / "__init__.py").write_text("")
+    (tree / "mta" / "command.py").write_text(
+        'import sys\nif __name__ == "__main__":\n'
+        '    print("daemon of", __file__, file=sys.stderr)\n    sys.exit(3)\n'
+    )
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    site = Site(tmp_path, "MTA-A", "", tree=tree)
+    with pytest.raises(RuntimeError, match="ended with status 3") as raised:
+        await site.start()
+    assert f"daemon of {tree / 'mta' / 'command.py'}" in str(raised.value)

@@ -234,3 +234,41 @@ def test_savepoints_undo_their_own_files_and_keep_those_of_their_deleted_rows(
         TransitQueue(session).enqueue(message, T0)
     names = [name for _, name in _stored(sqlite, QueuedMessage)]  # old, first, kept
     assert len(names) == 3 and set(names) == _files(sqlite)
+
+
+def test_a_claim_in_the_transaction_that_spooled_the_apdu_reads_no_copy(sqlite: Engine) -> None:
+    apdu = LARGE + b"same transaction"
+    with transaction(sqlite) as session:
+        queue = TransitQueue(session)
+        queue.enqueue(dataclasses.replace(new_message("big"), apdu=apdu), T0)
+        (entry,) = queue.claim_next("mta-b", ROUTINE, at(1))
+    assert entry.apdu is apdu  # the APDU written, not read back from its file
+    assert len(_files(sqlite)) == 1
+    # Once that transaction has ended, the file is what is read.
+    with transaction(sqlite) as session:
+        TransitQueue(session).unclaim(entry.recipient_ids, at(2))
+    again = _claim(sqlite)
+    assert again.apdu == apdu and again.apdu is not apdu
+
+
+def test_a_transaction_keeps_only_the_last_apdus_it_spooled(
+    sqlite: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apdus = [LARGE + bytes([n]) for n in range(3)]
+    monkeypatch.setattr("store.spool.MAX_WRITTEN_KEPT", 2 * len(apdus[0]))
+    with transaction(sqlite) as session:
+        queue = TransitQueue(session)
+        for number, apdu in enumerate(apdus):
+            queue.enqueue(dataclasses.replace(new_message(f"big{number}"), apdu=apdu), T0)
+        entries = queue.claim_next("mta-b", ROUTINE, at(1), limit=3)
+    assert [e.apdu for e in entries] == apdus
+    assert [e.apdu is a for e, a in zip(entries, apdus, strict=True)] == [False, True, True]
+
+
+def test_a_savepoint_rolled_back_takes_the_apdu_it_spooled_with_it(sqlite: Engine) -> None:
+    with transaction(sqlite) as session:
+        with pytest.raises(RuntimeError), session.begin_nested():
+            TransitQueue(session).enqueue(dataclasses.replace(new_message("big"), apdu=LARGE), T0)
+            raise RuntimeError("the unit failed")
+        assert session.info.get("aiox400_spool_written") == {}
+    assert _files(sqlite) == set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import tracemalloc
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -419,3 +420,78 @@ async def test_a_full_slot_that_loses_a_connection_looks_again_at_once(
     await reads.reach(2)
     assert list(runner._workers) == [0]
     await stopped(supervisor, *tasks)
+
+
+# --- what a connection holds of the messages it transferred ---------------------------------
+
+LARGE = 4 * 1024 * 1024
+
+
+@dataclass
+class LargeQueue(Queue):
+    """Claims messages of LARGE octets, each APDU made as it is claimed; notes the octets
+    traced when each claim is asked for (what the connection then still holds)."""
+
+    held: list[int] = field(default_factory=list)
+
+    def claim(
+        self,
+        peer: str,
+        precedences: Collection[Precedence],
+        *,
+        limit: int,
+        transferred: Sequence[QueueEntry],
+        max_octets: int | None,
+        urgent: bool,
+    ) -> asyncio.Future[tuple[QueueEntry, ...]]:
+        self.held.append(tracemalloc.get_traced_memory()[0])
+        future = super().claim(
+            peer,
+            precedences,
+            limit=limit,
+            transferred=transferred,
+            max_octets=max_octets,
+            urgent=urgent,
+        )
+        taken = [dataclasses.replace(e, apdu=bytes(LARGE)) for e in future.result()]
+        large: asyncio.Future[tuple[QueueEntry, ...]] = asyncio.get_running_loop().create_future()
+        large.set_result(tuple(taken))
+        return large
+
+
+class ConfirmingLink:
+    """Confirms every transfer; the peer ends the association once idle."""
+
+    association = SimpleNamespace(resume_point=None)
+
+    async def transfer(self, apdu: bytes, *, timeout: float) -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    async def ended(self) -> str:
+        return "the peer ended the idle association"
+
+
+async def test_a_confirmed_transfer_is_not_held_while_the_next_is_claimed() -> None:
+    config = load_config(EXAMPLE)
+    peer = config.peers[0]
+    (slot,) = [s for s in peer.slots if Precedence.FLASH in s.precedences]
+    queue = LargeQueue([queued(f"m{n}") for n in range(1, 4)])
+    runner = SlotRunner(
+        ChannelContext(queue=queue, metrics=queue.metrics, config=config), peer, slot
+    )
+    tracemalloc.start()
+    try:
+        assert not await runner._serve(channels._Connection(0), cast(Any, ConfirmingLink()))
+    finally:
+        tracemalloc.stop()
+    assert queue.events[:4] == [
+        "mark -, claim m1",
+        "mark m1, claim m2",
+        "mark m2, claim m3",
+        "mark m3, claim -",
+    ]
+    # Each claim after the first marks the message before it, confirmed: its 4 MB APDU
+    # is no longer held (neither as the window transferred nor as the entry to mark).
+    first, *later = queue.held
+    assert all(held - first < LARGE // 4 for held in later)

@@ -4,6 +4,7 @@ every (state, input) of the transition table, and random or mutated bytes."""
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 
 import pytest
@@ -356,6 +357,52 @@ def test_several_tsdus_in_one_read_and_one_byte_at_a_time() -> None:
     half = len(wire) // 2
     assert responder.receive_data(wire + wire[:half]) == expected + expected[:2]
     assert responder.receive_data(wire[half:]) == expected[2:]
+
+
+@pytest.mark.parametrize("max_size", [1, 7, 2048, 2051, 65536])
+def test_data_to_send_in_pieces_is_the_whole_cut(max_size: int) -> None:
+    whole_sender, _ = _pair()
+    sender, responder = _pair()
+    for connection in (whole_sender, sender):
+        for data in (b"head", MEGABYTE[:300_000], b"", b"tail"):
+            connection.send_tsdu(data, prefix=b"pre")
+    whole = whole_sender.data_to_send()
+    pieces: list[bytes] = []
+    while piece := sender.data_to_send(max_size):
+        pieces.append(piece)
+    assert b"".join(pieces) == whole
+    assert [len(p) for p in pieces[:-1]] == [max_size] * (len(pieces) - 1)
+    assert 0 < len(pieces[-1]) <= max_size
+    assert sender.data_to_send() == b""
+    events = responder.receive_data(whole)
+    assert [e.data for e in events if isinstance(e, TsduReceived)] == [
+        b"prehead",
+        b"pre" + MEGABYTE[:300_000],
+        b"pre",
+        b"pretail",
+    ]
+
+
+def test_data_to_send_in_pieces_holds_no_copy_of_the_tsdu() -> None:
+    sender, _ = _pair()
+    data = MEGABYTE * 4
+    sender.send_tsdu(data)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        while sender.data_to_send(64 * 1024):
+            pass
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak - before < 256 * 1024  # a piece or two, not the 4 MB TSDU joined
+
+
+def test_data_to_send_refuses_a_size_of_nothing() -> None:
+    sender, _ = _pair()
+    sender.send_tsdu(b"x")
+    with pytest.raises(ValueError, match="max_size 0"):
+        sender.data_to_send(0)
 
 
 def test_send_tsdu_takes_memoryview_and_copies_writable_buffers() -> None:
