@@ -92,7 +92,10 @@ async def test_a_message_refused_three_times_is_non_delivered_with_one_line(
     assert isinstance(outcome, NonDeliveryReport)
     assert outcome.reason_code == NonDeliveryReason.UNABLE_TO_TRANSFER
     assert outcome.diagnostic_code == NonDeliveryDiagnostic.PROTOCOL_VIOLATION
-    assert attempts == 3
+    # Three refusals; the first may have met a connection that had idled (it waited for
+    # the message to fall due), whose first failure is retried at once and not counted
+    # (mta.outbound.channels): which, depends on how fast the daemon came up.
+    assert attempts in (2, 3)
     lines = [r for r in caplog.records if r.getMessage().startswith(f"non-delivered {name}")]
     assert len(lines) == 1 and lines[0].levelno == logging.WARNING, lines
     line = lines[0].getMessage()
