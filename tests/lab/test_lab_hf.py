@@ -28,7 +28,7 @@ import pytest
 from client.api import call_async
 from lab.__main__ import IP_UDP_HEADERS
 from lab.hf import HfSettings
-from lab.hf_scenario import ROUTER, SITE_A, binary_ipm
+from lab.hf_scenario import SITE_A, binary_ipm
 from lab.sites import USER_A, USER_B, Acp142Link, Site, Watch, submit, two_sites
 from lab.topology import Topology
 from p1.ipms.ipm import ContentKind, decode_ipm
@@ -192,7 +192,8 @@ async def _failed(site: Site) -> list[dict[str, Any]]:
 async def test_acp142_over_the_wire_survives_the_receiver_restarting(tmp_path: Path) -> None:
     """B's daemon is stopped while A's message is on the air and started again: the message
     is in B's store once, byte for byte, and A has it acknowledged; then a message of every
-    precedence crosses once, each with its delivery report back over the wire."""
+    precedence crosses once, each with its delivery report back over the wire (the only
+    way from B to A)."""
     before = (lab_namespaces(), veths())
     hf = HfSettings(rate=RATE, turnaround=TURNAROUND)
     async with Topology(4000, hf=hf) as topology:
@@ -245,6 +246,4 @@ async def test_acp142_over_the_wire_survives_the_receiver_restarting(tmp_path: P
             subjects = sorted(entry["subject"] for entry in arrived if entry["id"] != stored["id"])
             assert subjects == sorted(f"lab {label}" for label in precedences)
             assert await _failed(a) == [] and await _failed(b) == []
-            counted = await topology.link_counters()
-            assert counted["from"][ROUTER]["sent_packets"] > 0  # (the reports crossed the air)
     assert_nothing_left(before)
