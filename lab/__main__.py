@@ -27,6 +27,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from client.api import ApiError
 from lab import plots
@@ -167,7 +168,8 @@ def parser() -> argparse.ArgumentParser:
         "--plots",
         type=Path,
         metavar="DIR",
-        help="also draw throughput.png (b) and latency.png (d) into DIR (needs matplotlib: "
+        help="also draw throughput.png (b) and latency.png (d) into DIR, or with "
+        "--hf-scenario link-use.png and its figures, link-use.json (needs matplotlib: "
         "pip install -e '.[plot]'; without it the tables only, and one line saying so)",
     )
     p.add_argument(
@@ -358,13 +360,25 @@ async def _hf_scenario(
     if args.hf_overtake is not None:
         routine = args.hf_overtake[0]
         overtake = await run_overtake(topology, a, b, routine, 1_000, 10.0, _progress)
+    summary_of = summary_hf(messages, hf, transport=args.hf_transport)
     if args.json is not None:
-        summary_of = summary_hf(messages, hf, transport=args.hf_transport)
         args.json.write_text(json.dumps(summary_of, indent=2) + "\n")
     if args.plots is not None:
-        _progress("plots: the HF scenario draws none")
+        _hf_plots(summary_of, args.plots)
     report = render_hf(messages, hf, started, transport=args.hf_transport)
     return report if overtake is None else report + "\n" + render_overtake(overtake, hf)
+
+
+def _hf_plots(summary_of: dict[str, Any], folder: Path) -> None:
+    """(h)'s figures as ``link-use.json`` in ``folder`` (to draw with other runs' later:
+    ``python -m lab.plots``) and, with matplotlib, ``link-use.png`` from them."""
+    figures = folder / "link-use.json"
+    figures.write_text(json.dumps(summary_of, indent=2) + "\n")
+    if not plots.available():
+        _progress(f"plots skipped: matplotlib is not installed (pip install -e '.[plot]'); "
+                  f"figures in {figures}")  # fmt: skip
+        return
+    _progress(f"plots: {plots.write_link_use([summary_of], folder / 'link-use.png')}, {figures}")
 
 
 def _plots(results: Results, folder: Path) -> None:

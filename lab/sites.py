@@ -31,7 +31,8 @@ Public API::
     two_sites(topology, folder) -> async context manager of (Site, Site)
     Watch(site, user)                       async with: when each delivery was committed
     Transfer                                one message: size, precedence, times
-    async submit(a, watch, size, precedence, content=None) -> Pending   (.stored(watch, timeout))
+    async submit(a, watch, size, precedence, content=None, *, delivery_report=False)
+        -> Pending   (.stored(watch, timeout))
     async send(a, watch, size, precedence, timeout, content=None) -> Transfer
 """
 
@@ -378,11 +379,17 @@ class Pending:
 
 
 async def submit(
-    a: Site, watch: Watch, size: int, precedence: str, content: bytes | None = None
+    a: Site,
+    watch: Watch,
+    size: int,
+    precedence: str,
+    content: bytes | None = None,
+    *,
+    delivery_report: bool = False,
 ) -> Pending:
     """Submit a message of ``size`` body octets at ``precedence`` at A, to ``watch``'s user:
     ``content`` (an encoded IPM with a body of ``size`` octets), by default one of canned
-    IA5 text."""
+    IA5 text; ``delivery_report``: its originator asks for one."""
     body = content or text_ipm(
         parse_orname(USER_A), parse_orname(watch.user), f"lab {precedence}", canned_body(size)
     )
@@ -392,6 +399,7 @@ async def submit(
         "recipients": [watch.user],
         "precedence": precedence,
         "content_type": P772_CONTENT_TYPE,
+        "delivery_report": delivery_report,
     }
     submitted = datetime.now(UTC)
     response = await a.api(request, body)  # (ApiError if A refuses it)

@@ -1,7 +1,10 @@
 """The lab over its HF wire, as root: one tiny case of the HF scenario (``python -m lab
 --hf-scenario``; 1 KB at 57,600 bit/s with a 0.5 s turnaround) goes from site A to site B
 within what the link can carry, its P1 confirmation comes back after a turnaround, a clear
-channel loses nothing, and nothing of the run remains, the wire included.
+channel loses nothing, and nothing of the run remains, the wire included.  Over ACP 142
+the same message puts fewer octets on the air; and a message of 60 KB survives B's
+daemon being stopped and started again while it is on the air (the lab's sites and wire
+driven from the test, as ``python -m lab`` drives them).
 
 Bounds only (the link's rate, the order of events), never absolute times.  Without root
 or the tools the lab needs, the tests skip saying so; with ``AIOX400_REQUIRE_LAB=1`` they
@@ -10,14 +13,38 @@ fail instead.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 import re
 import subprocess
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
-from tests.lab.as_root import require_lab, run_lab, wires
+from client.api import call_async
+from lab.__main__ import IP_UDP_HEADERS
+from lab.hf import HfSettings
+from lab.hf_scenario import SITE_A, binary_ipm
+from lab.sites import USER_A, USER_B, Acp142Link, Site, Watch, submit, two_sites
+from lab.topology import Topology
+from p1.ipms.ipm import ContentKind, decode_ipm
+from p1.ipms.models import BinaryBodyPart
+from p1.mts.envelope import Message, decode_mts_apdu
+from p1.mts.precedence import Precedence
+from tests.lab.as_root import (
+    assert_nothing_left,
+    lab_namespaces,
+    require_lab,
+    run_lab,
+    veths,
+    wires,
+)
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.slow  # root, network namespaces, about a minute
 
@@ -118,3 +145,105 @@ def test_acp142_puts_fewer_octets_on_the_air_than_p1(hf_run: HfRun, acp142_run: 
     # The same message: one Address_PDU and a Data_PDU, compressed, against the OSI
     # stack's PDUs, the TCP segments and their acknowledgements.
     assert _message(acp142_run)["octets_a"] < _message(hf_run)["octets_a"]
+
+
+# --- ACP 142 through the wire, its receiver restarted mid-transfer -----------------------
+
+RESTART_SIZE = 60_000
+"""Random octets: about 8.5 s on the air at 57,600 bit/s."""
+STOP_AFTER = 12_000
+"""Octets A has put on the air when B's daemon is stopped."""
+RETRANSMISSION = 5.0
+"""A waits this long after its PDUs left before it sends again what B has not
+acknowledged: short, so that the test is."""
+
+
+async def _octets_from_a(topology: Topology) -> float:
+    return float((await topology.link_counters())["from"][SITE_A]["sent_octets"])
+
+
+async def _until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], what: str) -> T:
+    """``probe()`` again every 0.2 s until ``done`` with it (a minute at most)."""
+    deadline = time.monotonic() + 60
+    while True:
+        value = await probe()
+        if done(value):
+            return value
+        assert time.monotonic() < deadline, f"not within 60 s: {what} (last: {value!r})"
+        await asyncio.sleep(0.2)
+
+
+async def _entries(site: Site, user: str, kind: str) -> list[dict[str, Any]]:
+    entries = (await site.api({"op": "inbox", "user": user}))["messages"]
+    return [entry for entry in entries if entry["kind"] == kind]
+
+
+async def _waiting(site: Site) -> list[dict[str, Any]]:
+    """What ``site`` still holds, not yet transferred (acknowledged), delivered or failed."""
+    counts = (await site.api({"op": "queue"}))["counts"]
+    return [c for c in counts if c["state"] in ("pending", "in_flight", "held")]
+
+
+async def _failed(site: Site) -> list[dict[str, Any]]:
+    counts = (await site.api({"op": "queue"}))["counts"]
+    return [c for c in counts if c["state"] == "failed"]
+
+
+async def test_acp142_over_the_wire_survives_the_receiver_restarting(tmp_path: Path) -> None:
+    """B's daemon is stopped while A's message is on the air and started again: the message
+    is in B's store once, byte for byte, and A has it acknowledged; then a message of every
+    precedence crosses once, each with its delivery report back over the wire (the only
+    way from B to A)."""
+    before = (lab_namespaces(), veths())
+    hf = HfSettings(rate=RATE, turnaround=TURNAROUND)
+    async with Topology(4000, hf=hf) as topology:
+        pdu = topology.mtu - IP_UDP_HEADERS
+        link = Acp142Link(rate=RATE, max_pdu_size=pdu, ack_delay=1.0, retransmission=RETRANSMISSION)
+        async with two_sites(topology, tmp_path, link) as (a, b):
+            start = await _octets_from_a(topology)
+            content = binary_ipm(RESTART_SIZE, seed=7)
+            await submit(a, Watch(b), RESTART_SIZE, "routine", content)
+            await _until(
+                lambda: _octets_from_a(topology), lambda n: n - start >= STOP_AFTER, "on air"
+            )
+            assert await _entries(b, USER_B, "message") == []
+            b.stop()
+            missed = await _octets_from_a(topology) - start
+            assert missed < RESTART_SIZE  # (B had not all of it)
+            await b.start()
+            (stored,) = await _until(
+                lambda: _entries(b, USER_B, "message"), bool, "the message in B's store"
+            )
+            await _until(lambda: _waiting(a), lambda left: not left, "acknowledged to A")
+            _, apdu = await call_async(b.socket, {"op": "read", "user": USER_B, "id": stored["id"]})
+            delivered = decode_mts_apdu(apdu)
+            assert isinstance(delivered, Message)
+            assert bytes(delivered.content) == content
+            (part,) = decode_ipm(delivered.content, ContentKind.P772).body
+            assert isinstance(part, BinaryBodyPart)
+            assert part.data == random.Random(7).randbytes(RESTART_SIZE)
+            assert len(await _entries(b, USER_B, "message")) == 1  # (once, resent or not)
+            # What B missed while it was down went on the air again.
+            assert await _octets_from_a(topology) - start >= RESTART_SIZE + missed
+
+            precedences = [p.label for p in Precedence.most_urgent_first()]
+            for label in precedences:
+                await submit(a, Watch(b), 100, label, delivery_report=True)
+            arrived = await _until(
+                lambda: _entries(b, USER_B, "message"),
+                lambda got: len(got) >= 1 + len(precedences),
+                "a message of each precedence at B",
+            )
+            reports = await _until(
+                lambda: _entries(a, USER_A, "report"),
+                lambda got: len(got) >= len(precedences),
+                "their delivery reports at A",
+            )
+            await _until(lambda: _waiting(a), lambda left: not left, "all acknowledged to A")
+            await _until(lambda: _waiting(b), lambda left: not left, "the reports acknowledged")
+            assert len(await _entries(b, USER_B, "message")) == len(arrived) == 7
+            assert len(await _entries(a, USER_A, "report")) == len(reports) == len(precedences)
+            subjects = sorted(entry["subject"] for entry in arrived if entry["id"] != stored["id"])
+            assert subjects == sorted(f"lab {label}" for label in precedences)
+            assert await _failed(a) == [] and await _failed(b) == []
+    assert_nothing_left(before)
