@@ -3,8 +3,8 @@ daemons, real stores.
 
 Site A is node 127.0.0.1, site B node 127.0.0.2 (both on loopback), each the other's one
 peer with ``transport = "acp142"``.  Every precedence arrives once with its delivery
-report back; a peer in EMCON is served without acknowledgements; a site stopped in the
-middle loses nothing.
+report back; a peer in EMCON is served without acknowledgements; the receiving site stopped
+in the middle loses nothing, and the sending one sends it again, delivered once.
 """
 
 from __future__ import annotations
@@ -167,6 +167,34 @@ async def test_a_site_stopped_in_the_middle_loses_nothing(tmp_path: Path) -> Non
         _, text = await lab.b.read(recipient, inbox[0]["id"])
         assert body.read_text() in text.decode(errors="replace")
         await eventually(_delivered(link_a), lambda n: n >= 1, what="acknowledged to A")
+    finally:
+        await lab.close()
+
+
+async def test_the_sender_stopped_in_the_middle_sends_it_again_and_it_arrives_once(
+    tmp_path: Path,
+) -> None:
+    """A stops while the message is on its way and starts again: the message, still
+    claimed in A's queue, goes again, and B delivers it once, byte for byte."""
+    lab = make_lab(tmp_path)
+    lab.a.settings["acp142"]["rate"] = 400_000  # 200 KB take about 4 s
+    await lab.start()
+    try:
+        recipient = lab.b.address("Jones")
+        body = await send_random_text(lab, tmp_path, subject="big")
+        link_a = lab.a.running.acp142
+        assert link_a is not None
+        await eventually(_sent(link_a), lambda n: n >= 20, what="some of it on its way")
+        await lab.a.stop()
+        assert await lab.b.inbox(recipient) == []  # (not all of it had gone)
+        await lab.a.start()
+        link_a = lab.a.running.acp142
+        assert link_a is not None
+        await eventually(_delivered(link_a), lambda n: n >= 1, what="acknowledged to A again")
+        inbox = await lab.b.inbox(recipient)
+        assert len(inbox) == 1
+        _, text = await lab.b.read(recipient, inbox[0]["id"])
+        assert body.read_text() in text.decode(errors="replace")
     finally:
         await lab.close()
 
