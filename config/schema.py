@@ -386,6 +386,23 @@ class Slot:
             "which a permanent slot closes the connections it opened beyond its first.",
         ),
     )
+    connect_timeout: float = field(
+        default=10.0,
+        metadata=value(
+            DURATION,
+            "Time a connection of this slot allows for the TCP connection to the peer.  "
+            "Over HF radio a SYN alone may take seconds on the air: at 75 bit/s one and "
+            "its answer need well over 10 s.",
+        ),
+    )
+    transfer_timeout: float = field(
+        default=300.0,
+        metadata=value(
+            DURATION,
+            "Time one transfer on this slot may take, from its first octet to the peer's "
+            "confirmation, before the connection is given up and the message put back.",
+        ),
+    )
     source_address: str | None = field(
         default=None,
         metadata=value(

@@ -699,13 +699,19 @@ class SlotRunner:
         )
 
     def _timeouts(self) -> Timeouts:
-        """The link's timeouts: the bind's answer is awaited ``bind_timeout`` plus
+        """The link's timeouts: the slot's ``connect_timeout`` and ``transfer_timeout``,
+        and the bind's answer is awaited ``bind_timeout`` plus
         ``failed_bind_delay_max`` (the peers' delay after failed binds is taken to be at
         most this MTA's), so that the first bind after a refusal's cause is fixed is
         answered rather than given up on while the peer still delays it."""
         timeouts = self.context.timeouts
         grace = self.context.config.connection_limits.failed_bind_delay_max
-        return dataclasses.replace(timeouts, bind=timeouts.bind + grace)
+        return dataclasses.replace(
+            timeouts,
+            connect=self.slot.connect_timeout,
+            bind=timeouts.bind + grace,
+            transfer=self.slot.transfer_timeout,
+        )
 
     def _connected(
         self, connection: _Connection, link: Link, accepted: BindAccepted, host: str
@@ -873,7 +879,7 @@ class SlotRunner:
         held.resumes += 1
         point = held.point if connection.recovered else None
         started = time.monotonic()
-        timeout = self.context.timeouts.transfer
+        timeout = self.slot.transfer_timeout
         try:
             if point is None:
                 await link.transfer(held.apdu, timeout=timeout)
@@ -1088,7 +1094,7 @@ class SlotRunner:
         started = time.monotonic()
         stages.mark("transfer.start")
         try:
-            await link.transfer(apdu, timeout=self.context.timeouts.transfer)
+            await link.transfer(apdu, timeout=self.slot.transfer_timeout)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
             connection.refused = str(error) if isinstance(error, RefusedByPeerError) else None

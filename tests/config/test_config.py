@@ -166,8 +166,9 @@ ERRORS: list[tuple[str, str, str]] = [
         "slot-typo",
         HEAD + PEER + SLOT + "prot = 5003\n",
         "peers[0].slots[0].prot = 5003: expected one of the keys precedences, port, dscp, mode, "
-        "max_connections, backlog_threshold, idle_timeout, source_address, tsel, ssel, psel, "
-        "calling_tsel, calling_ssel, calling_psel, tls, checkpoint_size, window_size "
+        "max_connections, backlog_threshold, idle_timeout, connect_timeout, transfer_timeout, "
+        "source_address, tsel, ssel, psel, calling_tsel, calling_ssel, calling_psel, tls, "
+        "checkpoint_size, window_size "
         '(did you mean "port"?)',
     ),
     (

@@ -495,3 +495,35 @@ async def test_a_confirmed_transfer_is_not_held_while_the_next_is_claimed() -> N
     # is no longer held (neither as the window transferred nor as the entry to mark).
     first, *later = queue.held
     assert all(held - first < LARGE // 4 for held in later)
+
+
+# --- a slot's own timeouts ----------------------------------------------------------------
+
+
+@dataclass
+class TimedLink(FakeLink):
+    """A FakeLink that keeps the timeout each transfer was given."""
+
+    timeouts: list[float] = field(default_factory=list)
+
+    async def transfer(self, apdu: bytes, *, timeout: float) -> int:
+        self.timeouts.append(timeout)
+        return await super().transfer(apdu, timeout=timeout)
+
+
+async def test_a_slot_s_connect_and_transfer_timeouts_reach_its_links() -> None:
+    """connect_timeout and transfer_timeout of a slot (long over HF radio) are what its
+    connections open and transfer with, not the daemon's defaults."""
+    config = load_config(EXAMPLE)
+    peer = config.peers[0]
+    (slot,) = [s for s in peer.slots if Precedence.ROUTINE in s.precedences]
+    assert (slot.connect_timeout, slot.transfer_timeout) == (10.0, 300.0)  # the defaults
+    slot = dataclasses.replace(slot, connect_timeout=120.0, transfer_timeout=900.0)
+    queue = Queue([queued("m1")])
+    context = ChannelContext(queue=queue, metrics=queue.metrics, config=config)
+    runner = SlotRunner(context, peer, slot)
+    timeouts = runner._timeouts()
+    assert (timeouts.connect, timeouts.transfer) == (120.0, 900.0)
+    link = TimedLink(queue.events, queue=queue)
+    assert not await runner._serve(channels._Connection(0), cast(Any, link))
+    assert link.timeouts == [900.0]
