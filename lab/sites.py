@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import signal
 import subprocess
 import sys
@@ -77,6 +78,9 @@ bind_timeout = "10m"
 progress_interval = "10m"
 """
 """Appended to both sites' configurations over an HF wire."""
+SLOW_SLOT_TIMEOUTS = 'connect_timeout = "2m"\ntransfer_timeout = "2h"\n'
+"""Each slot's over an HF wire: at 75 bit/s a SYN and its answer alone take over 10 s (the
+default connect_timeout), and a transfer of 1 MB takes hours at the lowest rates."""
 
 
 def site_config(
@@ -152,7 +156,8 @@ def _one_permanent_slot(text: str, *, keep_flash: bool) -> str:
     slots = text.split("[[peers.slots]]")
     for i, slot in enumerate(slots[1:], start=1):
         if not (keep_flash and slot.startswith("\n" + _FLASH_SLOT)):
-            slots[i] = slot.replace('mode = "permanent"', 'mode = "on-demand"')
+            slot = slot.replace('mode = "permanent"', 'mode = "on-demand"')
+        slots[i] = re.sub(r'(\nmode = "[a-z-]+"\n)', r"\1" + SLOW_SLOT_TIMEOUTS, slot, count=1)
     return "[[peers.slots]]".join(slots)
 
 

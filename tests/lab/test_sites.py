@@ -39,8 +39,11 @@ def test_over_hf_one_permanent_slot_and_slow_limits(name: str, tmp_path: Path) -
     table = tomllib.loads(text)
     assert table["limits"] == {"bind_timeout": "10m", "progress_interval": "10m"}
     assert table["retry"]["initial"] == "30s"
+    slots = table["peers"][0]["slots"]
+    assert {(s["connect_timeout"], s["transfer_timeout"]) for s in slots} == {("2m", "2h")}
     (tmp_path / f"{name}.toml").write_text(text)
-    load_config(tmp_path / f"{name}.toml")  # (raises on an invalid file)
+    config = load_config(tmp_path / f"{name}.toml")  # (raises on an invalid file)
+    assert {slot.connect_timeout for slot in config.peers[0].slots} == {120.0}
 
 
 @pytest.mark.parametrize("name", ["site-a", "site-b"])
@@ -49,4 +52,5 @@ def test_without_hf_the_slots_are_the_example_s(name: str, tmp_path: Path) -> No
     example = (EXAMPLES / f"{name}.toml").read_text()
     assert _modes(text) == _modes(example)
     assert "limits" not in tomllib.loads(text)
+    assert "connect_timeout" not in text
     assert re.search(r'^initial = "1s"$', text, re.MULTILINE)
