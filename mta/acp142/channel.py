@@ -39,7 +39,7 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -200,26 +200,41 @@ class Acp142Channel:
             await self._outcomes()
 
     async def _claim(self) -> None:
+        """Claim for every peer, then send each message claimed once for all the peers
+        it was claimed for.  Every claim is queued before any is awaited, so that they
+        share one transaction: a message for several of the peers is claimed for all of
+        them or for none (a submission committed between two peers' claims would be sent
+        once per peer)."""
         window = self.peers[0].acp142.window
         ways = self._on_its_way.values()
         urgent = sum(1 for w in ways if is_urgent(next(iter(w.parts.values())).precedence))
+        spare = window - len(self._on_its_way)
+        claims = [
+            (peer.name, self._claim_of(peer.name, precedences, limit))
+            for peer in self.peers
+            for precedences, limit in ((_URGENT, window - urgent), (_ALL, spare))
+        ]
         claimed: dict[int, dict[str, QueueEntry]] = {}
-        for peer in self.peers:
-            entries = await self._claim_of(peer.name, _URGENT, window - urgent)
-            entries += await self._claim_of(peer.name, _ALL, window - len(self._on_its_way))
-            for entry in entries:
-                claimed.setdefault(entry.message_id, {})[peer.name] = entry
+        for name, claim in claims:
+            for entry in await claim:
+                claimed.setdefault(entry.message_id, {})[name] = entry
         for parts in sorted(claimed.values(), key=_urgency):
             await self._send(parts)
 
-    async def _claim_of(
+    def _claim_of(
         self, peer: str, precedences: tuple[Precedence, ...], limit: int
-    ) -> tuple[QueueEntry, ...]:
+    ) -> Awaitable[tuple[QueueEntry, ...]]:
+        """The claim of up to ``limit`` messages for ``peer``, queued now (with the
+        peer's acknowledged messages to mark); nothing is queued when there is neither."""
         confirmed = self._confirmed[peer]
         if limit <= 0 and not confirmed:
-            return ()
+            nothing: asyncio.Future[tuple[QueueEntry, ...]] = (
+                asyncio.get_running_loop().create_future()
+            )
+            nothing.set_result(())
+            return nothing
         self._confirmed[peer] = []
-        return await asyncio.shield(
+        return asyncio.shield(
             self.context.queue.claim(
                 peer,
                 precedences,
