@@ -148,25 +148,45 @@ def _delivered(link: Acp142Link) -> Callable[[], Awaitable[int]]:
     return probe
 
 
+async def _under_way(lab: Lab, directory: Path) -> Path:
+    """Start both sites (A paced so that 200 KB take about 4 s), send B's Jones a large
+    message, and return once some of it is on its way; the body's file."""
+    lab.a.settings["acp142"]["rate"] = 400_000
+    await lab.start()
+    body = await send_random_text(lab, directory, subject="big")
+    link_a = lab.a.running.acp142
+    assert link_a is not None
+    await eventually(_sent(link_a), lambda n: n >= 20, what="some of it on its way")
+    return body
+
+
+async def _read_once(lab: Lab, body: Path) -> None:
+    """B's Jones has exactly one message, and it carries ``body``."""
+    recipient = lab.b.address("Jones")
+    inbox = await lab.b.inbox(recipient)
+    assert len(inbox) == 1
+    _, text = await lab.b.read(recipient, inbox[0]["id"])
+    assert body.read_text() in text.decode(errors="replace")
+
+
+def _link_of(site: Site) -> Acp142Link:
+    link = site.running.acp142
+    assert link is not None
+    return link
+
+
 async def test_a_site_stopped_in_the_middle_loses_nothing(tmp_path: Path) -> None:
     lab = make_lab(tmp_path)
-    lab.a.settings["acp142"]["rate"] = 400_000  # 200 KB take about 4 s
-    await lab.start()
     try:
-        recipient = lab.b.address("Jones")
-        body = await send_random_text(lab, tmp_path, subject="big")
-        link_a = lab.a.running.acp142
-        assert link_a is not None
-        await eventually(_sent(link_a), lambda n: n >= 20, what="some of it on its way")
+        body = await _under_way(lab, tmp_path)
         await lab.b.stop()
         await lab.b.start()
-        inbox = await eventually(
+        recipient = lab.b.address("Jones")
+        await eventually(
             lambda: lab.b.inbox(recipient), lambda got: len(got) >= 1, what="the message at B"
         )
-        assert len(inbox) == 1
-        _, text = await lab.b.read(recipient, inbox[0]["id"])
-        assert body.read_text() in text.decode(errors="replace")
-        await eventually(_delivered(link_a), lambda n: n >= 1, what="acknowledged to A")
+        await _read_once(lab, body)
+        await eventually(_delivered(_link_of(lab.a)), lambda n: n >= 1, what="acknowledged to A")
     finally:
         await lab.close()
 
@@ -177,24 +197,15 @@ async def test_the_sender_stopped_in_the_middle_sends_it_again_and_it_arrives_on
     """A stops while the message is on its way and starts again: the message, still
     claimed in A's queue, goes again, and B delivers it once, byte for byte."""
     lab = make_lab(tmp_path)
-    lab.a.settings["acp142"]["rate"] = 400_000  # 200 KB take about 4 s
-    await lab.start()
     try:
-        recipient = lab.b.address("Jones")
-        body = await send_random_text(lab, tmp_path, subject="big")
-        link_a = lab.a.running.acp142
-        assert link_a is not None
-        await eventually(_sent(link_a), lambda n: n >= 20, what="some of it on its way")
+        body = await _under_way(lab, tmp_path)
         await lab.a.stop()
-        assert await lab.b.inbox(recipient) == []  # (not all of it had gone)
+        assert await lab.b.inbox(lab.b.address("Jones")) == []  # (not all of it had gone)
         await lab.a.start()
-        link_a = lab.a.running.acp142
-        assert link_a is not None
-        await eventually(_delivered(link_a), lambda n: n >= 1, what="acknowledged to A again")
-        inbox = await lab.b.inbox(recipient)
-        assert len(inbox) == 1
-        _, text = await lab.b.read(recipient, inbox[0]["id"])
-        assert body.read_text() in text.decode(errors="replace")
+        await eventually(
+            _delivered(_link_of(lab.a)), lambda n: n >= 1, what="acknowledged to A again"
+        )
+        await _read_once(lab, body)
     finally:
         await lab.close()
 

@@ -4,8 +4,6 @@ log line and counters are written.  Two MTAs on loopback (:mod:`tests.support.si
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,15 +11,6 @@ import pytest
 from tests.support.sites import Lab, eventually
 
 pytestmark = pytest.mark.slow  # two daemons
-
-
-@pytest.fixture
-async def lab(tmp_path: Path) -> AsyncIterator[Lab]:
-    sites = Lab.create(tmp_path)
-    try:
-        yield sites
-    finally:
-        await sites.close()
 
 
 async def test_a_delivery_wakes_its_users_before_the_transfer_is_counted(lab: Lab) -> None:
