@@ -59,8 +59,9 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
@@ -113,6 +114,9 @@ WRITE_SIZE = 256 * 1024
 """Octets handed to the transport per write: what a TCP send takes at a time, so that
 a large transfer goes out in writes of this size, each copying only what the socket did
 not take into the transport's buffer."""
+_DONTNEED: Final = getattr(mmap, "MADV_DONTNEED", None)
+"""madvise(2)'s MADV_DONTNEED, where the system has it: a read-only file mapping's pages
+leave the process (not the file cache) and are read again from the file when touched."""
 BIND_READ_SIZE = 4096
 """Bytes asked of the stream per read before the MTA-bind is accepted (a bind takes a few
 hundred octets)."""
@@ -266,6 +270,7 @@ class Link:
         self._lost: str | None = None  # why the connection failed under us, when it did
         self._share = share
         self._answered = False  # the last read's events were answered: its octets are free
+        self._mapped: mmap.mmap | None = None  # the mapped APDU being transferred, if one is
         ssl_object = writer.get_extra_info("ssl_object")  # (not to be asked once closed)
         self._tls_version = str(ssl_object.version()) if ssl_object is not None else None
         transport = writer.transport
@@ -308,11 +313,20 @@ class Link:
             if not written:
                 break
             wrote = True
+            self._let_go()
             if written < WRITE_SIZE:
                 break
             await self._drain()  # (at once while under the high-water mark)
         if wrote:
             await self._drain()
+
+    def _let_go(self) -> None:
+        """Drop the pages of the mapped APDU being transferred that this process touched
+        (those just copied into a write): they stay in the system's file cache, and a
+        later piece or a resumption reads them again from there, so the process holds
+        no more of a spooled APDU than what one write copies."""
+        if self._mapped is not None and _DONTNEED is not None:
+            self._mapped.madvise(_DONTNEED)
 
     async def _drain(self) -> None:
         try:
@@ -462,27 +476,46 @@ class Link:
             self._lost = _connection_error(error)
             return b""
 
-    async def transfer(self, apdu: bytes, *, timeout: float) -> int:
+    async def transfer(self, apdu: bytes | mmap.mmap, *, timeout: float) -> int:
         """Send one MTS-APDU; return its transfer id once the peer confirmed it.  A turn
-        given away is asked for back first."""
+        given away is asked for back first.  ``apdu`` may be a spooled file's read-only
+        mapping (:meth:`store.spool.Spool.mapped`): it is sent from the mapping, and the
+        pages each write copied are let go (:meth:`_let_go`)."""
         if not self.association.has_turn:
             await self.take_turn(timeout=timeout)
-        transfer_id = self.association.send_transfer(apdu)
-        stages.mark("transfer.encoded")
-        await self.flush()
-        confirmed = await self._confirmation(transfer_id, timeout)
+        with self._sending(apdu) as octets:
+            transfer_id = self.association.send_transfer(octets)
+            stages.mark("transfer.encoded")
+            await self.flush()
+            confirmed = await self._confirmation(transfer_id, timeout)
         stages.mark("transfer.confirmed")
         return confirmed
 
-    async def resume(self, apdu: bytes, point: ResumePoint, *, timeout: float) -> int:
+    async def resume(self, apdu: bytes | mmap.mmap, point: ResumePoint, *, timeout: float) -> int:
         """Go on with the transfer of ``apdu`` that an earlier association cut off at
         ``point`` (S-ACTIVITY-RESUME, then the octets after the checkpoint); as
         :meth:`transfer`.  ResumeRefusedError when the peer kept nothing of it."""
         if not self.association.has_turn:
             await self.take_turn(timeout=timeout)
-        transfer_id = self.association.resume_transfer(apdu, point)
-        await self.flush()
-        return await self._confirmation(transfer_id, timeout)
+        with self._sending(apdu) as octets:
+            transfer_id = self.association.resume_transfer(octets, point)
+            await self.flush()
+            return await self._confirmation(transfer_id, timeout)
+
+    @contextlib.contextmanager
+    def _sending(self, apdu: bytes | mmap.mmap) -> Iterator[bytes | memoryview]:
+        """``apdu`` as the association takes it; a mapped one is noted for :meth:`_let_go`
+        until its transfer ends (its pieces go out as the peer's confirmations come, with
+        a window of checkpoints)."""
+        if type(apdu) is bytes:
+            yield apdu
+            return
+        assert isinstance(apdu, mmap.mmap)
+        self._mapped = apdu
+        try:
+            yield memoryview(apdu)
+        finally:
+            self._mapped = None
 
     async def _confirmation(self, transfer_id: int, timeout: float) -> int:
         while True:

@@ -174,8 +174,10 @@ class OutboundQueue(Protocol):
         transferred: Sequence[QueueEntry],
         max_octets: int | None,
         urgent: bool,
+        mapped: bool = False,
     ) -> asyncio.Future[tuple[QueueEntry, ...]]:
-        """Mark ``transferred`` (confirmed by the peer) and claim the next entries."""
+        """Mark ``transferred`` (confirmed by the peer) and claim the next entries
+        (``mapped``: to be sent over a link, :meth:`store.queue.TransitQueue.claim_next`)."""
 
     async def backlog(self, peer: str, precedences: Collection[Precedence]) -> int:
         """Messages due for ``peer`` at these precedences."""

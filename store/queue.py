@@ -80,6 +80,7 @@ Public API::
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -219,7 +220,9 @@ class QueueEntry:
     kind: ApduKind
     precedence: Precedence
     originator: str
-    apdu: bytes
+    apdu: bytes | mmap.mmap
+    """The MTS-APDU; a claim made to send (``mapped``) gives a large spooled one as a
+    read-only mapping of its file (:meth:`store.spool.Spool.mapped`)."""
     arrival_time: datetime
     expiry_time: datetime | None
     origin_peer: str | None
@@ -233,6 +236,13 @@ class QueueEntry:
     def recipient_ids(self) -> tuple[int, ...]:
         """The ids to pass to mark_transferred, defer, fail..."""
         return tuple(r.id for r in self.recipients)
+
+    @property
+    def apdu_bytes(self) -> bytes:
+        """The MTS-APDU as bytes, for what decodes or stores it: a mapped one is copied
+        (what sends it sends the mapping)."""
+        apdu = self.apdu
+        return apdu if type(apdu) is bytes else apdu[:]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -479,6 +489,7 @@ class TransitQueue:
         lease: timedelta | None = None,
         max_octets: int | None = None,
         floor: Precedence | None = None,
+        mapped: bool = False,
     ) -> tuple[QueueEntry, ...]:
         """Claim up to ``limit`` messages due on ``route``: most urgent first, then oldest.
 
@@ -491,6 +502,8 @@ class TransitQueue:
         more than this (what a claim holds in memory, for large messages).
         ``floor``: only precedences at least this urgent are claimed (MINIMIZE); the others
         stay pending, their expiry running as ever.
+        ``mapped`` (a claim to send): a large spooled APDU comes as its file's mapping
+        (:meth:`store.spool.Spool.mapped`), not read.
         """
         levels = _levels(precedences, floor)
         if limit < 1 or not levels:
@@ -511,7 +524,7 @@ class TransitQueue:
         claimed = self._transition(
             sql.TO_IN_FLIGHT, recipients, now, new_owner=owner, lease_until=until
         )
-        return self._entries(order, claimed)
+        return self._entries(order, claimed, mapped=mapped)
 
     def _choose(
         self, due: Mapping[str, Any], limit: int
@@ -889,18 +902,24 @@ class TransitQueue:
         result = self.connection.execute(statement, parameters)
         return cast(CursorResult[Any], result).rowcount
 
-    def _entries(self, order: Sequence[int], rows: Sequence[Row]) -> tuple[QueueEntry, ...]:
+    def _entries(
+        self, order: Sequence[int], rows: Sequence[Row], *, mapped: bool = False
+    ) -> tuple[QueueEntry, ...]:
         """Group recipient rows under their messages, messages in ``order``."""
         grouped: dict[int, list[QueueRecipient]] = {}
         for row in sorted(rows, key=lambda r: r.id):
             grouped.setdefault(row.message_id, []).append(_recipient(row))
         wanted = [i for i in order if i in grouped]
         messages = {m.id: m for m in self._messages(wanted)}
-        return tuple(_entry(messages[i], self._apdu(messages[i]), grouped[i]) for i in wanted)
+        return tuple(
+            _entry(messages[i], self._apdu(messages[i], mapped=mapped), grouped[i]) for i in wanted
+        )
 
-    def _apdu(self, message: Row) -> bytes:
+    def _apdu(self, message: Row, *, mapped: bool) -> bytes | mmap.mmap:
         what = f"message {message.id}"
-        return stored_apdu(self.spool, message.apdu, message.apdu_file, what, self.session)
+        return stored_apdu(
+            self.spool, message.apdu, message.apdu_file, what, self.session, mapped=mapped
+        )
 
     def _messages(self, message_ids: Sequence[int]) -> Iterator[Row]:
         for part in chunks(message_ids):
@@ -969,7 +988,9 @@ def _recipient(row: Row) -> QueueRecipient:
     )
 
 
-def _entry(message: Row, apdu: bytes, recipients: Sequence[QueueRecipient]) -> QueueEntry:
+def _entry(
+    message: Row, apdu: bytes | mmap.mmap, recipients: Sequence[QueueRecipient]
+) -> QueueEntry:
     return QueueEntry(
         message_id=message.id,
         mts_identifier=message.mts_identifier,

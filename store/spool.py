@@ -26,6 +26,13 @@ transaction) is the one written, not a second copy read from its file: until the
 transaction ends, the session keeps the APDUs it wrote (:data:`MAX_WRITTEN_KEPT` octets
 of them at most, the last written), which their writers hold meanwhile anyway.
 
+An APDU read to be sent (``mapped``) from a file of at least :data:`MAP_THRESHOLD` octets
+is a read-only mapping of the file, not a copy: what holds it holds no more than the
+pages of it last touched (the link writes it in pieces and lets those pages go, see
+:func:`mta.link.Link.transfer`), where a copy read would be the whole APDU for as long as
+it is sent.  A file is never written again once its row names it, so the mapping shows
+what was written.
+
 PostgreSQL keeps every APDU in its rows: several MTA processes may share its queue,
 possibly on different hosts, and a file would be on one of them only.
 
@@ -34,24 +41,27 @@ Public API::
     Spool(folder, threshold=SPOOL_THRESHOLD)
         .wants(apdu) -> bool        .put(session, apdu) -> name
         .get(name) -> bytes         .discard_after_commit(session, names)
+        .mapped(name) -> bytes | mmap   (a large file mapped, not read)
         .names() -> set[str]        .remove(names) -> int      .sweep(referenced) -> int
     spool_of(session) -> Spool | None       (the spool of the session's database)
     apdu_columns(spool, session, apdu) -> {"apdu": ..., "apdu_file": ...}   (a new row's)
-    stored_apdu(spool, apdu, apdu_file, what, session=None) -> bytes        (a row's APDU)
-    SPOOL_OPTION, SPOOL_THRESHOLD, SpoolError
+    stored_apdu(spool, apdu, apdu_file, what, session=None, *, mapped=False)
+        -> bytes | mmap                                                     (a row's APDU)
+    SPOOL_OPTION, SPOOL_THRESHOLD, MAP_THRESHOLD, SpoolError
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import mmap
 import os
 import re
 import secrets
 import threading
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, overload
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
@@ -59,6 +69,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from store._sql import connection_of
 
 __all__ = [
+    "MAP_THRESHOLD",
     "SPOOL_OPTION",
     "SPOOL_THRESHOLD",
     "Spool",
@@ -73,6 +84,10 @@ log = logging.getLogger(__name__)
 SPOOL_THRESHOLD: Final = 64 * 1024
 """Octets from which an APDU is kept in a file: below it, the row's own pages cost less
 than a file's create, flush and folder flush."""
+
+MAP_THRESHOLD: Final = 4 * 1024 * 1024
+"""Octets from which a file read to be sent is mapped (:meth:`Spool.mapped`): messages of
+several megabytes.  A smaller one is read whole: its copy costs less than mapping it."""
 
 SPOOL_OPTION: Final = "aiox400_spool"
 """Execution option of an engine whose database has a spool (its :class:`Spool`)."""
@@ -155,6 +170,20 @@ class Spool:
         except OSError as exc:
             raise SpoolError(f"cannot read APDU file {path}: {exc.strerror}") from exc
 
+    def mapped(self, name: str) -> bytes | mmap.mmap:
+        """The APDU in file ``name`` to be sent: a read-only mapping of the file when it
+        has at least :data:`MAP_THRESHOLD` octets, else its octets read (as :meth:`get`);
+        :class:`SpoolError` if it cannot be opened or read."""
+        path = self.folder / name
+        try:
+            with path.open("rb") as file:
+                if os.fstat(file.fileno()).st_size < MAP_THRESHOLD:
+                    return file.read()
+                return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else str(exc)
+            raise SpoolError(f"cannot read APDU file {path}: {why}") from exc
+
     def discard_after_commit(self, session: Session, names: Iterable[str | None]) -> None:
         """Remove the files ``names`` (of rows deleted in ``session``'s transaction) once
         that transaction commits; keep them if it rolls back."""
@@ -198,15 +227,44 @@ def apdu_columns(spool: Spool | None, session: Session, apdu: bytes) -> dict[str
     return {"apdu": b"", "apdu_file": spool.put(session, apdu)}
 
 
+@overload
 def stored_apdu(
     spool: Spool | None,
     apdu: bytes,
     apdu_file: str | None,
     what: str,
     session: Session | None = None,
-) -> bytes:
+    *,
+    mapped: Literal[False] = False,
+) -> bytes: ...
+
+
+@overload
+def stored_apdu(
+    spool: Spool | None,
+    apdu: bytes,
+    apdu_file: str | None,
+    what: str,
+    session: Session | None = None,
+    *,
+    mapped: bool,
+) -> bytes | mmap.mmap: ...
+
+
+def stored_apdu(
+    spool: Spool | None,
+    apdu: bytes,
+    apdu_file: str | None,
+    what: str,
+    session: Session | None = None,
+    *,
+    mapped: bool = False,
+) -> bytes | mmap.mmap:
     """The APDU of a row (``what`` names it in an error): its ``apdu``, or its file's;
-    when ``session``'s transaction wrote that file, the APDU it wrote (no copy read)."""
+    when ``session``'s transaction wrote that file, the APDU it wrote (no copy read).
+    ``mapped`` (an APDU read to be sent): a large file's mapping (:meth:`Spool.mapped`),
+    even when the transaction wrote it, so that what the writer held is freed once the
+    writer is done with it."""
     if apdu_file is None:
         return bytes(apdu)
     if spool is None:
@@ -214,6 +272,8 @@ def stored_apdu(
             f"{what} is in APDU file {apdu_file}, but its database is opened without "
             "its spool folder"
         )
+    if mapped:
+        return spool.mapped(apdu_file)
     if session is not None:
         written: dict[str, bytes] | None = session.info.get(_WRITTEN)
         if written is not None and apdu_file in written:

@@ -48,7 +48,7 @@ from config.values import P1Protocol
 from mta.acp142.link import Acp142Link, Sending
 from mta.database import is_urgent
 from mta.outbound.channels import ChannelContext, retry_delay
-from mta.outbound.outgoing import LinkClearance, Outgoing, outgoing, transfer_apdu
+from mta.outbound.outgoing import LinkClearance, Outgoing, as_bytes, outgoing, transfer_apdu
 from mta.supervisor import Supervisor
 from mta.transport import ConnectionSnapshot, ConnectionState, SlotSnapshot
 from p1.mts.precedence import Precedence
@@ -258,7 +258,8 @@ class Acp142Channel:
         if not wires:
             return
         parts = {name: wire.entry for name, wire in wires.items() if wire.entry is not None}
-        apdu = _together(parts) if len(parts) > 1 else next(iter(wires.values())).apdu
+        # (An ACP 142 claim is not mapped: the P_MUL link takes the APDU as bytes.)
+        apdu = _together(parts) if len(parts) > 1 else as_bytes(next(iter(wires.values())).apdu)
         peers = [self._peer(name) for name in parts]
         first = next(iter(parts.values()))
         sending = self.link.send(peers, apdu, first.precedence, self._expiry(first, peers[0]))
@@ -407,4 +408,4 @@ def _together(parts: dict[str, QueueEntry]) -> bytes:
     :mod:`mta.acp142.share`)."""
     entries = list(parts.values())
     recipients = tuple(r for entry in entries for r in entry.recipients)
-    return transfer_apdu(dataclasses.replace(entries[0], recipients=recipients))
+    return as_bytes(transfer_apdu(dataclasses.replace(entries[0], recipients=recipients)))

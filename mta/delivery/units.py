@@ -124,7 +124,7 @@ class DeliveryUnits:
                 [
                     Delivery(
                         user=user,
-                        apdu=entry.apdu,
+                        apdu=entry.apdu_bytes,
                         index=self._mailbox_index(entry, user, TransitQueue(session).is_probe),
                     )
                     for user in users
@@ -251,7 +251,7 @@ class DeliveryUnits:
         one line a minute says so (a peer may send such content in every transfer)."""
         try:
             return index_apdu(
-                entry.apdu, user, report_precedence=entry.precedence, is_probe=is_probe
+                entry.apdu_bytes, user, report_precedence=entry.precedence, is_probe=is_probe
             )
         except DecodeError as error:
             self.notes.warning(

@@ -551,7 +551,7 @@ def subject_of(entry: QueueEntry) -> MessageEnvelope | Probe | None:
     if entry.kind is ApduKind.REPORT:
         return None
     try:
-        envelope = peek_envelope(entry.apdu)
+        envelope = peek_envelope(entry.apdu_bytes)
     except DecodeError as error:  # it decoded when queued: the store is damaged
         log.error("%s: queued APDU no longer decodes: %s", entry.mts_identifier, error)
         return None

@@ -65,7 +65,7 @@ async def show(
         named = message_id if mts_identifier is None else mts_identifier
         raise ControlError(f"no message {named} in the queue")
     message = _message(entry) | {"originator": await asyncio.to_thread(_originator, entry)}
-    return {"ok": True, "message": message}, entry.apdu
+    return {"ok": True, "message": message}, entry.apdu_bytes
 
 
 def _originator(entry: QueueEntry) -> str:
@@ -74,7 +74,7 @@ def _originator(entry: QueueEntry) -> str:
     if not entry.apdu:
         return entry.originator
     try:
-        decoded = decode_mts_apdu(entry.apdu)
+        decoded = decode_mts_apdu(entry.apdu_bytes)
     except DecodeError:
         return entry.originator
     if isinstance(decoded, Message):

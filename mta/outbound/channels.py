@@ -91,6 +91,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import mmap
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -200,7 +201,7 @@ class Interrupted:
     """A transfer a lost connection cut off, held by its connection to be resumed."""
 
     entry: QueueEntry
-    apdu: bytes
+    apdu: bytes | mmap.mmap
     """The octets transferred (the entry's APDU as rewritten for the peer)."""
     point: ResumePoint | None
     """Where it goes on; None: from its first octet (the peer cannot resume it)."""
@@ -847,7 +848,9 @@ class SlotRunner:
 
     # --- resuming a transfer cut off (X.228 recovery) -------------------------------------
 
-    def _hold(self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes) -> bool:
+    def _hold(
+        self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes | mmap.mmap
+    ) -> bool:
         """The transfer of ``entry`` failed: keep it with the connection, claimed, to be
         resumed on the next link, when the link's end left where to (it was lost past a
         checkpoint the peer confirmed, and the peer did not refuse the transfer)."""
@@ -1064,6 +1067,7 @@ class SlotRunner:
             transferred=transferred,
             max_octets=schedule.MAX_WINDOW_OCTETS,
             urgent=self._urgent,
+            mapped=True,
         )
 
     async def _idle(self, seen: int, idle_for: float, link: Link) -> str | None:
@@ -1085,7 +1089,7 @@ class SlotRunner:
         return None if watch.cancelled() else watch.result()
 
     async def _transfer(
-        self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes
+        self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes | mmap.mmap
     ) -> bool:
         """Transfer ``entry`` as ``apdu`` (:mod:`mta.outbound.outgoing`); whether the link is still
         good."""

@@ -21,13 +21,19 @@ Public API::
     LinkClearance(security, clearance)   the label check of the link to one peer
     OwnPolicy(omit, name, domain)   which of this MTA's extensions a peer does not get
     Outgoing(entry, apdu, refused, report, why, removed)
-    transfer_apdu(entry) -> bytes   the APDU with responsibility for the claimed recipients
+    transfer_apdu(entry) -> bytes | mmap   the APDU with responsibility for the claimed recipients
+    as_bytes(apdu) -> bytes   an APDU as bytes (a mapped one copied)
+
+An entry claimed to be sent may hold a large APDU as its spool file's mapping
+(:meth:`store.spool.Spool.mapped`): it goes to the link as it is when it is sent as
+queued, and is read from the mapping, not copied, where only its envelope is looked at.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import mmap
 from dataclasses import dataclass
 
 from config.schema import P1Protocol, Security
@@ -51,7 +57,7 @@ from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryR
 from p1.security.spif import Clearance
 from store import ApduKind, QueueEntry
 
-__all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "outgoing", "transfer_apdu"]
+__all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "as_bytes", "outgoing", "transfer_apdu"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +77,7 @@ class Outgoing:
 
     entry: QueueEntry | None
     """The recipients transferred (None: nothing is)."""
-    apdu: bytes
+    apdu: bytes | mmap.mmap
     """What is transferred for them (empty when nothing is)."""
     refused: QueueEntry | None = None
     """The recipients to non-deliver with ``report`` (None: none)."""
@@ -90,12 +96,12 @@ class LinkClearance:
     clearance: Clearance | None
     """None: the link is accredited for no label."""
 
-    def refusal(self, entry: QueueEntry, apdu: bytes) -> str | None:
+    def refusal(self, entry: QueueEntry, apdu: bytes | mmap.mmap) -> str | None:
         """Why ``apdu`` (a message or probe) may not cross the link, or None."""
         if entry.kind is ApduKind.REPORT:
             return None
         try:
-            envelope = peek_envelope(apdu)
+            envelope = peek_envelope(_view(apdu))
         except DecodeError as error:  # it decoded when queued: never sent unjudged
             return f"the envelope does not decode, so its label cannot be judged: {error}"
         if isinstance(envelope, Report):
@@ -121,7 +127,7 @@ def outgoing(
     if protocol is not P1Protocol.X410_1984:
         return _without_own(entry, apdu, own)
     try:
-        result = downgrade_to_1984(apdu)
+        result = downgrade_to_1984(as_bytes(apdu))
     except (DecodeError, EncodeError) as error:  # it decoded when queued: a fault of ours
         return _refused(entry, f"cannot be down-graded: {error}")
     if isinstance(result, NotDowngradable):
@@ -155,14 +161,14 @@ _UNABLE_TO_DOWNGRADE = NonDeliveryReport(
 )
 
 
-def _without_own(entry: QueueEntry, apdu: bytes, own: OwnPolicy | None) -> Outgoing:
+def _without_own(entry: QueueEntry, apdu: bytes | mmap.mmap, own: OwnPolicy | None) -> Outgoing:
     if own is None or not own.omit:
         return Outgoing(entry, apdu)
     ours = Ours(name=own.name, domain=own.domain, originated=entry.origin_peer is None)
     # (It decoded when queued; should it not now, it goes as it is.)
     with contextlib.suppress(DecodeError, EncodeError):
         apdu = without_own(
-            apdu,
+            as_bytes(apdu),
             ours,
             internal_trace=OwnExtension.INTERNAL_TRACE in own.omit,
             qualifier=OwnExtension.PRIORITY_LEVEL_QUALIFIER in own.omit,
@@ -174,7 +180,7 @@ def _refused(entry: QueueEntry, why: str) -> Outgoing:
     return Outgoing(None, b"", entry, _UNABLE_TO_DOWNGRADE, why)
 
 
-def transfer_apdu(entry: QueueEntry) -> bytes:
+def transfer_apdu(entry: QueueEntry) -> bytes | mmap.mmap:
     """The APDU to transfer for a claimed ``entry``: this hop's peer becomes responsible
     for the claimed recipients only (X.411 12.2.1.1.1.3 responsibility bit).
 
@@ -185,7 +191,7 @@ def transfer_apdu(entry: QueueEntry) -> bytes:
     """
     if entry.kind is ApduKind.REPORT or _whole(entry):
         return entry.apdu
-    envelope = peek_envelope(entry.apdu)
+    envelope = peek_envelope(_view(entry.apdu))
     assert isinstance(envelope, MessageEnvelope | Probe)
     claimed = {r.recipient_number for r in entry.recipients}
     recipients = tuple(
@@ -196,9 +202,19 @@ def transfer_apdu(entry: QueueEntry) -> bytes:
         return entry.apdu
     if isinstance(envelope, MessageEnvelope):
         return replace_message_envelope(
-            entry.apdu, dataclasses.replace(envelope, recipients=recipients)
+            _view(entry.apdu), dataclasses.replace(envelope, recipients=recipients)
         )
     return encode_mts_apdu(dataclasses.replace(envelope, recipients=recipients))
+
+
+def _view(apdu: bytes | mmap.mmap) -> bytes | memoryview:
+    """``apdu`` to be read without copying it."""
+    return apdu if type(apdu) is bytes else memoryview(apdu)
+
+
+def as_bytes(apdu: bytes | mmap.mmap) -> bytes:
+    """``apdu`` as bytes, for what rewrites or keeps it whole (a mapped one is copied)."""
+    return apdu if type(apdu) is bytes else apdu[:]
 
 
 def _whole(entry: QueueEntry) -> bool:

@@ -15,7 +15,7 @@ redone (a message sent again is dropped by the peer as a duplicate).
 Public API::
 
     OutboundUnits(engine, intake, *, owner=None, lease=None, floor=None)
-        .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets)
+        .claim_in(session, *, peer, precedences, now, limit, transferred, max_octets, mapped)
                     -> tuple[QueueEntry, ...]
         .transferred_in(session, *, entries, peer, now)
         .backlog(peer, precedences, now) -> int
@@ -73,12 +73,13 @@ class OutboundUnits:
         limit: int = 1,
         transferred: Sequence[QueueEntry] = (),
         max_octets: int | None = None,
+        mapped: bool = False,
     ) -> tuple[QueueEntry, ...]:
         """Claim up to ``limit`` messages for ``peer`` at these precedences (most urgent,
         oldest first), first marking ``transferred`` as :meth:`transferred_in` does: a
         connection's next claim commits with its last confirmations (one transaction per
         claim instead of one per message).
-        ``max_octets``: see :meth:`store.queue.TransitQueue.claim_next`."""
+        ``max_octets``, ``mapped``: see :meth:`store.queue.TransitQueue.claim_next`."""
         if transferred:
             self.transferred_in(session, entries=transferred, peer=peer, now=now)
         return TransitQueue(session).claim_next(
@@ -90,6 +91,7 @@ class OutboundUnits:
             lease=self.lease,
             max_octets=max_octets,
             floor=self.floor(peer),
+            mapped=mapped,
         )
 
     def backlog(self, peer: str, precedences: Collection[Precedence], now: datetime) -> int:
@@ -214,6 +216,7 @@ class TransferQueue:
         transferred: Sequence[QueueEntry],
         max_octets: int | None,
         urgent: bool,
+        mapped: bool = False,
     ) -> asyncio.Future[tuple[QueueEntry, ...]]:
         """Queue a group-committed claim (a cancelled caller does not stop it)."""
         unit = functools.partial(
@@ -224,6 +227,7 @@ class TransferQueue:
             limit=limit,
             transferred=transferred,
             max_octets=max_octets,
+            mapped=mapped,
         )
         return self.db.enqueue(unit, durable=False, urgent=urgent)
 

@@ -196,7 +196,7 @@ class SessionAssociation:
         """Responder: refuse the bind with ``error``."""
         raise NotImplementedError
 
-    def send_transfer(self, apdu: bytes) -> int:
+    def send_transfer(self, apdu: bytes | memoryview) -> int:
         """Transfer one MTS-APDU; its transfer id, confirmed later."""
         raise NotImplementedError
 
@@ -484,7 +484,7 @@ class SessionAssociation:
         """Abort: an S-ACTIVITY-RESUME names a transfer this end has nothing of."""
         raise NotImplementedError
 
-    def resume_transfer(self, apdu: bytes, point: ResumePoint) -> int:
+    def resume_transfer(self, apdu: bytes | memoryview, point: ResumePoint) -> int:
         """RT-TRANSFER request of ``apdu`` that goes on from ``point``, where an earlier
         association cut it off: S-ACTIVITY-RESUME naming its activity, its checkpoint and
         its session connection (X.225 7.31), then the octets after the checkpoint only.
@@ -522,7 +522,7 @@ class SessionAssociation:
         self._advance()
         return transfer_id
 
-    def _transfer_head(self, apdu: bytes) -> bytes:
+    def _transfer_head(self, apdu: bytes | memoryview) -> bytes:
         """What the mode puts before an MTS-APDU in a transfer's octets."""
         raise NotImplementedError
 

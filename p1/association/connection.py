@@ -513,7 +513,7 @@ class P1Association(SessionAssociation):
 
     # --- transfers (RT-TRANSFER, X.228 7.5) -------------------------------------------
 
-    def send_transfer(self, apdu: bytes) -> int:
+    def send_transfer(self, apdu: bytes | memoryview) -> int:
         """RT-TRANSFER request of one MTS-APDU; returns its transfer id (one that is never
         confirmed when the association was aborted meanwhile, rule 7)."""
         self._check_transfer_allowed()
@@ -541,7 +541,7 @@ class P1Association(SessionAssociation):
         self._advance()
         return transfer_id
 
-    def _transfer_head(self, apdu: bytes) -> bytes:
+    def _transfer_head(self, apdu: bytes | memoryview) -> bytes:
         return transfer_head(apdu)
 
     @property

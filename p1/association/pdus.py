@@ -273,7 +273,7 @@ _SINGLE_ASN1_TYPE = ber.identifier(ber.context(0), constructed=True)
 _MTSE_REFERENCE = ber.tlv(ber.INTEGER, ber.int_contents(MTSE_CONTEXT))
 
 
-def transfer_head(apdu: bytes) -> bytes:
+def transfer_head(apdu: bytes | memoryview) -> bytes:
     """What p1.association.transfer.encode_transfer puts before ``apdu`` (the EXTERNAL with indirect
     reference 5): the transfer path sends the two apart, so the APDU is not copied."""
     ber.check_single_tlv(apdu, "transfer EXTERNAL")

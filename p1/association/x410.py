@@ -367,7 +367,7 @@ class X410Association(SessionAssociation):
 
     # --- transfers --------------------------------------------------------------------
 
-    def send_transfer(self, apdu: bytes) -> int:
+    def send_transfer(self, apdu: bytes | memoryview) -> int:
         """Transfer one MPDU (an MTS-APDU); its transfer id, confirmed later."""
         self._check_transfer_allowed()
         after = self._move(Input.DATA_PHASE)

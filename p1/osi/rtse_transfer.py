@@ -78,7 +78,7 @@ class OutboundTransfer:
     few octets of headers, is kept apart so that ``octets`` is never copied)."""
 
     transfer_id: int
-    octets: bytes
+    octets: bytes | memoryview
     checkpoint_size: int
     window_size: int
     head: bytes = b""
@@ -100,7 +100,7 @@ class OutboundTransfer:
     def resumed(
         cls,
         transfer_id: int,
-        octets: bytes,
+        octets: bytes | memoryview,
         checkpoint_size: int,
         window_size: int,
         *,

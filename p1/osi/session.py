@@ -46,6 +46,7 @@ that of :mod:`p1.osi.x225.machine`)::
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -897,9 +898,15 @@ class SessionConnection:
 
 
 def _immutable(data: bytes | memoryview) -> bytes | memoryview:
-    """``data``, or a copy of it when what it shows may change before it is sent."""
-    if type(data) is bytes or (isinstance(data, memoryview) and type(data.obj) is bytes):
+    """``data``, or a copy of it when what it shows may change before it is sent.  A
+    read-only view of a file mapping is not copied: the file it maps (a spooled APDU) is
+    not written again while it is sent."""
+    if type(data) is bytes:
         return data
+    if isinstance(data, memoryview):
+        shown = type(data.obj)
+        if shown is bytes or (shown is mmap.mmap and data.readonly):
+            return data
     return bytes(data)
 
 

@@ -8,6 +8,7 @@ No sockets, no store, no clock: times are fixed and passed in.  The MTA is site 
 from __future__ import annotations
 
 import dataclasses
+import mmap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from mta.intake.reports import (
 )
 from mta.intake.routing import Router
 from mta.intake.submission import SubmitRequest, build_submission
-from mta.outbound.outgoing import transfer_apdu
+from mta.outbound.outgoing import as_bytes, transfer_apdu
 from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
 from p1.mts.envelope import (
     Message,
@@ -130,8 +131,8 @@ def apdu(made: MessageEnvelope) -> bytes:
     return encode_mts_apdu(Message(envelope=made, content=CONTENT))
 
 
-def decoded_message(data: bytes) -> Message:
-    message = decode_mts_apdu(data)
+def decoded_message(data: bytes | mmap.mmap) -> Message:
+    message = decode_mts_apdu(as_bytes(data))
     assert isinstance(message, Message)
     return message
 
@@ -717,8 +718,8 @@ def entry(data: bytes, kind: ApduKind, *numbers: int) -> QueueEntry:
     )
 
 
-def responsibility(data: bytes) -> list[bool]:
-    decoded = decode_mts_apdu(data)
+def responsibility(data: bytes | mmap.mmap) -> list[bool]:
+    decoded = decode_mts_apdu(as_bytes(data))
     assert isinstance(decoded, Message | Probe)
     made = decoded.envelope if isinstance(decoded, Message) else decoded
     return [r.responsible for r in made.recipients]

@@ -146,6 +146,7 @@ class Queue:
         transferred: Sequence[QueueEntry],
         max_octets: int | None,
         urgent: bool,
+        mapped: bool = False,
     ) -> asyncio.Future[tuple[QueueEntry, ...]]:
         self.budgets.append(max_octets)
         taken, self.pending = self.pending[:limit], self.pending[limit:]
@@ -443,6 +444,7 @@ class LargeQueue(Queue):
         transferred: Sequence[QueueEntry],
         max_octets: int | None,
         urgent: bool,
+        mapped: bool = False,
     ) -> asyncio.Future[tuple[QueueEntry, ...]]:
         self.held.append(tracemalloc.get_traced_memory()[0])
         future = super().claim(

@@ -20,7 +20,7 @@ import pytest
 from config.schema import P1Protocol
 from config.values import OwnExtension
 from mta.intake.plan import domain_of
-from mta.outbound.outgoing import OwnPolicy, outgoing
+from mta.outbound.outgoing import OwnPolicy, as_bytes, outgoing
 from p1 import ber
 from p1.association.connection import BindRequested, P1Association, TransferReceived
 from p1.association.mtabind import MTABindResult
@@ -107,7 +107,7 @@ def _queued(apdu: bytes, origin_peer: str | None) -> QueueEntry:
 def _to_pp(apdu: bytes, origin_peer: str | None = None) -> bytes:
     wire = outgoing(_queued(apdu, origin_peer), P1Protocol.NORMAL, AIOX)
     assert wire.refused is None and wire.entry is not None
-    return wire.apdu
+    return as_bytes(wire.apdu)
 
 
 def _members(envelope_set: bytes) -> dict[int, bytes]:
