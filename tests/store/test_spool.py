@@ -6,6 +6,7 @@ in its rows."""
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from store.db import open_database, spool_folder, sweep_spool, transaction
 from store.mailbox import Delivery, MessageStore
 from store.models import MailboxEntry, QueuedMessage
 from store.queue import QueueEntry, TransitQueue
-from store.spool import SPOOL_THRESHOLD, SpoolError, spool_of
+from store.spool import MAP_THRESHOLD, SPOOL_THRESHOLD, SpoolError, spool_of
 from tests.support.store_samples import JONES, T0, at, new_message, raw_apdu
 
 LARGE = bytes(range(256)) * (SPOOL_THRESHOLD // 256 + 1)
@@ -272,3 +273,25 @@ def test_a_savepoint_rolled_back_takes_the_apdu_it_spooled_with_it(sqlite: Engin
             raise RuntimeError("the unit failed")
         assert session.info.get("aiox400_spool_written") == {}
     assert _files(sqlite) == set()
+
+
+def test_a_claim_to_send_maps_a_file_of_several_megabytes(sqlite: Engine) -> None:
+    huge = LARGE * (MAP_THRESHOLD // len(LARGE) + 1)
+    with transaction(sqlite) as session:
+        queue = TransitQueue(session)
+        queue.enqueue(dataclasses.replace(new_message("huge"), apdu=huge), T0)
+        queue.enqueue(dataclasses.replace(new_message("large"), apdu=LARGE), T0)
+        # In the transaction that spooled it too: the writer's copy is not kept for it.
+        mapped, read = queue.claim_next("mta-b", ROUTINE, at(1), limit=2, mapped=True)
+    assert isinstance(mapped.apdu, mmap.mmap) and mapped.apdu[:] == huge
+    assert mapped.apdu_bytes == huge and len(mapped.apdu) == len(huge)
+    assert type(read.apdu) is bytes and read.apdu == LARGE  # (under MAP_THRESHOLD: read)
+    with transaction(sqlite) as session:
+        TransitQueue(session).unclaim(mapped.recipient_ids + read.recipient_ids, at(2))
+    plain = [e.apdu for e in _claim_all(sqlite)]
+    assert [type(a) for a in plain] == [bytes, bytes] and plain == [huge, LARGE]
+
+
+def _claim_all(engine: Engine) -> tuple[QueueEntry, ...]:
+    with transaction(engine) as session:
+        return TransitQueue(session).claim_next("mta-b", ROUTINE, at(3), limit=2)

@@ -135,6 +135,8 @@ class Queue:
     events: list[str] = field(default_factory=list)
     budgets: list[int | None] = field(default_factory=list)
     """The ``max_octets`` of each claim."""
+    mapped: list[bool] = field(default_factory=list)
+    """The ``mapped`` of each claim."""
     metrics: Metrics = field(default_factory=Metrics)
 
     def claim(
@@ -149,6 +151,7 @@ class Queue:
         mapped: bool = False,
     ) -> asyncio.Future[tuple[QueueEntry, ...]]:
         self.budgets.append(max_octets)
+        self.mapped.append(mapped)
         taken, self.pending = self.pending[:limit], self.pending[limit:]
         self.events.append(f"mark {names(transferred)}, claim {names(taken)}")
         future: asyncio.Future[tuple[QueueEntry, ...]] = asyncio.get_running_loop().create_future()
@@ -529,3 +532,19 @@ async def test_a_slot_s_connect_and_transfer_timeouts_reach_its_links() -> None:
     link = TimedLink(queue.events, queue=queue)
     assert not await runner._serve(channels._Connection(0), cast(Any, link))
     assert link.timeouts == [900.0]
+
+
+async def test_a_slot_claims_its_messages_to_be_sent_from_their_spool_files() -> None:
+    """Each claim of a connection asks for large spooled APDUs as their files' mappings
+    (sent from the file, not held whole: :meth:`store.queue.TransitQueue.claim_next`)."""
+    config = load_config(EXAMPLE)
+    peer = config.peers[0]
+    (slot,) = [s for s in peer.slots if Precedence.ROUTINE in s.precedences]
+    queue = Queue([queued("m1"), queued("m2")])
+    runner = SlotRunner(
+        ChannelContext(queue=queue, metrics=queue.metrics, config=config), peer, slot
+    )
+    assert not await runner._serve(
+        channels._Connection(0), cast(Any, FakeLink(queue.events, queue=queue))
+    )
+    assert len(queue.mapped) >= 2 and all(queue.mapped)
