@@ -1,13 +1,14 @@
 """Where a message's time goes: the relay's profile by stage, from the daemons' own marks.
 
-    python benchmarks/stages.py [--samples 200] [--messages 3000] [--routine-connections 2]
+    python benchmarks/stages.py [--samples 200] [--messages 3000] [--backlog 0]
+                                [--routine-connections 2]
 
 Two ``x400-mta`` processes as ``relay.py`` runs them (the same configuration), started with
 ``AIOX400_STAGES`` set, so that each writes the marks of :mod:`mta.stages` (a stage's name
 and the system's monotonic clock, shared by every process of the machine) when it stops.
 The benchmark marks its own steps on the same clock.
 
-Two profiles:
+Three profiles:
 
 * **one idle flash message, end to end**: ``--samples`` 1 KB flash messages, one every
   100 ms on an idle pair (as ``relay.py``'s idle row), each followed stage by stage:
@@ -16,7 +17,14 @@ Two profiles:
   seeing the delivery committed (the time a user waiting on B's mailbox is told).  Each
   stage's median and p90 in microseconds, and the sum of the medians against the median
   of the whole.  Marks are found in order: each stage is the first mark of its name in
-  its process at or after the stage before it, within the sample's 100 ms.
+  its process at or after the stage before it, within the sample's 100 ms.  The daemons
+  keep the marks of urgent work as ``stage!`` (:mod:`mta.stages`), so only the flash
+  message's own are followed.
+* **one flash message crossing a routine backlog** (``--backlog N``): as ``relay.py``'s
+  queued row, N routine messages are queued at A while B is stopped, B is started, and
+  ``--samples`` flash messages follow, one every 100 ms, while the backlog drains; the same
+  table, with the stages' p99 as well (the target is on the whole's p99), so that the
+  stage where a flash message waits behind routine work shows.
 * **the 1 KB relay**: ``--messages`` routine messages from 8 clients (``relay.py``'s
   throughput row); per site, the transactions of its database thread (messages per
   transaction; the units' work and the commit, per transaction and per message; how
@@ -52,6 +60,7 @@ from benchmarks.relay import (  # noqa: E402
     percentile,
     permanent_slots_ready,
     submission,
+    submit_many,
     two_sites,
     wait_delivered,
 )
@@ -64,21 +73,21 @@ FLASH_PATH: tuple[tuple[str, str, str], ...] = (
     # (site, mark, what the time up to it was spent on)
     (CLIENT, "client.submit", ""),
     ("A", "api.request", "client: request encoded, read by A's local API"),
-    ("A", "intake.queued", "A local API: access, routing, the unit queued"),
-    ("A", "db.begin", "A: the unit handed to the database thread"),
-    ("A", "db.units", "A intake: the submission planned, written, claimed"),
-    ("A", "db.committed", "A commit: the disk flush"),
-    ("A", "claim.window", "A claim: the result back on the loop, the connection woken"),
-    ("A", "transfer.start", "A encode: the envelope written for the peer"),
-    ("A", "transfer.encoded", "A send: the RTSE and session PDUs encoded"),
-    ("B", "transfer.received", "B receive: written, read, the PDUs decoded"),
-    ("B", "intake.peeked", "B decode: the envelope read on the loop"),
-    ("B", "db.begin", "B: the unit handed to the database thread"),
-    ("B", "db.units", "B intake: planned, written, delivered into the store"),
-    ("B", "db.committed", "B commit: the disk flush"),
-    ("B", "intake.settled", "B deliver: the commit seen on B's event loop"),
+    ("A", "intake.queued!", "A local API: access, routing, the unit queued"),
+    ("A", "db.begin!", "A: the unit handed to the database thread"),
+    ("A", "db.units!", "A intake: the submission planned, written, claimed"),
+    ("A", "db.committed!", "A commit: the disk flush"),
+    ("A", "claim.window!", "A claim: the result back on the loop, the connection woken"),
+    ("A", "transfer.start!", "A encode: the envelope written for the peer"),
+    ("A", "transfer.encoded!", "A send: the RTSE and session PDUs encoded"),
+    ("B", "transfer.received!", "B receive: written, read, the PDUs decoded"),
+    ("B", "intake.peeked!", "B decode: the envelope read on the loop"),
+    ("B", "db.begin!", "B: the unit handed to the database thread"),
+    ("B", "db.units!", "B intake: planned, written, delivered into the store"),
+    ("B", "db.committed!", "B commit: the disk flush"),
+    ("B", "intake.settled!", "B deliver: the commit seen on B's event loop"),
 )
-"""One idle flash message's stages, in the order they happen."""
+"""One flash message's stages, in the order they happen (``!``: marks of urgent work)."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +143,8 @@ def samples(marks: list[Mark], start: str = "client.submit") -> Iterator[list[Ma
         yield marks[first:end]
 
 
-def flash_table(marks: list[Mark]) -> list[str]:
-    """The idle flash profile as Markdown lines."""
+def flash_table(marks: list[Mark], title: str = "One idle 1 KB flash message") -> list[str]:
+    """The flash profile as Markdown lines."""
     steps: list[list[float]] = [[] for _ in FLASH_PATH[1:]]
     whole: list[float] = []
     answered: list[float] = []
@@ -154,27 +163,27 @@ def flash_table(marks: list[Mark]) -> list[str]:
     if not whole:
         raise SystemExit("stages: no flash sample could be followed from client to B's store")
     lines = [
-        f"One idle 1 KB flash message, {len(whole)} samples"
-        + (f" ({incomplete} not followed)" if incomplete else ""),
+        f"{title}, {len(whole)} samples" + (f" ({incomplete} not followed)" if incomplete else ""),
         "",
-        "| stage (time up to the mark) | mark | p50 us | p90 us |",
-        "|---|---|---:|---:|",
+        "| stage (time up to the mark) | mark | p50 us | p90 us | p99 us |",
+        "|---|---|---:|---:|---:|",
     ]
     for (site, stage, what), values in zip(FLASH_PATH[1:], steps, strict=True):
         lines.append(
             f"| {what} | {site} {stage} | {statistics.median(values):,.0f} "
-            f"| {percentile(values, 0.9):,.0f} |"
+            f"| {percentile(values, 0.9):,.0f} | {percentile(values, 0.99):,.0f} |"
         )
     medians = sum(statistics.median(values) for values in steps)
     lines += [
-        f"| **sum of the medians** | | **{medians:,.0f}** | |",
+        f"| **sum of the medians** | | **{medians:,.0f}** | | |",
         f"| **whole, submission to stored at B** | | **{statistics.median(whole):,.0f}** "
-        f"| p99 {percentile(whole, 0.99):,.0f} |",
+        f"| {percentile(whole, 0.9):,.0f} | {percentile(whole, 0.99):,.0f} |",
     ]
     if answered:
         lines.append(
             f"| the user's answer at A (submission to answer) | client client.answer "
-            f"| {statistics.median(answered):,.0f} | {percentile(answered, 0.9):,.0f} |"
+            f"| {statistics.median(answered):,.0f} | {percentile(answered, 0.9):,.0f} "
+            f"| {percentile(answered, 0.99):,.0f} |"
         )
     return lines
 
@@ -218,11 +227,12 @@ def _transactions(marks: list[Mark]) -> tuple[list[int], list[int]]:
     units, commits = [], []
     begun = done = None
     for mark in marks:
-        if mark.stage == "db.begin":
+        stage = mark.stage.rstrip("!")  # (urgent or routine: every transaction counts)
+        if stage == "db.begin":
             begun, done = mark.at, None
-        elif mark.stage == "db.units" and begun is not None:
+        elif stage == "db.units" and begun is not None:
             done = mark.at
-        elif mark.stage == "db.committed" and begun is not None and done is not None:
+        elif stage == "db.committed" and begun is not None and done is not None:
             units.append(done - begun)
             commits.append(mark.at - done)
             begun = done = None
@@ -236,24 +246,31 @@ def _transfers(marks: list[Mark]) -> tuple[list[int], list[int]]:
     started: list[int] = []
     confirmed: int | None = None
     for mark in marks:
-        if mark.stage == "transfer.start":
+        stage = mark.stage.rstrip("!")
+        if stage == "transfer.start":
             started.append(mark.at)
             if confirmed is not None:
                 gaps.append(mark.at - confirmed)
                 confirmed = None
-        elif mark.stage == "transfer.confirmed" and started:
+        elif stage == "transfer.confirmed" and started:
             trips.append(mark.at - started.pop(0))
             confirmed = mark.at
     return trips, gaps
 
 
-async def flash_run(folder: Path, count: int, routine_connections: int) -> list[Mark]:
-    prefix = folder / "marks"
+async def flash_run(
+    folder: Path, count: int, routine_connections: int, backlog: int = 0
+) -> list[Mark]:
+    """The marks of ``count`` flash messages, on an idle pair or (``backlog``) while that
+    many routine messages, queued at A while B was stopped, drain."""
+    prefix = folder / ("backlog" if backlog else "marks")
     os.environ[VARIABLE] = str(prefix)
     client = Marks()
     async with two_sites(routine_connections) as (a, b):
-        await b.start()
         await a.start()
+        if backlog:
+            await submit_many(a, backlog, 1024, "routine")
+        await b.start()
         await flash_slot_ready(a)
         body = content(1024, "flash", DUTY_B)
         request = submission("flash", DUTY_B)
@@ -266,7 +283,7 @@ async def flash_run(folder: Path, count: int, routine_connections: int) -> list[
                 await asyncio.sleep(FLASH_SPACING)
         finally:
             await connection.close()
-        await wait_delivered(b, count)
+        await wait_delivered(b, count + backlog)
         sites = _pids(a, b)
     return sorted([*read_marks(prefix, sites), *client.marks], key=lambda m: m.at)
 
@@ -317,6 +334,10 @@ async def main(args: argparse.Namespace) -> None:
         if args.samples:
             marks = await flash_run(folder, args.samples, args.routine_connections)
             print("\n".join(flash_table(marks)) + "\n")
+        if args.samples and args.backlog:
+            marks = await flash_run(folder, args.samples, args.routine_connections, args.backlog)
+            title = f"One 1 KB flash message, {args.backlog:,} routine queued"
+            print("\n".join(flash_table(marks, title)) + "\n")
         if args.messages:
             marks, seconds = await relay_run(folder, args.messages, args.routine_connections)
             print("\n".join(relay_table(marks, args.messages, seconds)))
@@ -336,6 +357,13 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--messages", type=_counts, default=3000, help="1 KB messages of the relay run (0: none)"
+    )
+    parser.add_argument(
+        "--backlog",
+        type=_counts,
+        default=0,
+        help="routine messages queued ahead of a second flash profile (0: none; relay.py's "
+        "published queued row uses 10000)",
     )
     parser.add_argument(
         "--routine-connections",

@@ -151,7 +151,7 @@ class Database:
                 if not units:
                     self._draining = False
                     return
-            self._commit(units)
+            self._commit(units, urgent=queue is self._urgent)
             if self._urgent:  # (read without the lock: a unit queued just after waits one turn)
                 continue
             try:
@@ -160,17 +160,17 @@ class Database:
             except RuntimeError:  # closing: what waits is committed here, before it ends
                 continue
 
-    def _commit(self, units: list[_Waiting]) -> None:
-        stages.mark("db.begin")
+    def _commit(self, units: list[_Waiting], *, urgent: bool = False) -> None:
+        stages.mark("db.begin", urgent)
         durable = any(waiting[3] for waiting in units)
         try:
-            outcomes = self._run_all(units, durable=durable, savepoints=False)
+            outcomes = self._run_all(units, durable=durable, savepoints=False, urgent=urgent)
             if outcomes is None:  # a unit raised: undo everything, then each alone
-                outcomes = self._run_all(units, durable=durable, savepoints=True)
+                outcomes = self._run_all(units, durable=durable, savepoints=True, urgent=urgent)
         except Exception as error:  # the commit failed: no unit's work is on disk
             outcomes = [(False, error)] * len(units)
         assert outcomes is not None
-        stages.mark("db.committed")
+        stages.mark("db.committed", urgent)
         # One wake-up of each waiting loop per batch, not one per unit.  The units that
         # needed no flush (claims) are answered first: a connection starts the transfer
         # of what it claimed before the submissions it shared the batch with are answered.
@@ -182,7 +182,7 @@ class Database:
             loop.call_soon_threadsafe(_settle_all, settled)
 
     def _run_all(
-        self, units: list[_Waiting], *, durable: bool, savepoints: bool
+        self, units: list[_Waiting], *, durable: bool, savepoints: bool, urgent: bool
     ) -> list[tuple[bool, Any]] | None:
         """Run ``units`` in one transaction and commit; their outcomes.
 
@@ -200,7 +200,7 @@ class Database:
                         outcomes.append((True, unit(session)))
                     except Exception as error:
                         raise _UnitFailedError from error  # rolls the transaction back
-                stages.mark("db.units")
+                stages.mark("db.units", urgent)
         except _UnitFailedError:
             return None
         return outcomes

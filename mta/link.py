@@ -967,8 +967,9 @@ async def _answer(serving: _Serving, event: Event) -> None:
             event.offset,
         )
     elif isinstance(event, TransferReceived):
-        stages.mark("transfer.received")
+        received = stages.clock()
         await serving.responder.on_transfer(event.apdu)
+        stages.mark("transfer.received", at=received)  # (urgent or not: known once read)
         link.association.confirm_transfer(event.transfer_id)
         await link.flush()
         stages.mark("confirm.written")

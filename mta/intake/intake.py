@@ -148,6 +148,7 @@ class Intake:
         now = datetime.now(UTC)
         envelope = _peek(apdu)  # (on the loop: the busier database thread is spared it)
         precedence = precedence_of(envelope, self.units.site, self.recent.of)
+        stages.urgent_here(is_urgent(precedence))
         stages.mark("intake.peeked")
         try:
             unit = await self._receiving_unit(apdu, peer, now, envelope, precedence)
@@ -233,7 +234,9 @@ class Intake:
         unit = functools.partial(
             self.units.submit_in, request=request, now=datetime.now(UTC), routes=routes
         )
-        queued = self.db.enqueue(unit, urgent=is_urgent(request.precedence))
+        urgent = is_urgent(request.precedence)
+        stages.urgent_here(urgent)
+        queued = self.db.enqueue(unit, urgent=urgent)
         stages.mark("intake.queued")
         peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
         self.claim_ahead(peers, request.precedence)

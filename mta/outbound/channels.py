@@ -516,6 +516,7 @@ class SlotRunner:
     # --- one connection ----------------------------------------------------------------
 
     async def _work(self, connection: _Connection) -> None:
+        stages.urgent_here(self._urgent)
         attempt = 0  # failed attempts to connect in a row
         lost = 0  # connections in a row lost soon after binding (:func:`_losses`)
         said = ""  # the failure last logged as a warning

@@ -42,6 +42,54 @@ def test_marks_are_written_to_the_prefix_and_pid_when_asked_for(tmp_path: Path) 
     assert int(lines[0][0]) <= int(lines[1][0])
 
 
+_URGENT_CODE = """
+import asyncio
+import mta.stages as s
+
+async def flash():
+    s.mark("before")
+    s.urgent_here()
+    s.mark("flash")
+    await asyncio.create_task(child())
+
+async def child():
+    s.mark("child")
+
+async def routine():
+    await asyncio.sleep(0)
+    s.mark("routine")
+    s.mark("said", urgent=True)
+    s.urgent_here()
+    s.mark("then")
+    s.urgent_here(False)
+    s.mark("again")
+
+async def main():
+    at = s.clock()
+    await asyncio.gather(flash(), routine())
+    s.mark("late", at=at)
+
+asyncio.run(main())
+"""
+
+
+def test_urgent_work_is_marked_apart_from_the_rest(tmp_path: Path) -> None:
+    """A task said to do urgent work marks as ``stage!``, and so do the tasks it starts;
+    other tasks do not, unless the mark says so; a mark may carry a time taken earlier."""
+    prefix = tmp_path / "marks"
+    subprocess.run(
+        [sys.executable, "-c", _URGENT_CODE],
+        cwd=ROOT,
+        env={**os.environ, VARIABLE: str(prefix)},
+        check=True,
+    )
+    (written,) = tmp_path.glob("marks.*")
+    lines = [line.split(" ") for line in written.read_text().splitlines()]
+    kept = {stage: int(at) for at, stage in lines}
+    assert set(kept) == {"before", "flash!", "child!", "routine", "said!", "then!", "again", "late"}
+    assert kept["late"] <= kept["before"]  # (its time is the one taken before the others)
+
+
 def test_no_mark_is_kept_or_written_otherwise(tmp_path: Path) -> None:
     environment = {k: v for k, v in os.environ.items() if k != VARIABLE}
     done = _run_marking({**environment, "TMPDIR": str(tmp_path)})
@@ -68,8 +116,21 @@ def test_a_sample_is_followed_stage_by_stage_past_marks_out_of_order() -> None:
     assert times == [1_000 + n * 100 for n in range(len(FLASH_PATH))]
 
 
+def test_routine_work_between_the_stages_is_not_taken_for_the_flash_messages() -> None:
+    """Under a backlog, each stage's routine twin comes between the flash message's marks:
+    only the urgent marks (``!``) are followed."""
+    urgent = _flash_sample(1_000, 100)
+    routine = [
+        Mark(m.at - 50, m.site, m.stage.rstrip("!")) for m in urgent if m.stage.endswith("!")
+    ]
+    assert routine, "the flash path has urgent marks"
+    sample = sorted([*urgent, *routine], key=lambda m: m.at)
+    assert follow(sample, FLASH_PATH) == [1_000 + n * 100 for n in range(len(FLASH_PATH))]
+    assert follow(sorted(routine, key=lambda m: m.at), FLASH_PATH) is None
+
+
 def test_a_sample_missing_a_stage_is_not_followed() -> None:
-    sample = [m for m in _flash_sample(0, 10) if m.stage != "transfer.received"]
+    sample = [m for m in _flash_sample(0, 10) if m.stage != "transfer.received!"]
     assert follow(sample, FLASH_PATH) is None
 
 
@@ -112,9 +173,15 @@ def test_transactions_and_transfers_are_measured_from_their_marks() -> None:
 @pytest.mark.slow
 def test_two_daemons_leave_every_mark_of_the_flash_path(tmp_path: Path) -> None:
     """Run the benchmark small: every sample is followed from the client to B's store,
-    and the relay's table has both sites."""
+    idle and behind a routine backlog (the daemons mark the flash message's stages as
+    urgent work, from its submission to its delivery), and the relay's table has both
+    sites."""
     done = subprocess.run(
-        [sys.executable, "benchmarks/stages.py", "--samples", "5", "--messages", "40"],
+        [
+            sys.executable,
+            "benchmarks/stages.py",
+            *("--samples", "5", "--messages", "40", "--backlog", "200"),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -123,6 +190,19 @@ def test_two_daemons_leave_every_mark_of_the_flash_path(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "One idle 1 KB flash message, 5 samples\n" in done.stdout
+    assert "One 1 KB flash message, 200 routine queued, 5 samples\n" in done.stdout
     assert "1 KB relay: 40 messages" in done.stdout
     assert "| A |" in done.stdout and "| B |" in done.stdout
     assert "A's transfers: 40;" in done.stdout
+
+
+def test_urgent_transactions_and_transfers_count_in_the_relay_profile() -> None:
+    marks = [
+        Mark(0, "A", "db.begin!"),
+        Mark(300, "A", "db.units!"),
+        Mark(1_000, "A", "db.committed!"),
+        Mark(1_100, "A", "transfer.start!"),
+        Mark(5_100, "A", "transfer.confirmed!"),
+    ]
+    assert stages._transactions(marks) == ([300], [700])
+    assert stages._transfers(marks) == ([4_000], [])

@@ -273,9 +273,9 @@ async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_ta
     run_all = Database._run_all
 
     def recorded(
-        self: Database, units: list[Any], *, durable: bool, savepoints: bool
+        self: Database, units: list[Any], *, durable: bool, savepoints: bool, urgent: bool
     ) -> list[tuple[bool, Any]] | None:
-        outcomes = run_all(self, units, durable=durable, savepoints=savepoints)
+        outcomes = run_all(self, units, durable=durable, savepoints=savepoints, urgent=urgent)
         if outcomes is not None:  # (None: rolled back, to be run again with savepoints)
             results = [
                 (getattr(unit, "func", unit).__name__, value)  # (most units are partials)
