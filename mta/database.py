@@ -18,8 +18,13 @@ one each.
 Precedence: a unit given with ``urgent=True`` (a submission above routine, a claim of a
 slot that carries a precedence above routine) goes into the next transaction with the
 other urgent units and nothing else, ahead of the routine units and of the work given
-to :meth:`run`, so it waits only for the transaction already under way.  (A transfer
-received from a peer is urgent when its envelope, read on the event loop, says so.)
+to :meth:`run`.  A routine transaction under way gives way to it: once an urgent unit
+waits, the routine batch ends with the unit it is running and is committed, and its
+units not yet run go back to the head of the queue, so an urgent unit waits for one
+routine unit and a commit, not for a whole batch (under a backlog a batch of claims
+and confirmations takes several milliseconds while the event loop shares the
+interpreter).  (A transfer received from a peer is urgent when its envelope, read on
+the event loop, says so.)
 
 A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
 flush of its own (:func:`store.db.transaction`); a batch is flushed when any of its
@@ -192,7 +197,7 @@ class Database:
         outcomes: list[tuple[bool, Any]] = []
         try:
             with transaction(self.engine, durable=durable) as session:
-                for unit, _, _, _ in units:
+                for index, (unit, _, _, _) in enumerate(units):
                     if savepoints:
                         outcomes.append(_attempt(session, unit))
                         continue
@@ -200,10 +205,23 @@ class Database:
                         outcomes.append((True, unit(session)))
                     except Exception as error:
                         raise _UnitFailedError from error  # rolls the transaction back
+                    if not urgent and self._urgent and index + 1 < len(units):
+                        self._give_way(units, index + 1)
+                        break
                 stages.mark("db.units", urgent)
         except _UnitFailedError:
             return None
         return outcomes
+
+    def _give_way(self, units: list[_Waiting], kept: int) -> None:
+        """End a routine batch after its first ``kept`` units, for the urgent ones that
+        wait: the rest go back to the head of the queue, in their order, and ``units``
+        keeps only those run (their outcomes are the batch's).  (Read without the lock,
+        an urgent unit queued just after the test waits for the next unit.)"""
+        rest = units[kept:]
+        del units[kept:]
+        with self._lock:
+            self._waiting.extendleft(reversed(rest))
 
     def close(self) -> None:
         """Wait for the work in progress, then release the thread and the engine."""

@@ -442,6 +442,7 @@ async def _answer(
     except ControlError as error:
         response, data = _refused(error, session, clients), b""
     else:
+        stages.urgent_here(False)  # (until the request is read: a flash submission says so)
         stages.mark("api.request")
         try:
             response, data = await _handle(handler, request, payload, session.caller, clients)

@@ -289,3 +289,45 @@ async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> Non
     # The urgent ones first, in their order, in a transaction of their own; then the rest.
     assert ran == ["flash-0", "flash-1", "routine-0", "routine-1", "routine-2"]
     assert commits[0] - before == 2
+
+
+async def test_a_routine_batch_under_way_gives_way_to_an_urgent_unit(engine: Engine) -> None:
+    """An urgent unit queued while a routine batch runs waits for the unit being run and
+    that unit's commit, not for the rest of the batch: the rest run after it, in their
+    order, and ahead of routine work queued later."""
+    database = Database(engine)
+    loop = asyncio.get_running_loop()
+    commits = count_commits(engine)
+    ran: list[str] = []
+    started = asyncio.Event()
+    release = threading.Event()
+
+    def named(name: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
+            ran.append(name)
+            if name == "routine-0":  # the batch is under way: the test queues the rest
+                loop.call_soon_threadsafe(started.set)
+                assert release.wait(30), "the test never released the database thread"
+            return name
+
+        return unit
+
+    try:
+        routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
+        async with asyncio.timeout(30):
+            await started.wait()
+        flash = database.enqueue(named("flash"), urgent=True)
+        later = database.enqueue(named("later"))
+        release.set()
+        results = await asyncio.gather(*routine, flash, later)
+    finally:
+        release.set()
+        database.close()
+    assert results == ["routine-0", "routine-1", "routine-2", "flash", "later"]
+    assert ran == ["routine-0", "flash", "routine-1", "routine-2", "later"]
+    # routine-0 alone, the flash unit alone, then the rest with the one queued later
+    assert commits[0] == 3
+    with transaction(engine, read_only=True) as session:
+        details = [r.detail for r in AuditLog(session).recent(10)]
+    assert sorted(d or "" for d in details) == sorted(ran)
