@@ -529,18 +529,25 @@ class TransitQueue:
     def _choose(
         self, due: Mapping[str, Any], limit: int
     ) -> tuple[list[int], list[tuple[int, int]]]:
-        """The first ``limit`` messages in service order, with the (recipient id, message
-        id) of the recipients locked."""
+        """The first ``limit`` messages in service order (most urgent first, then oldest),
+        with the (recipient id, message id) of the recipients locked."""
         order: list[int] = []
         ids: list[tuple[int, int]] = []
-        while len(order) < limit:
-            # Rows are recipients: ask again for the messages still missing when several
-            # rows were recipients of one message.
-            wanted = limit - len(order)
-            rows = sql.CHOOSE.rows(self.connection, {**due, "taken": order, "limit": wanted})
-            ids += [(row.id, row.message_id) for row in rows]
-            order += [m for m in dict.fromkeys(row.message_id for row in rows) if m not in order]
-            if len(rows) < wanted:
+        level = {"route": due["route"], "now": due["now"]}
+        for precedence in sorted(due["precedences"], reverse=True):
+            level["precedence"] = precedence
+            while len(order) < limit:
+                # Rows are recipients: ask again for the messages still missing when
+                # several rows were recipients of one message.
+                wanted = limit - len(order)
+                parameters = {**level, "taken": order, "limit": wanted}
+                rows = sql.CHOOSE.rows(self.connection, parameters)
+                ids += [(row.id, row.message_id) for row in rows]
+                fresh = dict.fromkeys(row.message_id for row in rows)
+                order += [m for m in fresh if m not in order]
+                if len(rows) < wanted:
+                    break
+            if len(order) >= limit:
                 break
         return order, ids
 

@@ -94,22 +94,30 @@ _DUE_PARAMETERS: Final[dict[str, Kind]] = {"route": TEXT, "precedences": INTS, "
 
 CHOOSE: Final = Statement(
     f"""SELECT id, message_id FROM recipients
-    WHERE {_DUE} AND message_id NOT IN (:taken)
-    ORDER BY precedence DESC, arrival_time, message_id, id
+    WHERE route = :route AND {_PENDING} AND precedence = :precedence
+    AND next_attempt_at <= :now AND message_id NOT IN (:taken)
+    ORDER BY arrival_time, message_id, next_attempt_at, id
     LIMIT :limit""",
-    {**_DUE_PARAMETERS, "taken": INTS, "limit": INT},
+    {"route": TEXT, "precedence": INT, "now": TIME, "taken": INTS, "limit": INT},
     {"id": INT, "message_id": INT},
     skip_locked="recipients",
 )
-"""The next due recipients in service order, skipping rows another claimer holds."""
+"""The next due recipients of one precedence, oldest first, skipping rows another claimer
+holds.  One precedence at a time, in the order of ``ix_recipients_ready``: the rows come
+from the index as they are and the reading stops at the limit, where an order over
+several precedences has SQLite sort every due row of the route first (1.5 ms of a claim
+at 10,000 due)."""
 
 SIBLINGS: Final = Statement(
     f"SELECT id FROM recipients WHERE message_id IN (:messages) AND {_DUE}",
     {"messages": INTS, **_DUE_PARAMETERS},
     {"id": INT},
     skip_locked="recipients",
+    sqlite_index=("recipients", "ix_recipients_message_id"),
 )
-"""The other due recipients, on the same route, of the messages chosen."""
+"""The other due recipients, on the same route, of the messages chosen: found through the
+messages' ids (SQLite, which keeps no statistics here, would otherwise read every due
+row of the route through ``ix_recipients_ready``)."""
 
 BACKLOG: Final = Statement(
     f"SELECT count(DISTINCT message_id) FROM recipients WHERE {_DUE}",

@@ -25,6 +25,9 @@ and each kind gives the conversions that dialect needs, those the schema's colum
 A template holds no colon but its placeholders.  ``skip_locked`` names the tables whose
 rows a PostgreSQL statement locks, skipping those another transaction holds
 (``FOR UPDATE OF ... SKIP LOCKED``); SQLite's transaction holds the whole database.
+``sqlite_index`` (table, index) has SQLite read the table through that index
+(``INDEXED BY``), where its planner, without statistics, would choose one that reads
+far more rows; PostgreSQL's planner has them.
 
 Rows are named tuples (``row.id``, ``row[0]``).  A driver error is raised as
 SQLAlchemy's :class:`~sqlalchemy.exc.DBAPIError` subclass (``IntegrityError``,
@@ -38,7 +41,7 @@ the compiled statement in the connection's cache, psycopg its parsed query.
 Public API (within the store)::
 
     Kind, INT, TEXT, BYTES, BOOL, TIME, INTS, enum_kind(enum) -> Kind
-    Statement(sql, parameters, columns={}, *, skip_locked=None)
+    Statement(sql, parameters, columns={}, *, skip_locked=None, sqlite_index=None)
         .rows(connection, parameters) -> list[Row]
         .scalar(connection, parameters) -> first column of the first row, or None
         .text(dialect, lengths=()) -> str        the SQL the driver gets
@@ -238,6 +241,12 @@ class _Form:
         self.placeholder = placeholder
         escape = (lambda text: text.replace("%", "%%")) if placeholder == "%s" else str
         self.pieces = tuple(escape(piece) for piece in statement.pieces)
+        if statement.sqlite_index is not None and dialect == "sqlite":
+            table, index = statement.sqlite_index
+            self.pieces = tuple(
+                piece.replace(f"FROM {table} ", f"FROM {table} INDEXED BY {index} ", 1)
+                for piece in self.pieces
+            )
         self.slots = tuple(
             _Slot(name, kind.to_driver.get(dialect), kind.many)
             for name, kind in ((n, statement.parameters[n]) for n in statement.names)
@@ -319,11 +328,15 @@ class Statement:
         columns: Mapping[str, Kind] = _NOTHING,
         *,
         skip_locked: str | None = None,
+        sqlite_index: tuple[str, str] | None = None,
     ) -> None:
         self.sql = " ".join(sql.split())
         self.parameters = dict(parameters)
         self.columns = dict(columns)
         self.skip_locked = skip_locked
+        self.sqlite_index = sqlite_index
+        if sqlite_index is not None and f"FROM {sqlite_index[0]} " not in self.sql:
+            raise ValueError(f"{self.sql}: no FROM {sqlite_index[0]} to read by an index")
         split = _PLACEHOLDER.split(self.sql)
         self.pieces: tuple[str, ...] = tuple(split[0::2])
         self.names: tuple[str, ...] = tuple(split[1::2])

@@ -238,6 +238,7 @@ MESSAGE_COLUMNS = (
 )
 ALL = [0, 1, 2, 3, 4, 5]
 DUE = {"route": "mta-b", "precedences": ALL, "now": at(10)}
+LEVEL = {"route": "mta-b", "precedence": 2, "now": at(10)}
 
 
 def _transition(from_states: tuple[S, ...], **values: Any) -> Executable:
@@ -262,16 +263,22 @@ SELECTS = (
     Case(
         queue_sql.CHOOSE,
         select(R.id, R.message_id)
-        .where(*_DUE, R.message_id.not_in(_ids("taken")))
-        .order_by(R.precedence.desc(), R.arrival_time, R.message_id, R.id)
+        .where(
+            R.route == bindparam("route"),
+            R.state == S.PENDING,
+            R.precedence == bindparam("precedence"),
+            R.next_attempt_at <= _time("now"),
+            R.message_id.not_in(_ids("taken")),
+        )
+        .order_by(R.arrival_time, R.message_id, R.next_attempt_at, R.id)
         .limit(bindparam("limit"))
         .with_for_update(skip_locked=True),
         (
-            {**DUE, "taken": [], "limit": 10},
-            {**DUE, "taken": [1], "limit": 2},
-            {**DUE, "taken": [1, 2, 3], "limit": 10},
-            {**DUE, "precedences": [2, 3], "taken": [], "limit": 1},
-            {**DUE, "now": at(-60), "taken": [], "limit": 10},
+            {**LEVEL, "taken": [], "limit": 10},
+            {**LEVEL, "taken": [1], "limit": 2},
+            {**LEVEL, "taken": [1, 2, 3], "limit": 10},
+            {**LEVEL, "precedence": 3, "taken": [], "limit": 1},
+            {**LEVEL, "now": at(-60), "taken": [], "limit": 10},
         ),
     ),
     Case(
