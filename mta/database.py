@@ -19,11 +19,14 @@ Precedence: a unit given with ``urgent=True`` (a submission above routine, a cla
 slot that carries a precedence above routine) goes into the next transaction with the
 other urgent units and nothing else, ahead of the routine units and of the work given
 to :meth:`run`.  A routine transaction under way gives way to it: once an urgent unit
-waits, the routine batch ends with the unit it is running and is committed, and its
-units not yet run go back to the head of the queue, so an urgent unit waits for one
-routine unit and a commit, not for a whole batch (under a backlog a batch of claims
-and confirmations takes several milliseconds while the event loop shares the
-interpreter).  (A transfer received from a peer is urgent when its envelope, read on
+waits and the routine batch has run for :data:`GIVE_WAY_AFTER`, the batch ends with the
+unit it is running and is committed, and its units not yet run go back to the head of
+the queue, so an urgent unit waits for about that long, one routine unit and a commit,
+not for a whole batch (under a backlog a batch of claims and confirmations takes
+several milliseconds while the event loop shares the interpreter).  The floor keeps a
+steady stream of urgent units (a peer whose one slot carries every precedence makes
+each of its claims urgent) from cutting every routine batch down to one unit and one
+disk flush.  (A transfer received from a peer is urgent when its envelope, read on
 the event loop, says so.)
 
 A unit given with ``durable=False`` (a claim, a transfer marked done) needs no disk
@@ -34,7 +37,7 @@ transaction starts its transfer before the submitter is told.
 
 Public API::
 
-    Database(engine)
+    Database(engine, *, give_way_after=GIVE_WAY_AFTER)
         await .run(function, *args) -> result      a unit with its own transaction(s)
         await .batch(unit, *, durable=True, urgent=False) -> result   unit(session):
                                                          group-committed
@@ -50,6 +53,7 @@ import collections
 import concurrent.futures
 import functools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -68,6 +72,9 @@ _T = TypeVar("_T")
 _MAX_BATCH = 256
 """Most units committed together (bounds the work lost to one failed commit)."""
 
+GIVE_WAY_AFTER = 0.001
+"""Seconds a routine batch runs before it gives way to urgent units that wait."""
+
 _Waiting = tuple[Callable[[Session], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop, bool]
 
 
@@ -81,8 +88,9 @@ def is_urgent(precedence: Precedence) -> bool:
 class Database:
     """Runs synchronous store work in one worker thread."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, give_way_after: float = GIVE_WAY_AFTER) -> None:
         self.engine = engine
+        self._give_way_after = give_way_after
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="aiox400-db"
         )
@@ -195,6 +203,7 @@ class Database:
         the answer is None.
         """
         outcomes: list[tuple[bool, Any]] = []
+        until = time.monotonic() + self._give_way_after
         try:
             with transaction(self.engine, durable=durable) as session:
                 for index, (unit, _, _, _) in enumerate(units):
@@ -205,13 +214,18 @@ class Database:
                         outcomes.append((True, unit(session)))
                     except Exception as error:
                         raise _UnitFailedError from error  # rolls the transaction back
-                    if not urgent and self._urgent and index + 1 < len(units):
+                    if self._gives_way(urgent, until) and index + 1 < len(units):
                         self._give_way(units, index + 1)
                         break
                 stages.mark("db.units", urgent)
         except _UnitFailedError:
             return None
         return outcomes
+
+    def _gives_way(self, urgent: bool, until: float) -> bool:
+        """Whether a batch (``urgent`` or not) ends here for urgent units that wait: a
+        routine one whose time (``until``) is over."""
+        return not urgent and bool(self._urgent) and time.monotonic() >= until
 
     def _give_way(self, units: list[_Waiting], kept: int) -> None:
         """End a routine batch after its first ``kept`` units, for the urgent ones that

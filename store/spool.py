@@ -31,7 +31,9 @@ is a read-only mapping of the file, not a copy: what holds it holds no more than
 pages of it last touched (the link writes it in pieces and lets those pages go, see
 :func:`mta.link.Link.transfer`), where a copy read would be the whole APDU for as long as
 it is sent.  A file is never written again once its row names it, so the mapping shows
-what was written.
+what was written.  (A mapped file that something else cuts short, or a disk error under
+it, is a SIGBUS to the process when the page is read, not an OSError: the folder must
+be the MTA's alone, as docs/operating.md says.)
 
 PostgreSQL keeps every APDU in its rows: several MTA processes may share its queue,
 possibly on different hosts, and a file would be on one of them only.

@@ -294,8 +294,9 @@ async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> Non
 async def test_a_routine_batch_under_way_gives_way_to_an_urgent_unit(engine: Engine) -> None:
     """An urgent unit queued while a routine batch runs waits for the unit being run and
     that unit's commit, not for the rest of the batch: the rest run after it, in their
-    order, and ahead of routine work queued later."""
-    database = Database(engine)
+    order, and ahead of routine work queued later (the batch's time to give way is over
+    at once here)."""
+    database = Database(engine, give_way_after=0)
     loop = asyncio.get_running_loop()
     commits = count_commits(engine)
     ran: list[str] = []
@@ -331,3 +332,73 @@ async def test_a_routine_batch_under_way_gives_way_to_an_urgent_unit(engine: Eng
     with transaction(engine, read_only=True) as session:
         details = [r.detail for r in AuditLog(session).recent(10)]
     assert sorted(d or "" for d in details) == sorted(ran)
+
+
+async def test_a_routine_batch_within_its_time_gives_no_way(engine: Engine) -> None:
+    """Before :data:`GIVE_WAY_AFTER` has passed, a routine batch runs to its end: a steady
+    stream of urgent units does not cut every routine batch to one unit and one flush."""
+    database = Database(engine, give_way_after=3600)
+    loop = asyncio.get_running_loop()
+    ran: list[str] = []
+    started = asyncio.Event()
+    release = threading.Event()
+
+    def named(name: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
+            ran.append(name)
+            if name == "routine-0":
+                loop.call_soon_threadsafe(started.set)
+                assert release.wait(30), "the test never released the database thread"
+            return name
+
+        return unit
+
+    try:
+        routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
+        async with asyncio.timeout(30):
+            await started.wait()
+        flash = database.enqueue(named("flash"), urgent=True)
+        release.set()
+        await asyncio.gather(*routine, flash)
+    finally:
+        release.set()
+        database.close()
+    assert ran == ["routine-0", "routine-1", "routine-2", "flash"]
+
+
+async def test_units_put_back_by_a_batch_that_gave_way_fail_alone(engine: Engine) -> None:
+    """A unit that raises among those a batch put back is undone alone, in the batch
+    they run in next: every unit is answered once, with its own result or exception."""
+    database = Database(engine, give_way_after=0)
+    loop = asyncio.get_running_loop()
+    started = asyncio.Event()
+    release = threading.Event()
+
+    def named(name: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
+            if name == "routine-0":
+                loop.call_soon_threadsafe(started.set)
+                assert release.wait(30), "the test never released the database thread"
+            return name
+
+        return unit
+
+    try:
+        first = database.enqueue(named("routine-0"))
+        broken = database.enqueue(failing)
+        last = database.enqueue(named("routine-2"))
+        async with asyncio.timeout(30):
+            await started.wait()
+        flash = database.enqueue(named("flash"), urgent=True)
+        release.set()
+        results = await asyncio.gather(first, broken, last, flash, return_exceptions=True)
+    finally:
+        release.set()
+        database.close()
+    assert results[0] == "routine-0" and results[2] == "routine-2" and results[3] == "flash"
+    assert isinstance(results[1], ValueError)
+    with transaction(engine, read_only=True) as session:
+        details = sorted(r.detail or "" for r in AuditLog(session).recent(10))
+    assert details == ["flash", "routine-0", "routine-2"]  # not the failed unit's row

@@ -120,8 +120,8 @@ def test_a_spooled_apdu_is_sent_without_the_process_holding_it(tmp_path: Path) -
     mapped = _grown(tmp_path, "mapped")
     assert mapped["mapped"] == 1
     # A write of 256 KiB touches one or two of the file's folios, which the system may
-    # map whole (up to 2 MiB each): about 5 MB here, 1 MB where folios are pages.
-    assert mapped["grown"] < mapped["size"] * 6 // 10
+    # map whole (up to 2 MiB each on ext4): about 5 MB there, 1 MB where folios are pages.
+    assert mapped["grown"] < mapped["size"] * 3 // 4
     # What the measure sees: a claim that reads the file holds all of it while it is
     # sent, and so does a mapping whose pages the link keeps once it read them.
     read = _grown(tmp_path, "read")
