@@ -106,7 +106,7 @@ from sqlalchemy.orm import Session
 from p1.mts.precedence import Precedence
 from store._sql import chunks, connection_of
 from store.models import ApduKind, RecipientState, UtcDateTime
-from store.spool import apdu_columns, spool_of, stored_apdu
+from store.spool import apdu_columns, as_bytes, spool_of, stored_apdu
 from store.sql import queue as sql
 from store.sql import received
 from store.sql.queue import EXPIRED_ERROR
@@ -241,8 +241,7 @@ class QueueEntry:
     def apdu_bytes(self) -> bytes:
         """The MTS-APDU as bytes, for what decodes or stores it: a mapped one is copied
         (what sends it sends the mapping)."""
-        apdu = self.apdu
-        return apdu if type(apdu) is bytes else apdu[:]
+        return as_bytes(self.apdu)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

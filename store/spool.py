@@ -49,6 +49,7 @@ Public API::
     apdu_columns(spool, session, apdu) -> {"apdu": ..., "apdu_file": ...}   (a new row's)
     stored_apdu(spool, apdu, apdu_file, what, session=None, *, mapped=False)
         -> bytes | mmap                                                     (a row's APDU)
+    as_bytes(apdu) -> bytes     an APDU as bytes (a mapped one copied)
     SPOOL_OPTION, SPOOL_THRESHOLD, MAP_THRESHOLD, SpoolError
 """
 
@@ -77,6 +78,7 @@ __all__ = [
     "Spool",
     "SpoolError",
     "apdu_columns",
+    "as_bytes",
     "spool_of",
     "stored_apdu",
 ]
@@ -227,6 +229,12 @@ def apdu_columns(spool: Spool | None, session: Session, apdu: bytes) -> dict[str
     if spool is None or not spool.wants(apdu):
         return {"apdu": apdu, "apdu_file": None}
     return {"apdu": b"", "apdu_file": spool.put(session, apdu)}
+
+
+def as_bytes(apdu: bytes | mmap.mmap) -> bytes:
+    """``apdu`` as bytes, for what decodes, rewrites or keeps it whole: a mapped one
+    (:meth:`Spool.mapped`) is copied."""
+    return apdu if type(apdu) is bytes else apdu[:]
 
 
 @overload

@@ -48,11 +48,12 @@ from config.values import P1Protocol
 from mta.acp142.link import Acp142Link, Sending
 from mta.database import is_urgent
 from mta.outbound.channels import ChannelContext, retry_delay
-from mta.outbound.outgoing import LinkClearance, Outgoing, as_bytes, outgoing, transfer_apdu
+from mta.outbound.outgoing import LinkClearance, Outgoing, outgoing, transfer_apdu
 from mta.supervisor import Supervisor
 from mta.transport import ConnectionSnapshot, ConnectionState, SlotSnapshot
 from p1.mts.precedence import Precedence
 from store import QueueEntry
+from store.spool import as_bytes
 
 __all__ = ["Acp142Channel"]
 

@@ -22,7 +22,6 @@ Public API::
     OwnPolicy(omit, name, domain)   which of this MTA's extensions a peer does not get
     Outgoing(entry, apdu, refused, report, why, removed)
     transfer_apdu(entry) -> bytes | mmap   the APDU with responsibility for the claimed recipients
-    as_bytes(apdu) -> bytes   an APDU as bytes (a mapped one copied)
 
 An entry claimed to be sent may hold a large APDU as its spool file's mapping
 (:meth:`store.spool.Spool.mapped`): it goes to the link as it is when it is sent as
@@ -56,6 +55,7 @@ from p1.mts.relay import Ours, without_own
 from p1.mts.report import NonDeliveryDiagnostic, NonDeliveryReason, NonDeliveryReport
 from p1.security.spif import Clearance
 from store import ApduKind, QueueEntry
+from store.spool import as_bytes
 
 __all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "as_bytes", "outgoing", "transfer_apdu"]
 
@@ -210,11 +210,6 @@ def transfer_apdu(entry: QueueEntry) -> bytes | mmap.mmap:
 def _view(apdu: bytes | mmap.mmap) -> bytes | memoryview:
     """``apdu`` to be read without copying it."""
     return apdu if type(apdu) is bytes else memoryview(apdu)
-
-
-def as_bytes(apdu: bytes | mmap.mmap) -> bytes:
-    """``apdu`` as bytes, for what rewrites or keeps it whole (a mapped one is copied)."""
-    return apdu if type(apdu) is bytes else apdu[:]
 
 
 def _whole(entry: QueueEntry) -> bool:

@@ -37,7 +37,7 @@ from mta.intake.reports import (
 )
 from mta.intake.routing import Router
 from mta.intake.submission import SubmitRequest, build_submission
-from mta.outbound.outgoing import as_bytes, transfer_apdu
+from mta.outbound.outgoing import transfer_apdu
 from p1.ipms.ipm import P2_CONTENT_TYPE, P772_CONTENT_TYPE
 from p1.mts.envelope import (
     Message,
@@ -64,6 +64,7 @@ from p1.mts.report import (
 from p1.mts.trace import InternalTraceEntry, RoutingAction
 from store import LOCAL_ROUTE, ApduKind, QueueEntry, QueueRecipient, RecipientState
 from store.queue import NewRecipient
+from store.spool import as_bytes
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "config" / "examples"
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

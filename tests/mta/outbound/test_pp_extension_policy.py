@@ -20,7 +20,7 @@ import pytest
 from config.schema import P1Protocol
 from config.values import OwnExtension
 from mta.intake.plan import domain_of
-from mta.outbound.outgoing import OwnPolicy, as_bytes, outgoing
+from mta.outbound.outgoing import OwnPolicy, outgoing
 from p1 import ber
 from p1.association.connection import BindRequested, P1Association, TransferReceived
 from p1.association.mtabind import MTABindResult
@@ -34,6 +34,7 @@ from p1.osi import Role
 from store import ApduKind, QueueEntry
 from store.models import RecipientState
 from store.queue import QueueRecipient
+from store.spool import as_bytes
 from tests.support.golden import load_tpkts
 
 LIVE3 = "pp/live3/"
