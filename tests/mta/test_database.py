@@ -291,111 +291,91 @@ async def test_urgent_units_are_committed_first_and_alone(engine: Engine) -> Non
     assert commits[0] - before == 2
 
 
+class Held:
+    """Units that record their names; ``routine-0`` holds the database thread, once its
+    batch is under way, until the test releases it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.ran: list[str] = []
+        self.started = asyncio.Event()
+        self.release = threading.Event()
+
+    def named(self, name: str) -> Callable[[Session], str]:
+        def unit(session: Session) -> str:
+            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
+            self.ran.append(name)
+            if name == "routine-0":  # the batch is under way: the test queues the rest
+                self.loop.call_soon_threadsafe(self.started.set)
+                assert self.release.wait(30), "the test never released the database thread"
+            return name
+
+        return unit
+
+    async def under_way(self) -> None:
+        async with asyncio.timeout(30):
+            await self.started.wait()
+
+
 async def test_a_routine_batch_under_way_gives_way_to_an_urgent_unit(engine: Engine) -> None:
     """An urgent unit queued while a routine batch runs waits for the unit being run and
     that unit's commit, not for the rest of the batch: the rest run after it, in their
     order, and ahead of routine work queued later (the batch's time to give way is over
     at once here)."""
     database = Database(engine, give_way_after=0)
-    loop = asyncio.get_running_loop()
     commits = count_commits(engine)
-    ran: list[str] = []
-    started = asyncio.Event()
-    release = threading.Event()
-
-    def named(name: str) -> Callable[[Session], str]:
-        def unit(session: Session) -> str:
-            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
-            ran.append(name)
-            if name == "routine-0":  # the batch is under way: the test queues the rest
-                loop.call_soon_threadsafe(started.set)
-                assert release.wait(30), "the test never released the database thread"
-            return name
-
-        return unit
-
+    held = Held()
     try:
-        routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
-        async with asyncio.timeout(30):
-            await started.wait()
-        flash = database.enqueue(named("flash"), urgent=True)
-        later = database.enqueue(named("later"))
-        release.set()
+        routine = [database.enqueue(held.named(f"routine-{i}")) for i in range(3)]
+        await held.under_way()
+        flash = database.enqueue(held.named("flash"), urgent=True)
+        later = database.enqueue(held.named("later"))
+        held.release.set()
         results = await asyncio.gather(*routine, flash, later)
     finally:
-        release.set()
+        held.release.set()
         database.close()
     assert results == ["routine-0", "routine-1", "routine-2", "flash", "later"]
-    assert ran == ["routine-0", "flash", "routine-1", "routine-2", "later"]
+    assert held.ran == ["routine-0", "flash", "routine-1", "routine-2", "later"]
     # routine-0 alone, the flash unit alone, then the rest with the one queued later
     assert commits[0] == 3
     with transaction(engine, read_only=True) as session:
         details = [r.detail for r in AuditLog(session).recent(10)]
-    assert sorted(d or "" for d in details) == sorted(ran)
+    assert sorted(d or "" for d in details) == sorted(held.ran)
 
 
 async def test_a_routine_batch_within_its_time_gives_no_way(engine: Engine) -> None:
     """Before :data:`GIVE_WAY_AFTER` has passed, a routine batch runs to its end: a steady
     stream of urgent units does not cut every routine batch to one unit and one flush."""
     database = Database(engine, give_way_after=3600)
-    loop = asyncio.get_running_loop()
-    ran: list[str] = []
-    started = asyncio.Event()
-    release = threading.Event()
-
-    def named(name: str) -> Callable[[Session], str]:
-        def unit(session: Session) -> str:
-            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
-            ran.append(name)
-            if name == "routine-0":
-                loop.call_soon_threadsafe(started.set)
-                assert release.wait(30), "the test never released the database thread"
-            return name
-
-        return unit
-
+    held = Held()
     try:
-        routine = [database.enqueue(named(f"routine-{i}")) for i in range(3)]
-        async with asyncio.timeout(30):
-            await started.wait()
-        flash = database.enqueue(named("flash"), urgent=True)
-        release.set()
+        routine = [database.enqueue(held.named(f"routine-{i}")) for i in range(3)]
+        await held.under_way()
+        flash = database.enqueue(held.named("flash"), urgent=True)
+        held.release.set()
         await asyncio.gather(*routine, flash)
     finally:
-        release.set()
+        held.release.set()
         database.close()
-    assert ran == ["routine-0", "routine-1", "routine-2", "flash"]
+    assert held.ran == ["routine-0", "routine-1", "routine-2", "flash"]
 
 
 async def test_units_put_back_by_a_batch_that_gave_way_fail_alone(engine: Engine) -> None:
     """A unit that raises among those a batch put back is undone alone, in the batch
     they run in next: every unit is answered once, with its own result or exception."""
     database = Database(engine, give_way_after=0)
-    loop = asyncio.get_running_loop()
-    started = asyncio.Event()
-    release = threading.Event()
-
-    def named(name: str) -> Callable[[Session], str]:
-        def unit(session: Session) -> str:
-            AuditLog(session).record(AuditEvent.SUBMITTED, NOW, detail=name)
-            if name == "routine-0":
-                loop.call_soon_threadsafe(started.set)
-                assert release.wait(30), "the test never released the database thread"
-            return name
-
-        return unit
-
+    held = Held()
     try:
-        first = database.enqueue(named("routine-0"))
+        first = database.enqueue(held.named("routine-0"))
         broken = database.enqueue(failing)
-        last = database.enqueue(named("routine-2"))
-        async with asyncio.timeout(30):
-            await started.wait()
-        flash = database.enqueue(named("flash"), urgent=True)
-        release.set()
+        last = database.enqueue(held.named("routine-2"))
+        await held.under_way()
+        flash = database.enqueue(held.named("flash"), urgent=True)
+        held.release.set()
         results = await asyncio.gather(first, broken, last, flash, return_exceptions=True)
     finally:
-        release.set()
+        held.release.set()
         database.close()
     assert results[0] == "routine-0" and results[2] == "routine-2" and results[3] == "flash"
     assert isinstance(results[1], ValueError)
