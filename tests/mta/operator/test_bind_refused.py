@@ -105,6 +105,10 @@ async def test_a_reload_that_changes_a_peers_password_ends_its_associations(
     lab: Lab, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
+    # B's delay after A's refused binds (doubling per refusal, 30 s at most by default)
+    # is the subject of the test above; here it is kept short, so that A's first bind
+    # with the new password is answered within the wait for delivery.
+    lab.b.settings["limits"] = {"failed_bind_delay_max": "2s"}
     await lab.start()
     runners = [lab.a.runner(p) for p in PERMANENT]
     await until(lambda: all(r.snapshot().state == "up" for r in runners), what="A's slots up")
