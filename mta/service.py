@@ -81,6 +81,7 @@ from mta.operator.operations import LocalApi
 from mta.operator.scrape import MetricsServer
 from mta.operator.views import Controls
 from mta.outbound.channels import ChannelContext, SlotRunner
+from mta.outbound.giveway import GiveWay
 from mta.outbound.peers import Peers
 from mta.outbound.units import OutboundUnits, TransferQueue
 from mta.supervisor import Supervisor
@@ -142,6 +143,8 @@ class Service:
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
         self.metrics = Metrics(process=True)
+        self.give_way = GiveWay()
+        """Flash work under way by peer: the peers' routine transfers wait for it."""
         """The counters and histograms; the Prometheus endpoint serves them when on."""
         self.guard = Guard.for_config(config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
@@ -291,6 +294,7 @@ class Service:
             wake=self.peers.wake,
             claim_ahead=self.peers.claim_ahead,
             quarantine_bounds=lambda: self.config.quarantine,
+            flash_work=self.give_way.during,
         )
         self._queue = TransferQueue(
             db,
@@ -417,6 +421,7 @@ class Service:
             config=config,
             timeouts=timeouts,
             settings=settings,
+            give_way=self.give_way,
         )
 
     def reconfigure(

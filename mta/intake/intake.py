@@ -17,7 +17,7 @@ API answers the user with the MTS identifier).
 
 Public API::
 
-    Intake(db, units, *, watch, wake, claim_ahead, quarantine_bounds)
+    Intake(db, units, *, watch, wake, claim_ahead, quarantine_bounds, flash_work=None)
         await .receive(apdu, peer)              a peer's transfer (mta.transport.InboundSink)
         await .receive_too_long(event, peer)    one over max_message_size
         await .submit(request) -> Submitted    a local submission
@@ -29,6 +29,7 @@ Public API::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
@@ -85,6 +86,14 @@ Wake = Callable[[Plan | None, bool], None]
 """Wake whoever carries what was queued: the plan (None: anything may be due), and
 whether its local recipients were delivered as it was taken in."""
 
+FlashWork = Callable[[Precedence, Iterable[str]], contextlib.AbstractContextManager[None]]
+"""Work at a precedence for these peers under way while its block runs
+(:meth:`mta.outbound.giveway.GiveWay.during`)."""
+
+
+def _no_hold(precedence: Precedence, peers: Iterable[str]) -> contextlib.nullcontext[None]:
+    return contextlib.nullcontext()
+
 
 class Watchers(Protocol):
     """The users waiting for their next delivery (:class:`mta.delivery.watch.MailboxWatch`)."""
@@ -114,6 +123,7 @@ class Intake:
         wake: Wake,
         claim_ahead: Callable[[Iterable[str], Precedence], None],
         quarantine_bounds: Callable[[], QuarantineLimits],
+        flash_work: FlashWork | None = None,
     ) -> None:
         self.db = db
         self.units = units
@@ -122,6 +132,9 @@ class Intake:
         self.claim_ahead = claim_ahead
         """An idle connection to each of these peers claims behind a submission."""
         self.quarantine_bounds = quarantine_bounds
+        self.flash_work: FlashWork = flash_work or _no_hold
+        """Holds the peers' routine transfers back while a submission at flash is taken in
+        for them (:meth:`mta.outbound.giveway.GiveWay.during`)."""
         self.recent = RecentPrecedences()
         """The precedences of the messages taken in lately (a report's unit is scheduled
         at its subject's)."""
@@ -236,11 +249,12 @@ class Intake:
         )
         urgent = is_urgent(request.precedence)
         stages.urgent_here(urgent)
-        queued = self.db.enqueue(unit, urgent=urgent)
-        stages.mark("intake.queued")
         peers = {route.peer for route in routes.values() if isinstance(route, PeerRoute)}
-        self.claim_ahead(peers, request.precedence)
-        identifier, plan, result, delivered = await self._settled(queued)
+        with self.flash_work(request.precedence, peers):
+            queued = self.db.enqueue(unit, urgent=urgent)
+            stages.mark("intake.queued")
+            self.claim_ahead(peers, request.precedence)
+            identifier, plan, result, delivered = await self._settled(queued)
         stages.mark("intake.settled")
         log_intake("submitted", plan, result, f"by {format_orname(request.originator)}")
         self._after(plan, delivered)

@@ -74,7 +74,7 @@ next connections, the ``[retry]`` policy for its next failure.
 
 Public API::
 
-    ChannelContext(queue, metrics, config, timeouts, settings, notes)
+    ChannelContext(queue, metrics, config, timeouts, settings, notes, give_way)
     slot_settings(base, selectors, protocol)
     SlotRunner(context, peer, slot, *, on_connected=None, parts=None)
         .start() / .stop() / .wake() / .peer_reachable() / .snapshot()
@@ -118,6 +118,7 @@ from mta.link import (
 from mta.metrics import Metrics
 from mta.net import ClientTls
 from mta.outbound import schedule
+from mta.outbound.giveway import GiveWay
 from mta.outbound.outgoing import LinkClearance, Outgoing, OwnPolicy, outgoing
 from mta.outbound.refusals import REFUSED, refusal_error, refusals_so_far
 from mta.supervisor import Supervisor
@@ -194,6 +195,9 @@ class ChannelContext:
     settings: AssociationSettings = field(default_factory=AssociationSettings)
     notes: LogLimiter = field(default_factory=_deferral_notes)
     """The lines about deferred transfers, one per peer per interval."""
+    give_way: GiveWay = field(default_factory=GiveWay)
+    """Flash work under way, by peer, that routine transfers wait for
+    (:mod:`mta.outbound.giveway`)."""
 
 
 @dataclass(slots=True)
@@ -1093,13 +1097,18 @@ class SlotRunner:
         self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes | mmap.mmap
     ) -> bool:
         """Transfer ``entry`` as ``apdu`` (:mod:`mta.outbound.outgoing`); whether the link is still
-        good."""
+        good.  A routine slot's transfer waits first while flash work for the peer is
+        under way (:mod:`mta.outbound.giveway`); a flash transfer is such work."""
+        give_way = self.context.give_way
+        if not self._urgent:
+            await give_way.wait(self.peer.name)
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         started = time.monotonic()
         stages.mark("transfer.start")
         try:
-            await link.transfer(apdu, timeout=self.slot.transfer_timeout)
+            with give_way.during(entry.precedence, (self.peer.name,)):
+                await link.transfer(apdu, timeout=self.slot.transfer_timeout)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"
             connection.refused = str(error) if isinstance(error, RefusedByPeerError) else None

@@ -31,6 +31,7 @@ from mta import command, daemon
 from mta.database import Database
 from mta.intake.intake import Intake
 from mta.intake.plan import domain_of
+from mta.intake.units import IntakeUnits
 from mta.link import BindRefusedError, open_link
 from mta.outbound import channels
 from mta.transport import ConnectionState
@@ -309,6 +310,33 @@ async def test_an_idle_connection_claims_a_submission_in_the_transaction_that_ta
         if database is lab.a.running.db and any(took_it(*r) for r in results)
     ]
     assert any(claimed_it(*r) for r in taken), [name for name, _ in taken]
+
+
+async def test_a_flash_submission_holds_its_peers_routine_transfers_while_it_is_taken_in(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What A's give-way shows for B while each submission's unit runs.
+    seen: list[tuple[Precedence, bool]] = []
+    submit_in = IntakeUnits.submit_in
+
+    def watched(self: IntakeUnits, session: Any, **kwargs: Any) -> Any:
+        held = lab.a.running.give_way.under_way(lab.b.name)
+        seen.append((kwargs["request"].precedence, held))
+        return submit_in(self, session, **kwargs)
+
+    monkeypatch.setattr(IntakeUnits, "submit_in", watched)
+    await lab.start()
+    # (The flash message last: its transfer, flash work too, may outlast its submission.)
+    for precedence in (Precedence.ROUTINE, Precedence.IMMEDIATE, Precedence.FLASH):
+        await lab.a.send(smith(lab.a), jones(lab.b), precedence)
+    assert seen == [
+        (Precedence.ROUTINE, False),
+        (Precedence.IMMEDIATE, False),
+        (Precedence.FLASH, True),
+    ]
+    flash = lab.a.runner(Precedence.FLASH)
+    await until(lambda: lab.a.transfers(flash) == 1, what="the flash message transferred")
+    await until(lambda: not lab.a.running.give_way.under_way(lab.b.name), what="no flash work left")
 
 
 @pytest.mark.slow
