@@ -3,7 +3,7 @@ or both, so that a regression is seen before it lands.
 
     python benchmarks/compare.py [--against REF] [--postfix] [--rounds 4]
                                  [--messages 2000] [--large 50] [--backlog 2000] [--flash 100]
-                                 [--huge 0] [--routine-connections 2]
+                                 [--huge 0] [--routine-connections N]
                                  [--postfix-tool PATH] [--timeout 1800]
 
 Contestants, each run with the same sizes:
@@ -252,15 +252,17 @@ def _cpu(run: Run) -> str:
 
 
 def sizes(args: argparse.Namespace) -> list[str]:
-    """The relay benchmark's options, the same for every round."""
+    """The relay benchmark's options, the same for every round.  Without
+    ``--routine-connections``, each tree runs with its routine slot as in its own
+    config/examples (:func:`benchmarks.relay.shipped_connections`)."""
+    connections = args.routine_connections
     return [
         f"--messages={args.messages}",
         f"--large={args.large}",
         f"--backlog={args.backlog}",
         f"--flash={args.flash}",
         f"--huge={args.huge}",
-        f"--routine-connections={args.routine_connections}",
-    ]
+    ] + ([] if connections is None else [f"--routine-connections={connections}"])
 
 
 def relay_contestant(name: str, tree: Path, args: argparse.Namespace) -> Contestant:
@@ -518,7 +520,10 @@ def parser() -> argparse.ArgumentParser:
         "--huge", type=int, default=0, help="10 MB messages of their own row (0: none)"
     )
     make.add_argument(
-        "--routine-connections", type=positive, default=2, help="of the routine slot (2)"
+        "--routine-connections",
+        type=positive,
+        default=None,
+        help="of the routine slot, for every tree (default: each as in its config/examples)",
     )
     make.add_argument(
         "--postfix-tool",

@@ -1,7 +1,7 @@
 """Relay benchmark: user -> MTA A -> MTA B -> B's message store, every step durable.
 
     python benchmarks/relay.py [--messages 2000] [--large 50] [--backlog 2000] [--flash 100]
-                               [--huge 0] [--routine-connections 2] [--tree DIR] [--json]
+                               [--huge 0] [--routine-connections N] [--tree DIR] [--json]
 
 Two ``x400-mta`` processes on loopback (SQLite stores, WAL, synchronous FULL: every
 acknowledgement follows a disk flush), configured like the two-site example (four slots,
@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -77,9 +78,21 @@ def local_users(domain: str) -> list[str]:
 """The flash messages' recipient: a mailbox of their own, watched as ``x400 inbox
 --follow`` does (the local API's ``wait``), so that the watch is woken by them alone."""
 CLIENTS = 8
-ROUTINE_CONNECTIONS = 2
-"""Default most connections of the routine slot, as in config/examples
-(--routine-connections)."""
+EXAMPLE = Path("config") / "examples" / "site-a.toml"
+"""The example whose routine slot the benchmark's is, within a checkout."""
+
+
+def shipped_connections(tree: Path) -> int:
+    """Most connections of the routine slot in ``tree``'s config/examples: each commit is
+    measured as it ships."""
+    with (tree / EXAMPLE).open("rb") as file:
+        slots = tomllib.load(file)["peers"][0]["slots"]
+    (routine,) = [s for s in slots if "routine" in s["precedences"]]
+    return int(routine.get("max_connections", 1))
+
+
+ROUTINE_CONNECTIONS = shipped_connections(ROOT)
+"""Most connections of the routine slot in this checkout's config/examples."""
 FLASH_SPACING = 0.1
 """Seconds between two flash samples."""
 MTA = str(Path(sys.executable).with_name("x400-mta"))
@@ -587,7 +600,8 @@ def table(args: argparse.Namespace, results: Results) -> list[str]:
 
 async def run(args: argparse.Namespace) -> Results:
     """Every row of the benchmark, each in daemons of its own, between two CPU checks."""
-    tree, connections = args.tree, args.routine_connections
+    tree = args.tree
+    connections = args.routine_connections or shipped_connections(tree or ROOT)
     before = cpu_check()
     small = await throughput(args.messages, 1024, connections, tree=tree)
     large = await throughput(args.large, 1024 * 1024, connections, tree=tree)
@@ -645,9 +659,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--routine-connections",
         type=int,
-        default=ROUTINE_CONNECTIONS,
-        help="most connections of the routine slot (default 2, as in config/examples); P1"
-        " over RTSE carries one transfer at a time per connection",
+        default=None,
+        help="most connections of the routine slot (default: as in the measured tree's"
+        " config/examples); P1 over RTSE carries one transfer at a time per connection",
     )
     parser.add_argument(
         "--huge",

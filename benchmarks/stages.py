@@ -369,6 +369,6 @@ if __name__ == "__main__":
         "--routine-connections",
         type=_counts,
         default=ROUTINE_CONNECTIONS,
-        help="most connections of the routine slot (2, as relay.py)",
+        help=f"most connections of the routine slot ({ROUTINE_CONNECTIONS}, as in config/examples)",
     )
     asyncio.run(main(parser.parse_args()))

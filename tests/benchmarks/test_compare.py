@@ -17,9 +17,11 @@ from benchmarks.compare import (
     Contestant,
     ContestantFailed,
     parse_json_line,
+    parser,
     ratio,
     rotation,
     run_contestant,
+    sizes,
     spread,
     summary_table,
 )
@@ -32,6 +34,7 @@ from benchmarks.relay import (
     figures,
     peak_rss_mib,
     rss_mib,
+    shipped_connections,
 )
 
 
@@ -200,3 +203,26 @@ async def test_a_tree_runs_its_own_daemon_whatever_the_working_directory(
     with pytest.raises(RuntimeError, match="ended with status 3") as raised:
         await site.start()
     assert f"daemon of {tree / 'mta' / 'command.py'}" in str(raised.value)
+
+
+def test_each_tree_runs_its_routine_slot_as_shipped_unless_told() -> None:
+    assert not [o for o in sizes(parser().parse_args([])) if "routine" in o]
+    told = sizes(parser().parse_args(["--routine-connections", "3"]))
+    assert "--routine-connections=3" in told
+
+
+@pytest.mark.parametrize("line", ["max_connections = 3\n", ""])
+def test_the_routine_slots_connections_are_read_from_the_trees_example(
+    tmp_path: Path, line: str
+) -> None:
+    example = tmp_path / "config" / "examples" / "site-a.toml"
+    example.parent.mkdir(parents=True)
+    slot = '[[peers.slots]]\nprecedences = ["{}"]\n'
+    example.write_text(
+        '[[peers]]\nname = "MTA-B"\n\n'
+        + slot.format("flash")
+        + "max_connections = 2\n"
+        + slot.format('routine", "deferred')
+        + line
+    )
+    assert shipped_connections(tmp_path) == (3 if line else 1)

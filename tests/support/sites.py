@@ -247,7 +247,8 @@ LAB_SLOTS = (
         backlog_threshold=20,
     ),
 )
-"""The slots of ``config/examples``: three permanent, routine and deferred on demand."""
+"""The slots of ``config/examples``: three permanent, routine and deferred on demand (here
+on two connections at most, where the example has four)."""
 
 
 def site_settings(me: Identity, ports: Sequence[int], slots: Sequence[SlotSpec]) -> JsonObject:

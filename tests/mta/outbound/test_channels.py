@@ -33,7 +33,7 @@ def routine_runner() -> SlotRunner:
     config = load_config(EXAMPLE)
     peer = config.peers[0]
     (slot,) = [s for s in peer.slots if Precedence.ROUTINE in s.precedences]
-    assert (slot.max_connections, slot.backlog_threshold) == (2, 20)
+    assert (slot.max_connections, slot.backlog_threshold) == (4, 20)
     context = ChannelContext(queue=cast(Any, None), metrics=Metrics(), config=config)
     return SlotRunner(context, peer, slot)
 
@@ -391,7 +391,7 @@ async def test_a_slot_with_all_its_connections_reads_no_backlog_on_wake_ups(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runner = routine_runner()
-    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
+    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=4)
     await reads.reach(1)
     for _ in range(5):  # one per message queued
         runner.wake()
@@ -418,11 +418,11 @@ async def test_a_full_slot_that_loses_a_connection_looks_again_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runner = routine_runner()
-    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=2)
+    reads, tasks, supervisor = await watched(runner, monkeypatch, connections=4)
     await reads.reach(1)
     tasks[1].cancel()  # the second connection's task ends (reaped)
     await reads.reach(2)
-    assert list(runner._workers) == [0]
+    assert list(runner._workers) == [0, 2, 3]
     await stopped(supervisor, *tasks)
 
 
