@@ -1,7 +1,7 @@
 """Where a message's time goes: the relay's profile by stage, from the daemons' own marks.
 
     python benchmarks/stages.py [--samples 200] [--messages 3000] [--backlog 0]
-                                [--routine-connections 2]
+                                [--routine-connections 4]
 
 Two ``x400-mta`` processes as ``relay.py`` runs them (the same configuration), started with
 ``AIOX400_STAGES`` set, so that each writes the marks of :mod:`mta.stages` (a stage's name
