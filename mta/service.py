@@ -143,9 +143,9 @@ class Service:
         self.watch = MailboxWatch()
         """The users waiting for their next delivery (the local API's ``wait``)."""
         self.metrics = Metrics(process=True)
+        """The counters and histograms; the Prometheus endpoint serves them when on."""
         self.give_way = GiveWay()
         """Flash work under way by peer: the peers' routine transfers wait for it."""
-        """The counters and histograms; the Prometheus endpoint serves them when on."""
         self.guard = Guard.for_config(config)
         """Admits inbound P1 connections and prices failed binds (``[limits]``)."""
         self._intake_units = IntakeUnits(site, metrics=self.metrics)

@@ -824,6 +824,7 @@ class SlotRunner:
         connection.unsent = len(entries)
         stages.mark("claim.window")
         for number, claimed in enumerate(entries):
+            await self._give_way(connection)
             if self._retiring:  # (the runner that replaces this one sends the rest)
                 connection.unsent = 0
                 unsent = entries[number:] + await self._take_following(connection)
@@ -882,6 +883,7 @@ class SlotRunner:
         otherwise it fails as any transfer (:meth:`_failed`)."""
         held = connection.interrupted
         assert held is not None
+        await self._give_way(connection)
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         held.resumes += 1
@@ -889,10 +891,11 @@ class SlotRunner:
         started = time.monotonic()
         timeout = self.slot.transfer_timeout
         try:
-            if point is None:
-                await link.transfer(held.apdu, timeout=timeout)
-            else:
-                await link.resume(held.apdu, point, timeout=timeout)
+            with self._flash_work(held.entry):
+                if point is None:
+                    await link.transfer(held.apdu, timeout=timeout)
+                else:
+                    await link.resume(held.apdu, point, timeout=timeout)
         except ResumeRefusedError as error:
             connection.last_error = str(error)
             log.info(
@@ -1093,21 +1096,31 @@ class SlotRunner:
             await asyncio.wait((watch, wake))
         return None if watch.cancelled() else watch.result()
 
+    async def _give_way(self, connection: _Connection) -> None:
+        """On a slot that carries nothing above routine, wait while flash work for the
+        peer is under way, 50 ms at most (:mod:`mta.outbound.giveway`); the connection
+        shows as transferring meanwhile (it holds what it claimed)."""
+        give_way = self.context.give_way
+        if self._urgent or not give_way.under_way(self.peer.name):
+            return
+        connection.enter(ConnectionState.TRANSFERRING)
+        await give_way.wait(self.peer.name)
+
+    def _flash_work(self, entry: QueueEntry) -> contextlib.AbstractContextManager[None]:
+        """The transfer of ``entry`` as flash work for the peer, if it is flash."""
+        return self.context.give_way.during(entry.precedence, (self.peer.name,))
+
     async def _transfer(
         self, connection: _Connection, link: Link, entry: QueueEntry, apdu: bytes | mmap.mmap
     ) -> bool:
         """Transfer ``entry`` as ``apdu`` (:mod:`mta.outbound.outgoing`); whether the link is still
-        good.  A routine slot's transfer waits first while flash work for the peer is
-        under way (:mod:`mta.outbound.giveway`); a flash transfer is such work."""
-        give_way = self.context.give_way
-        if not self._urgent:
-            await give_way.wait(self.peer.name)
+        good.  A flash transfer is flash work (:mod:`mta.outbound.giveway`)."""
         connection.enter(ConnectionState.TRANSFERRING)
         connection.tried += 1
         started = time.monotonic()
         stages.mark("transfer.start")
         try:
-            with give_way.during(entry.precedence, (self.peer.name,)):
+            with self._flash_work(entry):
                 await link.transfer(apdu, timeout=self.slot.transfer_timeout)
         except (LinkError, OSError, TimeoutError) as error:
             connection.last_error = f"transfer failed: {error or type(error).__name__}"

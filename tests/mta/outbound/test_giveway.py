@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -34,7 +35,7 @@ async def settle() -> None:
 @pytest.mark.parametrize("precedence", list(Precedence))
 def test_only_flash_and_override_count_as_flash_work(precedence: Precedence) -> None:
     give_way = GiveWay()
-    with give_way.during(precedence, [PEER, PEER]):
+    with give_way.during(precedence, [PEER]):
         assert give_way.under_way(PEER) is (precedence >= Precedence.FLASH)
     assert not give_way.under_way(PEER)
 
@@ -56,6 +57,29 @@ async def test_a_wait_ends_when_the_peers_last_flash_work_ends() -> None:
     async with asyncio.timeout(30):
         await waiter
     assert events == ["override done", "flash done", "routine goes"]
+
+
+async def test_every_waiter_goes_once_the_work_ends_even_if_it_was_cancelled() -> None:
+    give_way, events = GiveWay(hold=LONG), []
+
+    async def flash() -> None:
+        with give_way.during(Precedence.FLASH, [PEER]):
+            await asyncio.Event().wait()
+
+    async def routine(name: str) -> None:
+        await give_way.wait(PEER)
+        events.append(name)
+
+    work = asyncio.create_task(flash())
+    await settle()
+    waiters = [asyncio.create_task(routine(name)) for name in ("first", "second")]
+    await settle()
+    assert events == []
+    work.cancel()
+    async with asyncio.timeout(30):
+        await asyncio.gather(*waiters)
+    assert sorted(events) == ["first", "second"]
+    assert not give_way.under_way(PEER)
 
 
 async def test_another_peers_flash_work_holds_nothing() -> None:
@@ -163,3 +187,20 @@ async def test_an_immediate_transfer_is_not_flash_work() -> None:
     async with asyncio.timeout(30):
         await _serve(_runner(Precedence.IMMEDIATE, queue, give_way), link)
     assert link.seen == [False]
+
+
+async def test_a_slot_retired_while_its_connection_is_held_sends_nothing_more() -> None:
+    # A reload that replaces the slot meanwhile: the runner after it sends the window.
+    give_way = GiveWay(hold=LONG)
+    queue = Queue([queued("m1"), queued("m2")])
+    ended = SimpleNamespace(resume_point=None, closed=True)  # (nothing left to release)
+    link = WatchingLink(queue.events, queue=queue, association=ended, give_way=give_way)
+    runner = _runner(Precedence.ROUTINE, queue, give_way)
+    with give_way.during(Precedence.FLASH, [PEER]):
+        serving = asyncio.create_task(runner._serve(channels._Connection(0), cast(Any, link)))
+        await settle()
+        runner._retiring = True
+    async with asyncio.timeout(30):
+        assert await serving  # (ended as retired, not failed)
+    assert link.seen == []
+    assert queue.events[:2] == ["mark -, claim m1,m2", "mark -, defer -, unclaim m1,m2"]

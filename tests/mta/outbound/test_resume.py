@@ -5,6 +5,7 @@ peer cannot resume it."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -238,3 +239,31 @@ async def test_a_peer_not_reached_again_in_time_gets_it_back_in_the_queue(
     assert runner._held_too_long(connection)
     await runner._give_up_resuming(connection)
     assert queue.events[-1] == "mark -, defer m1, unclaim -"
+
+
+async def test_a_routine_resumption_waits_for_flash_work_for_the_peer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runner, queue = runner_and_queue(1)
+    connection = await cut_off(runner, queue, POINT)
+    opener = Opener([(CutLink(queue.events), True)])
+    monkeypatch.setattr(channels, "open_link", opener)
+    link = await runner._connect(connection)
+    assert link is not None
+    give_way = runner.context.give_way
+    give_way.hold = 3600.0
+    with give_way.during(Precedence.FLASH, [runner.peer.name]):
+        serving = asyncio.create_task(runner._serve(connection, link))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        queue.events.append("flash work ends")
+    async with asyncio.timeout(30):
+        assert not await serving
+    assert queue.events == [
+        "mark -, claim m1",
+        "m1 cut",
+        "flash work ends",
+        "m1 resumed after 3",
+        "mark m1, claim -",
+        "mark -, claim -",
+    ]
