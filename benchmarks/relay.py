@@ -600,8 +600,7 @@ def table(args: argparse.Namespace, results: Results) -> list[str]:
 
 async def run(args: argparse.Namespace) -> Results:
     """Every row of the benchmark, each in daemons of its own, between two CPU checks."""
-    tree = args.tree
-    connections = args.routine_connections or shipped_connections(tree or ROOT)
+    tree, connections = args.tree, args.routine_connections
     before = cpu_check()
     small = await throughput(args.messages, 1024, connections, tree=tree)
     large = await throughput(args.large, 1024 * 1024, connections, tree=tree)
@@ -618,6 +617,8 @@ async def main(args: argparse.Namespace) -> None:
         raise SystemExit(f"{MTA} is missing: run 'make install' first")
     if args.tree is not None and not (args.tree / "mta").is_dir():
         raise SystemExit(f"--tree {args.tree}: no mta/ there, not a checkout of this project")
+    if args.routine_connections is None:
+        args.routine_connections = shipped_connections(args.tree or ROOT)
     if not args.json:
         print(
             f"aiox400 relay benchmark (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs,"
