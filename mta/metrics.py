@@ -6,7 +6,8 @@ library's global one: a process may run several daemons (the tests do), and each
 scrape must see one daemon's figures only.
 
 Counters and histograms are fed by one-line hooks where the events happen: the slot
-runners (:mod:`mta.outbound.channels`: a transfer confirmed or failed, our bind refused), the
+runners (:mod:`mta.outbound.channels`: a transfer confirmed or failed, our bind refused, a
+routine transfer held for flash work), the
 service (:mod:`mta.service`: a transfer taken in or quarantined, a peer's bind refused)
 and the store's units (:mod:`mta.intake.units`: a report queued).  A report is counted only
 once the transaction that queued it commits (:meth:`Metrics.report_queued`): a unit
@@ -24,6 +25,7 @@ Public API::
     Metrics(*, process=False)
         .registry
         .transferred(peer, entry, seconds, now)   .transfer_failed(peer, precedence)
+        .routine_held(peer, seconds)        a routine transfer waited for flash work
         .received(peer, precedence, octets, *, outcome="accepted")
         .bind_refused(peer, direction, reason)
         .report_queued(session, report)     counted when the session's transaction commits
@@ -200,6 +202,12 @@ class Metrics:
             '"local") or of the link to their peer does not allow the security label',
             ("route",),
         )
+        self._held = self._counter(
+            "routine_held_seconds",
+            "Seconds routine transfers to each peer waited for flash work for it (at most "
+            "50 ms per transfer)",
+            ("peer",),
+        )
 
         # The series of each label set, looked up once: a transfer's figures cost a few
         # increments, not a label lookup (and its lock) per series.
@@ -227,6 +235,11 @@ class Metrics:
         series.octets.inc(len(entry.apdu))
         series.duration.observe(seconds)
         series.wait.observe(max(0.0, (now - entry.arrival_time).total_seconds()))
+
+    def routine_held(self, peer: str, seconds: float) -> None:
+        """A routine transfer to ``peer`` waited ``seconds`` for flash work for it
+        (:mod:`mta.outbound.giveway`)."""
+        self._held.labels(peer).inc(seconds)
 
     def transfer_failed(self, peer: str, precedence: Precedence) -> None:
         """A transfer to ``peer`` failed (it goes back to the queue)."""

@@ -1098,13 +1098,16 @@ class SlotRunner:
 
     async def _give_way(self, connection: _Connection) -> None:
         """On a slot that carries nothing above routine, wait while flash work for the
-        peer is under way, 50 ms at most (:mod:`mta.outbound.giveway`); the connection
-        shows as transferring meanwhile (it holds what it claimed)."""
+        peer is under way, 50 ms at most (:mod:`mta.outbound.giveway`), counted in
+        ``aiox400_routine_held_seconds_total``; the connection shows as transferring
+        meanwhile (it holds what it claimed)."""
         give_way = self.context.give_way
         if self._urgent or not give_way.under_way(self.peer.name):
             return
         connection.enter(ConnectionState.TRANSFERRING)
+        started = time.monotonic()
         await give_way.wait(self.peer.name)
+        self.context.metrics.routine_held(self.peer.name, time.monotonic() - started)
 
     def _flash_work(self, entry: QueueEntry) -> contextlib.AbstractContextManager[None]:
         """The transfer of ``entry`` as flash work for the peer, if it is flash."""

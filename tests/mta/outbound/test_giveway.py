@@ -114,6 +114,14 @@ class WatchingLink(FakeLink):
         return await super().transfer(apdu, timeout=timeout)
 
 
+def held_seconds(queue: Queue) -> float:
+    """``aiox400_routine_held_seconds_total`` for the peer, 0 if never counted."""
+    value = queue.metrics.registry.get_sample_value(
+        "aiox400_routine_held_seconds_total", {"peer": PEER}
+    )
+    return value or 0.0
+
+
 def at(entry: QueueEntry, precedence: Precedence) -> QueueEntry:
     return dataclasses.replace(entry, precedence=precedence)
 
@@ -147,6 +155,7 @@ async def test_a_routine_transfer_starts_once_flash_work_for_its_peer_has_ended(
     assert queue.events[:3] == ["mark -, claim m1,m2", "flash work ends", "m1 confirmed"]
     assert "m2 confirmed" in queue.events
     assert link.seen == [False, False]
+    assert held_seconds(queue) > 0  # (m1 waited; m2 did not)
 
 
 async def test_a_routine_transfer_held_past_its_hold_goes_anyway() -> None:
@@ -178,6 +187,16 @@ async def test_a_flash_slot_is_not_held_by_other_flash_work() -> None:
         async with asyncio.timeout(30):
             await _serve(_runner(Precedence.FLASH, queue, give_way), link)
     assert "m1 confirmed" in queue.events
+
+
+async def test_a_transfer_not_held_counts_no_held_time() -> None:
+    give_way = GiveWay(hold=LONG)
+    queue = Queue([queued("m1")])
+    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
+    with give_way.during(Precedence.FLASH, ["MTA-C"]):
+        async with asyncio.timeout(30):
+            await _serve(_runner(Precedence.ROUTINE, queue, give_way), link)
+    assert held_seconds(queue) == 0
 
 
 async def test_an_immediate_transfer_is_not_flash_work() -> None:
