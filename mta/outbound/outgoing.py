@@ -57,7 +57,7 @@ from p1.security.spif import Clearance
 from store import ApduKind, QueueEntry
 from store.spool import as_bytes
 
-__all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "as_bytes", "outgoing", "transfer_apdu"]
+__all__ = ["LinkClearance", "Outgoing", "OwnPolicy", "outgoing", "transfer_apdu"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

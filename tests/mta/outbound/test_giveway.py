@@ -141,6 +141,18 @@ async def _serve(runner: SlotRunner, link: WatchingLink) -> None:
     assert not await runner._serve(channels._Connection(0), cast(Any, link))
 
 
+async def served(
+    precedence: Precedence, entry: QueueEntry, give_way: GiveWay
+) -> tuple[Queue, WatchingLink]:
+    """A connection of the slot carrying ``precedence`` serves ``entry`` until the peer
+    ends the association: the queue (its events) and the link (what it saw)."""
+    queue = Queue([entry])
+    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
+    async with asyncio.timeout(30):
+        await _serve(_runner(precedence, queue, give_way), link)
+    return queue, link
+
+
 async def test_a_routine_transfer_starts_once_flash_work_for_its_peer_has_ended() -> None:
     give_way = GiveWay(hold=LONG)
     queue = Queue([queued("m1"), queued("m2")])
@@ -160,51 +172,37 @@ async def test_a_routine_transfer_starts_once_flash_work_for_its_peer_has_ended(
 
 async def test_a_routine_transfer_held_past_its_hold_goes_anyway() -> None:
     give_way = GiveWay(hold=0.01)
-    queue = Queue([queued("m1")])
-    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
     with give_way.during(Precedence.OVERRIDE, [PEER]):
-        async with asyncio.timeout(30):
-            await _serve(_runner(Precedence.ROUTINE, queue, give_way), link)
+        queue, link = await served(Precedence.ROUTINE, queued("m1"), give_way)
     assert "m1 confirmed" in queue.events
     assert link.seen == [True]
 
 
 async def test_a_flash_transfer_is_flash_work_while_it_is_under_way() -> None:
     give_way = GiveWay(hold=LONG)
-    queue = Queue([at(queued("m1"), Precedence.FLASH)])
-    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
-    async with asyncio.timeout(30):
-        await _serve(_runner(Precedence.FLASH, queue, give_way), link)
+    _, link = await served(Precedence.FLASH, at(queued("m1"), Precedence.FLASH), give_way)
     assert link.seen == [True]
     assert not give_way.under_way(PEER)
 
 
 async def test_a_flash_slot_is_not_held_by_other_flash_work() -> None:
     give_way = GiveWay(hold=LONG)
-    queue = Queue([at(queued("m1"), Precedence.OVERRIDE)])
-    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
     with give_way.during(Precedence.FLASH, [PEER]):
-        async with asyncio.timeout(30):
-            await _serve(_runner(Precedence.FLASH, queue, give_way), link)
+        queue, _ = await served(Precedence.FLASH, at(queued("m1"), Precedence.OVERRIDE), give_way)
     assert "m1 confirmed" in queue.events
 
 
 async def test_a_transfer_not_held_counts_no_held_time() -> None:
     give_way = GiveWay(hold=LONG)
-    queue = Queue([queued("m1")])
-    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
     with give_way.during(Precedence.FLASH, ["MTA-C"]):
-        async with asyncio.timeout(30):
-            await _serve(_runner(Precedence.ROUTINE, queue, give_way), link)
+        queue, _ = await served(Precedence.ROUTINE, queued("m1"), give_way)
     assert held_seconds(queue) == 0
 
 
 async def test_an_immediate_transfer_is_not_flash_work() -> None:
     give_way = GiveWay(hold=LONG)
-    queue = Queue([at(queued("m1"), Precedence.IMMEDIATE)])
-    link = WatchingLink(queue.events, queue=queue, give_way=give_way)
-    async with asyncio.timeout(30):
-        await _serve(_runner(Precedence.IMMEDIATE, queue, give_way), link)
+    entry = at(queued("m1"), Precedence.IMMEDIATE)
+    _, link = await served(Precedence.IMMEDIATE, entry, give_way)
     assert link.seen == [False]
 
 
