@@ -163,6 +163,8 @@ async def test_a_slot_changed_by_reload_connects_anew_and_the_others_stay_up(
     bob = lab.b.address("Bob")
     await lab.a.send(lab.a.address("Smith"), bob, Precedence.PRIORITY)
     await eventually(lambda: lab.b.inbox(bob), lambda found: len(found) == 1, what="delivery")
+    # (A logs the transfer once B's confirmation is back, which may be after B's delivery.)
+    await until(lambda: bool(_lines(caplog, "transferred ")), what="A's transfer logged")
     transferred = _lines(caplog, "transferred ")[-1]
     expected = f"on port {slot['port']} {'AF41' if change == 'dscp' else 'CS1'}"
     assert expected in transferred
